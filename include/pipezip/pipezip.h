@@ -1,0 +1,91 @@
+/* pipezip.h — the public C API of pipezip.
+ *
+ * pipezip trains neural networks cut into stages whose boundaries carry
+ * compressed activations and gradients. This header is what another program
+ * links against (pkg-config --cflags --libs pipezip). Every function that can
+ * fail returns a pz_status; on failure pz_last_error() says why, naming the
+ * file, flag or value at fault. */
+#ifndef PIPEZIP_H
+#define PIPEZIP_H
+
+#include <stdint.h>
+#include "pipezip/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "MAJOR.MINOR.PATCH" */
+const char *pz_version(void);
+
+/* Threads for every kernel (OpenMP and BLAS); n <= 0 means all cores. Call
+ * before creating networks. */
+void pz_set_threads(int n);
+
+/* ---- a network ----------------------------------------------------------- */
+typedef struct pz_net pz_net;
+
+/* A preset ("mlp", "lenet5", "resnet8", "resnet20") for inputs of shape
+ * (channels, height, width), n_classes outputs, batches of up to batch_max,
+ * weights initialised from seed. */
+pz_status pz_net_create(pz_net **net, const char *preset, int channels, int height, int width,
+                        int n_classes, int batch_max, uint64_t seed);
+void pz_net_free(pz_net *net);
+int64_t pz_net_num_params(const pz_net *net);
+/* Eval-mode forward of B <= batch_max inputs (B, C, H, W); logits (B, n_classes). */
+pz_status pz_net_forward(pz_net *net, const float *x, int B, float *logits);
+/* One SGD step (momentum 0.9, no weight decay) on a batch with int labels;
+ * *loss gets the batch's mean softmax cross-entropy before the update. */
+pz_status pz_net_train_step(pz_net *net, const float *x, const int32_t *labels, int B, float lr, float *loss);
+
+/* ---- a training run (what `pipezip train` does) ------------------------------ */
+typedef struct {
+    const char *model;        /* preset name; default "resnet8" */
+    const char *data;         /* "fashion-mnist", "mnist", "cifar10", "synthetic" */
+    const char *data_dir;     /* NULL: the dataset's default location */
+    int64_t limit_train;      /* use only the first N training examples; <= 0 = all */
+    int64_t limit_test;
+    int epochs;
+    int batch;
+    const char *optimizer;    /* "sgd" or "adamw" */
+    float lr, momentum, weight_decay;
+    int nesterov;
+    const char *schedule;     /* "constant", "cosine", "step:E,G", "onecycle[:PCT]" */
+    float warmup_epochs;
+    int augment_pad;          /* random-crop padding, 0 = off */
+    int augment_flip;
+    uint64_t seed;
+    int threads;              /* <= 0: all cores */
+    const char *out_dir;      /* run directory; NULL: no files written */
+    const char *metrics_format; /* "jsonl" or "csv" */
+    int log_every;            /* write a step record every N steps */
+} pz_run_config;
+
+typedef struct {
+    int epochs_done;
+    double final_test_accuracy, best_test_accuracy, final_test_loss;
+    double final_train_loss, final_train_accuracy;
+    double wall_seconds, samples_per_second;
+    int64_t n_params;
+} pz_run_result;
+
+typedef struct {
+    int epoch, epochs;          /* 1-based epoch */
+    int64_t step, steps_per_epoch, global_step, total_steps;
+    double loss, accuracy;      /* running means over the epoch so far */
+    double lr, samples_per_second, elapsed, eta;
+    int end_of_epoch;           /* 1: test metrics below are set */
+    double test_loss, test_accuracy, epoch_seconds;
+} pz_progress;
+
+typedef void (*pz_progress_fn)(const pz_progress *p, void *user);
+
+/* Fill cfg with the defaults `pipezip train` uses. */
+void pz_run_config_default(pz_run_config *cfg);
+/* Train as configured; on_progress (may be NULL) is called after every step. */
+pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *result, pz_progress_fn on_progress, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,256 @@
+/* base.c — errors, checked allocation and I/O, tensors, RNG, timing. */
+#define _GNU_SOURCE
+#include "base.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* ------------------------------------------------------------------------- */
+/* errors */
+
+static _Thread_local char last_error[1024];
+
+pz_status pz_fail(pz_status code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+const char *pz_last_error(void) { return last_error; }
+
+const char *pz_status_name(pz_status s) {
+    switch (s) {
+    case PZ_OK: return "PZ_OK";
+    case PZ_ERR_ARG: return "PZ_ERR_ARG";
+    case PZ_ERR_NOMEM: return "PZ_ERR_NOMEM";
+    case PZ_ERR_IO: return "PZ_ERR_IO";
+    case PZ_ERR_FORMAT: return "PZ_ERR_FORMAT";
+    case PZ_ERR_STATE: return "PZ_ERR_STATE";
+    case PZ_ERR_UNSUPPORTED: return "PZ_ERR_UNSUPPORTED";
+    }
+    return "PZ_ERR_UNKNOWN";
+}
+
+/* ------------------------------------------------------------------------- */
+/* allocation */
+
+void *pz_malloc_check(size_t n, const char *file, int line) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "pipezip: out of memory allocating %zu bytes at %s:%d\n", n, file, line);
+        exit(2);
+    }
+    return p;
+}
+
+void *pz_calloc_check(size_t n, size_t sz, const char *file, int line) {
+    void *p = calloc(n ? n : 1, sz ? sz : 1);
+    if (!p) {
+        fprintf(stderr, "pipezip: out of memory allocating %zu x %zu bytes at %s:%d\n", n, sz, file, line);
+        exit(2);
+    }
+    return p;
+}
+
+float *pz_floats(size_t n) {
+    size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) {
+        fprintf(stderr, "pipezip: out of memory allocating %zu floats\n", n);
+        exit(2);
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+
+/* ------------------------------------------------------------------------- */
+/* I/O */
+
+pz_status pz_read_file(const char *path, uint8_t **data, size_t *len) {
+    *data = NULL;
+    *len = 0;
+    gzFile f = gzopen(path, "rb"); /* reads plain files transparently */
+    if (!f)
+        return pz_fail(PZ_ERR_IO, "cannot open '%s': %s", path, strerror(errno ? errno : ENOENT));
+    size_t cap = 1 << 20, n = 0;
+    uint8_t *buf = malloc(cap);
+    if (!buf) { gzclose(f); return pz_fail(PZ_ERR_NOMEM, "out of memory reading '%s'", path); }
+    for (;;) {
+        if (n == cap) {
+            uint8_t *nb = realloc(buf, cap * 2);
+            if (!nb) { free(buf); gzclose(f); return pz_fail(PZ_ERR_NOMEM, "out of memory reading '%s'", path); }
+            buf = nb;
+            cap *= 2;
+        }
+        int got = gzread(f, buf + n, (unsigned)(cap - n > (1u << 30) ? (1u << 30) : cap - n));
+        if (got < 0) {
+            int zerr;
+            const char *msg = gzerror(f, &zerr);
+            pz_status st = pz_fail(PZ_ERR_FORMAT, "'%s' is corrupt: %s", path, msg);
+            free(buf);
+            gzclose(f);
+            return st;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    gzclose(f);
+    *data = buf;
+    *len = n;
+    return PZ_OK;
+}
+
+pz_status pz_write_file_atomic(const char *path, const void *data, size_t len) {
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+        return pz_fail(PZ_ERR_ARG, "path too long: '%s'", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return pz_fail(PZ_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
+    const uint8_t *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            pz_status st = pz_fail(PZ_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
+            close(fd);
+            unlink(tmp);
+            return st;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        pz_status st = pz_fail(PZ_ERR_IO, "cannot flush '%s': %s", tmp, strerror(errno));
+        unlink(tmp);
+        return st;
+    }
+    if (rename(tmp, path) != 0) {
+        pz_status st = pz_fail(PZ_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        return st;
+    }
+    return PZ_OK;
+}
+
+pz_status pz_mkdir_p(const char *path) {
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf) return pz_fail(PZ_ERR_ARG, "bad directory path '%s'", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+                return pz_fail(PZ_ERR_IO, "cannot create directory '%s': %s", buf, strerror(errno));
+            buf[i] = c;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return pz_fail(PZ_ERR_IO, "'%s' exists and is not a directory", path);
+    return PZ_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* tensors */
+
+int64_t pz_tensor_numel(const pz_tensor *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    return n;
+}
+
+/* ------------------------------------------------------------------------- */
+/* RNG: xoshiro256** (Blackman & Vigna), seeded by splitmix64 */
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void pz_rng_seed(pz_rng *r, uint64_t seed) {
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+}
+
+pz_rng pz_rng_split(const pz_rng *parent, uint64_t stream) {
+    /* mix the parent's state with the stream id; the parent is not advanced,
+     * so splitting is a pure function of (parent, stream). */
+    uint64_t x = parent->s[0] ^ (parent->s[1] * 0x9E3779B97F4A7C15ull) ^ (stream * 0xD1B54A32D192ED03ull);
+    pz_rng r;
+    for (int i = 0; i < 4; i++) r.s[i] = splitmix64(&x) ^ parent->s[(i + 2) & 3];
+    if ((r.s[0] | r.s[1] | r.s[2] | r.s[3]) == 0) r.s[0] = 1;
+    return r;
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t pz_rng_u64(pz_rng *r) {
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+uint32_t pz_rng_below(pz_rng *r, uint32_t n) {
+    /* Lemire's multiply-shift with rejection: exactly uniform */
+    uint64_t m = (uint64_t)(uint32_t)(pz_rng_u64(r) >> 32) * n;
+    uint32_t l = (uint32_t)m;
+    if (l < n) {
+        uint32_t t = (uint32_t)(-n) % n;
+        while (l < t) {
+            m = (uint64_t)(uint32_t)(pz_rng_u64(r) >> 32) * n;
+            l = (uint32_t)m;
+        }
+    }
+    return (uint32_t)(m >> 32);
+}
+
+float pz_rng_uniform(pz_rng *r) { return (float)(pz_rng_u64(r) >> 40) * (1.0f / 16777216.0f); }
+
+float pz_rng_normal(pz_rng *r) {
+    /* Box-Muller; u1 in (0, 1] so log is finite */
+    double u1 = ((double)(pz_rng_u64(r) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    double u2 = (double)(pz_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
+    return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+}
+
+/* ------------------------------------------------------------------------- */
+/* timing */
+
+double pz_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double pz_median(double *v, int n) {
+    if (n <= 0) return 0.0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}

@@ -1,0 +1,67 @@
+/* base.h — the floor of pipezip: status codes and error messages, checked
+ * allocation and I/O, tensors, the seedable/splittable RNG and timing.
+ * Knows nothing of the parts above it (see ARCHITECTURE.md). */
+#ifndef PZ_BASE_H
+#define PZ_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdbool.h>
+
+#include "pipezip/status.h"
+
+/* ---------------------------------------------------------------------------
+ * Errors. Every function that can fail returns a pz_status; the message that
+ * says what went wrong (file, flag, value) is kept per thread and read with
+ * pz_last_error(). */
+pz_status pz_fail(pz_status code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+#define PZ_TRY(expr) do { pz_status s_ = (expr); if (s_ != PZ_OK) return s_; } while (0)
+
+/* Allocation that cannot silently fail: aborts with file and line on OOM,
+ * for the few places (model build) where there is no sane recovery. */
+void *pz_malloc_check(size_t n, const char *file, int line);
+void *pz_calloc_check(size_t n, size_t sz, const char *file, int line);
+#define pz_malloc(n) pz_malloc_check((n), __FILE__, __LINE__)
+#define pz_calloc(n, sz) pz_calloc_check((n), (sz), __FILE__, __LINE__)
+/* 64-byte aligned, zeroed float buffer (SIMD-friendly); free with free(). */
+float *pz_floats(size_t n);
+
+/* ---------------------------------------------------------------------------
+ * Checked I/O: whole-file read (plain or gzip, decided by content) and an
+ * atomic write (temp file, fsync, rename) so a crash never leaves a torn file. */
+pz_status pz_read_file(const char *path, uint8_t **data, size_t *len);
+pz_status pz_write_file_atomic(const char *path, const void *data, size_t len);
+pz_status pz_mkdir_p(const char *path);
+
+/* ---------------------------------------------------------------------------
+ * Tensors: a shape and a float buffer, NCHW for images. */
+#define PZ_MAX_DIMS 4
+typedef struct {
+    int ndim;
+    int64_t shape[PZ_MAX_DIMS];
+    float *data;
+} pz_tensor;
+
+int64_t pz_tensor_numel(const pz_tensor *t);
+
+/* ---------------------------------------------------------------------------
+ * RNG: xoshiro256** seeded through splitmix64. pz_rng_split derives an
+ * independent stream from (seed, stream id) so each stage, worker or sample
+ * gets its own reproducible sequence regardless of thread scheduling. */
+typedef struct { uint64_t s[4]; } pz_rng;
+
+void pz_rng_seed(pz_rng *r, uint64_t seed);
+pz_rng pz_rng_split(const pz_rng *parent, uint64_t stream);
+uint64_t pz_rng_u64(pz_rng *r);
+uint32_t pz_rng_below(pz_rng *r, uint32_t n);   /* uniform in [0, n) */
+float pz_rng_uniform(pz_rng *r);                /* uniform in [0, 1) */
+float pz_rng_normal(pz_rng *r);                 /* standard normal */
+
+/* ---------------------------------------------------------------------------
+ * Timing (monotonic clock, seconds). */
+double pz_now(void);
+double pz_median(double *v, int n); /* sorts v in place */
+
+#endif

@@ -1,0 +1,10 @@
+/* cli.h — the subcommands of `pipezip`. Each returns the process exit code:
+ * 0 success, 1 a failure while running, 2 a usage error. */
+#ifndef PZ_CLI_H
+#define PZ_CLI_H
+
+int cmd_train(int argc, char **argv);
+int cmd_models(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+#endif

@@ -1,0 +1,77 @@
+/* cmd_bench.c — `pipezip bench train`: median time of a training step. */
+#include "cli.h"
+#include "args.h"
+#include "nn/nn.h"
+#include "kernels/kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "Usage: pipezip bench train [OPTIONS]\n"
+    "\n"
+    "Time full training steps (forward, loss, backward, SGD update) of a preset on\n"
+    "random inputs; prints the median, the spread and samples/s. Not a test: run\n"
+    "it on a quiet machine and compare medians (bench/compare_torch.sh puts\n"
+    "PyTorch's step beside it).\n";
+
+static int bench_train(int argc, char **argv) {
+    const char *model = "resnet8", *input = "1x28x28", *format = "text";
+    int batch = 128, threads = 2, warmup = 3, repeat = 20;
+    const pz_opt opts[] = {
+        {"model", OPT_STR, &model, "NAME", "model preset", 0, 0, "mlp|lenet5|resnet8|resnet20"},
+        {"input", OPT_STR, &input, "CxHxW", "input shape", 0, 0, "1x28x28|3x32x32"},
+        {"batch", OPT_INT, &batch, "N", "batch size", 1, 65536, NULL},
+        {"threads", OPT_INT, &threads, "N", "threads (0 = all cores)", 0, 1024, NULL},
+        {"warmup", OPT_INT, &warmup, "N", "untimed steps first", 0, 1000, NULL},
+        {"repeat", OPT_INT, &repeat, "N", "timed steps", 1, 100000, NULL},
+        {"format", OPT_STR, &format, "FMT", "output format", 0, 0, "text|json"},
+    };
+    int rc = pz_parse_args("pipezip bench train", opts, (int)(sizeof opts / sizeof *opts), argc, argv, 3, usage, NULL, 0, NULL);
+    if (rc == 1) return 0;
+    if (rc) return 2;
+    pz_set_threads(threads);
+    pz_shape in = !strcmp(input, "3x32x32") ? (pz_shape){3, 32, 32} : (pz_shape){1, 28, 28};
+    pz_model m;
+    if (pz_model_preset(&m, model, in, 10, batch, 1)) {
+        fprintf(stderr, "pipezip bench train: %s\n", pz_last_error());
+        return 1;
+    }
+    pz_optim o = {.momentum = 0.9f, .weight_decay = 5e-4f};
+    pz_optim_init(&o, PZ_OPT_SGD, m.n_params);
+    const size_t n = (size_t)batch * pz_shape_numel(in);
+    float *x = pz_floats(n);
+    int32_t *y = pz_calloc((size_t)batch, sizeof(int32_t));
+    pz_rng r;
+    pz_rng_seed(&r, 7);
+    for (size_t i = 0; i < n; i++) x[i] = pz_rng_normal(&r);
+    for (int b = 0; b < batch; b++) y[b] = (int32_t)pz_rng_below(&r, 10);
+    double *t = pz_calloc((size_t)repeat, sizeof(double));
+    for (int i = 0; i < warmup + repeat; i++) {
+        const double t0 = pz_now();
+        pz_train_step(&m, &o, 0.01f, x, y, batch, NULL);
+        if (i >= warmup) t[i - warmup] = pz_now() - t0;
+    }
+    const double med = pz_median(t, repeat), lo = t[0], hi = t[repeat - 1];
+    if (!strcmp(format, "json"))
+        printf("{\"bench\": \"train\", \"model\": \"%s\", \"input\": \"%s\", \"batch\": %d, \"threads\": %d, "
+               "\"repeat\": %d, \"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"samples_per_s\": %.1f}\n",
+               model, input, batch, pz_get_threads(), repeat, 1e3 * med, 1e3 * lo, 1e3 * hi, batch / med);
+    else
+        printf("pipezip bench train: %s, input %s, batch %d, %d threads: median %.2f ms/step (min %.2f, max %.2f, %d steps), %.0f samples/s\n",
+               model, input, batch, pz_get_threads(), 1e3 * med, 1e3 * lo, 1e3 * hi, repeat, batch / med);
+    free(t), free(x), free(y);
+    pz_optim_free(&o);
+    pz_model_free(&m);
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+    if (argc < 3 || !strcmp(argv[2], "-h") || !strcmp(argv[2], "--help")) {
+        printf("Usage: pipezip bench WHAT [OPTIONS]\n\n  train   time training steps of a model preset\n");
+        return argc < 3 ? 2 : 0;
+    }
+    if (!strcmp(argv[2], "train")) return bench_train(argc, argv);
+    fprintf(stderr, "pipezip bench: unknown benchmark '%s' (expected train)\n", argv[2]);
+    return 2;
+}

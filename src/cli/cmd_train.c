@@ -1,0 +1,143 @@
+/* cmd_train.c — `pipezip train`: options, progress display, final summary. */
+#include "cli.h"
+#include "args.h"
+#include "pipezip/pipezip.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "Usage: pipezip train [OPTIONS]\n"
+    "\n"
+    "Train a model on one process. Shows progress on the terminal and writes\n"
+    "config.json, steps.{jsonl,csv}, epochs.{jsonl,csv} and summary.json into the\n"
+    "run directory. The same --seed and --threads give the same numbers.\n"
+    "\n"
+    "Example:\n"
+    "  pipezip train --model resnet8 --data fashion-mnist --epochs 10\n";
+
+typedef struct {
+    int mode;       /* 0 none, 1 bar (terminal), 2 lines */
+    double last;    /* time of the last bar redraw */
+} progress_state;
+
+static void fmt_time(char *buf, size_t cap, double s) {
+    if (s < 0) s = 0;
+    int t = (int)(s + 0.5);
+    if (t >= 3600) snprintf(buf, cap, "%dh%02dm", t / 3600, t / 60 % 60);
+    else snprintf(buf, cap, "%dm%02ds", t / 60, t % 60);
+}
+
+static double wall(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static void on_progress(const pz_progress *p, void *user) {
+    progress_state *ps = user;
+    char eta[32], el[32];
+    fmt_time(eta, sizeof eta, p->eta);
+    fmt_time(el, sizeof el, p->elapsed);
+    if (p->end_of_epoch) {
+        if (ps->mode == 1) fprintf(stderr, "\r\033[K");
+        if (ps->mode)
+            fprintf(stderr, "epoch %2d/%d  train loss %.4f acc %6.2f%%  test loss %.4f acc %6.2f%%  lr %.4g  %.1fs  (%s, ETA %s)\n",
+                    p->epoch, p->epochs, p->loss, 100 * p->accuracy, p->test_loss, 100 * p->test_accuracy, p->lr,
+                    p->epoch_seconds, el, eta);
+        return;
+    }
+    const double now = wall();
+    if (ps->mode == 1) {
+        if (now - ps->last < 0.2 && p->step != p->steps_per_epoch) return;
+        ps->last = now;
+        const int width = 24, fill = (int)(width * p->step / (p->steps_per_epoch ? p->steps_per_epoch : 1));
+        char bar[32];
+        for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+        bar[width] = 0;
+        fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %lld/%lld  loss %.4f  acc %5.2f%%  %.0f samples/s  ETA %s",
+                p->epoch, p->epochs, bar, (long long)p->step, (long long)p->steps_per_epoch, p->loss,
+                100 * p->accuracy, p->samples_per_second, eta);
+    } else if (ps->mode == 2) {
+        if (now - ps->last < 10.0) return;
+        ps->last = now;
+        fprintf(stderr, "epoch %d/%d step %lld/%lld  loss %.4f  acc %5.2f%%  %.0f samples/s  ETA %s\n", p->epoch,
+                p->epochs, (long long)p->step, (long long)p->steps_per_epoch, p->loss, 100 * p->accuracy,
+                p->samples_per_second, eta);
+    }
+}
+
+int cmd_train(int argc, char **argv) {
+    pz_run_config c;
+    pz_run_config_default(&c);
+    const char *progress = "auto";
+    const char *out = NULL;
+    int no_out = 0;
+    const pz_opt opts[] = {
+        {"model", OPT_STR, &c.model, "NAME", "model preset (see pipezip models)", 0, 0, "mlp|lenet5|resnet8|resnet20"},
+        {"data", OPT_STR, &c.data, "NAME", "dataset", 0, 0, "fashion-mnist|mnist|cifar10|synthetic"},
+        {"data-dir", OPT_STR, &c.data_dir, "DIR", "dataset directory (default: fashion-mnist and mnist under /usr/share/datasets, cifar10 in data/cifar-10-batches-bin)", 0, 0, NULL},
+        {"limit-train", OPT_I64, &c.limit_train, "N", "use only the first N training examples (0 = all)", 0, 1e12, NULL},
+        {"limit-test", OPT_I64, &c.limit_test, "N", "use only the first N test examples (0 = all)", 0, 1e12, NULL},
+        {"epochs", OPT_INT, &c.epochs, "N", "training epochs", 1, 100000, NULL},
+        {"batch", OPT_INT, &c.batch, "N", "batch size", 1, 65536, NULL},
+        {"optimizer", OPT_STR, &c.optimizer, "NAME", "optimizer", 0, 0, "sgd|adamw"},
+        {"lr", OPT_FLOAT, &c.lr, "X", "peak learning rate", 1e-9, 100, NULL},
+        {"momentum", OPT_FLOAT, &c.momentum, "X", "SGD momentum", 0, 0.999999, NULL},
+        {"nesterov", OPT_BOOL, &c.nesterov, NULL, "Nesterov momentum (SGD)", 0, 0, NULL},
+        {"weight-decay", OPT_FLOAT, &c.weight_decay, "X", "weight decay (SGD: L2; AdamW: decoupled)", 0, 10, NULL},
+        {"schedule", OPT_STR, &c.schedule, "SPEC", "LR schedule: constant, cosine, step:EPOCHS,GAMMA, onecycle[:PCT]", 0, 0, NULL},
+        {"warmup", OPT_FLOAT, &c.warmup_epochs, "EPOCHS", "linear LR warm-up (constant, step, cosine)", 0, 1e6, NULL},
+        {"crop-pad", OPT_INT, &c.augment_pad, "PX", "random-crop padding in pixels (0 = no crop)", 0, 16, NULL},
+        {"flip", OPT_BOOL, &c.augment_flip, NULL, "random horizontal flips", 0, 0, NULL},
+        {"seed", OPT_U64, &c.seed, "N", "seed for initialisation, shuffling and augmentation", 0, 0, NULL},
+        {"threads", OPT_INT, &c.threads, "N", "threads (0 = all cores)", 0, 1024, NULL},
+        {"out", OPT_STR, &out, "DIR", "run directory (default runs/DATE-MODEL-DATA)", 0, 0, NULL},
+        {"no-out", OPT_BOOL, &no_out, NULL, "write no run directory", 0, 0, NULL},
+        {"metrics", OPT_STR, &c.metrics_format, "FORMAT", "metrics file format", 0, 0, "jsonl|csv"},
+        {"log-every", OPT_INT, &c.log_every, "N", "write a step record every N steps", 1, 1000000, NULL},
+        {"progress", OPT_STR, &progress, "MODE", "progress display (auto: a bar on a terminal, lines otherwise)", 0, 0, "auto|bar|lines|none"},
+    };
+    int rc = pz_parse_args("pipezip train", opts, (int)(sizeof opts / sizeof *opts), argc, argv, 2, usage, NULL, 0, NULL);
+    if (rc == 1) return 0;
+    if (rc) return 2;
+
+    char dir[512];
+    if (!no_out) {
+        if (!out) {
+            time_t t = time(NULL);
+            struct tm tm;
+            localtime_r(&t, &tm);
+            char stamp[32];
+            strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+            snprintf(dir, sizeof dir, "runs/%s-%s-%s", stamp, c.model, c.data);
+            out = dir;
+        }
+        c.out_dir = out;
+    }
+    progress_state ps = {0};
+    if (!strcmp(progress, "auto")) ps.mode = isatty(2) ? 1 : 2;
+    else if (!strcmp(progress, "bar")) ps.mode = 1;
+    else if (!strcmp(progress, "lines")) ps.mode = 2;
+
+    fprintf(stderr, "pipezip train: %s on %s, %d epochs, batch %d, %s lr %g (%s), seed %llu%s%s\n", c.model, c.data,
+            c.epochs, c.batch, c.optimizer, c.lr, c.schedule, (unsigned long long)c.seed,
+            c.out_dir ? ", run directory " : "", c.out_dir ? c.out_dir : "");
+    pz_run_result r;
+    pz_status st = pz_run_train(&c, &r, on_progress, &ps);
+    if (ps.mode == 1) fprintf(stderr, "\r\033[K");
+    if (st) {
+        fprintf(stderr, "pipezip train: %s\n", pz_last_error());
+        return st == PZ_ERR_ARG ? 2 : 1;
+    }
+    char el[32];
+    fmt_time(el, sizeof el, r.wall_seconds);
+    printf("finished: %s on %s, %d epochs in %s (%.0f samples/s), %lld parameters\n", c.model, c.data, r.epochs_done, el,
+           r.samples_per_second, (long long)r.n_params);
+    printf("test accuracy %.2f%% (best %.2f%%), test loss %.4f, train loss %.4f\n", 100 * r.final_test_accuracy,
+           100 * r.best_test_accuracy, r.final_test_loss, r.final_train_loss);
+    if (c.out_dir) printf("run directory: %s\n", c.out_dir);
+    return 0;
+}

@@ -1,0 +1,40 @@
+/* main.c — `pipezip`: the command and its subcommands. */
+#include "cli.h"
+#include "pipezip/pipezip.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+    "pipezip — train models cut into stages, with compressed activations and gradients\n"
+    "\n"
+    "Usage: pipezip [--version] [--help] COMMAND [OPTIONS]\n"
+    "\n"
+    "Commands:\n"
+    "  train     train a model (progress on the terminal, metrics in a run directory)\n"
+    "  models    list the model presets with their layers, parameters, FLOPs and\n"
+    "            per-layer activation sizes\n"
+    "  bench     measure speed: `pipezip bench train` times training steps\n"
+    "\n"
+    "Run `pipezip COMMAND --help` for a command's options.\n";
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *c = argv[1];
+    if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(c, "--version") || !strcmp(c, "version")) {
+        printf("pipezip %s\n", pz_version());
+        return 0;
+    }
+    if (!strcmp(c, "train")) return cmd_train(argc, argv);
+    if (!strcmp(c, "models")) return cmd_models(argc, argv);
+    if (!strcmp(c, "bench")) return cmd_bench(argc, argv);
+    fprintf(stderr, "pipezip: unknown command '%s' (expected train, models or bench; see pipezip --help)\n", c);
+    return 2;
+}

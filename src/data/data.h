@@ -1,0 +1,73 @@
+/* data.h — datasets (MNIST / Fashion-MNIST idx, CIFAR-10 binary, synthetic),
+ * normalisation, augmentation (random crop with padding, horizontal flip)
+ * and batching with a stable sample id per example: the id is the example's
+ * index in its split, the key AQ-SGD's per-sample buffers use.
+ * Knows nothing of codecs or links. */
+#ifndef PZ_DATA_H
+#define PZ_DATA_H
+
+#include "base/base.h"
+
+typedef struct {
+    char name[64];  /* e.g. "fashion-mnist:train" */
+    int64_t n;
+    int c, h, w, n_classes;
+    float *x;       /* (n, c, h, w), normalised after pz_dataset_normalize */
+    int32_t *y;     /* (n) */
+    float mean[4], std[4]; /* per channel, of the raw [0,1] pixels of the train split */
+} pz_dataset;
+
+/* idx files (gzipped or not): images (magic 0x00000803) and labels (0x00000801). */
+pz_status pz_load_idx(pz_dataset *d, const char *images_path, const char *labels_path, const char *name);
+/* A directory with train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz],
+ * t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]. */
+pz_status pz_load_idx_dir(pz_dataset *train, pz_dataset *test, const char *dir, const char *name);
+/* A directory with CIFAR-10's data_batch_1..5.bin and test_batch.bin. */
+pz_status pz_load_cifar10_dir(pz_dataset *train, pz_dataset *test, const char *dir);
+/* Class prototypes plus noise: learnable, needs no files. */
+pz_status pz_make_synthetic(pz_dataset *train, pz_dataset *test, int64_t n_train, int64_t n_test,
+                            int c, int h, int w, int n_classes, uint64_t seed);
+
+/* Load by name: "fashion-mnist", "mnist", "cifar10" (dir may be NULL for the
+ * default location) or "synthetic". Normalises both splits with the train
+ * split's per-channel mean and std. */
+pz_status pz_load_dataset(pz_dataset *train, pz_dataset *test, const char *name, const char *dir, uint64_t seed);
+const char *pz_default_data_dir(const char *name);
+
+/* Keep only the first n examples (n <= d->n). */
+void pz_dataset_truncate(pz_dataset *d, int64_t n);
+void pz_dataset_free(pz_dataset *d);
+/* Compute mean/std per channel on train, apply to train and test. */
+void pz_dataset_normalize(pz_dataset *train, pz_dataset *test);
+
+/* ---- batching --------------------------------------------------------------
+ * Each epoch's order is a permutation drawn from (seed, epoch); each sample's
+ * crop and flip from (seed, epoch, id): the same seed gives the same batches
+ * whatever the thread count. */
+typedef struct {
+    int pad;   /* random crop: pad by this much, crop back to h x w; 0 = off */
+    int flip;  /* random horizontal flip */
+} pz_augment;
+
+typedef struct {
+    const pz_dataset *d;
+    int batch;
+    int shuffle;
+    pz_augment aug;
+    pz_rng rng;
+    int epoch;
+    int64_t pos;
+    uint32_t *order; /* (n) */
+    float *x;        /* (batch, c, h, w) */
+    int32_t *y;      /* (batch) */
+    uint32_t *ids;   /* (batch) */
+} pz_loader;
+
+void pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuffle, pz_augment aug, uint64_t seed);
+void pz_loader_start_epoch(pz_loader *l, int epoch);
+/* Fill the next batch; returns its size, 0 at the end of the epoch. */
+int pz_loader_next(pz_loader *l);
+int64_t pz_loader_batches(const pz_loader *l);
+void pz_loader_free(pz_loader *l);
+
+#endif

@@ -1,0 +1,245 @@
+/* datasets.c — loading MNIST-style idx files, CIFAR-10 binary batches and
+ * the synthetic dataset; normalisation. Every malformed file is an error
+ * that names the file and what is wrong with it. */
+#include "data.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+/* Parse an idx header; *dims gets ndim sizes, returns the payload offset. */
+static pz_status idx_header(const char *path, const uint8_t *b, size_t len, int want_ndim,
+                            uint32_t *dims, size_t *offset) {
+    if (len < 4 || b[0] != 0 || b[1] != 0)
+        return pz_fail(PZ_ERR_FORMAT, "'%s' is not an idx file (bad magic number)", path);
+    if (b[2] != 0x08)
+        return pz_fail(PZ_ERR_FORMAT, "'%s': idx element type 0x%02x, expected unsigned bytes (0x08)", path, b[2]);
+    if (b[3] != want_ndim)
+        return pz_fail(PZ_ERR_FORMAT, "'%s' has %d dimensions, expected %d", path, b[3], want_ndim);
+    size_t off = 4 + 4 * (size_t)want_ndim;
+    if (len < off) return pz_fail(PZ_ERR_FORMAT, "'%s' is truncated inside its header", path);
+    uint64_t total = 1;
+    for (int i = 0; i < want_ndim; i++) {
+        dims[i] = be32(b + 4 + 4 * i);
+        if (dims[i] == 0 || dims[i] > (1u << 28))
+            return pz_fail(PZ_ERR_FORMAT, "'%s': dimension %d has size %u", path, i, dims[i]);
+        total *= dims[i];
+        if (total > ((uint64_t)1 << 36)) return pz_fail(PZ_ERR_FORMAT, "'%s': sizes are implausibly large", path);
+    }
+    if (len - off != total)
+        return pz_fail(PZ_ERR_FORMAT, "'%s' holds %zu bytes of data, its header says %llu", path, len - off,
+                       (unsigned long long)total);
+    *offset = off;
+    return PZ_OK;
+}
+
+pz_status pz_load_idx(pz_dataset *d, const char *images_path, const char *labels_path, const char *name) {
+    memset(d, 0, sizeof *d);
+    uint8_t *img = NULL, *lab = NULL;
+    size_t ni, nl, oi, ol;
+    uint32_t di[3], dl[1];
+    pz_status st = pz_read_file(images_path, &img, &ni);
+    if (!st) st = idx_header(images_path, img, ni, 3, di, &oi);
+    if (!st) st = pz_read_file(labels_path, &lab, &nl);
+    if (!st) st = idx_header(labels_path, lab, nl, 1, dl, &ol);
+    if (!st && di[0] != dl[0])
+        st = pz_fail(PZ_ERR_FORMAT, "'%s' has %u images but '%s' has %u labels", images_path, di[0], labels_path, dl[0]);
+    if (!st) {
+        snprintf(d->name, sizeof d->name, "%s", name);
+        d->n = di[0], d->c = 1, d->h = (int)di[1], d->w = (int)di[2], d->n_classes = 10;
+        const size_t per = (size_t)d->h * d->w;
+        d->x = pz_floats((size_t)d->n * per);
+        d->y = pz_calloc((size_t)d->n, sizeof(int32_t));
+        for (size_t i = 0; i < (size_t)d->n * per; i++) d->x[i] = img[oi + i] * (1.0f / 255.0f);
+        for (int64_t i = 0; i < d->n && !st; i++) {
+            d->y[i] = lab[ol + i];
+            if (d->y[i] >= d->n_classes)
+                st = pz_fail(PZ_ERR_FORMAT, "'%s': label %d of example %lld is not in 0..9", labels_path, d->y[i], (long long)i);
+        }
+    }
+    free(img);
+    free(lab);
+    if (st) pz_dataset_free(d);
+    return st;
+}
+
+/* path of dir/base or dir/base.gz, whichever exists */
+static pz_status find_file(char *out, size_t cap, const char *dir, const char *base) {
+    struct stat sb;
+    snprintf(out, cap, "%s/%s.gz", dir, base);
+    if (stat(out, &sb) == 0) return PZ_OK;
+    snprintf(out, cap, "%s/%s", dir, base);
+    if (stat(out, &sb) == 0) return PZ_OK;
+    return pz_fail(PZ_ERR_IO, "dataset file '%s/%s[.gz]' not found", dir, base);
+}
+
+pz_status pz_load_idx_dir(pz_dataset *train, pz_dataset *test, const char *dir, const char *name) {
+    char a[4096], b[4096], n[80];
+    PZ_TRY(find_file(a, sizeof a, dir, "train-images-idx3-ubyte"));
+    PZ_TRY(find_file(b, sizeof b, dir, "train-labels-idx1-ubyte"));
+    snprintf(n, sizeof n, "%s:train", name);
+    PZ_TRY(pz_load_idx(train, a, b, n));
+    pz_status st = find_file(a, sizeof a, dir, "t10k-images-idx3-ubyte");
+    if (!st) st = find_file(b, sizeof b, dir, "t10k-labels-idx1-ubyte");
+    snprintf(n, sizeof n, "%s:test", name);
+    if (!st) st = pz_load_idx(test, a, b, n);
+    if (!st && (test->h != train->h || test->w != train->w))
+        st = pz_fail(PZ_ERR_FORMAT, "'%s': test images are %dx%d but train images are %dx%d", dir, test->h, test->w,
+                     train->h, train->w);
+    if (st) pz_dataset_free(train), pz_dataset_free(test);
+    return st;
+}
+
+/* CIFAR-10 binary: records of 1 label byte + 3072 pixel bytes (R, G, B planes of 32x32) */
+static pz_status cifar_append(pz_dataset *d, const char *path) {
+    uint8_t *buf;
+    size_t len;
+    PZ_TRY(pz_read_file(path, &buf, &len));
+    const size_t rec = 1 + 3 * 32 * 32;
+    if (len == 0 || len % rec) {
+        free(buf);
+        return pz_fail(PZ_ERR_FORMAT, "'%s' is %zu bytes, not a whole number of %zu-byte CIFAR-10 records", path, len, rec);
+    }
+    const int64_t add = (int64_t)(len / rec), per = 3 * 32 * 32;
+    float *nx = realloc(d->x, sizeof(float) * (size_t)(d->n + add) * per);
+    int32_t *ny = realloc(d->y, sizeof(int32_t) * (size_t)(d->n + add));
+    if (nx) d->x = nx;
+    if (ny) d->y = ny;
+    if (!nx || !ny) {
+        free(buf);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory loading '%s'", path);
+    }
+    for (int64_t i = 0; i < add; i++) {
+        const uint8_t *r = buf + i * rec;
+        if (r[0] > 9) {
+            free(buf);
+            return pz_fail(PZ_ERR_FORMAT, "'%s': record %lld has label %d, expected 0..9", path, (long long)i, r[0]);
+        }
+        d->y[d->n + i] = r[0];
+        for (int64_t j = 0; j < per; j++) d->x[(d->n + i) * per + j] = r[1 + j] * (1.0f / 255.0f);
+    }
+    d->n += add;
+    free(buf);
+    return PZ_OK;
+}
+
+pz_status pz_load_cifar10_dir(pz_dataset *train, pz_dataset *test, const char *dir) {
+    memset(train, 0, sizeof *train);
+    memset(test, 0, sizeof *test);
+    *train = (pz_dataset){.name = "cifar10:train", .c = 3, .h = 32, .w = 32, .n_classes = 10};
+    *test = (pz_dataset){.name = "cifar10:test", .c = 3, .h = 32, .w = 32, .n_classes = 10};
+    char path[4096];
+    pz_status st = PZ_OK;
+    for (int i = 1; i <= 5 && !st; i++) {
+        char base[32];
+        snprintf(base, sizeof base, "data_batch_%d.bin", i);
+        st = find_file(path, sizeof path, dir, base);
+        if (!st) st = cifar_append(train, path);
+    }
+    if (!st) st = find_file(path, sizeof path, dir, "test_batch.bin");
+    if (!st) st = cifar_append(test, path);
+    if (st) pz_dataset_free(train), pz_dataset_free(test);
+    return st;
+}
+
+/* Each class is a smooth random prototype image; an example is its class's
+ * prototype plus Gaussian pixel noise, clipped to [0, 1]. */
+pz_status pz_make_synthetic(pz_dataset *train, pz_dataset *test, int64_t n_train, int64_t n_test,
+                            int c, int h, int w, int n_classes, uint64_t seed) {
+    if (n_train < 1 || n_test < 1 || c < 1 || h < 1 || w < 1 || n_classes < 2)
+        return pz_fail(PZ_ERR_ARG, "synthetic dataset: bad sizes");
+    pz_rng root;
+    pz_rng_seed(&root, seed ^ 0x5EED5EEDull);
+    const int64_t per = (int64_t)c * h * w;
+    float *proto = pz_floats((size_t)(n_classes * per));
+    for (int k = 0; k < n_classes; k++) {
+        pz_rng r = pz_rng_split(&root, (uint64_t)k);
+        /* a few random Gaussian bumps per channel */
+        for (int ch = 0; ch < c; ch++)
+            for (int bump = 0; bump < 4; bump++) {
+                const float cy = pz_rng_uniform(&r) * h, cx = pz_rng_uniform(&r) * w;
+                const float s = 1.5f + pz_rng_uniform(&r) * (float)(h > w ? h : w) / 5.0f;
+                for (int y = 0; y < h; y++)
+                    for (int x = 0; x < w; x++) {
+                        const float d2 = ((y - cy) * (y - cy) + (x - cx) * (x - cx)) / (2 * s * s);
+                        proto[k * per + ((int64_t)ch * h + y) * w + x] += expf(-d2);
+                    }
+            }
+    }
+    pz_dataset *sets[2] = {train, test};
+    const int64_t counts[2] = {n_train, n_test};
+    for (int si = 0; si < 2; si++) {
+        pz_dataset *d = sets[si];
+        memset(d, 0, sizeof *d);
+        snprintf(d->name, sizeof d->name, "synthetic:%s", si ? "test" : "train");
+        d->n = counts[si], d->c = c, d->h = h, d->w = w, d->n_classes = n_classes;
+        d->x = pz_floats((size_t)(d->n * per));
+        d->y = pz_calloc((size_t)d->n, sizeof(int32_t));
+        pz_rng r = pz_rng_split(&root, 1000 + (uint64_t)si);
+        for (int64_t i = 0; i < d->n; i++) {
+            const int k = (int)pz_rng_below(&r, (uint32_t)n_classes);
+            d->y[i] = k;
+            for (int64_t j = 0; j < per; j++) {
+                float v = 0.5f * proto[k * per + j] + 0.25f * pz_rng_normal(&r);
+                d->x[i * per + j] = v < 0 ? 0 : v > 1 ? 1 : v;
+            }
+        }
+    }
+    free(proto);
+    return PZ_OK;
+}
+
+const char *pz_default_data_dir(const char *name) {
+    if (!strcmp(name, "fashion-mnist")) return "/usr/share/datasets/fashion-mnist";
+    if (!strcmp(name, "mnist")) return "/usr/share/datasets/mnist";
+    if (!strcmp(name, "cifar10")) return "data/cifar-10-batches-bin";
+    return NULL;
+}
+
+pz_status pz_load_dataset(pz_dataset *train, pz_dataset *test, const char *name, const char *dir, uint64_t seed) {
+    pz_status st;
+    if (!dir) dir = pz_default_data_dir(name);
+    if (!strcmp(name, "fashion-mnist") || !strcmp(name, "mnist")) st = pz_load_idx_dir(train, test, dir, name);
+    else if (!strcmp(name, "cifar10")) st = pz_load_cifar10_dir(train, test, dir);
+    else if (!strcmp(name, "synthetic")) st = pz_make_synthetic(train, test, 6000, 1000, 1, 28, 28, 10, seed);
+    else return pz_fail(PZ_ERR_ARG, "unknown dataset '%s' (expected fashion-mnist, mnist, cifar10 or synthetic)", name);
+    if (st) return st;
+    pz_dataset_normalize(train, test);
+    return PZ_OK;
+}
+
+void pz_dataset_truncate(pz_dataset *d, int64_t n) {
+    if (n >= 0 && n < d->n) d->n = n;
+}
+
+void pz_dataset_free(pz_dataset *d) {
+    free(d->x);
+    free(d->y);
+    memset(d, 0, sizeof *d);
+}
+
+void pz_dataset_normalize(pz_dataset *train, pz_dataset *test) {
+    const int64_t hw = (int64_t)train->h * train->w;
+    for (int ch = 0; ch < train->c && ch < 4; ch++) {
+        double s = 0.0, s2 = 0.0;
+        for (int64_t i = 0; i < train->n; i++) {
+            const float *p = train->x + (i * train->c + ch) * hw;
+            for (int64_t j = 0; j < hw; j++) s += p[j], s2 += (double)p[j] * p[j];
+        }
+        const double cnt = (double)train->n * hw;
+        const double mean = s / cnt, var = s2 / cnt - mean * mean;
+        const float m = (float)mean, sd = (float)sqrt(var > 1e-12 ? var : 1e-12);
+        pz_dataset *sets[2] = {train, test};
+        for (int k = 0; k < 2; k++) {
+            pz_dataset *d = sets[k];
+            d->mean[ch] = m, d->std[ch] = sd;
+            for (int64_t i = 0; i < d->n; i++) {
+                float *p = d->x + (i * d->c + ch) * hw;
+                for (int64_t j = 0; j < hw; j++) p[j] = (p[j] - m) / sd;
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+/* loader.c — shuffled, augmented batches with stable sample ids. */
+#include "data.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuffle, pz_augment aug, uint64_t seed) {
+    memset(l, 0, sizeof *l);
+    l->d = d;
+    l->batch = batch;
+    l->shuffle = shuffle;
+    l->aug = aug;
+    pz_rng_seed(&l->rng, seed);
+    l->order = pz_calloc((size_t)d->n, sizeof(uint32_t));
+    l->x = pz_floats((size_t)batch * d->c * d->h * d->w);
+    l->y = pz_calloc((size_t)batch, sizeof(int32_t));
+    l->ids = pz_calloc((size_t)batch, sizeof(uint32_t));
+    pz_loader_start_epoch(l, 0);
+}
+
+void pz_loader_start_epoch(pz_loader *l, int epoch) {
+    l->epoch = epoch;
+    l->pos = 0;
+    for (int64_t i = 0; i < l->d->n; i++) l->order[i] = (uint32_t)i;
+    if (!l->shuffle) return;
+    pz_rng r = pz_rng_split(&l->rng, 0x51u << 24 | (uint64_t)epoch);
+    for (int64_t i = l->d->n - 1; i > 0; i--) { /* Fisher-Yates */
+        const uint32_t j = pz_rng_below(&r, (uint32_t)(i + 1));
+        const uint32_t t = l->order[i];
+        l->order[i] = l->order[j];
+        l->order[j] = t;
+    }
+}
+
+int64_t pz_loader_batches(const pz_loader *l) { return (l->d->n + l->batch - 1) / l->batch; }
+
+/* Random crop: the image shifted by (dy, dx) in [-pad, pad], exposed border
+ * filled with the normalised value of a black pixel (as torchvision pads the
+ * raw image with zeros before normalising); then optionally mirrored. */
+static void augment(float *dst, const float *src, const pz_dataset *d, pz_augment aug, pz_rng *r) {
+    const int C = d->c, H = d->h, W = d->w;
+    int dy = 0, dx = 0, flip = 0;
+    if (aug.pad > 0) {
+        dy = (int)pz_rng_below(r, 2 * aug.pad + 1) - aug.pad;
+        dx = (int)pz_rng_below(r, 2 * aug.pad + 1) - aug.pad;
+    }
+    if (aug.flip) flip = (int)(pz_rng_u64(r) >> 63);
+    for (int c = 0; c < C; c++) {
+        const float fill = d->std[c] > 0 ? -d->mean[c] / d->std[c] : 0.0f;
+        const float *sp = src + (size_t)c * H * W;
+        float *dp = dst + (size_t)c * H * W;
+        for (int y = 0; y < H; y++) {
+            const int sy = y + dy;
+            for (int x = 0; x < W; x++) {
+                const int sx = (flip ? W - 1 - x : x) + dx;
+                dp[y * W + x] = (sy >= 0 && sy < H && sx >= 0 && sx < W) ? sp[sy * W + sx] : fill;
+            }
+        }
+    }
+}
+
+int pz_loader_next(pz_loader *l) {
+    const pz_dataset *d = l->d;
+    const int64_t left = d->n - l->pos;
+    if (left <= 0) return 0;
+    const int B = (int)(left < l->batch ? left : l->batch);
+    const size_t per = (size_t)d->c * d->h * d->w;
+    const int do_aug = l->aug.pad > 0 || l->aug.flip;
+    for (int b = 0; b < B; b++) {
+        const uint32_t id = l->order[l->pos + b];
+        l->ids[b] = id;
+        l->y[b] = d->y[id];
+        if (do_aug) {
+            pz_rng r = pz_rng_split(&l->rng, (uint64_t)(l->epoch + 1) << 32 | id);
+            augment(l->x + b * per, d->x + id * per, d, l->aug, &r);
+        } else {
+            memcpy(l->x + b * per, d->x + id * per, sizeof(float) * per);
+        }
+    }
+    l->pos += B;
+    return B;
+}
+
+void pz_loader_free(pz_loader *l) {
+    free(l->order);
+    free(l->x);
+    free(l->y);
+    free(l->ids);
+    memset(l, 0, sizeof *l);
+}

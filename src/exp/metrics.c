@@ -1,0 +1,95 @@
+/* metrics.c — JSONL/CSV metric streams. Numbers are written with enough
+ * digits to round-trip a float; whole numbers as integers. */
+#include "metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+pz_status pz_metrics_open(pz_metrics *m, const char *dir, const char *stem, const char *format) {
+    memset(m, 0, sizeof *m);
+    if (strcmp(format, "jsonl") && strcmp(format, "csv"))
+        return pz_fail(PZ_ERR_ARG, "metrics format '%s' (expected jsonl or csv)", format);
+    m->csv = !strcmp(format, "csv");
+    snprintf(m->path, sizeof m->path, "%s/%s.%s", dir, stem, format);
+    m->f = fopen(m->path, "w");
+    if (!m->f) return pz_fail(PZ_ERR_IO, "cannot create '%s': %s", m->path, strerror(errno));
+    return PZ_OK;
+}
+
+static int fmt_num(char *buf, size_t cap, double v) {
+    if (!isfinite(v)) return snprintf(buf, cap, "null");
+    if (v == floor(v) && fabs(v) < 1e15) return snprintf(buf, cap, "%.0f", v);
+    return snprintf(buf, cap, "%.9g", v);
+}
+
+static size_t put_json_string(char *buf, size_t cap, const char *s) {
+    size_t n = 0;
+#define PUT(c) do { if (n + 1 < cap) buf[n] = (c); n++; } while (0)
+    PUT('"');
+    for (; *s; s++) {
+        const unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') { PUT('\\'); PUT((char)c); }
+        else if (c == '\n') { PUT('\\'); PUT('n'); }
+        else if (c < 0x20) {
+            char e[8];
+            snprintf(e, sizeof e, "\\u%04x", c);
+            for (char *p = e; *p; p++) PUT(*p);
+        } else PUT((char)c);
+    }
+    PUT('"');
+#undef PUT
+    if (cap) buf[n < cap ? n : cap - 1] = '\0';
+    return n;
+}
+
+int pz_fields_to_json(char *buf, size_t cap, const pz_field *f, int n) {
+    size_t used = 0;
+#define ROOM (used < cap ? cap - used : 0)
+#define BUFP (used < cap ? buf + used : NULL)
+    used += (size_t)snprintf(BUFP, ROOM, "{");
+    for (int i = 0; i < n; i++) {
+        if (i) used += (size_t)snprintf(BUFP, ROOM, ", ");
+        used += put_json_string(BUFP, ROOM, f[i].key);
+        used += (size_t)snprintf(BUFP, ROOM, ": ");
+        if (f[i].str) used += put_json_string(BUFP, ROOM, f[i].str);
+        else used += (size_t)fmt_num(BUFP, ROOM, f[i].num);
+    }
+    used += (size_t)snprintf(BUFP, ROOM, "}");
+#undef ROOM
+#undef BUFP
+    return (int)used;
+}
+
+pz_status pz_metrics_write(pz_metrics *m, const pz_field *f, int n) {
+    if (!m->f) return PZ_OK;
+    int bad = 0;
+    if (m->csv) {
+        if (!m->wrote_header) {
+            for (int i = 0; i < n; i++) bad |= fprintf(m->f, "%s%s", i ? "," : "", f[i].key) < 0;
+            bad |= fputc('\n', m->f) == EOF;
+            m->wrote_header = 1;
+        }
+        for (int i = 0; i < n; i++) {
+            char num[64];
+            if (f[i].str) bad |= fprintf(m->f, "%s%s", i ? "," : "", f[i].str) < 0;
+            else {
+                fmt_num(num, sizeof num, f[i].num);
+                bad |= fprintf(m->f, "%s%s", i ? "," : "", strcmp(num, "null") ? num : "") < 0;
+            }
+        }
+        bad |= fputc('\n', m->f) == EOF;
+    } else {
+        char line[8192];
+        pz_fields_to_json(line, sizeof line, f, n);
+        bad |= fprintf(m->f, "%s\n", line) < 0;
+    }
+    bad |= fflush(m->f) != 0;
+    if (bad) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", m->path, strerror(errno));
+    return PZ_OK;
+}
+
+void pz_metrics_close(pz_metrics *m) {
+    if (m->f) fclose(m->f);
+    m->f = NULL;
+}

@@ -1,0 +1,13 @@
+/* run.h — a training run: configuration, the epoch loop with evaluation,
+ * metrics into a run directory. (Single stage; the pipeline issue puts
+ * stages behind the same loop.) */
+#ifndef PZ_RUN_H
+#define PZ_RUN_H
+
+#include "pipezip/pipezip.h"
+#include "base/base.h"
+
+/* Checks every field; the error names the setting and what is accepted. */
+pz_status pz_run_config_check(const pz_run_config *cfg);
+
+#endif

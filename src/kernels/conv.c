@@ -1,0 +1,162 @@
+/* conv.c — 2-D convolution as im2col + one BLAS GEMM per sample.
+ * Samples are spread over OpenMP threads; each thread has its own column
+ * buffers and its own weight-gradient accumulator, reduced in thread order
+ * afterwards, so a fixed thread count gives bit-identical results. */
+#include "kernels.h"
+#include "blas.h"
+
+#include <omp.h>
+#include <string.h>
+
+static int out_dim(int n, int K, int stride, int pad) { return (n + 2 * pad - K) / stride + 1; }
+
+static int is_pointwise(int K, int stride, int pad) { return K == 1 && stride == 1 && pad == 0; }
+
+void im2col(float *col, const float *img, int C, int H, int W, int K, int stride, int pad) {
+    const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
+    for (int c = 0; c < C; c++)
+        for (int kh = 0; kh < K; kh++)
+            for (int kw = 0; kw < K; kw++) {
+                float *row = col + ((size_t)(c * K + kh) * K + kw) * OH * OW;
+                const float *plane = img + (size_t)c * H * W;
+                for (int oh = 0; oh < OH; oh++) {
+                    const int ih = oh * stride - pad + kh;
+                    float *dst = row + (size_t)oh * OW;
+                    if (ih < 0 || ih >= H) {
+                        memset(dst, 0, sizeof(float) * OW);
+                        continue;
+                    }
+                    const float *src = plane + (size_t)ih * W;
+                    if (stride == 1) {
+                        /* contiguous middle run, zero borders */
+                        int ow0 = pad - kw > 0 ? pad - kw : 0;
+                        int ow1 = W + pad - kw < OW ? W + pad - kw : OW;
+                        for (int ow = 0; ow < ow0; ow++) dst[ow] = 0.0f;
+                        if (ow1 > ow0) memcpy(dst + ow0, src + ow0 - pad + kw, sizeof(float) * (ow1 - ow0));
+                        for (int ow = ow1 > ow0 ? ow1 : ow0; ow < OW; ow++) dst[ow] = 0.0f;
+                    } else {
+                        for (int ow = 0; ow < OW; ow++) {
+                            const int iw = ow * stride - pad + kw;
+                            dst[ow] = (iw >= 0 && iw < W) ? src[iw] : 0.0f;
+                        }
+                    }
+                }
+            }
+}
+
+void col2im(float *img, const float *col, int C, int H, int W, int K, int stride, int pad) {
+    const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
+    for (int c = 0; c < C; c++)
+        for (int kh = 0; kh < K; kh++)
+            for (int kw = 0; kw < K; kw++) {
+                const float *row = col + ((size_t)(c * K + kh) * K + kw) * OH * OW;
+                float *plane = img + (size_t)c * H * W;
+                for (int oh = 0; oh < OH; oh++) {
+                    const int ih = oh * stride - pad + kh;
+                    if (ih < 0 || ih >= H) continue;
+                    const float *src = row + (size_t)oh * OW;
+                    float *dst = plane + (size_t)ih * W;
+                    for (int ow = 0; ow < OW; ow++) {
+                        const int iw = ow * stride - pad + kw;
+                        if (iw >= 0 && iw < W) dst[iw] += src[ow];
+                    }
+                }
+            }
+}
+
+/* per thread: col and dcol (CKK x OHW each) and a weight gradient (OC x CKK) */
+static size_t per_thread_floats(int C, int H, int W, int OC, int K, int stride, int pad) {
+    const size_t CKK = (size_t)C * K * K;
+    const size_t OHW = (size_t)out_dim(H, K, stride, pad) * out_dim(W, K, stride, pad);
+    return 2 * CKK * OHW + (size_t)OC * CKK;
+}
+
+size_t conv2d_workspace_floats(int C, int H, int W, int OC, int K, int stride, int pad) {
+    return (size_t)pz_get_threads() * per_thread_floats(C, H, W, OC, K, stride, pad);
+}
+
+void conv2d_forward(float *out, float *ws, const float *inp, const float *weight, const float *bias,
+                    int B, int C, int H, int W, int OC, int K, int stride, int pad) {
+    const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
+    const int CKK = C * K * K, OHW = OH * OW;
+    const size_t per = per_thread_floats(C, H, W, OC, K, stride, pad);
+    const int pointwise = is_pointwise(K, stride, pad);
+#pragma omp parallel num_threads(pz_get_threads())
+    {
+        float *col = ws + (size_t)omp_get_thread_num() * per;
+#pragma omp for schedule(static)
+        for (int b = 0; b < B; b++) {
+            const float *img = inp + (size_t)b * C * H * W;
+            const float *x = img;
+            if (!pointwise) {
+                im2col(col, img, C, H, W, K, stride, pad);
+                x = col;
+            }
+            float *o = out + (size_t)b * OC * OHW;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, OHW, CKK,
+                        1.0f, weight, CKK, x, OHW, 0.0f, o, OHW);
+            if (bias)
+                for (int oc = 0; oc < OC; oc++) {
+                    float *p = o + (size_t)oc * OHW;
+                    for (int i = 0; i < OHW; i++) p[i] += bias[oc];
+                }
+        }
+    }
+}
+
+void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
+                     const float *dout, const float *inp, const float *weight,
+                     int B, int C, int H, int W, int OC, int K, int stride, int pad) {
+    const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
+    const int CKK = C * K * K, OHW = OH * OW;
+    const size_t per = per_thread_floats(C, H, W, OC, K, stride, pad);
+    const int pointwise = is_pointwise(K, stride, pad);
+    const int T = pz_get_threads();
+#pragma omp parallel num_threads(T)
+    {
+        const int t = omp_get_thread_num();
+        float *col = ws + (size_t)t * per;
+        float *dcol = col + (size_t)CKK * OHW;
+        float *dw = dcol + (size_t)CKK * OHW;
+        memset(dw, 0, sizeof(float) * (size_t)OC * CKK);
+#pragma omp for schedule(static)
+        for (int b = 0; b < B; b++) {
+            const float *img = inp + (size_t)b * C * H * W;
+            const float *dy = dout + (size_t)b * OC * OHW;
+            const float *x = img;
+            if (!pointwise) {
+                im2col(col, img, C, H, W, K, stride, pad);
+                x = col;
+            }
+            /* dW (OC, CKK) += dy (OC, OHW) . x^T (OHW, CKK) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, CKK, OHW,
+                        1.0f, dy, OHW, x, OHW, 1.0f, dw, CKK);
+            if (dinp) {
+                float *dimg = dinp + (size_t)b * C * H * W;
+                /* dx_col (CKK, OHW) = W^T (CKK, OC) . dy (OC, OHW) */
+                float *target = pointwise ? dimg : dcol;
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CKK, OHW, OC,
+                            1.0f, weight, CKK, dy, OHW, 0.0f, target, OHW);
+                if (!pointwise) {
+                    memset(dimg, 0, sizeof(float) * (size_t)C * H * W);
+                    col2im(dimg, dcol, C, H, W, K, stride, pad);
+                }
+            }
+        }
+    }
+    /* reduce the per-thread weight gradients in a fixed order */
+    const size_t nw = (size_t)OC * CKK;
+    for (int t = 0; t < T; t++) {
+        const float *dw = ws + (size_t)t * per + 2 * (size_t)CKK * OHW;
+        for (size_t i = 0; i < nw; i++) dweight[i] += dw[i];
+    }
+    if (dbias)
+        for (int oc = 0; oc < OC; oc++) {
+            double s = 0.0;
+            for (int b = 0; b < B; b++) {
+                const float *p = dout + ((size_t)b * OC + oc) * OHW;
+                for (int i = 0; i < OHW; i++) s += p[i];
+            }
+            dbias[oc] += (float)s;
+        }
+}

@@ -1,0 +1,78 @@
+/* dense.c — linear layer, elementwise activations, residual add, softmax
+ * cross-entropy, and the thread setting every kernel shares. */
+#include "kernels.h"
+#include "blas.h"
+
+#include <math.h>
+#include <omp.h>
+
+static int n_threads = 0;
+
+void pz_set_threads(int n) {
+    n_threads = n > 0 ? n : omp_get_num_procs();
+    omp_set_num_threads(n_threads);
+    openblas_set_num_threads(n_threads);
+}
+
+int pz_get_threads(void) { return n_threads > 0 ? n_threads : omp_get_max_threads(); }
+
+void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int B, int C, int OC) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, OC, C, 1.0f, inp, C, weight, C, 0.0f, out, OC);
+    if (bias)
+        for (int b = 0; b < B; b++)
+            for (int o = 0; o < OC; o++) out[(size_t)b * OC + o] += bias[o];
+}
+
+void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                     const float *weight, int B, int C, int OC) {
+    if (dinp) /* dinp (B, C) = dout (B, OC) . W (OC, C) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C);
+    /* dW (OC, C) += dout^T (OC, B) . inp (B, C) */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, B, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
+    if (dbias)
+        for (int o = 0; o < OC; o++) {
+            float s = 0.0f;
+            for (int b = 0; b < B; b++) s += dout[(size_t)b * OC + o];
+            dbias[o] += s;
+        }
+}
+
+void relu_forward(float *out, const float *inp, size_t n) {
+#pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 65536)
+    for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+}
+
+void relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
+#pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 65536)
+    for (size_t i = 0; i < n; i++) dinp[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
+void add_forward(float *out, const float *a, const float *b, size_t n) {
+#pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 65536)
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+float softmax_xent_forward_backward(float *dlogits, int *correct, const float *logits,
+                                    const int32_t *labels, int B, int NC) {
+    double total = 0.0;
+    int hits = 0;
+    for (int b = 0; b < B; b++) {
+        const float *z = logits + (size_t)b * NC;
+        float mx = z[0];
+        int arg = 0;
+        for (int j = 1; j < NC; j++)
+            if (z[j] > mx) { mx = z[j]; arg = j; }
+        double se = 0.0;
+        for (int j = 0; j < NC; j++) se += exp((double)(z[j] - mx));
+        const double lse = log(se) + mx;
+        total += lse - z[labels[b]];
+        hits += arg == labels[b];
+        if (dlogits) {
+            float *dz = dlogits + (size_t)b * NC;
+            for (int j = 0; j < NC; j++)
+                dz[j] = (float)((exp((double)z[j] - lse) - (j == labels[b])) / B);
+        }
+    }
+    if (correct) *correct = hits;
+    return (float)(total / B);
+}

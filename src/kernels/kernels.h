@@ -1,0 +1,76 @@
+/* kernels.h — the hot loops of training: convolution (im2col + BLAS GEMM),
+ * batch normalization, pooling, activations, linear, softmax cross-entropy.
+ * Layout is NCHW float32. Each op is a forward/backward pair of free
+ * functions in the llm.c style: outputs first, gradients prefixed d, shapes as
+ * plain ints named like the math. Backward functions ACCUMULATE into
+ * parameter gradients (dweight += ...) and OVERWRITE input gradients (dinp =),
+ * and skip the input gradient when dinp is NULL.
+ * Knows nothing of models or codecs. */
+#ifndef PZ_KERNELS_H
+#define PZ_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Threads used by the kernels (OpenMP); BLAS is kept single-threaded inside
+ * per-sample loops so the two never oversubscribe the cores. */
+void pz_set_threads(int n);
+int pz_get_threads(void);
+
+/* ---- convolution --------------------------------------------------------
+ * out (B, OC, OH, OW) = conv(inp (B, C, H, W), weight (OC, C, K, K)) + bias (OC)
+ * OH = (H + 2*pad - K) / stride + 1. bias may be NULL.
+ * ws: workspace of conv2d_workspace_floats() floats. */
+size_t conv2d_workspace_floats(int C, int H, int W, int OC, int K, int stride, int pad);
+void conv2d_forward(float *out, float *ws, const float *inp, const float *weight, const float *bias,
+                    int B, int C, int H, int W, int OC, int K, int stride, int pad);
+void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
+                     const float *dout, const float *inp, const float *weight,
+                     int B, int C, int H, int W, int OC, int K, int stride, int pad);
+
+/* col (C*K*K, OH*OW) <- one image (C, H, W); col2im accumulates back. */
+void im2col(float *col, const float *img, int C, int H, int W, int K, int stride, int pad);
+void col2im(float *img, const float *col, int C, int H, int W, int K, int stride, int pad);
+
+/* ---- batch normalization (per channel over B*HW) -------------------------
+ * train != 0: normalize with batch statistics, save mean/rstd (C) for
+ * backward, update running stats (PyTorch semantics: unbiased running var,
+ * run = (1 - momentum) * run + momentum * batch). train == 0: running stats. */
+void batchnorm_forward(float *out, float *mean, float *rstd, float *run_mean, float *run_var,
+                       const float *inp, const float *gamma, const float *beta,
+                       int B, int C, int HW, float momentum, float eps, int train);
+void batchnorm_backward(float *dinp, float *dgamma, float *dbeta,
+                        const float *dout, const float *inp, const float *mean, const float *rstd,
+                        const float *gamma, int B, int C, int HW);
+
+/* ---- activations, residual add ------------------------------------------ */
+void relu_forward(float *out, const float *inp, size_t n);
+/* uses the forward OUTPUT: dinp = dout * (out > 0) */
+void relu_backward(float *dinp, const float *dout, const float *out, size_t n);
+void add_forward(float *out, const float *a, const float *b, size_t n);
+
+/* ---- pooling -------------------------------------------------------------
+ * max: argmax (B, C, OH, OW) holds the input offset within each (H, W) plane.
+ * avg: count_include_pad semantics (divide by K*K), like PyTorch's default. */
+void maxpool2d_forward(float *out, int32_t *argmax, const float *inp,
+                       int B, int C, int H, int W, int K, int stride, int pad);
+void maxpool2d_backward(float *dinp, const float *dout, const int32_t *argmax,
+                        int B, int C, int H, int W, int K, int stride, int pad);
+void avgpool2d_forward(float *out, const float *inp, int B, int C, int H, int W, int K, int stride, int pad);
+void avgpool2d_backward(float *dinp, const float *dout, int B, int C, int H, int W, int K, int stride, int pad);
+/* out (B, C) = mean over each (H*W) plane */
+void global_avgpool_forward(float *out, const float *inp, int B, int C, int HW);
+void global_avgpool_backward(float *dinp, const float *dout, int B, int C, int HW);
+
+/* ---- linear: out (B, OC) = inp (B, C) @ weight (OC, C)^T + bias (OC) ------- */
+void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int B, int C, int OC);
+void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                     const float *weight, int B, int C, int OC);
+
+/* ---- softmax cross-entropy, mean over the batch -----------------------------
+ * Returns the mean loss; dlogits (may be NULL) = (softmax - onehot) / B;
+ * *correct (may be NULL) counts argmax hits. */
+float softmax_xent_forward_backward(float *dlogits, int *correct, const float *logits,
+                                    const int32_t *labels, int B, int NC);
+
+#endif

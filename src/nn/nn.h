@@ -1,0 +1,149 @@
+/* nn.h — layers as forward/backward pairs, models as a list of named layers
+ * (a residual block is one layer holding two sub-lists), presets, softmax
+ * cross-entropy loss, optimizers and learning-rate schedules.
+ * The top-level list is what the pipeline cuts: any index between two
+ * top-level layers is a valid stage boundary. Knows nothing of codecs,
+ * links or stages. */
+#ifndef PZ_NN_H
+#define PZ_NN_H
+
+#include "base/base.h"
+
+typedef struct { int c, h, w; } pz_shape; /* per sample; vectors are (n, 1, 1) */
+
+static inline int64_t pz_shape_numel(pz_shape s) { return (int64_t)s.c * s.h * s.w; }
+
+typedef enum {
+    PZ_LAYER_CONV,
+    PZ_LAYER_BATCHNORM,
+    PZ_LAYER_RELU,
+    PZ_LAYER_MAXPOOL,
+    PZ_LAYER_AVGPOOL,
+    PZ_LAYER_GLOBAL_AVGPOOL,
+    PZ_LAYER_FLATTEN,
+    PZ_LAYER_LINEAR,
+    PZ_LAYER_BLOCK, /* y = relu(main(x) + shortcut(x)); empty shortcut = identity */
+} pz_layer_kind;
+
+typedef struct pz_seq pz_seq;
+
+typedef struct {
+    pz_layer_kind kind;
+    char name[48];
+    pz_shape in, out;
+    int k, stride, pad, has_bias;      /* conv, pooling */
+    int64_t n_params;                  /* trainable floats, sub-layers included */
+    int64_t macs;                      /* forward multiply-accumulates per sample */
+    float *weight, *bias;              /* into the model's parameter array; bn: gamma, beta */
+    float *dweight, *dbias;            /* into the model's gradient array */
+    float *run_mean, *run_var;         /* bn: into the model's buffer array */
+    float *mean, *rstd;                /* bn: batch statistics saved for backward (C) */
+    int32_t *argmax;                   /* maxpool: (B_max, out) */
+    float *ws;                         /* conv: im2col workspace */
+    pz_seq *main, *shortcut;           /* block */
+    float *dz, *dmain;                 /* block: gradient buffers (B_max, in or out) */
+} pz_layer;
+
+struct pz_seq {
+    int n, cap;
+    pz_layer *layers;
+    pz_shape in;
+    float **act;    /* act[i]: output of layer i, (B_max, out_i) */
+    float *grad[2]; /* ping-pong gradient buffers, (B_max, largest activation) */
+};
+
+typedef struct {
+    pz_seq net;
+    int batch_max;
+    int n_classes;
+    int64_t n_params, n_buffers;
+    float *params;  /* (n_params) every trainable float, in layer order */
+    float *grads;   /* (n_params) */
+    float *buffers; /* (n_buffers) running statistics */
+    float *dlogits; /* (B_max, n_classes) */
+    char preset[32];
+} pz_model;
+
+/* ---- building a model ---------------------------------------------------- */
+void pz_seq_init(pz_seq *s, pz_shape in);
+pz_shape pz_seq_out(const pz_seq *s);
+pz_status pz_add_conv(pz_seq *s, const char *name, int oc, int k, int stride, int pad, int bias);
+pz_status pz_add_batchnorm(pz_seq *s, const char *name);
+pz_status pz_add_relu(pz_seq *s, const char *name);
+pz_status pz_add_maxpool(pz_seq *s, const char *name, int k, int stride, int pad);
+pz_status pz_add_avgpool(pz_seq *s, const char *name, int k, int stride, int pad);
+pz_status pz_add_global_avgpool(pz_seq *s, const char *name);
+pz_status pz_add_flatten(pz_seq *s, const char *name);
+pz_status pz_add_linear(pz_seq *s, const char *name, int out, int bias);
+/* CIFAR-style basic block: conv3x3(stride)-bn-relu-conv3x3-bn, plus a
+ * 1x1-conv(stride)+bn projection shortcut when shape changes. */
+pz_status pz_add_basic_block(pz_seq *s, const char *name, int oc, int stride);
+
+/* Allocate parameters, gradients, buffers and activations for batches of up
+ * to batch_max, and initialize (Kaiming normal for conv/linear weights, zero
+ * biases, bn gamma 1 beta 0) from seed. Call pz_set_threads() first. */
+pz_status pz_model_finalize(pz_model *m, int batch_max, int n_classes, uint64_t seed);
+void pz_model_free(pz_model *m);
+
+/* Presets: mlp, lenet5, resnet8, resnet20 (CIFAR-style, widths 16/32/64). */
+pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_classes,
+                          int batch_max, uint64_t seed);
+const char *const *pz_model_preset_names(void);
+const char *pz_layer_kind_name(pz_layer_kind k);
+
+/* Print the top-level layers (index, name, kind, output shape, parameters,
+ * forward FLOPs and activation size per sample) and totals. */
+void pz_model_describe(const pz_model *m, FILE *out);
+
+/* ---- running a model -----------------------------------------------------
+ * Layers [from, to) of the top-level list; x is the input of layer `from`,
+ * the output lands in net.act[to - 1]. Backward: dy is the gradient of that
+ * output; writes the gradient of x into dx (skipped when dx is NULL) and
+ * accumulates parameter gradients. */
+void pz_seq_forward(pz_seq *s, int from, int to, const float *x, int B, int train);
+void pz_seq_backward(pz_seq *s, int from, int to, const float *x, const float *dy, float *dx, int B);
+const float *pz_model_logits(const pz_model *m);
+void pz_model_zero_grad(pz_model *m);
+
+/* ---- optimizers ----------------------------------------------------------- */
+typedef enum { PZ_OPT_SGD, PZ_OPT_ADAMW } pz_optim_kind;
+
+typedef struct {
+    pz_optim_kind kind;
+    float momentum;    /* sgd */
+    int nesterov;      /* sgd */
+    float weight_decay;/* sgd: L2 added to the gradient; adamw: decoupled */
+    float beta1, beta2, eps; /* adamw */
+    int64_t n, t;
+    float *m, *v;
+} pz_optim;
+
+pz_status pz_optim_init(pz_optim *o, pz_optim_kind kind, int64_t n);
+void pz_optim_free(pz_optim *o);
+/* One update of params (n) from grads (n) at learning rate lr; PyTorch's
+ * torch.optim.SGD / AdamW update rules. */
+void pz_optim_step(pz_optim *o, float *params, const float *grads, float lr);
+
+/* ---- learning-rate schedules ---------------------------------------------- */
+typedef enum { PZ_SCHED_CONSTANT, PZ_SCHED_STEP, PZ_SCHED_COSINE, PZ_SCHED_ONECYCLE } pz_sched_kind;
+
+typedef struct {
+    pz_sched_kind kind;
+    float base_lr;
+    int64_t total_steps, steps_per_epoch, warmup_steps;
+    float step_epochs, step_gamma; /* step: multiply by gamma every step_epochs */
+    float pct_start;               /* onecycle: fraction of steps rising */
+} pz_schedule;
+
+/* spec: "constant" | "cosine" | "step:EPOCHS,GAMMA" | "onecycle[:PCT]" */
+pz_status pz_schedule_parse(pz_schedule *s, const char *spec);
+float pz_schedule_lr(const pz_schedule *s, int64_t step);
+
+/* ---- training ------------------------------------------------------------- */
+/* zero_grad, forward (train mode), softmax cross-entropy, backward, step.
+ * Returns the batch's mean loss; *correct counts argmax hits. */
+float pz_train_step(pz_model *m, pz_optim *o, float lr, const float *x, const int32_t *y, int B, int *correct);
+/* Forward in eval mode over N samples in batches; mean loss and accuracy. */
+void pz_evaluate(pz_model *m, const float *x, const int32_t *y, int64_t N, double *loss, double *accuracy);
+
+#endif

@@ -1,0 +1,126 @@
+/* optim.c — SGD (momentum, Nesterov, L2 weight decay) and AdamW, with the
+ * update rules of torch.optim so a run can be checked against PyTorch, and
+ * the learning-rate schedules. */
+#include "nn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+pz_status pz_optim_init(pz_optim *o, pz_optim_kind kind, int64_t n) {
+    /* keep the hyperparameters the caller already set; fill defaults for zeros */
+    o->kind = kind;
+    o->n = n;
+    o->t = 0;
+    if (kind == PZ_OPT_ADAMW) {
+        if (o->beta1 == 0.0f) o->beta1 = 0.9f;
+        if (o->beta2 == 0.0f) o->beta2 = 0.999f;
+        if (o->eps == 0.0f) o->eps = 1e-8f;
+    }
+    o->m = pz_floats((size_t)n);
+    o->v = kind == PZ_OPT_ADAMW ? pz_floats((size_t)n) : NULL;
+    return PZ_OK;
+}
+
+void pz_optim_free(pz_optim *o) {
+    free(o->m);
+    free(o->v);
+    o->m = o->v = NULL;
+}
+
+void pz_optim_step(pz_optim *o, float *p, const float *g, float lr) {
+    const int64_t n = o->n;
+    o->t++;
+    if (o->kind == PZ_OPT_SGD) {
+        const float mu = o->momentum, wd = o->weight_decay;
+        float *buf = o->m;
+        const int first = o->t == 1;
+        for (int64_t i = 0; i < n; i++) {
+            float d = g[i] + wd * p[i];
+            if (mu != 0.0f) {
+                /* torch: the buffer starts as the first gradient */
+                buf[i] = first ? d : mu * buf[i] + d;
+                d = o->nesterov ? d + mu * buf[i] : buf[i];
+            }
+            p[i] -= lr * d;
+        }
+    } else {
+        const float b1 = o->beta1, b2 = o->beta2, eps = o->eps;
+        const float bc1 = 1.0f - powf(b1, (float)o->t), bc2 = 1.0f - powf(b2, (float)o->t);
+        const float step = lr / bc1, sq_bc2 = sqrtf(bc2);
+        for (int64_t i = 0; i < n; i++) {
+            p[i] *= 1.0f - lr * o->weight_decay; /* decoupled (Loshchilov & Hutter) */
+            o->m[i] = b1 * o->m[i] + (1.0f - b1) * g[i];
+            o->v[i] = b2 * o->v[i] + (1.0f - b2) * g[i] * g[i];
+            p[i] -= step * o->m[i] / (sqrtf(o->v[i]) / sq_bc2 + eps);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* schedules */
+
+pz_status pz_schedule_parse(pz_schedule *s, const char *spec) {
+    char *end;
+    if (!strcmp(spec, "constant")) {
+        s->kind = PZ_SCHED_CONSTANT;
+    } else if (!strcmp(spec, "cosine")) {
+        s->kind = PZ_SCHED_COSINE;
+    } else if (!strncmp(spec, "step:", 5)) {
+        s->kind = PZ_SCHED_STEP;
+        s->step_epochs = strtof(spec + 5, &end);
+        if (end == spec + 5 || *end != ',' || !(s->step_epochs > 0.0f))
+            return pz_fail(PZ_ERR_ARG, "schedule '%s': expected step:EPOCHS,GAMMA with EPOCHS > 0, e.g. step:3,0.1", spec);
+        const char *g = end + 1;
+        s->step_gamma = strtof(g, &end);
+        if (end == g || *end || !(s->step_gamma > 0.0f))
+            return pz_fail(PZ_ERR_ARG, "schedule '%s': expected step:EPOCHS,GAMMA with GAMMA > 0, e.g. step:3,0.1", spec);
+    } else if (!strcmp(spec, "onecycle") || !strncmp(spec, "onecycle:", 9)) {
+        s->kind = PZ_SCHED_ONECYCLE;
+        s->pct_start = 0.3f;
+        if (spec[8] == ':') {
+            s->pct_start = strtof(spec + 9, &end);
+            if (end == spec + 9 || *end || !(s->pct_start > 0.0f && s->pct_start < 1.0f))
+                return pz_fail(PZ_ERR_ARG, "schedule '%s': onecycle:PCT needs 0 < PCT < 1, e.g. onecycle:0.3", spec);
+        }
+    } else {
+        return pz_fail(PZ_ERR_ARG, "unknown schedule '%s' (expected constant, cosine, step:EPOCHS,GAMMA or onecycle[:PCT])", spec);
+    }
+    return PZ_OK;
+}
+
+float pz_schedule_lr(const pz_schedule *s, int64_t step) {
+    const double base = s->base_lr;
+    const double T = s->total_steps > 0 ? (double)s->total_steps : 1.0;
+    double lr = base;
+    switch (s->kind) {
+    case PZ_SCHED_CONSTANT:
+        break;
+    case PZ_SCHED_STEP: {
+        const double epoch = (double)step / (double)(s->steps_per_epoch > 0 ? s->steps_per_epoch : 1);
+        lr = base * pow(s->step_gamma, floor(epoch / s->step_epochs));
+        break;
+    }
+    case PZ_SCHED_COSINE: {
+        /* anneal from base at the first step to 0 after the last */
+        const double w = (double)s->warmup_steps;
+        const double t = T > w ? ((double)step - w) / (T - w) : 1.0;
+        lr = 0.5 * base * (1.0 + cos(M_PI * (t < 0 ? 0 : t > 1 ? 1 : t)));
+        break;
+    }
+    case PZ_SCHED_ONECYCLE: {
+        /* torch.optim.lr_scheduler.OneCycleLR, cosine anneal: base/25 -> base
+         * over pct_start of the steps, then down to base/25/1e4 */
+        const double up = fmax(1.0, s->pct_start * T - 1.0);
+        const double lo = base / 25.0, end = lo / 1e4;
+        if (step <= up) lr = lo + (base - lo) * 0.5 * (1.0 - cos(M_PI * step / up));
+        else {
+            const double t = fmin(1.0, (step - up) / fmax(1.0, T - 1.0 - up));
+            lr = end + (base - end) * 0.5 * (1.0 + cos(M_PI * t));
+        }
+        return (float)lr;
+    }
+    }
+    if (s->warmup_steps > 0 && step < s->warmup_steps) lr *= (double)(step + 1) / (double)s->warmup_steps;
+    return (float)lr;
+}
