@@ -1,0 +1,121 @@
+/* test_gradcheck.c — each layer's backward against central finite
+ * differences, ggml test-backend-ops style: a one-layer model, the loss
+ * L = sum(y * r) for a fixed random r (so dL/dy = r), and EVERY parameter and
+ * input coordinate perturbed by +-eps.
+ *
+ * Conv, linear, pooling and GAP are linear in each coordinate, BN is smooth:
+ * with eps = 1e-2 the finite difference is exact up to float32 rounding of L
+ * (~1e-6 / 2e-2), so we allow 2e-3 absolute + 1e-2 relative. ReLU and max
+ * pooling are only piecewise linear: their inputs are drawn at least 0.05
+ * away from every kink so no +-eps step crosses one. In the basic block the
+ * ReLUs sit after BN, whose statistics move with every coordinate, so a step
+ * can cross kinks anywhere: there eps = 1e-3, absolute tolerance 1e-2, and at
+ * most 3% of coordinates may miss (tests/nn/test_resnet8_ref.c checks blocks
+ * exactly against PyTorch). */
+#include "../test.h"
+#include "nn/nn.h"
+#include "kernels/kernels.h"
+
+typedef enum { INPUT_NORMAL, INPUT_AWAY_FROM_ZERO, INPUT_DISTINCT } input_kind;
+
+static double loss_at(pz_model *m, const float *x, const float *r, int B) {
+    pz_seq_forward(&m->net, 0, m->net.n, x, B, 1);
+    const float *y = m->net.act[m->net.n - 1];
+    const int64_t n = (int64_t)B * pz_shape_numel(pz_seq_out(&m->net));
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++) s += (double)y[i] * r[i];
+    return s;
+}
+
+/* Returns the number of coordinates whose finite difference misses. */
+static int probe(const char *what, pz_model *m, float *v, const float *g, int64_t n, const float *x,
+                 const float *r, int B, float eps, double atol, int *checked) {
+    int miss = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float keep = v[i];
+        v[i] = keep + eps;
+        const double lp = loss_at(m, x, r, B);
+        v[i] = keep - eps;
+        const double lm = loss_at(m, x, r, B);
+        v[i] = keep;
+        const double fd = (lp - lm) / (2.0 * eps);
+        if (!(fabs(fd - g[i]) <= atol + 1e-2 * fabs(fd))) {
+            if (miss < 3) fprintf(stderr, "  %s[%lld]: analytic %.6g, finite difference %.6g\n", what, (long long)i, g[i], fd);
+            miss++;
+        }
+    }
+    *checked += (int)n;
+    return miss;
+}
+
+static void check_layer(pz_model *m, int B, input_kind kind, double max_miss_fraction) {
+    const char *name = m->net.layers[0].name;
+    pz_rng rng;
+    pz_rng_seed(&rng, 42);
+    const int64_t nx = (int64_t)B * pz_shape_numel(m->net.in);
+    const int64_t ny = (int64_t)B * pz_shape_numel(pz_seq_out(&m->net));
+    float *x = pz_floats((size_t)nx), *dx = pz_floats((size_t)nx), *r = pz_floats((size_t)ny);
+    for (int64_t i = 0; i < nx; i++) {
+        float v = pz_rng_normal(&rng);
+        if (kind == INPUT_AWAY_FROM_ZERO) v = (v < 0 ? -0.05f : 0.05f) + v;
+        x[i] = v;
+    }
+    if (kind == INPUT_DISTINCT) { /* a random permutation of values 0.05 apart */
+        for (int64_t i = 0; i < nx; i++) x[i] = 0.05f * (float)(i - nx / 2);
+        for (int64_t i = nx - 1; i > 0; i--) {
+            int64_t j = pz_rng_below(&rng, (uint32_t)(i + 1));
+            float t = x[i]; x[i] = x[j]; x[j] = t;
+        }
+    }
+    for (int64_t i = 0; i < ny; i++) r[i] = pz_rng_normal(&rng);
+    pz_model_zero_grad(m);
+    pz_seq_forward(&m->net, 0, m->net.n, x, B, 1);
+    pz_seq_backward(&m->net, 0, m->net.n, x, r, dx, B);
+    float *g = pz_floats((size_t)m->n_params);
+    memcpy(g, m->grads, sizeof(float) * (size_t)m->n_params);
+    char what[96];
+    int checked = 0, miss = 0;
+    snprintf(what, sizeof what, "%s params", name);
+    /* kink-free layers: eps 1e-2; blocks: a smaller step crosses fewer kinks
+     * but L's rounding weighs 10x more, hence the looser absolute tolerance */
+    const float eps = max_miss_fraction > 0 ? 1e-3f : 1e-2f;
+    const double atol = max_miss_fraction > 0 ? 1e-2 : 2e-3;
+    miss += probe(what, m, m->params, g, m->n_params, x, r, B, eps, atol, &checked);
+    snprintf(what, sizeof what, "%s input", name);
+    miss += probe(what, m, x, dx, nx, x, r, B, eps, atol, &checked);
+    CHECK(miss <= max_miss_fraction * checked, "%s: %d of %d coordinates differ from finite differences", name, miss, checked);
+    free(x), free(dx), free(r), free(g);
+}
+
+/* A model of the single layer `add` builds on input shape `in`. */
+#define ONE_LAYER(in, B, kind, frac, add_call)                                                 \
+    do {                                                                                       \
+        pz_model m = {0};                                                                      \
+        pz_seq_init(&m.net, in);                                                               \
+        pz_seq *s = &m.net;                                                                    \
+        CHECK((add_call) == PZ_OK, "%s", pz_last_error());                                     \
+        CHECK(pz_model_finalize(&m, B, (int)pz_shape_numel(pz_seq_out(s)), 7) == PZ_OK, "%s",  \
+              pz_last_error());                                                                \
+        check_layer(&m, B, kind, frac);                                                        \
+        pz_model_free(&m);                                                                     \
+    } while (0)
+
+int main(void) {
+    pz_set_threads(2);
+    const pz_shape img = {3, 7, 7};
+    ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_conv(s, "conv3x3_s2_p1_bias", 4, 3, 2, 1, 1));
+    ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_conv(s, "conv3x3_s1_p1", 2, 3, 1, 1, 0));
+    ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_conv(s, "conv1x1_s2", 5, 1, 2, 0, 0));
+    ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_conv(s, "conv5x5_p2", 2, 5, 1, 2, 1));
+    ONE_LAYER(img, 3, INPUT_NORMAL, 0.0, pz_add_batchnorm(s, "batchnorm"));
+    ONE_LAYER(img, 2, INPUT_AWAY_FROM_ZERO, 0.0, pz_add_relu(s, "relu"));
+    ONE_LAYER(img, 2, INPUT_DISTINCT, 0.0, pz_add_maxpool(s, "maxpool2_s2", 2, 2, 0));
+    ONE_LAYER(img, 2, INPUT_DISTINCT, 0.0, pz_add_maxpool(s, "maxpool3_s2_p1", 3, 2, 1));
+    ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_avgpool(s, "avgpool3_s1_p1", 3, 1, 1));
+    ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_global_avgpool(s, "global_avgpool"));
+    ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_flatten(s, "flatten"));
+    ONE_LAYER(((pz_shape){6, 1, 1}), 3, INPUT_NORMAL, 0.0, pz_add_linear(s, "linear", 4, 1));
+    ONE_LAYER(img, 3, INPUT_NORMAL, 0.03, pz_add_basic_block(s, "block_identity", 3, 1));
+    ONE_LAYER(img, 3, INPUT_NORMAL, 0.03, pz_add_basic_block(s, "block_projection", 4, 2));
+    TEST_DONE();
+}

@@ -1,0 +1,70 @@
+/* test_optim.c — SGD (plain, momentum, Nesterov, weight decay) and AdamW
+ * trajectories against torch.optim, OneCycleLR against PyTorch's, and the
+ * other schedules against their definitions; schedule spec errors. */
+#include "../test.h"
+#include "nn/nn.h"
+
+static ref_file rf;
+
+static void trajectory(const char *name, pz_optim_kind kind, float lr, float momentum, int nesterov, float wd) {
+    ref_tensor *p0 = ref_get(&rf, "optim.p0"), *g = ref_get(&rf, "optim.grads");
+    char key[64];
+    snprintf(key, sizeof key, "optim.%s", name);
+    ref_tensor *want = ref_get(&rf, key);
+    const int n = (int)p0->n, steps = g->dims[0];
+    pz_optim o = {.momentum = momentum, .nesterov = nesterov, .weight_decay = wd};
+    pz_optim_init(&o, kind, n);
+    float p[16];
+    memcpy(p, p0->data, sizeof(float) * n);
+    for (int s = 0; s < steps; s++) {
+        pz_optim_step(&o, p, g->data + s * n, lr);
+        char what[80];
+        snprintf(what, sizeof what, "%s step %d", name, s + 1);
+        check_close(what, p, want->data + s * n, n, 1e-6f, 1e-5f);
+    }
+    pz_optim_free(&o);
+}
+
+int main(void) {
+    if (ref_load(&rf, PZ_SOURCE_DIR "/tests/ref/layers.bin")) return 1;
+    trajectory("sgd", PZ_OPT_SGD, 0.1f, 0.9f, 0, 0.01f);
+    trajectory("sgd_nesterov", PZ_OPT_SGD, 0.1f, 0.9f, 1, 0.01f);
+    trajectory("sgd_plain", PZ_OPT_SGD, 0.1f, 0.0f, 0, 0.0f);
+    trajectory("adamw", PZ_OPT_ADAMW, 0.01f, 0.0f, 0, 0.1f);
+
+    pz_schedule s = {0};
+    CHECK(pz_schedule_parse(&s, "onecycle") == PZ_OK, "%s", pz_last_error());
+    s.base_lr = 0.1f, s.total_steps = 50, s.steps_per_epoch = 10;
+    ref_tensor *oc = ref_get(&rf, "sched.onecycle");
+    float lrs[50];
+    for (int i = 0; i < 50; i++) lrs[i] = pz_schedule_lr(&s, i);
+    check_close("onecycle lr", lrs, oc->data, 50, 1e-7f, 1e-5f);
+
+    pz_schedule c = {0};
+    CHECK(pz_schedule_parse(&c, "cosine") == PZ_OK, "%s", pz_last_error());
+    c.base_lr = 0.2f, c.total_steps = 100, c.steps_per_epoch = 10;
+    CHECK(fabsf(pz_schedule_lr(&c, 0) - 0.2f) < 1e-7f, "cosine starts at the base lr, got %g", pz_schedule_lr(&c, 0));
+    CHECK(fabsf(pz_schedule_lr(&c, 50) - 0.1f) < 1e-6f, "cosine halfway is half, got %g", pz_schedule_lr(&c, 50));
+    CHECK(pz_schedule_lr(&c, 100) < 1e-7f, "cosine ends at 0, got %g", pz_schedule_lr(&c, 100));
+    c.warmup_steps = 10;
+    CHECK(fabsf(pz_schedule_lr(&c, 0) - 0.02f) < 1e-7f, "warm-up starts at base/10 for 10 steps, got %g", pz_schedule_lr(&c, 0));
+    CHECK(fabsf(pz_schedule_lr(&c, 9) - 0.2f) < 1e-6f, "warm-up reaches base at its last step, got %g", pz_schedule_lr(&c, 9));
+
+    pz_schedule st = {0};
+    CHECK(pz_schedule_parse(&st, "step:3,0.1") == PZ_OK, "%s", pz_last_error());
+    st.base_lr = 1.0f, st.total_steps = 100, st.steps_per_epoch = 10;
+    CHECK(pz_schedule_lr(&st, 29) == 1.0f, "step: epoch 2 keeps the base lr");
+    CHECK(fabsf(pz_schedule_lr(&st, 30) - 0.1f) < 1e-7f, "step: epoch 3 multiplies by 0.1, got %g", pz_schedule_lr(&st, 30));
+    CHECK(fabsf(pz_schedule_lr(&st, 65) - 0.01f) < 1e-8f, "step: epoch 6 by 0.01, got %g", pz_schedule_lr(&st, 65));
+
+    pz_schedule k = {0};
+    CHECK(pz_schedule_parse(&k, "constant") == PZ_OK && k.kind == PZ_SCHED_CONSTANT, "constant parses");
+    const char *bad[] = {"cosin", "step:", "step:3", "step:0,0.1", "step:3,x", "onecycle:1.5", "onecycle:", ""};
+    for (int i = 0; i < 8; i++) {
+        pz_schedule b = {0};
+        CHECK(pz_schedule_parse(&b, bad[i]) == PZ_ERR_ARG, "schedule '%s' must be rejected", bad[i]);
+        CHECK(strstr(pz_last_error(), "schedule") != NULL, "error names the schedule: %s", pz_last_error());
+    }
+    ref_free(&rf);
+    TEST_DONE();
+}
