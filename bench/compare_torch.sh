@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# compare_torch.sh — pipezip's training step beside PyTorch's on the same
+# model, batch and thread count, measured in the same run, alternating the
+# two ROUNDS times and reporting medians (the machine is shared and noisy).
+# Usage: bench/compare_torch.sh [PATH/TO/pipezip] [MODEL] [BATCH] [THREADS] [INPUT] [ROUNDS]
+set -euo pipefail
+PZ=${1:-./build/pipezip}
+MODEL=${2:-resnet8}
+BATCH=${3:-128}
+THREADS=${4:-2}
+INPUT=${5:-1x28x28}
+ROUNDS=${6:-5}
+here=$(cd "$(dirname "$0")" && pwd)
+if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  echo "compare_torch.sh: needs Debian's python3-torch (apt-get install python3-torch)" >&2
+  exit 1
+fi
+pz=() th=()
+for r in $(seq "$ROUNDS"); do
+  pz+=("$("$PZ" bench train --model "$MODEL" --batch "$BATCH" --threads "$THREADS" --input "$INPUT" \
+          --repeat 20 --format json | sed -E 's/.*"median_ms": ([0-9.]+).*/\1/')")
+  th+=("$(/usr/bin/python3 "$here/torch_train_step.py" --model "$MODEL" --batch "$BATCH" --threads "$THREADS" \
+          --input "$INPUT" --repeat 20 | sed -E 's/.*"median_ms": ([0-9.]+).*/\1/')")
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+mp=$(median "${pz[@]}")
+mt=$(median "${th[@]}")
+echo "model $MODEL, input $INPUT, batch $BATCH, $THREADS threads, $ROUNDS rounds of 20 steps"
+echo "  pipezip: ${pz[*]} ms/step -> median $mp"
+echo "  pytorch: ${th[*]} ms/step -> median $mt ($(/usr/bin/python3 -c 'import torch; print(torch.__version__)'))"
+awk -v a="$mp" -v b="$mt" 'BEGIN { printf "  pytorch / pipezip = %.2fx (above 1: pipezip is faster)\n", b / a }'

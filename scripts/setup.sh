@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# setup.sh — install the Debian packages pipezip needs to build, test and run.
+# Idempotent: installs only what is missing (apt-get update only then).
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev dataset-fashion-mnist python3)
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then sudo="sudo"; else
+    echo "setup: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# test_cli.sh — the `pipezip` command as a user meets it: help for every
+# command and flag, errors that name the problem (with exit code 2 for usage,
+# 1 for failures), `models`, `bench train`, and a short training run whose
+# run directory is checked. Usage: test_cli.sh PATH/TO/pipezip
+set -u
+PZ="$1"
+pass=0
+fail=0
+tmp=$(mktemp -d /tmp/pz-test-cli-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+# expect CODE PATTERN -- CMD...: exit code CODE and output (stdout+stderr) matching PATTERN
+expect() {
+  local code="$1" pattern="$2"; shift 3
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" -ne "$code" ]; then bad "'$*' exited $rc, expected $code: $out"; return; fi
+  if ! grep -qE -- "$pattern" <<<"$out"; then bad "'$*' output lacks /$pattern/: $out"; return; fi
+  ok
+}
+
+expect 0 "Commands:" -- "$PZ" --help
+expect 0 "^pipezip [0-9]+\.[0-9]+\.[0-9]+" -- "$PZ" --version
+expect 2 "unknown command 'trian'" -- "$PZ" trian
+expect 2 "Usage: pipezip" -- "$PZ"
+
+# every train flag is documented
+help=$("$PZ" train --help)
+for flag in model data data-dir limit-train limit-test epochs batch optimizer lr momentum nesterov weight-decay \
+            schedule warmup crop-pad flip seed threads out no-out metrics log-every progress; do
+  if grep -qE -- "--(\[no-\])?$flag\b" <<<"$help"; then ok; else bad "train --help does not document --$flag"; fi
+done
+
+expect 2 "did you mean '--epochs'" -- "$PZ" train --epoch 3
+expect 2 "--epochs expects an integer, got 'ten'" -- "$PZ" train --epochs ten
+expect 2 "--epochs must be in 1..100000, got 0" -- "$PZ" train --epochs 0
+expect 2 "--lr expects a number, got 'fast'" -- "$PZ" train --lr fast
+expect 2 "--model 'resnet9' is not one of: mlp\|lenet5\|resnet8\|resnet20" -- "$PZ" train --model resnet9
+expect 2 "--batch needs a value" -- "$PZ" train --batch
+expect 2 "unknown schedule 'linear'" -- "$PZ" train --schedule linear --no-out --data synthetic
+expect 2 "--flip expects on or off" -- "$PZ" train --flip=maybe
+expect 2 "unexpected argument 'resnet8'" -- "$PZ" train resnet8
+expect 1 "dataset file '/nonexistent/train-images-idx3-ubyte\[.gz\]' not found" -- \
+  "$PZ" train --data fashion-mnist --data-dir /nonexistent --no-out --progress none
+
+# a corrupt dataset file is named
+mkdir -p "$tmp/broken"
+printf 'not an idx file' > "$tmp/broken/train-images-idx3-ubyte"
+printf 'x' > "$tmp/broken/train-labels-idx1-ubyte"
+expect 1 "broken/train-images-idx3-ubyte' is not an idx file" -- \
+  "$PZ" train --data mnist --data-dir "$tmp/broken" --no-out --progress none
+
+expect 0 "resnet8 \(input 1x28x28" -- "$PZ" models
+expect 0 "layer3.0 +basic_block +64x7x7" -- "$PZ" models resnet8
+expect 0 "total: 272474 parameters" -- "$PZ" models resnet20 --input 3x32x32
+expect 2 "unknown model 'vgg'" -- "$PZ" models vgg
+expect 0 "median [0-9.]+ ms/step" -- "$PZ" bench train --model lenet5 --batch 16 --threads 1 --warmup 1 --repeat 3
+expect 0 '"median_ms": [0-9.]+' -- "$PZ" bench train --model mlp --batch 8 --warmup 0 --repeat 2 --format json
+expect 2 "unknown benchmark 'codecs'" -- "$PZ" bench codecs
+
+# a short run: progress lines, final summary, run directory with csv metrics
+expect 0 "test accuracy [0-9.]+%" -- "$PZ" train --data synthetic --model mlp --epochs 2 --limit-train 600 \
+  --limit-test 200 --batch 32 --out "$tmp/run" --metrics csv --progress lines --threads 2
+for f in config.json summary.json steps.csv epochs.csv; do
+  if [ -s "$tmp/run/$f" ]; then ok; else bad "run directory lacks $f"; fi
+done
+if [ "$(wc -l < "$tmp/run/epochs.csv")" -eq 3 ] && head -1 "$tmp/run/epochs.csv" | grep -q '^epoch,train_loss,train_accuracy,test_loss,test_accuracy'; then
+  ok; else bad "epochs.csv: $(cat "$tmp/run/epochs.csv")"; fi
+if grep -q '"status": "finished"' "$tmp/run/summary.json"; then ok; else bad "summary.json: $(cat "$tmp/run/summary.json")"; fi
+if /usr/bin/env python3 -c 'import json,sys; json.load(open(sys.argv[1])); json.load(open(sys.argv[2]))' \
+     "$tmp/run/config.json" "$tmp/run/summary.json" 2>/dev/null; then ok; else bad "config.json/summary.json are not valid JSON"; fi
+
+echo "test_cli.sh: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
