@@ -12,28 +12,38 @@ static int out_dim(int n, int K, int stride, int pad) { return (n + 2 * pad - K)
 
 static int is_pointwise(int K, int stride, int pad) { return K == 1 && stride == 1 && pad == 0; }
 
-void im2col(float *col, const float *img, int C, int H, int W, int K, int stride, int pad) {
+/* Valid output columns [*ow0, *ow1) for kernel column kw at stride 1:
+ * those whose input column ow - pad + kw lies inside [0, W). */
+static inline void valid_cols(int W, int OW, int pad, int kw, int *ow0, int *ow1) {
+    const int a = pad - kw, b = W + pad - kw;
+    *ow0 = a > 0 ? a : 0;
+    *ow1 = b < OW ? b : OW;
+    if (*ow1 < *ow0) *ow1 = *ow0;
+}
+
+void im2col(float *restrict col, const float *restrict img, int C, int H, int W, int K, int stride, int pad) {
     const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
     for (int c = 0; c < C; c++)
         for (int kh = 0; kh < K; kh++)
             for (int kw = 0; kw < K; kw++) {
-                float *row = col + ((size_t)(c * K + kh) * K + kw) * OH * OW;
-                const float *plane = img + (size_t)c * H * W;
+                float *restrict row = col + ((size_t)(c * K + kh) * K + kw) * OH * OW;
+                const float *restrict plane = img + (size_t)c * H * W;
+                int ow0 = 0, ow1 = OW;
+                if (stride == 1) valid_cols(W, OW, pad, kw, &ow0, &ow1);
                 for (int oh = 0; oh < OH; oh++) {
                     const int ih = oh * stride - pad + kh;
-                    float *dst = row + (size_t)oh * OW;
+                    float *restrict dst = row + (size_t)oh * OW;
                     if (ih < 0 || ih >= H) {
-                        memset(dst, 0, sizeof(float) * OW);
+                        for (int ow = 0; ow < OW; ow++) dst[ow] = 0.0f;
                         continue;
                     }
-                    const float *src = plane + (size_t)ih * W;
+                    const float *restrict src = plane + (size_t)ih * W;
                     if (stride == 1) {
-                        /* contiguous middle run, zero borders */
-                        int ow0 = pad - kw > 0 ? pad - kw : 0;
-                        int ow1 = W + pad - kw < OW ? W + pad - kw : OW;
+                        /* a shifted copy of one input row, zero borders */
+                        const float *restrict s = src - pad + kw;
                         for (int ow = 0; ow < ow0; ow++) dst[ow] = 0.0f;
-                        if (ow1 > ow0) memcpy(dst + ow0, src + ow0 - pad + kw, sizeof(float) * (ow1 - ow0));
-                        for (int ow = ow1 > ow0 ? ow1 : ow0; ow < OW; ow++) dst[ow] = 0.0f;
+                        for (int ow = ow0; ow < ow1; ow++) dst[ow] = s[ow];
+                        for (int ow = ow1; ow < OW; ow++) dst[ow] = 0.0f;
                     } else {
                         for (int ow = 0; ow < OW; ow++) {
                             const int iw = ow * stride - pad + kw;
@@ -44,21 +54,28 @@ void im2col(float *col, const float *img, int C, int H, int W, int K, int stride
             }
 }
 
-void col2im(float *img, const float *col, int C, int H, int W, int K, int stride, int pad) {
+void col2im(float *restrict img, const float *restrict col, int C, int H, int W, int K, int stride, int pad) {
     const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
     for (int c = 0; c < C; c++)
         for (int kh = 0; kh < K; kh++)
             for (int kw = 0; kw < K; kw++) {
-                const float *row = col + ((size_t)(c * K + kh) * K + kw) * OH * OW;
-                float *plane = img + (size_t)c * H * W;
+                const float *restrict row = col + ((size_t)(c * K + kh) * K + kw) * OH * OW;
+                float *restrict plane = img + (size_t)c * H * W;
+                int ow0 = 0, ow1 = OW;
+                if (stride == 1) valid_cols(W, OW, pad, kw, &ow0, &ow1);
                 for (int oh = 0; oh < OH; oh++) {
                     const int ih = oh * stride - pad + kh;
                     if (ih < 0 || ih >= H) continue;
-                    const float *src = row + (size_t)oh * OW;
-                    float *dst = plane + (size_t)ih * W;
-                    for (int ow = 0; ow < OW; ow++) {
-                        const int iw = ow * stride - pad + kw;
-                        if (iw >= 0 && iw < W) dst[iw] += src[ow];
+                    const float *restrict src = row + (size_t)oh * OW;
+                    float *restrict dst = plane + (size_t)ih * W;
+                    if (stride == 1) {
+                        float *restrict d = dst - pad + kw;
+                        for (int ow = ow0; ow < ow1; ow++) d[ow] += src[ow];
+                    } else {
+                        for (int ow = 0; ow < OW; ow++) {
+                            const int iw = ow * stride - pad + kw;
+                            if (iw >= 0 && iw < W) dst[iw] += src[ow];
+                        }
                     }
                 }
             }
