@@ -67,6 +67,7 @@ typedef struct {
     double final_train_loss, final_train_accuracy;
     double wall_seconds, samples_per_second;
     int64_t n_params;
+    int stopped;               /* 1: the progress callback asked to stop */
 } pz_run_result;
 
 typedef struct {
@@ -78,7 +79,10 @@ typedef struct {
     double test_loss, test_accuracy, epoch_seconds;
 } pz_progress;
 
-typedef void (*pz_progress_fn)(const pz_progress *p, void *user);
+/* Called after every step and at the end of every epoch; returning nonzero
+ * stops the run after that step (result->stopped is set, the run directory
+ * gets a summary with status "stopped", and pz_run_train returns PZ_OK). */
+typedef int (*pz_progress_fn)(const pz_progress *p, void *user);
 
 /* Fill cfg with the defaults `pipezip train` uses. */
 void pz_run_config_default(pz_run_config *cfg);

@@ -3,6 +3,7 @@
 #include "args.h"
 #include "pipezip/pipezip.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -36,8 +37,17 @@ static double wall(void) {
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-static void on_progress(const pz_progress *p, void *user) {
+static volatile sig_atomic_t interrupted = 0;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    if (interrupted) _exit(130); /* a second Ctrl-C: stop at once */
+    interrupted = 1;
+}
+
+static int on_progress(const pz_progress *p, void *user) {
     progress_state *ps = user;
+    if (interrupted) return 1;
     char eta[32], el[32];
     fmt_time(eta, sizeof eta, p->eta);
     fmt_time(el, sizeof el, p->elapsed);
@@ -47,11 +57,11 @@ static void on_progress(const pz_progress *p, void *user) {
             fprintf(stderr, "epoch %2d/%d  train loss %.4f acc %6.2f%%  test loss %.4f acc %6.2f%%  lr %.4g  %.1fs  (%s, ETA %s)\n",
                     p->epoch, p->epochs, p->loss, 100 * p->accuracy, p->test_loss, 100 * p->test_accuracy, p->lr,
                     p->epoch_seconds, el, eta);
-        return;
+        return 0;
     }
     const double now = wall();
     if (ps->mode == 1) {
-        if (now - ps->last < 0.2 && p->step != p->steps_per_epoch) return;
+        if (now - ps->last < 0.2 && p->step != p->steps_per_epoch) return 0;
         ps->last = now;
         const int width = 24, fill = (int)(width * p->step / (p->steps_per_epoch ? p->steps_per_epoch : 1));
         char bar[32];
@@ -61,12 +71,13 @@ static void on_progress(const pz_progress *p, void *user) {
                 p->epoch, p->epochs, bar, (long long)p->step, (long long)p->steps_per_epoch, p->loss,
                 100 * p->accuracy, p->samples_per_second, eta);
     } else if (ps->mode == 2) {
-        if (now - ps->last < 10.0) return;
+        if (now - ps->last < 10.0) return 0;
         ps->last = now;
         fprintf(stderr, "epoch %d/%d step %lld/%lld  loss %.4f  acc %5.2f%%  %.0f samples/s  ETA %s\n", p->epoch,
                 p->epochs, (long long)p->step, (long long)p->steps_per_epoch, p->loss, 100 * p->accuracy,
                 p->samples_per_second, eta);
     }
+    return 0;
 }
 
 int cmd_train(int argc, char **argv) {
@@ -125,6 +136,11 @@ int cmd_train(int argc, char **argv) {
     fprintf(stderr, "pipezip train: %s on %s, %d epochs, batch %d, %s lr %g (%s), seed %llu%s%s\n", c.model, c.data,
             c.epochs, c.batch, c.optimizer, c.lr, c.schedule, (unsigned long long)c.seed,
             c.out_dir ? ", run directory " : "", c.out_dir ? c.out_dir : "");
+    /* Ctrl-C finishes the current step, writes the summary, exits 130 */
+    struct sigaction sa = {0};
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     pz_run_result r;
     pz_status st = pz_run_train(&c, &r, on_progress, &ps);
     if (ps.mode == 1) fprintf(stderr, "\r\033[K");
@@ -134,6 +150,11 @@ int cmd_train(int argc, char **argv) {
     }
     char el[32];
     fmt_time(el, sizeof el, r.wall_seconds);
+    if (r.stopped) {
+        fprintf(stderr, "pipezip train: interrupted after %d finished epochs%s%s\n", r.epochs_done,
+                c.out_dir ? "; metrics so far are in " : "", c.out_dir ? c.out_dir : "");
+        return 130;
+    }
     printf("finished: %s on %s, %d epochs in %s (%.0f samples/s), %lld parameters\n", c.model, c.data, r.epochs_done, el,
            r.samples_per_second, (long long)r.n_params);
     printf("test accuracy %.2f%% (best %.2f%%), test loss %.4f, train loss %.4f\n", 100 * r.final_test_accuracy,

@@ -146,7 +146,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
 
     const double t0 = pz_now();
     int64_t global_step = 0, samples = 0;
-    for (int epoch = 0; epoch < cfg->epochs && !st; epoch++) {
+    for (int epoch = 0; epoch < cfg->epochs && !st && !res->stopped; epoch++) {
         const double te = pz_now();
         pz_loader_start_epoch(&loader, epoch);
         double loss_sum = 0.0;
@@ -170,7 +170,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
                              .accuracy = (double)hits / seen, .lr = lr, .elapsed = now - t0,
                              .samples_per_second = samples / (now - t0)};
             p.eta = (now - t0) / global_step * (sched.total_steps - global_step);
-            if (on_progress) on_progress(&p, user);
+            if (on_progress && on_progress(&p, user)) res->stopped = 1;
             if (steps_m.f && (global_step % cfg->log_every == 0 || step == sched.steps_per_epoch)) {
                 pz_field f[] = {PZ_NUM("epoch", epoch + 1), PZ_NUM("step", global_step), PZ_NUM("loss", loss),
                                 PZ_NUM("accuracy", (double)correct / B), PZ_NUM("lr", lr),
@@ -178,8 +178,9 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
                 st = pz_metrics_write(&steps_m, f, (int)(sizeof f / sizeof *f));
                 if (st) break;
             }
+            if (res->stopped) break;
         }
-        if (st) break;
+        if (st || res->stopped) break;
         double test_loss, test_acc;
         pz_evaluate(&model, test.x, test.y, test.n, &test_loss, &test_acc);
         const double now = pz_now();
@@ -197,7 +198,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
                              .elapsed = now - t0, .samples_per_second = samples / (now - t0), .end_of_epoch = 1,
                              .test_loss = test_loss, .test_accuracy = test_acc, .epoch_seconds = now - te};
             p.eta = (now - t0) / global_step * (sched.total_steps - global_step);
-            on_progress(&p, user);
+            if (on_progress(&p, user)) res->stopped = 1;
         }
         if (epochs_m.f) {
             pz_field f[] = {PZ_NUM("epoch", epoch + 1), PZ_NUM("train_loss", loss_sum / seen),
@@ -210,7 +211,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     res->wall_seconds = pz_now() - t0;
     res->samples_per_second = res->wall_seconds > 0 ? samples / res->wall_seconds : 0;
     if (!st && cfg->out_dir) {
-        pz_field f[] = {PZ_STR("status", "finished"), PZ_NUM("epochs", res->epochs_done),
+        pz_field f[] = {PZ_STR("status", res->stopped ? "stopped" : "finished"), PZ_NUM("epochs", res->epochs_done),
                         PZ_NUM("final_test_accuracy", res->final_test_accuracy),
                         PZ_NUM("best_test_accuracy", res->best_test_accuracy),
                         PZ_NUM("final_test_loss", res->final_test_loss),

@@ -74,5 +74,16 @@ if grep -q '"status": "finished"' "$tmp/run/summary.json"; then ok; else bad "su
 if /usr/bin/env python3 -c 'import json,sys; json.load(open(sys.argv[1])); json.load(open(sys.argv[2]))' \
      "$tmp/run/config.json" "$tmp/run/summary.json" 2>/dev/null; then ok; else bad "config.json/summary.json are not valid JSON"; fi
 
+# Ctrl-C: the run stops after the current step, writes its summary, exits 130
+"$PZ" train --data synthetic --model lenet5 --epochs 1000 --out "$tmp/int" --progress none --threads 1 \
+  > "$tmp/int.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -s "$tmp/int/epochs.jsonl" ] && break; sleep 0.2; done
+kill -INT "$pid"
+wait "$pid"; rc=$?
+if [ "$rc" -eq 130 ] && grep -q '"status": "stopped"' "$tmp/int/summary.json" 2>/dev/null && \
+   grep -q "interrupted after [1-9][0-9]* finished epochs" "$tmp/int.log"; then ok
+else bad "SIGINT: exit $rc, log: $(cat "$tmp/int.log"), summary: $(cat "$tmp/int/summary.json" 2>&1)"; fi
+
 echo "test_cli.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
