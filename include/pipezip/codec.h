@@ -1,0 +1,110 @@
+/* pipezip/codec.h — compressing tensors into frames and back.
+ *
+ * A codec is named by a spec string (grammar in the README and
+ * `pipezip codec --help`): "none", "fp16", "bf16", "q4", "q8:sym,stoch",
+ * "topk:0.1", "randk:0.1,unbiased", "randtopk:0.01,alpha=0.1",
+ * "ms:0.01,bits=2", "ef(topk:0.1)", "ef21(q4)", "aqsgd(q2)", ...
+ * A frame (docs/FORMAT.md) decodes on its own: codec, parameters, shape,
+ * section lengths and a CRC-32C checksum travel with it, and a decoder
+ * rejects anything malformed with a distinct error, never a crash.
+ *
+ * Stateful codecs (ef, ef21, aqsgd) keep their state in the pz_codec object:
+ * the sender encodes with one object, the receiver decodes with another made
+ * from the same spec, and the two stay in sync frame by frame. */
+#ifndef PIPEZIP_CODEC_H
+#define PIPEZIP_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "pipezip/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PZ_FRAME_HEADER_BYTES 64
+#define PZ_FRAME_MAX_DIMS 4
+
+/* Why a frame was rejected (pz_frame_error_of() after a PZ_ERR_FORMAT). */
+typedef enum {
+    PZ_FRAME_OK = 0,
+    PZ_FRAME_TRUNCATED,  /* shorter than a header */
+    PZ_FRAME_MAGIC,      /* not a pipezip frame */
+    PZ_FRAME_VERSION,    /* a version this build cannot read */
+    PZ_FRAME_CHECKSUM,   /* CRC-32C mismatch */
+    PZ_FRAME_LENGTH,     /* header's payload length != the bytes given */
+    PZ_FRAME_SHAPE,      /* impossible shape */
+    PZ_FRAME_PARAM,      /* unknown codec or out-of-range parameter */
+    PZ_FRAME_PAYLOAD,    /* sections inconsistent with the header */
+    PZ_FRAME_CAPACITY,   /* the destination is too small */
+    PZ_FRAME_STATE,      /* a stateful frame the receiver's state cannot take */
+} pz_frame_error;
+
+const char *pz_frame_error_name(pz_frame_error e);
+/* The reason of the last frame rejected on this thread. */
+pz_frame_error pz_frame_error_of(void);
+
+typedef struct pz_codec pz_codec;
+
+/* What one encode produced. */
+typedef struct {
+    uint64_t elements;
+    uint64_t bytes;           /* the whole frame, header included */
+    double bits_per_element;  /* 8 * bytes / elements */
+    double rel_error;         /* ||x_hat - x|| / ||x|| (0 for x = 0) */
+} pz_codec_stats;
+
+/* Parse a spec; *codec is NULL on error (PZ_ERR_ARG, message names the spec). */
+pz_status pz_codec_create(pz_codec **codec, const char *spec);
+void pz_codec_free(pz_codec *codec);
+/* The canonical spec string (every option spelled out). */
+const char *pz_codec_spec(const pz_codec *codec);
+/* 1 for ef/ef21/aqsgd. */
+int pz_codec_is_stateful(const pz_codec *codec);
+/* Seed for the codec's own randomness (stochastic rounding, randk positions,
+ * randtopk draws); each encode advances it. Default 0x5EED. */
+void pz_codec_set_seed(pz_codec *codec, uint64_t seed);
+/* aqsgd: warm-up mode sends x uncompressed and fills the buffers. */
+void pz_codec_set_warmup(pz_codec *codec, int on);
+
+/* The largest frame encoding a tensor of this shape can produce (with ids
+ * when the codec needs them). */
+size_t pz_codec_max_frame_bytes(const pz_codec *codec, int ndim, const int64_t *shape);
+
+/* Encode x (shape[0..ndim)) into frame (capacity cap), *len = its size.
+ * ids: one sample id per shape[0] (aqsgd and per-sample ef need them; others
+ * ignore them, NULL allowed). stats may be NULL. */
+pz_status pz_codec_encode(pz_codec *codec, const float *x, int ndim, const int64_t *shape, const uint32_t *ids,
+                          uint8_t *frame, size_t cap, size_t *len, pz_codec_stats *stats);
+
+/* Decode a frame into x (capacity cap floats); *ndim and shape get the
+ * tensor's shape (shape needs 4 entries). Stateful codecs update the
+ * receiver's state and return what the receiver uses (ef21: A; aqsgd: m). */
+pz_status pz_codec_decode(pz_codec *codec, const uint8_t *frame, size_t len, float *x, size_t cap,
+                          int *ndim, int64_t *shape);
+
+/* ---- frames on their own ---------------------------------------------------- */
+typedef struct {
+    int codec_id;
+    const char *codec_name;
+    int ndim;
+    int64_t shape[PZ_FRAME_MAX_DIMS];
+    int64_t elements;
+    int bits, granularity, options, value_type, index_coding, value_bits, wrapper;
+    uint32_t k;
+    uint64_t seed;
+    uint64_t payload_bytes, frame_bytes;
+    uint32_t checksum;
+    int has_ids;
+} pz_frame_info;
+
+/* Validate a frame's header and checksum and describe it. */
+pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info);
+/* Decode any stateless frame (or a stateful one's inner payload, without
+ * the state: e.g. an ef21 frame gives C(x - A), not A). */
+pz_status pz_frame_decode(const uint8_t *frame, size_t len, float *x, size_t cap, int *ndim, int64_t *shape);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

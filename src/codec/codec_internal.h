@@ -1,0 +1,136 @@
+/* codec_internal.h — what the codec files share: parsed parameters, the
+ * frame header, units, the per-sample store, the codec object. */
+#ifndef PZ_CODEC_INTERNAL_H
+#define PZ_CODEC_INTERNAL_H
+
+#include "pipezip/codec.h"
+#include "base/base.h"
+#include "kernels/codec_kernels.h"
+
+enum { CODEC_NONE = 0, CODEC_FP16, CODEC_BF16, CODEC_QUANT, CODEC_TOPK, CODEC_RANDK, CODEC_RANDTOPK, CODEC_MS, CODEC_COUNT };
+enum { GRAN_TENSOR = 0, GRAN_SAMPLE = 1, GRAN_CHANNEL = 2 };
+enum { OPT_SYM = 1, OPT_STOCH = 2, OPT_SIGNED = 4, OPT_UNBIASED = 8, OPT_BYVALUE = 16, OPT_ALL = 31 };
+enum { VAL_F32 = 0, VAL_F16 = 1, VAL_BF16 = 2, VAL_QUANT = 3 };
+enum { IDX_NONE = 0, IDX_BITMAP = 1, IDX_DELTA = 2, IDX_AUTO = 3 };
+enum { WRAP_NONE = 0, WRAP_EF = 1, WRAP_EF21 = 2, WRAP_AQSGD = 3, WRAP_AQSGD_WARMUP = 4 };
+enum { MS_SIGN_AUTO = 0, MS_SIGN_SIGNED = 1, MS_SIGN_UNSIGNED = 2 };
+
+/* A base (stateless) codec's parameters, as parsed from a spec. */
+typedef struct {
+    int id;
+    int bits;         /* quant b, ms b */
+    int gran;
+    int options;      /* OPT_* requested (ms: signedness decided per tensor unless forced) */
+    int value_type, value_bits;
+    int index_coding; /* IDX_AUTO unless forced */
+    double fraction;  /* kept fraction */
+    double alpha;     /* randtopk */
+    int ms_sign;
+} codec_params;
+
+/* A frame's header, parsed and validated. */
+typedef struct {
+    int codec, ndim, flags;
+    int64_t dims[4];
+    int64_t n;
+    int bits, gran, options, value_type, index_coding, value_bits, wrapper;
+    uint32_t k;
+    uint64_t seed, payload_len;
+    uint32_t crc;
+    const uint32_t *ids;   /* into the frame when flags & 1 (may be unaligned: read with memcpy) */
+    const uint8_t *body;   /* the codec's sections */
+    uint64_t body_len;
+} frame_header;
+
+/* How a tensor splits into units: `planes` contiguous runs of plane_len
+ * elements, plane p belonging to unit unit_of(p). */
+typedef struct {
+    int64_t n, U, m;        /* elements, units, elements per unit */
+    int64_t plane_len, planes;
+    int64_t channels;       /* channel granularity: d[1] */
+    int gran;
+} units;
+
+pz_status units_of(units *u, int gran, int ndim, const int64_t *dims);
+static inline int64_t unit_of_plane(const units *u, int64_t p) {
+    return u->gran == GRAN_CHANNEL ? p % u->channels : (u->gran == GRAN_SAMPLE ? p : 0);
+}
+
+/* frame.c */
+pz_status frame_error(pz_frame_error e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void frame_write_header(uint8_t *f, const frame_header *h);
+/* Validates header fields, length and checksum. */
+pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h);
+const char *codec_name(int id);
+
+/* A bit writer/reader over a byte buffer. Writes go through pack() in
+ * 8-element groups; the tail (n % 8) through a zero-padded group. */
+void bits_write(const pz_codec_kernels *k, uint8_t *out, const uint8_t *codes, size_t n, int b);
+void bits_read(const pz_codec_kernels *k, const uint8_t *in, size_t n, int b, uint8_t *codes);
+static inline size_t bits_bytes(uint64_t n, int b) { return (size_t)((n * (uint64_t)b + 7) / 8); }
+
+/* dense.c: none, fp16, bf16, quant */
+size_t dense_body_bytes(const codec_params *p, const frame_header *h, const units *u);
+pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const float *x, const units *u,
+                       uint64_t seed, uint8_t *body, frame_header *h);
+pz_status dense_decode(const frame_header *h, const pz_codec_kernels *k, const units *u, float *x);
+
+/* sparse.c: topk, randk, randtopk, ms */
+size_t sparse_max_body_bytes(const codec_params *p, const units *u, int64_t k);
+int64_t sparse_k(const codec_params *p, int64_t m);
+pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const float *x, const units *u,
+                        uint64_t seed, uint8_t *body, size_t cap, size_t *body_len, frame_header *h);
+pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const units *u, float *x);
+
+/* Top-k positions of x[0..m) (|x|, or x when by_value), ascending, ties to
+ * the lower index; idx must hold m entries (scratch). Returns PZ_ERR_ARG on
+ * NaN/Inf. */
+pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
+                         uint32_t *idx, float *keys);
+
+/* Per-sample state rows (EF per sample, AQ-SGD), keyed by sample id. */
+typedef struct {
+    int64_t row;        /* floats per row */
+    int fp16;           /* rows stored as binary16 */
+    int64_t cap;        /* rows allocated */
+    uint8_t *present;   /* (cap) 1 once a row was written */
+    void *data;
+    int fd;             /* >= 0: file-backed (mmap) */
+    char path[512];
+    size_t mapped;
+} sample_store;
+
+/* mmap_dir: NULL for memory, else a directory for a private backing file */
+pz_status store_init(sample_store *s, int64_t row, int fp16, const char *mmap_dir);
+/* Row of sample id (zero-filled the first time); NULL + error on failure. */
+pz_status store_row(sample_store *s, uint32_t id, void **row);
+void store_get(const sample_store *s, const void *row, float *out);
+void store_put(const sample_store *s, void *row, const float *in);
+void store_free(sample_store *s);
+
+struct pz_codec {
+    char spec[256];
+    int wrapper;           /* WRAP_* (not warm-up) */
+    codec_params p;
+    int per_sample;        /* ef: one buffer per sample */
+    int store_fp16;
+    char mmap_path[512];
+    uint64_t seed, counter;
+    int warmup;
+    const pz_codec_kernels *k;
+    /* state */
+    float *state;          /* ef/ef21 per boundary: (state_n) */
+    int64_t state_n;
+    sample_store store;    /* per-sample ef, aqsgd */
+    int store_ready;
+    /* scratch */
+    float *tmp;            /* (tmp_n) */
+    int64_t tmp_n;
+    uint8_t *tmp_frame;
+    size_t tmp_frame_cap;
+};
+
+pz_status codec_parse_spec(pz_codec *c, const char *spec);
+void codec_canonical_spec(const pz_codec *c, char *buf, size_t cap);
+
+#endif

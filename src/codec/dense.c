@@ -1,0 +1,196 @@
+/* dense.c — codecs that keep every element: none (fp32), fp16, bf16 and
+ * uniform b-bit quantization (asymmetric min-max as in Paper A, symmetric
+ * max-abs as in AQ-SGD; per tensor, sample or channel; nearest or
+ * stochastic rounding). Work is done in chunks of CHUNK elements (a multiple
+ * of 8, so each chunk's codes start on a byte), chunks spread over OpenMP
+ * threads for large tensors. */
+#include "codec_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK 4096
+#define PARALLEL_MIN (1 << 20)
+
+static size_t scale_bytes(const frame_header *h, const units *u) {
+    return (size_t)u->U * ((h->options & OPT_SYM) ? 4 : 8);
+}
+
+size_t dense_body_bytes(const codec_params *p, const frame_header *h, const units *u) {
+    switch (p->id) {
+    case CODEC_NONE: return (size_t)u->n * 4;
+    case CODEC_FP16:
+    case CODEC_BF16: return (size_t)u->n * 2;
+    default: return scale_bytes(h, u) + bits_bytes((uint64_t)u->n, h->bits);
+    }
+}
+
+static void put_f32(uint8_t *p, float v) { memcpy(p, &v, 4); }
+static float get_f32(const uint8_t *p) { float v; memcpy(&v, p, 4); return v; }
+
+/* Per-unit (lo, step) for asymmetric, (step) for symmetric. */
+static pz_status unit_scales(const codec_params *p, const pz_codec_kernels *k, const float *x, const units *u,
+                             int sym, float *lo, float *step) {
+    const int b = p->bits;
+    for (int64_t un = 0; un < u->U; un++) lo[un] = step[un] = 0.0f;
+    if (u->n == 0) return PZ_OK;
+    /* per-plane statistics, then combined per unit */
+    for (int64_t un = 0; un < u->U; un++) {
+        float mn = INFINITY, mx = -INFINITY, ma = 0.0f;
+        double sa = 0.0;
+        for (int64_t pl = (u->gran == GRAN_CHANNEL ? un : un); pl < u->planes;
+             pl += (u->gran == GRAN_CHANNEL ? u->channels : u->planes)) {
+            const float *xp = x + pl * u->plane_len;
+            if (u->plane_len == 0) continue;
+            if (sym && b == 1) sa += k->sum_abs(xp, (size_t)u->plane_len);
+            if (sym) {
+                const float a = k->max_abs(xp, (size_t)u->plane_len);
+                ma = (a > ma || a != a) ? a : ma;
+            } else {
+                float a, c;
+                k->minmax(xp, (size_t)u->plane_len, &a, &c);
+                mn = (a < mn || a != a) ? a : mn;
+                mx = (c > mx || c != c) ? c : mx;
+            }
+        }
+        if (sym) {
+            if (!isfinite(ma)) return pz_fail(PZ_ERR_ARG, "cannot quantize: the tensor holds NaN or Inf");
+            if (b == 1) step[un] = u->m ? (float)(sa / (double)u->m) : 0.0f;
+            else step[un] = ma / (float)((1 << (b - 1)) - 1);
+        } else {
+            if (!isfinite(mn) || !isfinite(mx)) return pz_fail(PZ_ERR_ARG, "cannot quantize: the tensor holds NaN or Inf");
+            lo[un] = mn;
+            step[un] = (mx - mn) / (float)((1 << b) - 1);
+            if (!isfinite(step[un])) return pz_fail(PZ_ERR_ARG, "cannot quantize: the tensor's range %g..%g overflows float", mn, mx);
+        }
+    }
+    return PZ_OK;
+}
+
+/* the (lo, step) the decoder uses for unit un: symmetric codes are offset by M */
+static void decode_affine(int sym, int b, float lo, float step, float *dlo, float *dstep) {
+    if (!sym) *dlo = lo, *dstep = step;
+    else if (b == 1) *dlo = -step, *dstep = 2.0f * step;
+    else *dlo = -(float)((1 << (b - 1)) - 1) * step, *dstep = step;
+}
+
+pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const float *x, const units *u,
+                       uint64_t seed, uint8_t *body, frame_header *h) {
+    const int64_t n = u->n;
+    if (p->id == CODEC_NONE) {
+        memcpy(body, x, (size_t)n * 4);
+        return PZ_OK;
+    }
+    if (p->id == CODEC_FP16 || p->id == CODEC_BF16) {
+        uint16_t *out = (uint16_t *)body; /* body is 4-aligned when there are no ids; see below */
+        const int fp16 = p->id == CODEC_FP16;
+#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
+        for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
+            const size_t m = (size_t)(n - c0 < CHUNK ? n - c0 : CHUNK);
+            uint16_t tmp[CHUNK];
+            if (fp16) k->f32_to_f16(x + c0, m, tmp);
+            else k->f32_to_bf16(x + c0, m, tmp);
+            memcpy(out + c0, tmp, m * 2);
+        }
+        return PZ_OK;
+    }
+    /* quant */
+    const int b = p->bits, sym = (p->options & OPT_SYM) != 0, stoch = (p->options & OPT_STOCH) != 0;
+    float *lo = pz_malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
+    float *step = pz_malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
+    pz_status st = unit_scales(p, k, x, u, sym, lo, step);
+    if (st) {
+        free(lo), free(step);
+        return st;
+    }
+    uint8_t *sp = body;
+    for (int64_t un = 0; un < u->U; un++) {
+        if (sym) put_f32(sp, step[un]), sp += 4;
+        else put_f32(sp, lo[un]), put_f32(sp + 4, step[un]), sp += 8;
+    }
+    uint8_t *codes_out = body + scale_bytes(h, u);
+    const uint32_t seed32 = (uint32_t)(seed ^ (seed >> 32));
+    const int M = b >= 2 ? (1 << (b - 1)) - 1 : 0, L = (1 << b) - 1;
+#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
+    for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
+        const int64_t c1 = n - c0 < CHUNK ? n : c0 + CHUNK;
+        uint8_t codes[CHUNK];
+        for (int64_t i = c0; i < c1;) {
+            const int64_t pl = i / u->plane_len, end = (pl + 1) * u->plane_len < c1 ? (pl + 1) * u->plane_len : c1;
+            const int64_t un = unit_of_plane(u, pl);
+            const float s = step[un], inv = s > 0.0f ? 1.0f / s : 0.0f;
+            uint8_t *cd = codes + (i - c0);
+            const size_t len = (size_t)(end - i);
+            if (sym && b == 1) {
+                k->negative(x + i, len, cd);
+                for (size_t j = 0; j < len; j++) cd[j] ^= 1; /* 1 = non-negative */
+            } else if (stoch) {
+                k->quant_stoch(x + i, len, lo[un], inv, sym ? 2 * M : L, sym, seed32, (uint64_t)i, cd);
+            } else if (sym) {
+                k->quant_sym(x + i, len, inv, M, cd);
+            } else {
+                k->quant_asym(x + i, len, lo[un], inv, L, cd);
+            }
+            i = end;
+        }
+        bits_write(k, codes_out + (size_t)(c0 / 8) * b, codes, (size_t)(c1 - c0), b);
+    }
+    free(lo), free(step);
+    return PZ_OK;
+}
+
+pz_status dense_decode(const frame_header *h, const pz_codec_kernels *k, const units *u, float *x) {
+    const int64_t n = u->n;
+    if (h->codec == CODEC_NONE) {
+        memcpy(x, h->body, (size_t)n * 4);
+        return PZ_OK;
+    }
+    if (h->codec == CODEC_FP16 || h->codec == CODEC_BF16) {
+        const int fp16 = h->codec == CODEC_FP16;
+#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
+        for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
+            const size_t m = (size_t)(n - c0 < CHUNK ? n - c0 : CHUNK);
+            uint16_t tmp[CHUNK];
+            memcpy(tmp, h->body + 2 * c0, m * 2);
+            if (fp16) k->f16_to_f32(tmp, m, x + c0);
+            else k->bf16_to_f32(tmp, m, x + c0);
+        }
+        return PZ_OK;
+    }
+    const int b = h->bits, sym = (h->options & OPT_SYM) != 0;
+    float *dlo = pz_malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
+    float *dstep = pz_malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
+    const uint8_t *sp = h->body;
+    for (int64_t un = 0; un < u->U; un++) {
+        float lo = 0.0f, step;
+        if (sym) step = get_f32(sp), sp += 4;
+        else lo = get_f32(sp), step = get_f32(sp + 4), sp += 8;
+        if (!isfinite(lo) || !isfinite(step) || step < 0.0f) {
+            free(dlo), free(dstep);
+            return frame_error(PZ_FRAME_PAYLOAD, "unit %lld has scale (%g, %g)", (long long)un, lo, step);
+        }
+        decode_affine(sym, b, lo, step, &dlo[un], &dstep[un]);
+    }
+    const uint8_t *codes_in = sp;
+    const int max_code = sym && b >= 2 ? (1 << b) - 2 : (1 << b) - 1;
+    int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad) if (n > PARALLEL_MIN)
+    for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
+        const int64_t c1 = n - c0 < CHUNK ? n : c0 + CHUNK;
+        uint8_t codes[CHUNK];
+        bits_read(k, codes_in + (size_t)(c0 / 8) * b, (size_t)(c1 - c0), b, codes);
+        uint8_t mx = 0;
+        for (int64_t j = 0; j < c1 - c0; j++) mx = codes[j] > mx ? codes[j] : mx;
+        bad |= mx > max_code;
+        for (int64_t i = c0; i < c1;) {
+            const int64_t pl = i / u->plane_len, end = (pl + 1) * u->plane_len < c1 ? (pl + 1) * u->plane_len : c1;
+            const int64_t un = unit_of_plane(u, pl);
+            k->dequant(codes + (i - c0), (size_t)(end - i), dlo[un], dstep[un], x + i);
+            i = end;
+        }
+    }
+    free(dlo), free(dstep);
+    if (bad) return frame_error(PZ_FRAME_PAYLOAD, "a symmetric %d-bit code exceeds %d", b, max_code);
+    return PZ_OK;
+}

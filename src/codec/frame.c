@@ -1,0 +1,188 @@
+/* frame.c — the frame header of docs/FORMAT.md: writing it, parsing and
+ * validating it (every field, the length, the CRC-32C), units, bit streams,
+ * and inspecting a frame. */
+#include "codec_internal.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+static _Thread_local pz_frame_error last_frame_error;
+
+pz_frame_error pz_frame_error_of(void) { return last_frame_error; }
+
+const char *pz_frame_error_name(pz_frame_error e) {
+    static const char *const names[] = {"ok", "truncated", "bad magic", "unsupported version", "checksum mismatch",
+                                        "length mismatch", "impossible shape", "bad parameter", "bad payload",
+                                        "destination too small", "state mismatch"};
+    return (unsigned)e < sizeof names / sizeof *names ? names[e] : "unknown";
+}
+
+pz_status frame_error(pz_frame_error e, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    last_frame_error = e;
+    return pz_fail(PZ_ERR_FORMAT, "bad frame (%s): %s", pz_frame_error_name(e), msg);
+}
+
+const char *codec_name(int id) {
+    static const char *const names[] = {"none", "fp16", "bf16", "quant", "topk", "randk", "randtopk", "ms"};
+    return id >= 0 && id < CODEC_COUNT ? names[id] : "?";
+}
+
+static void put_u32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static void put_u64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static uint32_t get_u32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t get_u64(const uint8_t *p) { return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32; }
+
+static const uint8_t MAGIC[4] = {'P', 'Z', 'F', 'R'};
+
+/* Writes the header; the checksum covers bytes 0..55 and the payload, which
+ * must already be in place after the header. */
+void frame_write_header(uint8_t *f, const frame_header *h) {
+    memset(f, 0, PZ_FRAME_HEADER_BYTES);
+    memcpy(f, MAGIC, 4);
+    f[4] = 1;
+    f[5] = (uint8_t)h->codec;
+    f[6] = (uint8_t)h->ndim;
+    f[7] = (uint8_t)h->flags;
+    for (int i = 0; i < h->ndim; i++) put_u32(f + 8 + 4 * i, (uint32_t)h->dims[i]);
+    f[24] = (uint8_t)h->bits;
+    f[25] = (uint8_t)h->gran;
+    f[26] = (uint8_t)h->options;
+    f[27] = (uint8_t)h->value_type;
+    f[28] = (uint8_t)h->index_coding;
+    f[29] = (uint8_t)h->value_bits;
+    f[30] = (uint8_t)h->wrapper;
+    put_u32(f + 32, h->k);
+    put_u64(f + 40, h->seed);
+    put_u64(f + 48, h->payload_len);
+    const pz_codec_kernels *k = pz_codec_kernels_best();
+    uint32_t crc = k->crc32c(0, f, 56);
+    crc = k->crc32c(crc, f + PZ_FRAME_HEADER_BYTES, h->payload_len);
+    put_u32(f + 56, crc);
+}
+
+pz_status units_of(units *u, int gran, int ndim, const int64_t *dims) {
+    memset(u, 0, sizeof *u);
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= dims[i];
+    u->n = n;
+    u->gran = gran;
+    if (gran == GRAN_TENSOR) {
+        u->U = 1, u->m = n, u->plane_len = n, u->planes = 1;
+    } else if (gran == GRAN_SAMPLE) {
+        u->U = dims[0], u->m = dims[0] ? n / dims[0] : 0, u->plane_len = u->m, u->planes = dims[0];
+    } else if (gran == GRAN_CHANNEL) {
+        if (ndim < 2) return frame_error(PZ_FRAME_PARAM, "per-channel granularity needs at least 2 dimensions, the tensor has %d", ndim);
+        u->channels = dims[1];
+        u->U = dims[1];
+        u->m = dims[1] ? n / dims[1] : 0;
+        u->planes = dims[0] * dims[1];
+        u->plane_len = u->planes ? n / u->planes : 0;
+    } else {
+        return frame_error(PZ_FRAME_PARAM, "granularity %d is not 0 (tensor), 1 (sample) or 2 (channel)", gran);
+    }
+    return PZ_OK;
+}
+
+pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
+    memset(h, 0, sizeof *h);
+    if (!f || len < PZ_FRAME_HEADER_BYTES)
+        return frame_error(PZ_FRAME_TRUNCATED, "%zu bytes, a frame has at least %d", f ? len : 0, PZ_FRAME_HEADER_BYTES);
+    if (memcmp(f, MAGIC, 4)) return frame_error(PZ_FRAME_MAGIC, "magic %02x %02x %02x %02x, expected 'PZFR'", f[0], f[1], f[2], f[3]);
+    if (f[4] != 1) return frame_error(PZ_FRAME_VERSION, "version %d, this build reads version 1", f[4]);
+    h->payload_len = get_u64(f + 48);
+    if (h->payload_len != (uint64_t)(len - PZ_FRAME_HEADER_BYTES))
+        return frame_error(PZ_FRAME_LENGTH, "header announces %llu payload bytes, %zu are present",
+                           (unsigned long long)h->payload_len, len - PZ_FRAME_HEADER_BYTES);
+    const pz_codec_kernels *k = pz_codec_kernels_best();
+    h->crc = get_u32(f + 56);
+    uint32_t crc = k->crc32c(0, f, 56);
+    crc = k->crc32c(crc, f + PZ_FRAME_HEADER_BYTES, h->payload_len);
+    if (crc != h->crc) return frame_error(PZ_FRAME_CHECKSUM, "CRC-32C is %08x, header says %08x", crc, h->crc);
+    h->codec = f[5], h->ndim = f[6], h->flags = f[7];
+    if (h->ndim < 1 || h->ndim > 4) return frame_error(PZ_FRAME_SHAPE, "ndim %d is not in 1..4", h->ndim);
+    h->n = 1;
+    for (int i = 0; i < 4; i++) {
+        const uint32_t d = get_u32(f + 8 + 4 * i);
+        if (i >= h->ndim) {
+            if (d) return frame_error(PZ_FRAME_SHAPE, "dimension %d is %u beyond ndim %d", i, d, h->ndim);
+            continue;
+        }
+        h->dims[i] = d;
+        h->n *= d;
+        if (h->n > ((int64_t)1 << 31)) return frame_error(PZ_FRAME_SHAPE, "more than 2^31 elements");
+    }
+    h->bits = f[24], h->gran = f[25], h->options = f[26], h->value_type = f[27];
+    h->index_coding = f[28], h->value_bits = f[29], h->wrapper = f[30];
+    h->k = get_u32(f + 32);
+    h->seed = get_u64(f + 40);
+    if (h->codec >= CODEC_COUNT) return frame_error(PZ_FRAME_PARAM, "unknown codec id %d", h->codec);
+    if (h->flags & ~1) return frame_error(PZ_FRAME_PARAM, "unknown flags 0x%02x", h->flags);
+    if (h->wrapper > WRAP_AQSGD_WARMUP) return frame_error(PZ_FRAME_PARAM, "unknown wrapper %d", h->wrapper);
+    if (f[31] || get_u32(f + 36) || get_u32(f + 60)) return frame_error(PZ_FRAME_PARAM, "reserved bytes are not zero");
+    if (h->options & ~OPT_ALL) return frame_error(PZ_FRAME_PARAM, "unknown option bits 0x%02x", h->options);
+    if (h->gran > GRAN_CHANNEL) return frame_error(PZ_FRAME_PARAM, "granularity %d is not 0, 1 or 2", h->gran);
+    if (h->value_type > VAL_QUANT) return frame_error(PZ_FRAME_PARAM, "value type %d is not 0..3", h->value_type);
+    if (h->index_coding > IDX_DELTA) return frame_error(PZ_FRAME_PARAM, "index coding %d is not 0..2", h->index_coding);
+    if ((h->value_type == VAL_QUANT) != (h->value_bits != 0) || h->value_bits > 8)
+        return frame_error(PZ_FRAME_PARAM, "value bits %d do not fit value type %d", h->value_bits, h->value_type);
+    const uint8_t *p = f + PZ_FRAME_HEADER_BYTES;
+    uint64_t left = h->payload_len;
+    if (h->flags & 1) {
+        const uint64_t need = 4 * (uint64_t)h->dims[0];
+        if (left < need) return frame_error(PZ_FRAME_PAYLOAD, "the sample-id section needs %llu bytes, the payload has %llu",
+                                            (unsigned long long)need, (unsigned long long)left);
+        h->ids = (const uint32_t *)p;
+        p += need, left -= need;
+    }
+    h->body = p;
+    h->body_len = left;
+    return PZ_OK;
+}
+
+void bits_write(const pz_codec_kernels *k, uint8_t *out, const uint8_t *codes, size_t n, int b) {
+    const size_t full = n & ~(size_t)7;
+    k->pack(codes, full, b, out);
+    if (full < n) {
+        uint8_t tail[8] = {0}, packed[8];
+        memcpy(tail, codes + full, n - full);
+        k->pack(tail, 8, b, packed);
+        memcpy(out + full / 8 * b, packed, bits_bytes(n - full, b));
+    }
+}
+
+void bits_read(const pz_codec_kernels *k, const uint8_t *in, size_t n, int b, uint8_t *codes) {
+    const size_t full = n & ~(size_t)7;
+    k->unpack(in, full, b, codes);
+    if (full < n) {
+        uint8_t packed[8] = {0}, tail[8];
+        memcpy(packed, in + full / 8 * b, bits_bytes(n - full, b));
+        k->unpack(packed, 8, b, tail);
+        memcpy(codes + full, tail, n - full);
+    }
+}
+
+pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info) {
+    frame_header h;
+    memset(info, 0, sizeof *info);
+    PZ_TRY(frame_parse(frame, len, &h));
+    info->codec_id = h.codec;
+    info->codec_name = codec_name(h.codec);
+    info->ndim = h.ndim;
+    for (int i = 0; i < 4; i++) info->shape[i] = h.dims[i];
+    info->elements = h.n;
+    info->bits = h.bits, info->granularity = h.gran, info->options = h.options;
+    info->value_type = h.value_type, info->index_coding = h.index_coding, info->value_bits = h.value_bits;
+    info->wrapper = h.wrapper;
+    info->k = h.k;
+    info->seed = h.seed;
+    info->payload_bytes = h.payload_len;
+    info->frame_bytes = len;
+    info->checksum = h.crc;
+    info->has_ids = h.flags & 1;
+    return PZ_OK;
+}

@@ -1,0 +1,516 @@
+/* sparse.c — codecs that keep k elements per unit: TopK (Paper A), Rand-K,
+ * randomized TopK (Zheng et al., IJCAI'23) and mask-encoded sparsification
+ * (MS, Paper B). TopK never sorts the tensor: a sampled threshold and one
+ * filtering pass find a small candidate set, an exact selection among the
+ * candidates fixes k (ties to the lower index). */
+#include "codec_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int64_t sparse_k(const codec_params *p, int64_t m) {
+    if (m <= 0) return 0;
+    int64_t k = (int64_t)floor(p->fraction * (double)m + 1e-9); /* PAPERS.md: k = floor((1 - r) d) */
+    if (k < 1) k = 1;
+    if (k > m) k = m;
+    return k;
+}
+
+/* ------------------------------------------------------------------------- */
+/* selection */
+
+static inline float key_of(float v, int by_value) {
+    const float k = by_value ? v : fabsf(v);
+    return k != k ? -INFINITY : k; /* NaN never wins */
+}
+
+/* Rearranges a[0..n) so a[r] is the r-th largest (0-based) and returns it. */
+static float select_rank_desc(float *a, int64_t n, int64_t r) {
+    int64_t lo = 0, hi = n - 1;
+    int rounds = 0;
+    while (hi > lo) {
+        if (++rounds > 200) { /* adversarial input: finish by sorting the rest */
+            for (int64_t i = lo + 1; i <= hi; i++) { /* insertion sort, descending */
+                float v = a[i];
+                int64_t j = i - 1;
+                while (j >= lo && a[j] < v) a[j + 1] = a[j], j--;
+                a[j + 1] = v;
+            }
+            break;
+        }
+        /* median of three as pivot */
+        const int64_t mid = lo + (hi - lo) / 2;
+        float x = a[lo], y = a[mid], z = a[hi];
+        float pivot = x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y));
+        int64_t i = lo, j = hi;
+        while (i <= j) { /* Hoare partition, descending */
+            while (a[i] > pivot) i++;
+            while (a[j] < pivot) j--;
+            if (i <= j) {
+                float t = a[i]; a[i] = a[j]; a[j] = t;
+                i++, j--;
+            }
+        }
+        if (r <= j) hi = j;
+        else if (r >= i) lo = i;
+        else break; /* r sits among elements equal to the pivot */
+    }
+    return a[r];
+}
+
+pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
+                         uint32_t *idx, float *keys) {
+    if (kk <= 0) return PZ_OK;
+    if (kk >= m) {
+        for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i;
+        return PZ_OK;
+    }
+    int64_t c = 0;
+    if (m > 65536) {
+        /* a threshold from 8192 pseudo-random samples, a few standard
+         * deviations below the expected k-th largest so it keeps >= k */
+        const int S = 8192;
+        float sample[8192];
+        uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)m;
+        for (int j = 0; j < S; j++) {
+            h = h * 6364136223846793005ull + 1442695040888963407ull;
+            sample[j] = key_of(x[(h >> 33) % (uint64_t)m], by_value);
+        }
+        const double r = (double)kk * S / (double)m;
+        const double rank = r + 4.0 * sqrt(r) + 16.0;
+        if (rank < S) {
+            const float t = select_rank_desc(sample, S, (int64_t)rank);
+            if (t > -INFINITY) {
+                c = (int64_t)k->select_ge(x, (size_t)m, t, by_value, idx);
+                if (c < kk) c = 0; /* the sample misjudged: exact fallback */
+            }
+        }
+    }
+    if (c == 0) {
+        for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i;
+        c = m;
+    }
+    for (int64_t j = 0; j < c; j++) keys[j] = key_of(x[idx[j]], by_value);
+    float *tmp = pz_malloc(sizeof(float) * (size_t)c);
+    memcpy(tmp, keys, sizeof(float) * (size_t)c);
+    const float T = select_rank_desc(tmp, c, kk - 1);
+    free(tmp);
+    int64_t greater = 0;
+    for (int64_t j = 0; j < c; j++) greater += keys[j] > T;
+    int64_t ties = kk - greater, out = 0;
+    for (int64_t j = 0; j < c; j++) {
+        if (keys[j] > T) idx[out++] = idx[j];
+        else if (keys[j] == T && ties > 0) idx[out++] = idx[j], ties--; /* ties: lower index first */
+    }
+    if (out != kk) return pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
+    return PZ_OK;
+}
+
+/* Knuth's Algorithm S: k of m positions, ascending, uniformly */
+static void sample_positions(pz_rng *r, int64_t m, int64_t k, uint32_t *out) {
+    int64_t kept = 0;
+    for (int64_t i = 0; i < m && kept < k; i++) {
+        const double u = (double)(pz_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
+        if ((double)(m - i) * u < (double)(k - kept)) out[kept++] = (uint32_t)i;
+    }
+}
+
+/* Zheng et al.'s randomized TopK: k draws without replacement, each top-k
+ * position weighted (1-alpha)/k, each other alpha/(m-k). Within a class the
+ * weights are equal, so the draw is: how many come from the top class (a
+ * sequential urn), then uniform subsets of each class. */
+static void randtopk_positions(pz_rng *r, const uint32_t *top, int64_t m, int64_t k, double alpha, uint32_t *out,
+                               uint32_t *scratch) {
+    const double wt = (1.0 - alpha) / (double)k, wo = m > k ? alpha / (double)(m - k) : 0.0;
+    int64_t a = k, b = m - k, from_top = 0;
+    for (int64_t t = 0; t < k; t++) {
+        const double pt = a * wt / (a * wt + b * wo);
+        const double u = (double)(pz_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
+        if (u < pt) from_top++, a--;
+        else b--;
+    }
+    /* from_top of the top positions */
+    sample_positions(r, k, from_top, scratch);
+    uint32_t *chosen_top = scratch + k; /* positions, ascending */
+    for (int64_t j = 0; j < from_top; j++) chosen_top[j] = top[scratch[j]];
+    /* k - from_top of the others: walk the complement of `top` */
+    const int64_t need = k - from_top, others = m - k;
+    int64_t kept = 0, seen = 0, ti = 0, oi = 0, ci = 0;
+    for (int64_t i = 0; i < m && (kept < need || ci < from_top); i++) {
+        if (ti < k && top[ti] == (uint32_t)i) {
+            ti++;
+            if (ci < from_top && chosen_top[ci] == (uint32_t)i) out[oi++] = (uint32_t)i, ci++;
+            continue;
+        }
+        if (kept < need) {
+            const double u = (double)(pz_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
+            if ((double)(others - seen) * u < (double)(need - kept)) out[oi++] = (uint32_t)i, kept++;
+        }
+        seen++;
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* sections */
+
+static size_t varint_len(uint32_t v) { return v < (1u << 7) ? 1 : v < (1u << 14) ? 2 : v < (1u << 21) ? 3 : v < (1u << 28) ? 4 : 5; }
+
+static size_t put_varint(uint8_t *p, uint32_t v) {
+    size_t n = 0;
+    while (v >= 0x80) p[n++] = (uint8_t)(v | 0x80), v >>= 7;
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+static size_t value_bytes(int vt, int vbits, int64_t U, int64_t count) {
+    switch (vt) {
+    case VAL_F32: return (size_t)count * 4;
+    case VAL_F16:
+    case VAL_BF16: return (size_t)count * 2;
+    default: return (size_t)U * 4 + bits_bytes((uint64_t)count, vbits);
+    }
+}
+
+size_t sparse_max_body_bytes(const codec_params *p, const units *u, int64_t k) {
+    const int64_t kept = u->U * k;
+    const size_t vals = value_bytes(p->value_type, p->value_bits, u->U, kept);
+    if (p->id == CODEC_RANDK) return vals;
+    if (p->id == CODEC_MS)
+        return (size_t)u->U * 4 + vals + bits_bytes((uint64_t)u->n, p->bits) + bits_bytes((uint64_t)u->n, 1);
+    /* the index coding is chosen per frame: bound by the larger of the two */
+    const size_t bitmap = bits_bytes((uint64_t)u->n, 1), delta = (size_t)kept * 5;
+    const size_t idx = p->index_coding == IDX_BITMAP ? bitmap : p->index_coding == IDX_DELTA ? delta
+                                                                : (bitmap > delta ? bitmap : delta);
+    return idx + vals;
+}
+
+/* values v[0..U*k) (unit-major) into the values section */
+static void write_values(const pz_codec_kernels *k, int vt, int vbits, const float *v, int64_t U, int64_t kk, uint8_t *out) {
+    const int64_t cnt = U * kk;
+    if (vt == VAL_F32) memcpy(out, v, (size_t)cnt * 4);
+    else if (vt == VAL_F16) k->f32_to_f16(v, (size_t)cnt, (uint16_t *)(void *)out);
+    else if (vt == VAL_BF16) k->f32_to_bf16(v, (size_t)cnt, (uint16_t *)(void *)out);
+    else { /* symmetric per-unit quantization of the kept values */
+        uint8_t *codes = pz_malloc((size_t)(cnt ? cnt : 1));
+        const int M = vbits >= 2 ? (1 << (vbits - 1)) - 1 : 0;
+        for (int64_t un = 0; un < U; un++) {
+            const float *vu = v + un * kk;
+            float step;
+            if (vbits == 1) {
+                step = kk ? (float)(k->sum_abs(vu, (size_t)kk) / (double)kk) : 0.0f;
+                k->negative(vu, (size_t)kk, codes + un * kk);
+                for (int64_t j = 0; j < kk; j++) codes[un * kk + j] ^= 1;
+            } else {
+                step = kk ? k->max_abs(vu, (size_t)kk) / (float)M : 0.0f;
+                k->quant_sym(vu, (size_t)kk, step > 0 ? 1.0f / step : 0.0f, M, codes + un * kk);
+            }
+            memcpy(out + 4 * un, &step, 4);
+        }
+        bits_write(k, out + 4 * U, codes, (size_t)cnt, vbits);
+        free(codes);
+    }
+}
+
+static pz_status read_values(const pz_codec_kernels *k, int vt, int vbits, const uint8_t *in, int64_t U, int64_t kk, float *v) {
+    const int64_t cnt = U * kk;
+    if (vt == VAL_F32) memcpy(v, in, (size_t)cnt * 4);
+    else if (vt == VAL_F16 || vt == VAL_BF16) {
+        uint16_t *h = pz_malloc((size_t)(cnt ? cnt : 1) * 2);
+        memcpy(h, in, (size_t)cnt * 2);
+        if (vt == VAL_F16) k->f16_to_f32(h, (size_t)cnt, v);
+        else k->bf16_to_f32(h, (size_t)cnt, v);
+        free(h);
+    } else {
+        uint8_t *codes = pz_malloc((size_t)(cnt ? cnt : 1));
+        bits_read(k, in + 4 * U, (size_t)cnt, vbits, codes);
+        const int M = vbits >= 2 ? (1 << (vbits - 1)) - 1 : 0;
+        for (int64_t un = 0; un < U; un++) {
+            float step;
+            memcpy(&step, in + 4 * un, 4);
+            if (!isfinite(step) || step < 0) {
+                free(codes);
+                return frame_error(PZ_FRAME_PAYLOAD, "value scale %g of unit %lld", step, (long long)un);
+            }
+            for (int64_t j = 0; j < kk; j++) {
+                const int c = codes[un * kk + j];
+                if (vbits == 1) v[un * kk + j] = c ? step : -step;
+                else if (c > 2 * M) {
+                    free(codes);
+                    return frame_error(PZ_FRAME_PAYLOAD, "value code %d exceeds %d", c, 2 * M);
+                } else v[un * kk + j] = -(float)M * step + (float)c * step;
+            }
+        }
+        free(codes);
+    }
+    return PZ_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* encode */
+
+pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const float *x, const units *u,
+                        uint64_t seed, uint8_t *body, size_t cap, size_t *body_len, frame_header *h) {
+    const int64_t U = u->U, m = u->m, kk = sparse_k(p, m), n = u->n;
+    h->k = (uint32_t)kk;
+    uint32_t *pos = pz_malloc(sizeof(uint32_t) * (size_t)(U * kk + 1)); /* unit-relative, ascending */
+    pz_status st = PZ_OK;
+    if (p->id == CODEC_RANDK) {
+        for (int64_t un = 0; un < U; un++) {
+            pz_rng r;
+            pz_rng_seed(&r, seed ^ (uint64_t)un);
+            sample_positions(&r, m, kk, pos + un * kk);
+        }
+    } else {
+        const int by_value = (p->options & OPT_BYVALUE) && p->id != CODEC_MS;
+#pragma omp parallel for schedule(dynamic) if (U > 1 && n > (1 << 16))
+        for (int64_t un = 0; un < U; un++) {
+            uint32_t *idx = pz_malloc(sizeof(uint32_t) * (size_t)(m ? m : 1));
+            float *keys = pz_malloc(sizeof(float) * (size_t)(m ? m : 1));
+            pz_status s = topk_positions(k, x + un * m, m, kk, by_value, idx, keys);
+            if (s == PZ_OK && p->id == CODEC_RANDTOPK && kk < m) {
+                pz_rng r;
+                pz_rng_seed(&r, seed ^ (uint64_t)un);
+                uint32_t *scratch = pz_malloc(sizeof(uint32_t) * (size_t)(2 * kk + 1));
+                randtopk_positions(&r, idx, m, kk, p->alpha, pos + un * kk, scratch);
+                free(scratch);
+            } else if (s == PZ_OK) {
+                memcpy(pos + un * kk, idx, sizeof(uint32_t) * (size_t)kk);
+            }
+            if (s) {
+#pragma omp critical
+                st = s;
+            }
+            free(idx), free(keys);
+        }
+    }
+    if (st) {
+        free(pos);
+        return st;
+    }
+    float *vals = pz_malloc(sizeof(float) * (size_t)(U * kk + 1));
+    for (int64_t un = 0; un < U; un++)
+        for (int64_t j = 0; j < kk; j++) vals[un * kk + j] = x[un * m + pos[un * kk + j]];
+    h->value_type = p->value_type;
+    h->value_bits = p->value_type == VAL_QUANT ? p->value_bits : 0;
+    const size_t vbytes = value_bytes(p->value_type, h->value_bits, U, U * kk);
+    uint8_t *o = body;
+
+    if (p->id == CODEC_MS) {
+        const int b = p->bits, L = (1 << b) - 1;
+        h->bits = b;
+        h->index_coding = IDX_NONE;
+        uint8_t *codes = pz_malloc((size_t)(n ? n : 1)), *neg = pz_malloc((size_t)(n ? n : 1));
+        int any_negative = 0;
+        for (int64_t un = 0; un < U; un++) {
+            const float *xu = x + un * m;
+            float T = INFINITY;
+            for (int64_t j = 0; j < kk; j++) {
+                const float a = fabsf(vals[un * kk + j]);
+                T = a < T ? a : T;
+            }
+            if (kk == 0) T = 0.0f;
+            memcpy(o + 4 * un, &T, 4);
+            /* others: round(|t| * L / T), at most L - 1; kept: L */
+            k->quant_abs(xu, (size_t)m, T > 0.0f ? (float)L / T : 0.0f, L - 1, codes + un * m);
+            for (int64_t j = 0; j < kk; j++) codes[un * m + pos[un * kk + j]] = (uint8_t)L;
+            k->negative(xu, (size_t)m, neg + un * m);
+        }
+        for (int64_t i = 0; i < n; i++) any_negative |= neg[i];
+        const int is_signed = p->ms_sign == MS_SIGN_SIGNED || (p->ms_sign == MS_SIGN_AUTO && any_negative);
+        if (p->ms_sign == MS_SIGN_UNSIGNED && any_negative) {
+            free(codes), free(neg), free(pos), free(vals);
+            return pz_fail(PZ_ERR_ARG, "ms:unsigned got a tensor with negative values (use signed or auto)");
+        }
+        h->options = (p->options & ~OPT_SIGNED) | (is_signed ? OPT_SIGNED : 0);
+        o += 4 * U;
+        write_values(k, p->value_type, h->value_bits, vals, U, kk, o);
+        o += vbytes;
+        bits_write(k, o, codes, (size_t)n, b);
+        o += bits_bytes((uint64_t)n, b);
+        if (is_signed) {
+            bits_write(k, o, neg, (size_t)n, 1);
+            o += bits_bytes((uint64_t)n, 1);
+        }
+        free(codes), free(neg);
+    } else {
+        if (p->id != CODEC_RANDK) {
+            /* index section: the smaller of a bitmap and delta varints */
+            size_t delta = 0;
+            for (int64_t un = 0; un < U; un++)
+                for (int64_t j = 0; j < kk; j++) {
+                    const uint32_t pp = pos[un * kk + j];
+                    delta += varint_len(j ? pp - pos[un * kk + j - 1] - 1 : pp);
+                }
+            const size_t bitmap = bits_bytes((uint64_t)n, 1);
+            int coding = p->index_coding;
+            if (coding == IDX_AUTO) coding = delta < bitmap ? IDX_DELTA : IDX_BITMAP;
+            h->index_coding = coding;
+            if (coding == IDX_BITMAP) {
+                memset(o, 0, bitmap);
+                for (int64_t un = 0; un < U; un++)
+                    for (int64_t j = 0; j < kk; j++) {
+                        const uint64_t g = (uint64_t)un * m + pos[un * kk + j];
+                        o[g >> 3] |= (uint8_t)(1u << (g & 7));
+                    }
+                o += bitmap;
+            } else {
+                for (int64_t un = 0; un < U; un++)
+                    for (int64_t j = 0; j < kk; j++) {
+                        const uint32_t pp = pos[un * kk + j];
+                        o += put_varint(o, j ? pp - pos[un * kk + j - 1] - 1 : pp);
+                    }
+            }
+        } else {
+            h->index_coding = IDX_NONE;
+            h->seed = seed;
+        }
+        write_values(k, p->value_type, h->value_bits, vals, U, kk, o);
+        o += vbytes;
+    }
+    free(pos), free(vals);
+    *body_len = (size_t)(o - body);
+    if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
+    return PZ_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* decode */
+
+pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const units *u, float *x) {
+    const int64_t U = u->U, m = u->m, kk = h->k, n = u->n, cnt = U * kk;
+    if (kk > m) return frame_error(PZ_FRAME_PARAM, "k = %lld exceeds the %lld elements of a unit", (long long)kk, (long long)m);
+    if (h->codec == CODEC_MS && (h->bits < 1 || h->bits > 8))
+        return frame_error(PZ_FRAME_PARAM, "MS code width %d is not in 1..8", h->bits);
+    if (h->codec == CODEC_MS && h->value_type == VAL_QUANT)
+        return frame_error(PZ_FRAME_PARAM, "MS values cannot be quantized");
+    const size_t vbytes = value_bytes(h->value_type, h->value_bits, U, cnt);
+    const uint8_t *b = h->body;
+    float *vals = pz_malloc(sizeof(float) * (size_t)(cnt + 1));
+    pz_status st = PZ_OK;
+
+    if (h->codec == CODEC_MS) {
+        const int bb = h->bits, L = (1 << bb) - 1, is_signed = (h->options & OPT_SIGNED) != 0;
+        const size_t need = (size_t)U * 4 + vbytes + bits_bytes((uint64_t)n, bb) + (is_signed ? bits_bytes((uint64_t)n, 1) : 0);
+        if (h->body_len != need) {
+            st = frame_error(PZ_FRAME_PAYLOAD, "an MS payload of this shape has %zu bytes, not %llu", need, (unsigned long long)h->body_len);
+            goto out;
+        }
+        const uint8_t *tmins = b;
+        b += 4 * U;
+        if ((st = read_values(k, h->value_type, h->value_bits, b, U, kk, vals))) goto out;
+        b += vbytes;
+        uint8_t *codes = pz_malloc((size_t)(n ? n : 1)), *neg = pz_calloc((size_t)(n ? n : 1), 1);
+        bits_read(k, b, (size_t)n, bb, codes);
+        b += bits_bytes((uint64_t)n, bb);
+        if (is_signed) bits_read(k, b, (size_t)n, 1, neg);
+        for (int64_t un = 0; un < U && !st; un++) {
+            float T;
+            memcpy(&T, tmins + 4 * un, 4);
+            if (!isfinite(T) || T < 0.0f) {
+                st = frame_error(PZ_FRAME_PAYLOAD, "Top_min %g of unit %lld", T, (long long)un);
+                break;
+            }
+            const float step = T / (float)L;
+            int64_t next = 0;
+            for (int64_t i = 0; i < m; i++) {
+                const int64_t g = un * m + i;
+                const int c = codes[g];
+                if (c == L) {
+                    if (next == kk) break;
+                    x[g] = vals[un * kk + next++];
+                } else {
+                    const float v = (float)c * step;
+                    x[g] = neg[g] ? -v : v;
+                }
+            }
+            if (next != kk) st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld marks %s %lld kept values", (long long)un,
+                                             next < kk ? "fewer than" : "more than", (long long)kk);
+        }
+        free(codes), free(neg);
+        goto out;
+    }
+
+    if (h->codec == CODEC_RANDK) {
+        if (h->body_len != vbytes) {
+            st = frame_error(PZ_FRAME_PAYLOAD, "a randk payload of this shape has %zu bytes, not %llu", vbytes, (unsigned long long)h->body_len);
+            goto out;
+        }
+        if ((st = read_values(k, h->value_type, h->value_bits, b, U, kk, vals))) goto out;
+        memset(x, 0, sizeof(float) * (size_t)n);
+        const float scale = (h->options & OPT_UNBIASED) && kk ? (float)((double)m / (double)kk) : 1.0f;
+        uint32_t *pos = pz_malloc(sizeof(uint32_t) * (size_t)(kk + 1));
+        for (int64_t un = 0; un < U; un++) {
+            pz_rng r;
+            pz_rng_seed(&r, h->seed ^ (uint64_t)un);
+            sample_positions(&r, m, kk, pos);
+            for (int64_t j = 0; j < kk; j++) x[un * m + pos[j]] = vals[un * kk + j] * scale;
+        }
+        free(pos);
+        goto out;
+    }
+
+    /* topk / randtopk: index section, then values */
+    if (h->body_len < vbytes) {
+        st = frame_error(PZ_FRAME_PAYLOAD, "the payload is shorter than its values section");
+        goto out;
+    }
+    const size_t idx_bytes = h->body_len - vbytes;
+    if ((st = read_values(k, h->value_type, h->value_bits, b + idx_bytes, U, kk, vals))) goto out;
+    memset(x, 0, sizeof(float) * (size_t)n);
+    if (h->index_coding == IDX_BITMAP) {
+        if (idx_bytes != bits_bytes((uint64_t)n, 1)) {
+            st = frame_error(PZ_FRAME_PAYLOAD, "a bitmap of %lld elements has %zu bytes, not %zu", (long long)n,
+                             bits_bytes((uint64_t)n, 1), idx_bytes);
+            goto out;
+        }
+        if (n % 8 && (b[n / 8] >> (n % 8))) {
+            st = frame_error(PZ_FRAME_PAYLOAD, "bits set beyond the bitmap's end");
+            goto out;
+        }
+        for (int64_t un = 0; un < U && !st; un++) {
+            int64_t got = 0;
+            for (int64_t i = 0; i < m; i++) {
+                const uint64_t g = (uint64_t)un * m + i;
+                if (b[g >> 3] >> (g & 7) & 1) {
+                    if (got == kk) { got++; break; }
+                    x[g] = vals[un * kk + got++];
+                }
+            }
+            if (got != kk) st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld has %s %lld positions in its bitmap", (long long)un,
+                                            got < kk ? "fewer than" : "more than", (long long)kk);
+        }
+    } else if (h->index_coding == IDX_DELTA) {
+        const uint8_t *q = b, *qend = b + idx_bytes;
+        for (int64_t un = 0; un < U && !st; un++) {
+            int64_t prev = -1;
+            for (int64_t j = 0; j < kk; j++) {
+                uint64_t v = 0;
+                int shift = 0, done = 0;
+                while (q < qend && shift < 35) {
+                    const uint8_t byte = *q++;
+                    v |= (uint64_t)(byte & 0x7F) << shift;
+                    shift += 7;
+                    if (!(byte & 0x80)) { done = 1; break; }
+                }
+                if (!done || v > 0xFFFFFFFFull) {
+                    st = frame_error(PZ_FRAME_PAYLOAD, "a bad or truncated varint in unit %lld", (long long)un);
+                    break;
+                }
+                const int64_t p = prev + 1 + (int64_t)v;
+                if (p >= m) {
+                    st = frame_error(PZ_FRAME_PAYLOAD, "position %lld is outside unit %lld of %lld elements", (long long)p, (long long)un, (long long)m);
+                    break;
+                }
+                x[un * m + p] = vals[un * kk + j];
+                prev = p;
+            }
+        }
+        if (!st && q != qend) st = frame_error(PZ_FRAME_PAYLOAD, "%zu bytes left over after the positions", (size_t)(qend - q));
+    } else {
+        st = frame_error(PZ_FRAME_PARAM, "a %s frame needs a bitmap or delta index section", codec_name(h->codec));
+    }
+out:
+    free(vals);
+    return st;
+}

@@ -1,0 +1,63 @@
+/* codec_kernels.h — the hot loops of the codecs: min/max and max-abs scans,
+ * quantize and dequantize, bit packing, fp16/bf16 conversion, threshold
+ * filtering for top-k selection, CRC-32C. Three builds of the same source
+ * (codec_kernels_impl.h): a plain scalar reference (no vectorisation), AVX2
+ * and AVX-512; pz_codec_kernels_best() picks the widest the CPU runs.
+ * Knows nothing of the frame format. */
+#ifndef PZ_CODEC_KERNELS_H
+#define PZ_CODEC_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *name;
+    /* lo/hi over x[0..n); n >= 1 */
+    void (*minmax)(const float *x, size_t n, float *lo, float *hi);
+    float (*max_abs)(const float *x, size_t n);
+    double (*sum_abs)(const float *x, size_t n);
+    /* code = min(floor((x - lo) * inv_step + 0.5), levels), >= 0 (asymmetric) */
+    void (*quant_asym)(const float *x, size_t n, float lo, float inv_step, int levels, uint8_t *codes);
+    /* q = clamp(round-half-away(x * inv_step), -M, M), code = q + M (symmetric) */
+    void (*quant_sym)(const float *x, size_t n, float inv_step, int M, uint8_t *codes);
+    /* code = min(floor(|x| * inv_step + 0.5), cap) (MS) */
+    void (*quant_abs)(const float *x, size_t n, float inv_step, int cap, uint8_t *codes);
+    /* out[i] = x[i] < 0 */
+    void (*negative)(const float *x, size_t n, uint8_t *out);
+    size_t (*count_nonfinite)(const float *x, size_t n);
+    /* stochastic: code = clamp(floor((x - lo) * inv_step + u), 0, levels), u from
+     * hash(seed, index0 + i); symmetric when sym: v = x * inv_step + M */
+    void (*quant_stoch)(const float *x, size_t n, float lo, float inv_step, int levels, int sym,
+                        uint32_t seed, uint64_t index0, uint8_t *codes);
+    /* x = lo + code * step */
+    void (*dequant)(const uint8_t *codes, size_t n, float lo, float step, float *x);
+    /* pack n codes of b bits (n % 8 == 0) into n*b/8 bytes, LSB first */
+    void (*pack)(const uint8_t *codes, size_t n, int b, uint8_t *out);
+    void (*unpack)(const uint8_t *in, size_t n, int b, uint8_t *codes);
+    void (*f32_to_f16)(const float *x, size_t n, uint16_t *h);
+    void (*f16_to_f32)(const uint16_t *h, size_t n, float *x);
+    void (*f32_to_bf16)(const float *x, size_t n, uint16_t *h);
+    void (*bf16_to_f32)(const uint16_t *h, size_t n, float *x);
+    /* positions i with |x[i]| >= t (by_value: x[i] >= t), ascending; returns count */
+    size_t (*select_ge)(const float *x, size_t n, float t, int by_value, uint32_t *idx);
+    uint32_t (*crc32c)(uint32_t crc, const void *data, size_t n);
+} pz_codec_kernels;
+
+const pz_codec_kernels *pz_codec_kernels_scalar(void);
+const pz_codec_kernels *pz_codec_kernels_avx2(void);   /* NULL if the CPU lacks AVX2/F16C/SSE4.2 */
+const pz_codec_kernels *pz_codec_kernels_avx512(void); /* NULL if the CPU lacks AVX-512F/BW/VL */
+/* The widest available; PZ_CODEC_KERNELS=scalar|avx2|avx512 overrides. */
+const pz_codec_kernels *pz_codec_kernels_best(void);
+
+/* The uniform u in [0, 1) stochastic rounding uses for element `index`. */
+static inline float pz_stoch_uniform(uint32_t seed, uint64_t index) {
+    uint32_t h = (uint32_t)index * 0x9E3779B1u + seed + (uint32_t)(index >> 32) * 0x85EBCA77u;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    return (float)(h >> 8) * (1.0f / 16777216.0f);
+}
+
+#endif

@@ -1,0 +1,290 @@
+/* codec_kernels_impl.h — the codec kernels, written once as plain loops and
+ * compiled three times (codec_kernels_{scalar,avx2,avx512}.c) with
+ * different target flags; PZ_KSUFFIX names each build's functions. Loops are
+ * shaped so the compiler vectorises them (no early exits, no aliasing),
+ * with intrinsics only where it cannot (fp16 conversion, CRC). Results are
+ * bit-identical across builds: tests/codec/test_kernels.c checks it. */
+#include "codec_kernels.h"
+
+#include <math.h>
+#include <string.h>
+#if defined(PZ_USE_F16C) || defined(PZ_USE_SSE42)
+#include <immintrin.h>
+#endif
+
+#define PZ_CAT2(a, b) a##_##b
+#define PZ_CAT(a, b) PZ_CAT2(a, b)
+#define K(name) PZ_CAT(name, PZ_KSUFFIX)
+
+static void K(minmax)(const float *restrict x, size_t n, float *lo, float *hi) {
+    float a = x[0], b = x[0];
+    /* a NaN anywhere makes both results NaN (sticky), so callers see it */
+#pragma omp simd reduction(min : a) reduction(max : b)
+    for (size_t i = 0; i < n; i++) {
+        a = (x[i] < a || x[i] != x[i]) ? x[i] : a;
+        b = (x[i] > b || x[i] != x[i]) ? x[i] : b;
+    }
+    *lo = a, *hi = b;
+}
+
+static float K(max_abs)(const float *restrict x, size_t n) {
+    float m = 0.0f;
+#pragma omp simd reduction(max : m)
+    for (size_t i = 0; i < n; i++) {
+        const float a = fabsf(x[i]);
+        m = (a > m || a != a) ? a : m; /* NaN is sticky */
+    }
+    return m;
+}
+
+static double K(sum_abs)(const float *restrict x, size_t n) {
+    double total = 0.0;
+    for (size_t i0 = 0; i0 < n; i0 += 4096) {
+        const size_t e = i0 + 4096 < n ? i0 + 4096 : n;
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (size_t i = i0; i < e; i++) s += fabsf(x[i]);
+        total += s;
+    }
+    return total;
+}
+
+static void K(quant_asym)(const float *restrict x, size_t n, float lo, float inv_step, int levels,
+                          uint8_t *restrict codes) {
+    const float top = (float)levels;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float v = (x[i] - lo) * inv_step + 0.5f;
+        v = v < 0.0f ? 0.0f : v;
+        v = v > top ? top : v;
+        codes[i] = (uint8_t)(int)v; /* truncation of v >= 0 is floor */
+    }
+}
+
+static void K(quant_sym)(const float *restrict x, size_t n, float inv_step, int M, uint8_t *restrict codes) {
+    /* q = round-half-away-from-zero(x * inv_step) clamped to [-M, M]; code = q + M */
+    const float fm = (float)M;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        const float s = x[i] * inv_step;
+        float a = fabsf(s) + 0.5f;
+        a = a > fm ? fm : a;
+        const int q = (int)a;
+        codes[i] = (uint8_t)(s < 0.0f ? M - q : M + q);
+    }
+}
+
+/* code = min(round-half-up(|x| * inv_step), cap): MS's codes for the
+ * elements below Top_min */
+static void K(quant_abs)(const float *restrict x, size_t n, float inv_step, int cap, uint8_t *restrict codes) {
+    const float top = (float)cap;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float a = fabsf(x[i]) * inv_step + 0.5f;
+        a = a > top ? top : a;
+        codes[i] = (uint8_t)(int)a;
+    }
+}
+
+/* 1 where x < 0 (the sign bit of MS's signed variant; -0.0 counts as 0) */
+static void K(negative)(const float *restrict x, size_t n, uint8_t *restrict out) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) out[i] = x[i] < 0.0f;
+}
+
+/* number of elements that are NaN or infinite */
+static size_t K(count_nonfinite)(const float *restrict x, size_t n) {
+    size_t c = 0;
+#pragma omp simd reduction(+ : c)
+    for (size_t i = 0; i < n; i++) c += !(fabsf(x[i]) <= 3.40282347e38f);
+    return c;
+}
+
+static void K(quant_stoch)(const float *restrict x, size_t n, float lo, float inv_step, int levels, int sym,
+                           uint32_t seed, uint64_t index0, uint8_t *restrict codes) {
+    const float top = (float)levels;
+    const float shift = sym ? (float)(levels / 2) : 0.0f;
+    const float base = sym ? 0.0f : lo;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float v = (x[i] - base) * inv_step + shift + pz_stoch_uniform(seed, index0 + i);
+        v = v < 0.0f ? 0.0f : v;
+        v = v > top ? top : v;
+        codes[i] = (uint8_t)(int)v;
+    }
+}
+
+static void K(dequant)(const uint8_t *restrict codes, size_t n, float lo, float step, float *restrict x) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) x[i] = lo + (float)codes[i] * step;
+}
+
+static void K(pack)(const uint8_t *restrict codes, size_t n, int b, uint8_t *restrict out) {
+    if (b == 8) {
+        memcpy(out, codes, n);
+        return;
+    }
+    /* 8 codes of b bits make exactly b bytes */
+    for (size_t g = 0; g < n / 8; g++) {
+        const uint8_t *c = codes + 8 * g;
+        uint64_t v = 0;
+        for (int j = 0; j < 8; j++) v |= (uint64_t)c[j] << (j * b);
+        uint8_t *o = out + (size_t)b * g;
+        for (int j = 0; j < b; j++) o[j] = (uint8_t)(v >> (8 * j));
+    }
+}
+
+static void K(unpack)(const uint8_t *restrict in, size_t n, int b, uint8_t *restrict codes) {
+    if (b == 8) {
+        memcpy(codes, in, n);
+        return;
+    }
+    const uint64_t mask = (1u << b) - 1;
+    for (size_t g = 0; g < n / 8; g++) {
+        const uint8_t *p = in + (size_t)b * g;
+        uint64_t v = 0;
+        for (int j = 0; j < b; j++) v |= (uint64_t)p[j] << (8 * j);
+        uint8_t *c = codes + 8 * g;
+        for (int j = 0; j < 8; j++) c[j] = (uint8_t)((v >> (j * b)) & mask);
+    }
+}
+
+/* IEEE binary16 with round-to-nearest-even, exact for every input (inf,
+ * NaN kept quiet, subnormals): the scalar definition the SIMD paths match */
+static inline uint16_t f32_to_f16_one(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    const uint32_t ax = x & 0x7FFFFFFFu;
+    if (ax >= 0x7F800000u) /* inf or NaN */
+        return (uint16_t)(sign | 0x7C00u | (ax > 0x7F800000u ? 0x200u | ((ax >> 13) & 0x3FFu) : 0));
+    if (ax >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u); /* rounds to >= 65520: inf */
+    if (ax < 0x38800000u) { /* below the smallest normal half: subnormal or 0 */
+        if (ax < 0x33000000u) return (uint16_t)sign; /* < 2^-25: rounds to 0 */
+        const uint32_t e = ax >> 23, mant = (ax & 0x7FFFFFu) | 0x800000u;
+        const uint32_t shift = 126 - e; /* 14..24 */
+        uint32_t h = mant >> shift;
+        const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((ax - 0x38000000u) >> 13);
+    const uint32_t rem = ax & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+}
+
+static inline float f16_to_f32_one(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t e = (h >> 10) & 0x1F, m = h & 0x3FFu;
+    uint32_t x;
+    if (e == 0) {
+        if (m == 0) x = sign;
+        else { /* subnormal: normalise */
+            int s = 0;
+            uint32_t mm = m;
+            while (!(mm & 0x400u)) mm <<= 1, s++;
+            x = sign | ((uint32_t)(113 - s) << 23) | ((mm & 0x3FFu) << 13);
+        }
+    } else if (e == 31) x = sign | 0x7F800000u | (m << 13);
+    else x = sign | ((e + 112) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static void K(f32_to_f16)(const float *restrict x, size_t n, uint16_t *restrict h) {
+    size_t i = 0;
+#ifdef PZ_USE_F16C
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(h + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+    for (; i < n; i++) h[i] = f32_to_f16_one(x[i]);
+}
+
+static void K(f16_to_f32)(const uint16_t *restrict h, size_t n, float *restrict x) {
+    size_t i = 0;
+#ifdef PZ_USE_F16C
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+#endif
+    for (; i < n; i++) x[i] = f16_to_f32_one(h[i]);
+}
+
+static void K(f32_to_bf16)(const float *restrict x, size_t n, uint16_t *restrict h) {
+    /* round to nearest even on the upper half; NaN stays a (quiet) NaN */
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        const uint32_t is_nan = (u & 0x7FFFFFFFu) > 0x7F800000u;
+        const uint32_t r = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+        h[i] = (uint16_t)(is_nan ? ((u >> 16) | 0x40u) : r);
+    }
+}
+
+static void K(bf16_to_f32)(const uint16_t *restrict h, size_t n, float *restrict x) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t u = (uint32_t)h[i] << 16;
+        memcpy(&x[i], &u, 4);
+    }
+}
+
+static size_t K(select_ge)(const float *restrict x, size_t n, float t, int by_value, uint32_t *restrict idx) {
+    /* branch-free compaction: always write, advance by the predicate */
+    size_t c = 0;
+    if (by_value)
+        for (size_t i = 0; i < n; i++) {
+            idx[c] = (uint32_t)i;
+            c += x[i] >= t;
+        }
+    else
+        for (size_t i = 0; i < n; i++) {
+            idx[c] = (uint32_t)i;
+            c += fabsf(x[i]) >= t;
+        }
+    return c;
+}
+
+static uint32_t K(crc32c)(uint32_t crc, const void *data, size_t n) {
+    const uint8_t *p = data;
+    crc = ~crc;
+#ifdef PZ_USE_SSE42
+    uint64_t c = crc;
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = _mm_crc32_u64(c, v);
+    }
+    crc = (uint32_t)c;
+    for (; n; n--, p++) crc = _mm_crc32_u8(crc, *p);
+#else
+    for (; n; n--, p++) {
+        crc ^= *p;
+        for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+    }
+#endif
+    return ~crc;
+}
+
+static const pz_codec_kernels K(table) = {
+    .name = PZ_KNAME,
+    .minmax = K(minmax),
+    .max_abs = K(max_abs),
+    .sum_abs = K(sum_abs),
+    .quant_asym = K(quant_asym),
+    .quant_sym = K(quant_sym),
+    .quant_abs = K(quant_abs),
+    .negative = K(negative),
+    .count_nonfinite = K(count_nonfinite),
+    .quant_stoch = K(quant_stoch),
+    .dequant = K(dequant),
+    .pack = K(pack),
+    .unpack = K(unpack),
+    .f32_to_f16 = K(f32_to_f16),
+    .f16_to_f32 = K(f16_to_f32),
+    .f32_to_bf16 = K(f32_to_bf16),
+    .bf16_to_f32 = K(bf16_to_f32),
+    .select_ge = K(select_ge),
+    .crc32c = K(crc32c),
+};

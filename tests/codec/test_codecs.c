@@ -1,0 +1,517 @@
+/* test_codecs.c — every codec's round trip and error bound, the papers'
+ * claims that are properties of the codecs (MS beats TopK and uniform
+ * quantization at the same size), stateful sender/receiver sync, spec
+ * parsing. */
+#include "../test.h"
+#include "pipezip/codec.h"
+#include "base/base.h"
+
+#include <unistd.h>
+
+typedef struct {
+    uint8_t *frame;
+    size_t cap, len;
+    float *out;
+    pz_codec_stats st;
+} rt;
+
+/* encode x with spec, decode with a fresh receiver; returns the frame size */
+static size_t roundtrip(const char *spec, const float *x, int ndim, const int64_t *shape, float *out, pz_codec_stats *stats) {
+    pz_codec *tx = NULL, *rx = NULL;
+    CHECK(pz_codec_create(&tx, spec) == PZ_OK, "%s: %s", spec, pz_last_error());
+    CHECK(pz_codec_create(&rx, spec) == PZ_OK, "%s: %s", spec, pz_last_error());
+    if (!tx || !rx) return 0;
+    size_t cap = pz_codec_max_frame_bytes(tx, ndim, shape), len = 0;
+    uint8_t *f = malloc(cap);
+    CHECK(pz_codec_encode(tx, x, ndim, shape, NULL, f, cap, &len, stats) == PZ_OK, "%s encode: %s", spec, pz_last_error());
+    int nd;
+    int64_t sh[4];
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    CHECK(pz_codec_decode(rx, f, len, out, (size_t)n, &nd, sh) == PZ_OK, "%s decode: %s", spec, pz_last_error());
+    CHECK(nd == ndim && !memcmp(sh, shape, sizeof(int64_t) * ndim), "%s: shape round trip", spec);
+    free(f);
+    pz_codec_free(tx), pz_codec_free(rx);
+    return len;
+}
+
+static void fill_gradient_like(float *x, int64_t n, uint64_t seed) {
+    pz_rng r;
+    pz_rng_seed(&r, seed);
+    for (int64_t i = 0; i < n; i++) x[i] = 0.01f * pz_rng_normal(&r) * (1.0f + 4.0f * (pz_rng_uniform(&r) < 0.05f));
+}
+
+/* post-ReLU feature maps: half zeros, a heavy right tail */
+static void fill_activation_like(float *x, int64_t n, uint64_t seed) {
+    pz_rng r;
+    pz_rng_seed(&r, seed);
+    for (int64_t i = 0; i < n; i++) {
+        const float z = pz_rng_normal(&r);
+        x[i] = z > 0 ? z * z * (1.0f + pz_rng_uniform(&r)) : 0.0f;
+    }
+}
+
+static void test_none_and_halves(void) {
+    const int64_t shape[] = {3, 5, 7};
+    float x[105], y[105];
+    fill_gradient_like(x, 105, 1);
+    x[3] = INFINITY, x[4] = -0.0f, x[5] = 1e-40f;
+    roundtrip("none", x, 3, shape, y, NULL);
+    CHECK(!memcmp(x, y, sizeof x), "none is bit-exact");
+    /* every binary16 value survives f16 -> f32 -> f16 */
+    float all[65536], back[65536];
+    uint16_t h[65536];
+    for (int i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    (void)h;
+    for (int i = 0; i < 65536; i++) {
+        const int e = (i >> 10) & 31, m = i & 1023, s = i >> 15;
+        float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m | 1024), e - 25);
+        all[i] = s ? -v : v;
+    }
+    const int64_t sh1[] = {65536};
+    roundtrip("fp16", all, 1, sh1, back, NULL);
+    int same = 1;
+    for (int i = 0; i < 65536; i++) same &= (all[i] == back[i]) || (isnan(all[i]) && isnan(back[i])) || (all[i] == 0 && back[i] == 0);
+    CHECK(same, "every half value round-trips through fp16");
+    /* rounding: within half an ulp (relative 2^-11 fp16, 2^-8 bf16) */
+    float g[4096], r16[4096], rb16[4096];
+    const int64_t sh2[] = {4096};
+    fill_gradient_like(g, 4096, 2);
+    for (int i = 0; i < 4096; i++) g[i] *= 100.0f;
+    roundtrip("fp16", g, 1, sh2, r16, NULL);
+    roundtrip("bf16", g, 1, sh2, rb16, NULL);
+    int ok16 = 1, okb = 1;
+    for (int i = 0; i < 4096; i++) {
+        if (fabsf(g[i]) > 6.1e-5f) ok16 &= fabsf(r16[i] - g[i]) <= fabsf(g[i]) * 0x1p-11f;
+        okb &= fabsf(rb16[i] - g[i]) <= fabsf(g[i]) * 0x1p-8f;
+    }
+    CHECK(ok16, "fp16 within half an ulp");
+    CHECK(okb, "bf16 within half an ulp");
+}
+
+static void test_quant(void) {
+    const int64_t shape[] = {4, 3, 5, 6}; /* 360 elements */
+    float x[360], y[360];
+    fill_gradient_like(x, 360, 3);
+    x[7] = 0.2f; /* an outlier */
+    const char *grans[] = {"tensor", "sample", "channel"};
+    for (int b = 1; b <= 8; b++)
+        for (int sym = 0; sym < 2; sym++)
+            for (int g = 0; g < 3; g++) {
+                char spec[64];
+                snprintf(spec, sizeof spec, "q%d:%s,per=%s", b, sym ? "sym" : "asym", grans[g]);
+                pz_codec_stats st;
+                size_t len = roundtrip(spec, x, 4, shape, y, &st);
+                /* the bound: half a step of the element's unit */
+                const int U = g == 0 ? 1 : g == 1 ? 4 : 3;
+                int ok = 1;
+                for (int u = 0; u < U; u++) {
+                    float lo = INFINITY, hi = -INFINITY, ma = 0, sa = 0;
+                    int cnt = 0;
+                    for (int i = 0; i < 360; i++) {
+                        const int unit = g == 0 ? 0 : g == 1 ? i / 90 : (i / 30) % 3;
+                        if (unit != u) continue;
+                        lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]), ma = fmaxf(ma, fabsf(x[i])), sa += fabsf(x[i]), cnt++;
+                    }
+                    float bound;
+                    if (!sym) bound = (hi - lo) / (float)((1 << b) - 1) / 2;
+                    else if (b == 1) bound = INFINITY; /* scaled sign: no per-element bound */
+                    else bound = ma / (float)((1 << (b - 1)) - 1) / 2;
+                    for (int i = 0; i < 360; i++) {
+                        const int unit = g == 0 ? 0 : g == 1 ? i / 90 : (i / 30) % 3;
+                        if (unit == u && !(fabsf(y[i] - x[i]) <= bound * 1.0001f + 1e-7f)) ok = 0;
+                    }
+                    if (sym && b == 1)
+                        for (int i = 0; i < 360; i++) {
+                            const int unit = g == 0 ? 0 : g == 1 ? i / 90 : (i / 30) % 3;
+                            if (unit == u) ok &= fabsf(fabsf(y[i]) - sa / cnt) < 1e-6f && (x[i] >= 0) == (y[i] > 0);
+                        }
+                }
+                CHECK(ok, "%s: error within half a step", spec);
+                const size_t scales = (size_t)U * (sym ? 4 : 8);
+                CHECK(len == 64 + scales + (360 * (size_t)b + 7) / 8, "%s: %zu bytes", spec, len);
+            }
+    /* a constant tensor quantizes exactly */
+    float c[16], cy[16];
+    for (int i = 0; i < 16; i++) c[i] = 0.375f;
+    const int64_t s16[] = {16};
+    roundtrip("q3", c, 1, s16, cy, NULL);
+    CHECK(!memcmp(c, cy, sizeof c), "a constant tensor is exact");
+
+    /* stochastic rounding is unbiased: the mean of 4000 encodings -> x */
+    pz_codec *tx, *rx;
+    pz_codec_create(&tx, "q2:stoch");
+    pz_codec_create(&rx, "q2:stoch");
+    float v[64], sum[64] = {0}, out[64];
+    for (int i = 0; i < 64; i++) v[i] = (float)i / 63.0f + 0.3f * sinf((float)i);
+    const int64_t s64[] = {64};
+    uint8_t f[256];
+    size_t len;
+    const int draws = 4000;
+    for (int t = 0; t < draws; t++) {
+        pz_codec_encode(tx, v, 1, s64, NULL, f, sizeof f, &len, NULL);
+        pz_codec_decode(rx, f, len, out, 64, NULL, NULL);
+        for (int i = 0; i < 64; i++) sum[i] += out[i];
+    }
+    float lo = v[0], hi = v[0];
+    for (int i = 0; i < 64; i++) lo = fminf(lo, v[i]), hi = fmaxf(hi, v[i]);
+    const float step = (hi - lo) / 3;
+    int unbiased = 1;
+    for (int i = 0; i < 64; i++) /* 5 sigma of a mean of draws of +-step/2 */
+        unbiased &= fabsf(sum[i] / draws - v[i]) < 5.0f * step * 0.5f / sqrtf((float)draws);
+    CHECK(unbiased, "stochastic rounding is unbiased");
+    pz_codec_free(tx), pz_codec_free(rx);
+}
+
+static int cmp_desc(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
+static void test_topk(void) {
+    for (int big = 0; big < 2; big++) {
+        const int64_t B = 4, m = big ? 100000 : 997, n = B * m;
+        const int64_t shape[] = {B, m};
+        float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n), *mag = malloc(sizeof(float) * m);
+        fill_gradient_like(x, n, 5 + big);
+        const double fracs[] = {0.01, 0.1, 0.3};
+        for (int fi = 0; fi < 3; fi++) {
+            char spec[64];
+            snprintf(spec, sizeof spec, "topk:%g", fracs[fi]);
+            pz_codec_stats st;
+            size_t len = roundtrip(spec, x, 2, shape, y, &st);
+            const int64_t k = (int64_t)floor(fracs[fi] * m + 1e-9);
+            int exact = 1;
+            for (int64_t b = 0; b < B; b++) {
+                /* the k-th largest magnitude by sorting (the reference) */
+                for (int64_t i = 0; i < m; i++) mag[i] = fabsf(x[b * m + i]);
+                qsort(mag, (size_t)m, sizeof(float), cmp_desc);
+                const float kth = mag[k - 1];
+                int64_t kept = 0;
+                for (int64_t i = 0; i < m; i++) {
+                    const float xv = x[b * m + i], yv = y[b * m + i];
+                    if (yv != 0.0f) {
+                        kept++;
+                        exact &= yv == xv && fabsf(xv) >= kth;
+                    } else {
+                        exact &= fabsf(xv) <= kth;
+                    }
+                }
+                exact &= kept == k;
+            }
+            CHECK(exact, "%s (m=%lld): exactly the k largest magnitudes per sample, values exact", spec, (long long)m);
+            /* forced codings decode the same; auto picks the smaller */
+            char sb[96], sd[96];
+            snprintf(sb, sizeof sb, "%s,index=bitmap", spec);
+            snprintf(sd, sizeof sd, "%s,index=delta", spec);
+            size_t lb = roundtrip(sb, x, 2, shape, mag == NULL ? y : y, NULL);
+            size_t ld = roundtrip(sd, x, 2, shape, y, NULL);
+            CHECK(len == (lb < ld ? lb : ld), "%s: auto index coding chose %zu of bitmap %zu / delta %zu", spec, len, lb, ld);
+        }
+        free(x), free(y), free(mag);
+    }
+    /* ties go to the lower index */
+    float t[10] = {1, 3, 2, 3, 0, 3, 1, 0, 0, 0}, ty[10];
+    const int64_t s10[] = {1, 10};
+    roundtrip("topk:0.2", t, 2, s10, ty, NULL);
+    CHECK(ty[1] == 3 && ty[3] == 3 && ty[5] == 0, "ties: the lower indices are kept");
+    /* by value keeps the largest positive values */
+    float v[8] = {-9, 1, 2, -8, 5, 0, 3, -7}, vy[8];
+    const int64_t s8[] = {1, 8};
+    roundtrip("topk:0.25,by=value", v, 2, s8, vy, NULL);
+    CHECK(vy[4] == 5 && vy[6] == 3 && vy[0] == 0, "by=value keeps the largest values");
+    /* quantized values */
+    float g[2000], gy[2000];
+    const int64_t s2000[] = {2, 1000};
+    fill_gradient_like(g, 2000, 9);
+    pz_codec_stats st8, st32;
+    roundtrip("topk:0.1,values=q8", g, 2, s2000, gy, &st8);
+    roundtrip("topk:0.1", g, 2, s2000, gy, &st32);
+    CHECK(st8.bytes < st32.bytes && st8.rel_error < st32.rel_error * 1.05 + 1e-3, "q8 values: smaller (%llu < %llu), error %.4f vs %.4f",
+          (unsigned long long)st8.bytes, (unsigned long long)st32.bytes, st8.rel_error, st32.rel_error);
+}
+
+static void test_randk(void) {
+    const int64_t shape[] = {2, 500};
+    float x[1000], y[1000], mean[1000] = {0};
+    fill_gradient_like(x, 1000, 11);
+    pz_codec *tx, *rx;
+    pz_codec_create(&tx, "randk:0.1,unbiased");
+    pz_codec_create(&rx, "randk:0.1,unbiased");
+    uint8_t f[8192];
+    size_t len;
+    const int draws = 3000;
+    for (int t = 0; t < draws; t++) {
+        CHECK(pz_codec_encode(tx, x, 2, shape, NULL, f, sizeof f, &len, NULL) == PZ_OK, "%s", pz_last_error());
+        pz_codec_decode(rx, f, len, y, 1000, NULL, NULL);
+        int kept = 0;
+        for (int i = 0; i < 1000; i++) kept += y[i] != 0, mean[i] += y[i];
+        if (t == 0) {
+            CHECK(kept == 100, "randk keeps k per sample: %d", kept);
+            CHECK(len == 64 + 100 * 4, "randk sends no positions: %zu bytes", len);
+        }
+    }
+    double err = 0, ref = 0;
+    for (int i = 0; i < 1000; i++) err += pow(mean[i] / draws - x[i], 2), ref += (double)x[i] * x[i];
+    /* unbiased: the mean's relative error shrinks like sqrt((d/k - 1) / draws) ~ 0.055 */
+    CHECK(sqrt(err / ref) < 0.1, "randk,unbiased is unbiased: relative error of the mean %.3f", sqrt(err / ref));
+    pz_codec_free(tx), pz_codec_free(rx);
+}
+
+static void test_randtopk(void) {
+    const int64_t shape[] = {1, 2000};
+    float x[2000], y[2000], ty[2000];
+    fill_gradient_like(x, 2000, 13);
+    roundtrip("randtopk:0.05,alpha=0", x, 2, shape, y, NULL);
+    roundtrip("topk:0.05", x, 2, shape, ty, NULL);
+    CHECK(!memcmp(y, ty, sizeof y), "randtopk with alpha=0 is topk");
+    /* alpha = 0.5: about half the kept positions come from outside the top k */
+    pz_codec *tx, *rx;
+    pz_codec_create(&tx, "randtopk:0.05,alpha=0.5");
+    pz_codec_create(&rx, "randtopk:0.05,alpha=0.5");
+    uint8_t f[16384];
+    size_t len;
+    double outside = 0;
+    for (int t = 0; t < 200; t++) {
+        pz_codec_encode(tx, x, 2, shape, NULL, f, sizeof f, &len, NULL);
+        pz_codec_decode(rx, f, len, y, 2000, NULL, NULL);
+        int kept = 0, out = 0, exact = 1;
+        for (int i = 0; i < 2000; i++)
+            if (y[i] != 0) kept++, out += ty[i] == 0, exact &= y[i] == x[i];
+        CHECK(exact, "randtopk sends exact values");
+        CHECK(kept == 100, "randtopk keeps k: %d", kept);
+        outside += out;
+    }
+    /* Zheng et al.: k draws without replacement, a top position weighing
+     * (1-alpha)/k and another alpha/(d-k); as the k top positions run out
+     * their class weighs less, so E[from outside] exceeds alpha. Its exact
+     * value, by dynamic programming over (draws, top positions drawn): */
+    double P[101] = {1.0};
+    const double wt = 0.5 / 100, wo = 0.5 / 1900;
+    for (int t = 0; t < 100; t++) {
+        double Q[101] = {0};
+        for (int j = 0; j <= t; j++) {
+            const double pt = (100 - j) * wt / ((100 - j) * wt + (1900 - (t - j)) * wo);
+            Q[j + 1] += P[j] * pt, Q[j] += P[j] * (1 - pt);
+        }
+        memcpy(P, Q, sizeof P);
+    }
+    double expect_top = 0;
+    for (int j = 0; j <= 100; j++) expect_top += j * P[j];
+    const double want = 1.0 - expect_top / 100, got = outside / 200 / 100;
+    /* 200 frames of 100 draws: standard error well under 0.01 */
+    CHECK(fabs(got - want) < 0.02, "fraction from outside the top k: %.4f, the urn gives %.4f", got, want);
+    pz_codec_free(tx), pz_codec_free(rx);
+}
+
+static void test_ms(void) {
+    const int64_t B = 8, m = 4096, n = B * m;
+    const int64_t shape[] = {B, 16, 16, 16};
+    float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+    fill_activation_like(x, n, 17);
+    for (int bits = 1; bits <= 4; bits++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "ms:0.01,bits=%d", bits);
+        pz_codec_stats st;
+        size_t len = roundtrip(spec, x, 4, shape, y, &st);
+        const int64_t k = (int64_t)(0.01 * n);
+        const int L = (1 << bits) - 1;
+        float sorted_min = INFINITY;
+        int64_t exact = 0;
+        for (int64_t i = 0; i < n; i++) exact += y[i] == x[i] && x[i] != 0;
+        float *mag = malloc(sizeof(float) * n);
+        for (int64_t i = 0; i < n; i++) mag[i] = fabsf(x[i]);
+        qsort(mag, (size_t)n, sizeof(float), cmp_desc);
+        sorted_min = mag[k - 1];
+        free(mag);
+        const float step = sorted_min / L;
+        int ok = 1;
+        for (int64_t i = 0; i < n; i++) {
+            if (fabsf(x[i]) >= sorted_min) { ok &= y[i] == x[i]; continue; }
+            /* within half a code step, or one step just below Top_min where
+             * the code L is reserved for the kept values */
+            const float bound = fabsf(x[i]) >= sorted_min - step / 2 ? step : step / 2;
+            ok &= fabsf(y[i] - x[i]) <= bound * 1.0001f;
+        }
+        CHECK(exact >= k, "%s: the %lld top values are exact (%lld exact)", spec, (long long)k, (long long)exact);
+        CHECK(ok, "%s: the others within half a code step of Top_min/(2^b-1)", spec);
+        CHECK(len == 64 + 4 + (size_t)k * 4 + ((size_t)n * bits + 7) / 8, "%s: %zu bytes (unsigned: no sign bits)", spec, len);
+    }
+    /* signed input: one sign bit per element, signs restored */
+    for (int64_t i = 0; i < n; i += 3) x[i] = -x[i];
+    pz_codec_stats st;
+    size_t len = roundtrip("ms:0.01,bits=2", x, 4, shape, y, &st);
+    CHECK(len == 64 + 4 + (size_t)(0.01 * n) * 4 + (size_t)n * 2 / 8 + (size_t)n / 8, "signed MS size %zu", len);
+    int signs = 1;
+    for (int64_t i = 0; i < n; i++) signs &= !(y[i] > 0 && x[i] < 0) && !(y[i] < 0 && x[i] > 0);
+    CHECK(signs, "signed MS keeps signs");
+    for (int64_t i = 0; i < n; i += 3) x[i] = -x[i];
+
+    /* Paper B, finding 7: at the same size MS has the lowest error. The
+     * headline MS (r = 99%, b = 2: 2.32 bits/element) against TopK with a
+     * bitmap at the same size (1 + 32 f = 2.32 -> f = 4.1%), randomized TopK
+     * likewise, and uniform quantization at 2 and even 3 bits. */
+    pz_codec_stats ms, tk, rt_, q2, q3;
+    roundtrip("ms:0.01,bits=2", x, 4, shape, y, &ms);
+    roundtrip("topk:0.04125,per=tensor,index=bitmap", x, 4, shape, y, &tk);
+    roundtrip("randtopk:0.04125,per=tensor,index=bitmap", x, 4, shape, y, &rt_);
+    roundtrip("q2", x, 4, shape, y, &q2);
+    roundtrip("q3", x, 4, shape, y, &q3);
+    printf("activation-like, %lld elements: MS %.3f bits %.4f error | TopK %.3f bits %.4f | RandTopK %.3f bits %.4f | "
+           "q2 %.3f bits %.4f | q3 %.3f bits %.4f\n", (long long)n, ms.bits_per_element, ms.rel_error, tk.bits_per_element,
+           tk.rel_error, rt_.bits_per_element, rt_.rel_error, q2.bits_per_element, q2.rel_error, q3.bits_per_element, q3.rel_error);
+    CHECK(ms.bits_per_element <= tk.bits_per_element + 0.01 && ms.rel_error < tk.rel_error, "MS beats TopK at the same size");
+    CHECK(ms.rel_error < rt_.rel_error, "MS beats randomized TopK at the same size");
+    CHECK(ms.rel_error < q2.rel_error && ms.rel_error < q3.rel_error, "MS beats uniform quantization at 2 and 3 bits");
+    free(x), free(y);
+}
+
+static void test_stateful(void) {
+    const int64_t shape[] = {4, 50};
+    float x[200], ysum[200], xsum[200] = {0}, y[200];
+    uint8_t f[4096];
+    size_t len;
+    { /* EF: sum of what was received + the final error = sum of the inputs */
+        pz_codec *tx, *rx;
+        pz_codec_create(&tx, "ef(topk:0.1)");
+        pz_codec_create(&rx, "ef(topk:0.1)");
+        memset(ysum, 0, sizeof ysum);
+        for (int t = 0; t < 50; t++) {
+            fill_gradient_like(x, 200, 100 + t);
+            for (int i = 0; i < 200; i++) xsum[i] += x[i];
+            CHECK(pz_codec_encode(tx, x, 2, shape, NULL, f, sizeof f, &len, NULL) == PZ_OK, "%s", pz_last_error());
+            pz_codec_decode(rx, f, len, y, 200, NULL, NULL);
+            for (int i = 0; i < 200; i++) ysum[i] += y[i];
+        }
+        /* the residual e is what has not been sent yet: probe it with a zero input */
+        float zero[200] = {0};
+        double worst = 0;
+        pz_codec *probe;
+        pz_codec_create(&probe, "ef(none)");
+        (void)probe;
+        pz_codec_free(probe);
+        /* flush: sending zeros through ef(topk) eventually sends all of e; 200 steps do */
+        for (int t = 0; t < 200; t++) {
+            pz_codec_encode(tx, zero, 2, shape, NULL, f, sizeof f, &len, NULL);
+            pz_codec_decode(rx, f, len, y, 200, NULL, NULL);
+            for (int i = 0; i < 200; i++) ysum[i] += y[i];
+        }
+        for (int i = 0; i < 200; i++) worst = fmax(worst, fabs(ysum[i] - xsum[i]));
+        CHECK(worst < 1e-5, "error feedback loses nothing: max |sum received - sum sent| = %.3g", worst);
+        pz_codec_free(tx), pz_codec_free(rx);
+    }
+    { /* EF21: sender's and receiver's A identical, and A tracks x */
+        pz_codec *tx, *rx;
+        pz_codec_create(&tx, "ef21(q2)");
+        pz_codec_create(&rx, "ef21(q2)");
+        fill_gradient_like(x, 200, 7);
+        pz_codec_stats st;
+        for (int t = 0; t < 30; t++) {
+            pz_codec_encode(tx, x, 2, shape, NULL, f, sizeof f, &len, &st);
+            CHECK(pz_codec_decode(rx, f, len, y, 200, NULL, NULL) == PZ_OK, "%s", pz_last_error());
+        }
+        /* the receiver's A: the same bits as the sender's (its stats' reconstruction) */
+        double e = 0, r = 0;
+        for (int i = 0; i < 200; i++) e += pow((double)y[i] - x[i], 2), r += (double)x[i] * x[i];
+        CHECK(sqrt(e / r) == st.rel_error, "ef21 sender and receiver agree (%.6g vs %.6g)", sqrt(e / r), st.rel_error);
+        CHECK(st.rel_error < 1e-3, "ef21 converges on a fixed x: error %.3g after 30 steps of q2", st.rel_error);
+        pz_codec_free(tx), pz_codec_free(rx);
+    }
+    /* AQ-SGD: per-sample buffers in sync over epochs of shuffled batches, in
+     * memory fp32, fp16, and a memory-mapped file */
+    char mm[] = "/tmp/pz-test-aqsgd-XXXXXX";
+    CHECK(mkdtemp(mm) != NULL, "mkdtemp");
+    char spec3[200];
+    snprintf(spec3, sizeof spec3, "aqsgd(q2),store=fp16,mmap=%s", mm);
+    const char *specs[] = {"aqsgd(q2)", "aqsgd(topk:0.1),store=fp16", spec3};
+    for (int s = 0; s < 3; s++) {
+        pz_codec *tx, *rx;
+        CHECK(pz_codec_create(&tx, specs[s]) == PZ_OK, "%s: %s", specs[s], pz_last_error());
+        CHECK(pz_codec_create(&rx, specs[s]) == PZ_OK, "%s: %s", specs[s], pz_last_error());
+        float data[20][50];
+        for (int i = 0; i < 20; i++) fill_activation_like(data[i], 50, 300 + i);
+        int in_sync = 1;
+        double last_err = 0;
+        for (int epoch = 0; epoch < 6; epoch++) {
+            pz_codec_set_warmup(tx, epoch == 0);
+            for (int batch = 0; batch < 5; batch++) {
+                uint32_t ids[4];
+                for (int b = 0; b < 4; b++) {
+                    ids[b] = (uint32_t)((batch * 4 + b + epoch * 7) % 20);
+                    for (int i = 0; i < 50; i++) x[b * 50 + i] = data[ids[b]][i] * (1.0f + 0.01f * epoch);
+                }
+                pz_codec_stats st;
+                CHECK(pz_codec_encode(tx, x, 2, shape, ids, f, sizeof f, &len, &st) == PZ_OK, "%s", pz_last_error());
+                CHECK(pz_codec_decode(rx, f, len, y, 200, NULL, NULL) == PZ_OK, "%s", pz_last_error());
+                double e = 0, r = 0;
+                for (int i = 0; i < 200; i++) e += pow((double)y[i] - x[i], 2), r += (double)x[i] * x[i];
+                in_sync &= sqrt(e / r) == st.rel_error; /* the same floats give the same double sums */
+                if (epoch == 0) in_sync &= s == 0 ? e == 0 : sqrt(e / r) < 1e-3; /* warm-up is uncompressed */
+                last_err = st.rel_error;
+            }
+        }
+        CHECK(in_sync, "%s: sender and receiver buffers agree", specs[s]);
+        CHECK(last_err < 0.05, "%s: the buffers track slowly changing activations (error %.4f)", specs[s], last_err);
+        uint32_t ids[4] = {0, 1, 2, 3};
+        CHECK(pz_codec_encode(tx, x, 2, shape, NULL, f, sizeof f, &len, NULL) == PZ_ERR_ARG, "aqsgd without ids is refused");
+        (void)ids;
+        pz_codec_free(tx), pz_codec_free(rx);
+    }
+    CHECK(rmdir(mm) == 0, "the mmap buffer files are gone once the codecs are freed");
+    /* a stateful frame reaching the wrong receiver is refused */
+    pz_codec *tx, *plain;
+    pz_codec_create(&tx, "ef21(q4)");
+    pz_codec_create(&plain, "q4");
+    fill_gradient_like(x, 200, 1);
+    pz_codec_encode(tx, x, 2, shape, NULL, f, sizeof f, &len, NULL);
+    CHECK(pz_codec_decode(plain, f, len, y, 200, NULL, NULL) == PZ_ERR_FORMAT && pz_frame_error_of() == PZ_FRAME_STATE,
+          "ef21 frame to a plain receiver: %s", pz_last_error());
+    pz_codec_free(tx), pz_codec_free(plain);
+}
+
+static void test_specs(void) {
+    const char *good[][2] = {
+        {"none", "none"}, {"fp32", "none"}, {"fp16", "fp16"}, {"q4", "q4:asym,nearest,per=tensor"},
+        {"q8:stoch", "q8:asym,stoch,per=tensor"}, {"q2:sym,per=channel", "q2:sym,nearest,per=channel"},
+        {"topk:0.1", "topk:0.1,per=sample,values=fp32,by=magnitude,index=auto"},
+        {"randk:0.1,unbiased", "randk:0.1,per=sample,values=fp32,unbiased"},
+        {"randtopk:0.01,alpha=0.1", "randtopk:0.01,alpha=0.1,per=sample,values=fp32,index=auto"},
+        {"ms:0.01,bits=2", "ms:0.01,bits=2,per=tensor,values=fp32,auto"},
+        {"ef(topk:0.1)", "ef(topk:0.1,per=sample,values=fp32,by=magnitude,index=auto),per=boundary"},
+        {"ef21(q4)", "ef21(q4:asym,nearest,per=tensor)"},
+        {"aqsgd(q2)", "aqsgd(q2:asym,nearest,per=tensor),store=fp32"},
+        {"aqsgd(topk:0.1),store=fp16", "aqsgd(topk:0.1,per=sample,values=fp32,by=magnitude,index=auto),store=fp16"},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        pz_codec *c = NULL;
+        CHECK(pz_codec_create(&c, good[i][0]) == PZ_OK, "'%s': %s", good[i][0], pz_last_error());
+        if (c) {
+            CHECK(!strcmp(pz_codec_spec(c), good[i][1]), "'%s' -> '%s', expected '%s'", good[i][0], pz_codec_spec(c), good[i][1]);
+            pz_codec *again = NULL;
+            CHECK(pz_codec_create(&again, pz_codec_spec(c)) == PZ_OK && !strcmp(pz_codec_spec(again), good[i][1]),
+                  "canonical '%s' parses to itself", good[i][1]);
+            pz_codec_free(again);
+        }
+        pz_codec_free(c);
+    }
+    const char *badspecs[] = {"", "q9", "q0", "q4:fast", "topk", "topk:0", "topk:1.5", "topk:0.1,per=channel",
+                              "ms:0.01,bits=9", "ms:0.01,values=q4", "randtopk:0.1,alpha=2", "ef(q4", "ef(ef(q4))",
+                              "zip(q4)", "fp16:sym", "aqsgd(q2),store=fp64", "q1:sym,stoch", "topk:abc"};
+    for (size_t i = 0; i < sizeof badspecs / sizeof *badspecs; i++) {
+        pz_codec *c = (pz_codec *)1;
+        CHECK(pz_codec_create(&c, badspecs[i]) == PZ_ERR_ARG && c == NULL, "'%s' must be rejected", badspecs[i]);
+        CHECK(strstr(pz_last_error(), "spec") != NULL, "'%s': message names the spec: %s", badspecs[i], pz_last_error());
+    }
+}
+
+int main(void) {
+    test_none_and_halves();
+    test_quant();
+    test_topk();
+    test_randk();
+    test_randtopk();
+    test_ms();
+    test_stateful();
+    test_specs();
+    TEST_DONE();
+}
