@@ -64,6 +64,11 @@ int pz_codec_is_stateful(const pz_codec *codec);
 /* Seed for the codec's own randomness (stochastic rounding, randk positions,
  * randtopk draws); each encode advances it. Default 0x5EED. */
 void pz_codec_set_seed(pz_codec *codec, uint64_t seed);
+/* Per-sample state (aqsgd, ef per=sample) is a row per sample id, ids in
+ * [0, max_samples): a frame naming a larger id is rejected (a corrupt id
+ * must not make the receiver allocate without bound). Default 2^24; set it
+ * to the dataset's size. */
+void pz_codec_set_max_samples(pz_codec *codec, uint32_t max_samples);
 /* aqsgd: warm-up mode sends x uncompressed and fills the buffers. */
 void pz_codec_set_warmup(pz_codec *codec, int on);
 

@@ -52,8 +52,8 @@ typedef struct {
     int nesterov;
     const char *schedule;     /* "constant", "cosine", "step:E,G", "onecycle[:PCT]" */
     float warmup_epochs;
-    int augment_pad;          /* random-crop padding, 0 = off */
-    int augment_flip;
+    int augment_pad;          /* random-crop padding, 0 = off, -1 = the dataset's default */
+    int augment_flip;         /* 0/1, -1 = the dataset's default */
     uint64_t seed;
     int threads;              /* <= 0: all cores */
     const char *out_dir;      /* run directory; NULL: no files written */

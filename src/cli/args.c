@@ -119,7 +119,7 @@ void pz_print_help(FILE *out, const char *usage, const pz_opt *opts, int n) {
         case OPT_I64: fprintf(out, " [%lld]", (long long)*(int64_t *)o->dst); break;
         case OPT_U64: fprintf(out, " [%llu]", (unsigned long long)*(uint64_t *)o->dst); break;
         case OPT_FLOAT: fprintf(out, " [%g]", *(float *)o->dst); break;
-        case OPT_BOOL: fprintf(out, " [%s]", *(int *)o->dst ? "on" : "off"); break;
+        case OPT_BOOL: fprintf(out, " [%s]", *(int *)o->dst < 0 ? "auto" : *(int *)o->dst ? "on" : "off"); break;
         }
         fputc('\n', out);
     }

@@ -19,6 +19,7 @@ pz_status pz_codec_create(pz_codec **out, const char *spec) {
     }
     codec_canonical_spec(c, c->spec, sizeof c->spec);
     c->seed = 0x5EED;
+    c->max_samples = 1u << 24;
     c->k = pz_codec_kernels_best();
     *out = c;
     return PZ_OK;
@@ -37,6 +38,7 @@ const char *pz_codec_spec(const pz_codec *c) { return c->spec; }
 int pz_codec_is_stateful(const pz_codec *c) { return c->wrapper != WRAP_NONE; }
 void pz_codec_set_seed(pz_codec *c, uint64_t seed) { c->seed = seed, c->counter = 0; }
 void pz_codec_set_warmup(pz_codec *c, int on) { c->warmup = on; }
+void pz_codec_set_max_samples(pz_codec *c, uint32_t max_samples) { c->max_samples = max_samples; }
 
 static int needs_ids(const pz_codec *c) { return c->wrapper == WRAP_AQSGD || (c->wrapper == WRAP_EF && c->per_sample); }
 
@@ -136,10 +138,10 @@ static pz_status base_decode(const frame_header *h, const pz_codec_kernels *k, f
 }
 
 static float *scratch(pz_codec *c, int64_t n) {
-    if (c->tmp_n < n) {
+    if (!c->tmp || c->tmp_n < n) {
         free(c->tmp);
-        c->tmp = pz_floats((size_t)(2 * n));
-        c->tmp_n = 2 * n;
+        c->tmp = pz_floats((size_t)(2 * n + 2));
+        c->tmp_n = n;
     }
     return c->tmp;
 }
@@ -147,8 +149,8 @@ static float *scratch(pz_codec *c, int64_t n) {
 /* the per-boundary state (ef, ef21): grown to the largest tensor seen, the
  * first n entries used (sender and receiver see the same sizes) */
 static float *boundary_state(pz_codec *c, int64_t n) {
-    if (c->state_n < n) {
-        float *s = pz_floats((size_t)n);
+    if (!c->state || c->state_n < n) {
+        float *s = pz_floats((size_t)(n ? n : 1));
         if (c->state) memcpy(s, c->state, sizeof(float) * (size_t)c->state_n);
         free(c->state);
         c->state = s;
@@ -185,6 +187,11 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
     PZ_TRY(check_shape(ndim, shape, &n));
     if (needs_ids(c) && !ids) return pz_fail(PZ_ERR_ARG, "codec '%s' keys its state by sample id: pass the batch's ids", c->spec);
     const uint32_t *frame_ids = needs_ids(c) ? ids : NULL;
+    if (frame_ids)
+        for (int64_t b = 0; b < shape[0]; b++)
+            if (ids[b] >= c->max_samples)
+                return pz_fail(PZ_ERR_ARG, "sample id %u is not below the codec's %u samples (pz_codec_set_max_samples)", ids[b],
+                               c->max_samples);
     uint64_t z = c->seed + 0x9E3779B97F4A7C15ull * ++c->counter;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     const uint64_t seed = z ^ (z >> 31);
@@ -314,6 +321,8 @@ pz_status pz_codec_decode(pz_codec *c, const uint8_t *frame, size_t len, float *
         for (int64_t b = 0; b < B; b++) {
             uint32_t id;
             memcpy(&id, (const uint8_t *)h.ids + 4 * b, 4);
+            if (id >= c->max_samples)
+                return frame_error(PZ_FRAME_PAYLOAD, "sample id %u is not below the receiver's %u samples", id, c->max_samples);
             void *r;
             PZ_TRY(store_row(&c->store, id, &r));
             float *m = x + b * row;

@@ -117,6 +117,7 @@ struct pz_codec {
     char mmap_path[512];
     uint64_t seed, counter;
     int warmup;
+    uint32_t max_samples;
     const pz_codec_kernels *k;
     /* state */
     float *state;          /* ef/ef21 per boundary: (state_n) */

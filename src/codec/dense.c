@@ -83,7 +83,6 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
         return PZ_OK;
     }
     if (p->id == CODEC_FP16 || p->id == CODEC_BF16) {
-        uint16_t *out = (uint16_t *)body; /* body is 4-aligned when there are no ids; see below */
         const int fp16 = p->id == CODEC_FP16;
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
         for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
@@ -91,7 +90,7 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
             uint16_t tmp[CHUNK];
             if (fp16) k->f32_to_f16(x + c0, m, tmp);
             else k->f32_to_bf16(x + c0, m, tmp);
-            memcpy(out + c0, tmp, m * 2);
+            memcpy(body + 2 * c0, tmp, m * 2); /* the body may start at any even byte */
         }
         return PZ_OK;
     }

@@ -189,9 +189,13 @@ size_t sparse_max_body_bytes(const codec_params *p, const units *u, int64_t k) {
 static void write_values(const pz_codec_kernels *k, int vt, int vbits, const float *v, int64_t U, int64_t kk, uint8_t *out) {
     const int64_t cnt = U * kk;
     if (vt == VAL_F32) memcpy(out, v, (size_t)cnt * 4);
-    else if (vt == VAL_F16) k->f32_to_f16(v, (size_t)cnt, (uint16_t *)(void *)out);
-    else if (vt == VAL_BF16) k->f32_to_bf16(v, (size_t)cnt, (uint16_t *)(void *)out);
-    else { /* symmetric per-unit quantization of the kept values */
+    else if (vt == VAL_F16 || vt == VAL_BF16) { /* the section may start at any byte */
+        uint16_t *h = pz_malloc((size_t)(cnt ? cnt : 1) * 2);
+        if (vt == VAL_F16) k->f32_to_f16(v, (size_t)cnt, h);
+        else k->f32_to_bf16(v, (size_t)cnt, h);
+        memcpy(out, h, (size_t)cnt * 2);
+        free(h);
+    } else { /* symmetric per-unit quantization of the kept values */
         uint8_t *codes = pz_malloc((size_t)(cnt ? cnt : 1));
         const int M = vbits >= 2 ? (1 << (vbits - 1)) - 1 : 0;
         for (int64_t un = 0; un < U; un++) {

@@ -63,6 +63,12 @@ typedef struct {
     uint32_t *ids;   /* (batch) */
 } pz_loader;
 
+/* The augmentation for a dataset: pad/flip < 0 mean "the dataset's
+ * default": crop padding 4 and flips for cifar10 (the usual CIFAR recipe),
+ * flips only for fashion-mnist (10-epoch runs measured better without crops:
+ * README), nothing for mnist (digits are not mirror-symmetric) and synthetic. */
+pz_augment pz_default_augment(const char *dataset, int pad, int flip);
+
 void pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuffle, pz_augment aug, uint64_t seed);
 void pz_loader_start_epoch(pz_loader *l, int epoch);
 /* Fill the next batch; returns its size, 0 at the end of the epoch. */

@@ -4,6 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+pz_augment pz_default_augment(const char *dataset, int pad, int flip) {
+    const int cifar = !strcmp(dataset, "cifar10"), fashion = !strcmp(dataset, "fashion-mnist");
+    pz_augment a = {.pad = pad >= 0 ? pad : (cifar ? 4 : 0), .flip = flip >= 0 ? flip : (cifar || fashion)};
+    return a;
+}
+
 void pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuffle, pz_augment aug, uint64_t seed) {
     memset(l, 0, sizeof *l);
     l->d = d;

@@ -25,8 +25,8 @@ void pz_run_config_default(pz_run_config *c) {
     c->nesterov = 1;
     c->schedule = "onecycle";
     c->warmup_epochs = 0.0f;
-    c->augment_pad = 2;
-    c->augment_flip = 1;
+    c->augment_pad = -1;  /* auto: by dataset */
+    c->augment_flip = -1;
     c->seed = 1;
     c->threads = 0;
     c->metrics_format = "jsonl";
@@ -51,7 +51,7 @@ pz_status pz_run_config_check(const pz_run_config *c) {
         return pz_fail(PZ_ERR_ARG, "--warmup must be in [0, epochs], got %g", c->warmup_epochs);
     pz_schedule s;
     PZ_TRY(pz_schedule_parse(&s, c->schedule));
-    if (c->augment_pad < 0 || c->augment_pad > 16) return pz_fail(PZ_ERR_ARG, "crop padding must be in 0..16, got %d", c->augment_pad);
+    if (c->augment_pad < -1 || c->augment_pad > 16) return pz_fail(PZ_ERR_ARG, "crop padding must be in 0..16, got %d", c->augment_pad);
     if (strcmp(c->metrics_format, "jsonl") && strcmp(c->metrics_format, "csv"))
         return pz_fail(PZ_ERR_ARG, "--metrics '%s' (expected jsonl or csv)", c->metrics_format);
     if (c->log_every < 1) return pz_fail(PZ_ERR_ARG, "--log-every must be at least 1, got %d", c->log_every);
@@ -85,8 +85,9 @@ static int config_fields(const pz_run_config *c, pz_field *f, char *seed_buf) {
     f[n++] = PZ_NUM("nesterov", c->nesterov);
     f[n++] = PZ_STR("schedule", c->schedule);
     f[n++] = PZ_NUM("warmup_epochs", c->warmup_epochs);
-    f[n++] = PZ_NUM("augment_pad", c->augment_pad);
-    f[n++] = PZ_NUM("augment_flip", c->augment_flip);
+    const pz_augment aug = pz_default_augment(c->data, c->augment_pad, c->augment_flip);
+    f[n++] = PZ_NUM("augment_pad", aug.pad);
+    f[n++] = PZ_NUM("augment_flip", aug.flip);
     f[n++] = PZ_STR("seed", seed_buf);
     f[n++] = PZ_NUM("threads", pz_get_threads());
     f[n++] = PZ_STR("version", pz_version());
@@ -122,7 +123,8 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     pz_rng root;
     pz_rng_seed(&root, cfg->seed);
     const pz_rng data_rng = pz_rng_split(&root, 0xDA7A);
-    pz_loader_init(&loader, &train, cfg->batch, 1, (pz_augment){cfg->augment_pad, cfg->augment_flip}, data_rng.s[0]);
+    const pz_augment aug = pz_default_augment(cfg->data, cfg->augment_pad, cfg->augment_flip);
+    pz_loader_init(&loader, &train, cfg->batch, 1, aug, data_rng.s[0]);
 
     pz_schedule sched;
     pz_schedule_parse(&sched, cfg->schedule);

@@ -1,9 +1,16 @@
 /* codec_dispatch.c — choose the codec kernels at run time. */
 #include "codec_kernels.h"
 
+#include <cpuid.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int pz_cpu_has_f16c(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    return (c >> 29) & 1;
+}
 
 const pz_codec_kernels *pz_codec_kernels_best(void) {
     static const pz_codec_kernels *best = NULL;

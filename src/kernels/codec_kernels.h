@@ -49,6 +49,10 @@ const pz_codec_kernels *pz_codec_kernels_avx512(void); /* NULL if the CPU lacks 
 /* The widest available; PZ_CODEC_KERNELS=scalar|avx2|avx512 overrides. */
 const pz_codec_kernels *pz_codec_kernels_best(void);
 
+/* CPUID: F16C (half-float conversion), which __builtin_cpu_supports does
+ * not name on every compiler */
+int pz_cpu_has_f16c(void);
+
 /* The uniform u in [0, 1) stochastic rounding uses for element `index`. */
 static inline float pz_stoch_uniform(uint32_t seed, uint64_t index) {
     uint32_t h = (uint32_t)index * 0x9E3779B1u + seed + (uint32_t)(index >> 32) * 0x85EBCA77u;

@@ -7,7 +7,7 @@
 
 const pz_codec_kernels *pz_codec_kernels_avx2(void) {
     __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c") || !__builtin_cpu_supports("sse4.2"))
+    if (!__builtin_cpu_supports("avx2") || !pz_cpu_has_f16c() || !__builtin_cpu_supports("sse4.2"))
         return NULL;
     return &table_avx2;
 }

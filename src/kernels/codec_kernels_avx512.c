@@ -8,7 +8,7 @@
 const pz_codec_kernels *pz_codec_kernels_avx512(void) {
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("f16c"))
+        !__builtin_cpu_supports("avx512vl") || !pz_cpu_has_f16c())
         return NULL;
     return &table_avx512;
 }

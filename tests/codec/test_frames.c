@@ -1,0 +1,196 @@
+/* test_frames.c — what a decoder must reject (docs/FORMAT.md), each with
+ * its own error: truncated frames, wrong magic/version/length/checksum,
+ * impossible shapes, out-of-range parameters, inconsistent payloads, small
+ * destinations; then thousands of random mutations with the checksum
+ * repaired, so the deep validation is reached: every one must return OK or
+ * PZ_ERR_FORMAT, never crash or read out of bounds (ASan/UBSan in CI). */
+#include "../test.h"
+#include "pipezip/codec.h"
+#include "base/base.h"
+#include "kernels/codec_kernels.h"
+
+static uint8_t frame[1 << 16];
+static size_t flen;
+static float out[4096];
+
+static void make(const char *spec, int ndim, const int64_t *shape, const uint32_t *ids) {
+    pz_codec *c;
+    CHECK(pz_codec_create(&c, spec) == PZ_OK, "%s", pz_last_error());
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    float *x = malloc(sizeof(float) * (size_t)n);
+    pz_rng r;
+    pz_rng_seed(&r, 3);
+    for (int64_t i = 0; i < n; i++) x[i] = pz_rng_normal(&r);
+    CHECK(pz_codec_encode(c, x, ndim, shape, ids, frame, sizeof frame, &flen, NULL) == PZ_OK, "%s: %s", spec, pz_last_error());
+    free(x);
+    pz_codec_free(c);
+}
+
+static void fix_crc(uint8_t *f, size_t len) {
+    const pz_codec_kernels *k = pz_codec_kernels_scalar();
+    uint32_t crc = k->crc32c(0, f, 56);
+    crc = k->crc32c(crc, f + 64, len - 64);
+    memcpy(f + 56, &crc, 4);
+}
+
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+
+/* decode a modified copy; expect the given frame error */
+static void expect(const char *what, const uint8_t *f, size_t len, size_t cap, pz_frame_error want) {
+    const pz_status st = pz_frame_decode(f, len, out, cap, NULL, NULL);
+    CHECK(st == PZ_ERR_FORMAT && pz_frame_error_of() == want, "%s: got %s / %s, expected %s", what,
+          pz_status_name(st), st ? pz_frame_error_name(pz_frame_error_of()) : "-", pz_frame_error_name(want));
+}
+
+int main(void) {
+    const int64_t shape[] = {4, 100};
+    uint8_t f[1 << 16];
+
+    make("q4", 2, shape, NULL);
+    CHECK(pz_frame_decode(frame, flen, out, 400, NULL, NULL) == PZ_OK, "a valid frame decodes");
+    expect("empty", frame, 0, 400, PZ_FRAME_TRUNCATED);
+    expect("63 bytes", frame, 63, 400, PZ_FRAME_TRUNCATED);
+    expect("one byte short", frame, flen - 1, 400, PZ_FRAME_LENGTH);
+    memcpy(f, frame, flen);
+    f[flen] = 0;
+    expect("one byte long", f, flen + 1, 400, PZ_FRAME_LENGTH);
+    memcpy(f, frame, flen), f[0] = 'X';
+    expect("magic", f, flen, 400, PZ_FRAME_MAGIC);
+    memcpy(f, frame, flen), f[4] = 2;
+    expect("version", f, flen, 400, PZ_FRAME_VERSION);
+    memcpy(f, frame, flen), f[100] ^= 0x10;
+    expect("payload bit flip", f, flen, 400, PZ_FRAME_CHECKSUM);
+    memcpy(f, frame, flen), f[26] ^= 1;
+    expect("header bit flip", f, flen, 400, PZ_FRAME_CHECKSUM);
+    expect("small destination", frame, flen, 399, PZ_FRAME_CAPACITY);
+
+    /* fields changed with the checksum repaired */
+    memcpy(f, frame, flen), f[6] = 5, fix_crc(f, flen);
+    expect("ndim 5", f, flen, 400, PZ_FRAME_SHAPE);
+    memcpy(f, frame, flen), f[6] = 0, fix_crc(f, flen);
+    expect("ndim 0", f, flen, 400, PZ_FRAME_SHAPE);
+    memcpy(f, frame, flen), put32(f + 16, 7), fix_crc(f, flen);
+    expect("a dimension beyond ndim", f, flen, 400, PZ_FRAME_SHAPE);
+    memcpy(f, frame, flen), put32(f + 8, 0x10000), put32(f + 12, 0x10000), fix_crc(f, flen);
+    expect("2^32 elements", f, flen, 400, PZ_FRAME_SHAPE);
+    memcpy(f, frame, flen), f[5] = 42, fix_crc(f, flen);
+    expect("unknown codec", f, flen, 400, PZ_FRAME_PARAM);
+    memcpy(f, frame, flen), f[24] = 9, fix_crc(f, flen);
+    expect("9-bit quantization", f, flen, 400, PZ_FRAME_PARAM);
+    memcpy(f, frame, flen), f[25] = 3, fix_crc(f, flen);
+    expect("granularity 3", f, flen, 400, PZ_FRAME_PARAM);
+    memcpy(f, frame, flen), f[31] = 1, fix_crc(f, flen);
+    expect("reserved byte", f, flen, 400, PZ_FRAME_PARAM);
+    memcpy(f, frame, flen), f[26] = 0x80, fix_crc(f, flen);
+    expect("unknown option bit", f, flen, 400, PZ_FRAME_PARAM);
+    memcpy(f, frame, flen), f[7] = 2, fix_crc(f, flen);
+    expect("unknown flag", f, flen, 400, PZ_FRAME_PARAM);
+    memcpy(f, frame, flen), f[30] = 9, fix_crc(f, flen);
+    expect("unknown wrapper", f, flen, 400, PZ_FRAME_PARAM);
+    memcpy(f, frame, flen), put32(f + 8, 5), fix_crc(f, flen);
+    expect("shape larger than the payload", f, flen, 500, PZ_FRAME_PAYLOAD);
+    memcpy(f, frame, flen), f[25] = 2, put32(f + 8, 400), put32(f + 12, 0), f[6] = 1, fix_crc(f, flen);
+    expect("per-channel on a 1-d tensor", f, flen, 400, PZ_FRAME_PARAM);
+    { /* a scale that is not finite */
+        memcpy(f, frame, flen);
+        const float nan = NAN;
+        memcpy(f + 64 + 4, &nan, 4), fix_crc(f, flen);
+        expect("NaN scale", f, flen, 400, PZ_FRAME_PAYLOAD);
+    }
+    make("q4:sym", 2, shape, NULL); /* code 15 is not a symmetric 4-bit code */
+    memcpy(f, frame, flen), f[64 + 4] = 0xFF, fix_crc(f, flen);
+    expect("symmetric code out of range", f, flen, 400, PZ_FRAME_PAYLOAD);
+
+    make("topk:0.1,index=bitmap", 2, shape, NULL);
+    CHECK(pz_frame_decode(frame, flen, out, 400, NULL, NULL) == PZ_OK, "topk decodes");
+    { /* one more bit in the bitmap than k */
+        memcpy(f, frame, flen);
+        int set = 0;
+        for (int i = 0; i < 100 && !set; i++)
+            if (!(f[64 + i / 8] >> (i % 8) & 1)) f[64 + i / 8] |= (uint8_t)(1 << (i % 8)), set = 1;
+        fix_crc(f, flen);
+        expect("bitmap with k+1 positions in a unit", f, flen, 400, PZ_FRAME_PAYLOAD);
+    }
+    memcpy(f, frame, flen), put32(f + 32, 101), fix_crc(f, flen);
+    expect("k above the unit size", f, flen, 400, PZ_FRAME_PARAM);
+    memcpy(f, frame, flen), f[28] = 0, fix_crc(f, flen);
+    expect("topk without an index section", f, flen, 400, PZ_FRAME_PARAM);
+    memcpy(f, frame, flen), f[27] = 3, fix_crc(f, flen);
+    expect("value type 3 without value bits", f, flen, 400, PZ_FRAME_PARAM);
+
+    make("topk:0.1,index=delta", 2, shape, NULL);
+    CHECK(pz_frame_decode(frame, flen, out, 400, NULL, NULL) == PZ_OK, "delta topk decodes");
+    memcpy(f, frame, flen), f[64] = 0x80 | 0x7F, fix_crc(f, flen); /* a varint that runs on */
+    expect("bad varint", f, flen, 400, PZ_FRAME_PAYLOAD);
+    memcpy(f, frame, flen), f[64] = 120, fix_crc(f, flen); /* jumps past the unit */
+    expect("position outside the unit", f, flen, 400, PZ_FRAME_PAYLOAD);
+
+    make("ms:0.05,bits=2", 2, shape, NULL);
+    CHECK(pz_frame_decode(frame, flen, out, 400, NULL, NULL) == PZ_OK, "ms decodes");
+    { /* one code less marked as kept */
+        memcpy(f, frame, flen);
+        const size_t codes = 64 + 4 + 20 * 4; /* Top_min, 20 values */
+        int changed = 0;
+        for (size_t i = 0; i < 100 && !changed; i++)
+            if (f[codes + i] & 3) {
+                for (int j = 0; j < 4 && !changed; j++)
+                    if (((f[codes + i] >> (2 * j)) & 3) == 3) f[codes + i] &= (uint8_t)~(2 << (2 * j)), changed = 1;
+            }
+        fix_crc(f, flen);
+        expect("MS unit with k-1 kept codes", f, flen, 400, PZ_FRAME_PAYLOAD);
+    }
+    memcpy(f, frame, flen), f[24] = 0, fix_crc(f, flen);
+    expect("MS with 0-bit codes", f, flen, 400, PZ_FRAME_PARAM);
+
+    const uint32_t ids[4] = {5, 6, 7, 8};
+    make("aqsgd(q2)", 2, shape, ids);
+    { /* an AQ-SGD frame needs its ids at the receiver */
+        pz_codec *rx;
+        pz_codec_create(&rx, "aqsgd(q2)");
+        CHECK(pz_codec_decode(rx, frame, flen, out, 400, NULL, NULL) == PZ_OK, "%s", pz_last_error());
+        memcpy(f, frame, flen), f[7] = 0, fix_crc(f, flen);
+        const pz_status st = pz_codec_decode(rx, f, flen, out, 400, NULL, NULL);
+        CHECK(st == PZ_ERR_FORMAT, "an aqsgd frame without ids is refused");
+        pz_codec_free(rx);
+    }
+
+    /* random mutations, checksum repaired: never a crash */
+    const char *specs[] = {"none", "fp16", "bf16", "q3", "q5:sym,per=sample", "q2:per=channel", "q1:sym",
+                           "topk:0.1,index=bitmap", "topk:0.05,index=delta,values=q4", "topk:0.2,values=fp16",
+                           "randk:0.1,unbiased", "randtopk:0.1,values=bf16", "ms:0.02,bits=3", "ms:0.1,bits=1,values=fp16"};
+    const int64_t shapes[][4] = {{4, 3, 5, 7}, {2, 50}, {1, 1}, {7, 9}};
+    const int ndims[] = {4, 2, 2, 2};
+    pz_rng r;
+    pz_rng_seed(&r, 99);
+    int ok = 0, rejected = 0, other = 0;
+    for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
+        for (int sh = 0; sh < 4; sh++) {
+            make(specs[s], ndims[sh], shapes[sh], NULL);
+            for (int t = 0; t < 400; t++) {
+                memcpy(f, frame, flen);
+                size_t len = flen;
+                const int edits = 1 + (int)pz_rng_below(&r, 4);
+                for (int e = 0; e < edits; e++) {
+                    const uint32_t what = pz_rng_below(&r, 10);
+                    if (what < 6) f[pz_rng_below(&r, (uint32_t)len)] ^= (uint8_t)(1u << pz_rng_below(&r, 8));
+                    else if (what < 8) f[8 + pz_rng_below(&r, 56)] = (uint8_t)pz_rng_u64(&r); /* header fields */
+                    else if (len > 65) len -= 1 + pz_rng_below(&r, (uint32_t)(len - 65 < 16 ? len - 65 : 16));
+                }
+                /* keep the length field honest half the time, so decoding goes deeper */
+                if (pz_rng_below(&r, 2)) {
+                    const uint64_t pl = len - 64;
+                    memcpy(f + 48, &pl, 8);
+                }
+                fix_crc(f, len);
+                const pz_status st = pz_frame_decode(f, len, out, 4096, NULL, NULL);
+                if (st == PZ_OK) ok++;
+                else if (st == PZ_ERR_FORMAT) rejected++;
+                else other++;
+            }
+        }
+    printf("mutated frames: %d decoded, %d rejected, %d other\n", ok, rejected, other);
+    CHECK(other == 0, "%d mutated frames gave an error other than PZ_ERR_FORMAT", other);
+    CHECK(rejected > 1000, "mutations are mostly rejected (%d)", rejected);
+    TEST_DONE();
+}
