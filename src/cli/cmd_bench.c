@@ -68,10 +68,12 @@ static int bench_train(int argc, char **argv) {
 
 int cmd_bench(int argc, char **argv) {
     if (argc < 3 || !strcmp(argv[2], "-h") || !strcmp(argv[2], "--help")) {
-        printf("Usage: pipezip bench WHAT [OPTIONS]\n\n  train   time training steps of a model preset\n");
+        printf("Usage: pipezip bench WHAT [OPTIONS]\n\n  train   time training steps of a model preset\n"
+               "  codecs  codec throughput against the memory bandwidth, bits per element, error\n");
         return argc < 3 ? 2 : 0;
     }
     if (!strcmp(argv[2], "train")) return bench_train(argc, argv);
-    fprintf(stderr, "pipezip bench: unknown benchmark '%s' (expected train)\n", argv[2]);
+    if (!strcmp(argv[2], "codecs")) return bench_codecs(argc, argv);
+    fprintf(stderr, "pipezip bench: unknown benchmark '%s' (expected train or codecs)\n", argv[2]);
     return 2;
 }

@@ -14,7 +14,8 @@ static const char usage[] =
     "  train     train a model (progress on the terminal, metrics in a run directory)\n"
     "  models    list the model presets with their layers, parameters, FLOPs and\n"
     "            per-layer activation sizes\n"
-    "  bench     measure speed: `pipezip bench train` times training steps\n"
+    "  codec     encode, decode or inspect frames: `pipezip codec --help` lists the codecs\n"
+    "  bench     measure speed: `pipezip bench train` (training steps), `pipezip bench codecs`\n"
     "\n"
     "Run `pipezip COMMAND --help` for a command's options.\n";
 
@@ -35,6 +36,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "train")) return cmd_train(argc, argv);
     if (!strcmp(c, "models")) return cmd_models(argc, argv);
     if (!strcmp(c, "bench")) return cmd_bench(argc, argv);
-    fprintf(stderr, "pipezip: unknown command '%s' (expected train, models or bench; see pipezip --help)\n", c);
+    if (!strcmp(c, "codec")) return cmd_codec(argc, argv);
+    fprintf(stderr, "pipezip: unknown command '%s' (expected train, models, codec or bench; see pipezip --help)\n", c);
     return 2;
 }

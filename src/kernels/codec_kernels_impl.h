@@ -186,7 +186,7 @@ static inline float f16_to_f32_one(uint16_t h) {
             while (!(mm & 0x400u)) mm <<= 1, s++;
             x = sign | ((uint32_t)(113 - s) << 23) | ((mm & 0x3FFu) << 13);
         }
-    } else if (e == 31) x = sign | 0x7F800000u | (m << 13);
+    } else if (e == 31) x = sign | 0x7F800000u | (m << 13) | (m ? 0x400000u : 0); /* NaNs come out quiet, as F16C does */
     else x = sign | ((e + 112) << 23) | (m << 13);
     float f;
     memcpy(&f, &x, 4);

@@ -18,9 +18,9 @@ compile() { # file extra-flags...
   objs+=("$o")
 }
 for f in "$src"/src/base/base.c "$src"/src/kernels/codec_dispatch.c "$src"/src/codec/*.c; do compile "$f"; done
-compile "$src/src/kernels/codec_kernels_scalar.c" -fno-vectorize
-compile "$src/src/kernels/codec_kernels_avx2.c" -mavx2 -mfma -mf16c -msse4.2
-compile "$src/src/kernels/codec_kernels_avx512.c" -mavx512f -mavx512bw -mavx512vl -mavx2 -mfma -mf16c -msse4.2
+compile "$src/src/kernels/codec_kernels_scalar.c" -fno-vectorize -ffp-contract=off
+compile "$src/src/kernels/codec_kernels_avx2.c" -ffp-contract=off -mavx2 -mfma -mf16c -msse4.2
+compile "$src/src/kernels/codec_kernels_avx512.c" -ffp-contract=off -mavx512f -mavx512bw -mavx512vl -mavx2 -mfma -mf16c -msse4.2
 compile "$src/tests/fuzz/fuzz_decode.c"
 "$CC" "${flags[@]}" "${objs[@]}" -lz -lm -o "$work/fuzz_decode"
 echo "fuzzing the frame decoder for ${secs}s (corpus $work/corpus)"

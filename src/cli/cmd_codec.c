@@ -1,0 +1,214 @@
+/* cmd_codec.c — `pipezip codec encode | decode | inspect`: check a codec
+ * from outside, on raw float32 or .npy files. */
+#include "cli.h"
+#include "args.h"
+#include "tensor_file.h"
+#include "pipezip/codec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char grammar[] =
+    "Codec specs:\n"
+    "  none | fp32           float32, bit-exact\n"
+    "  fp16 | bf16           half precision (round to nearest even)\n"
+    "  qB[:OPTS]             uniform quantization, B = 1..8 bits; OPTS (comma-separated):\n"
+    "                          asym (min-max, default) | sym (max-abs; q1:sym = scaled sign)\n"
+    "                          nearest (default) | stoch (stochastic rounding, unbiased)\n"
+    "                          per=tensor (default) | per=sample | per=channel\n"
+    "  topk:F[,OPTS]         keep the fraction F of largest magnitudes; OPTS:\n"
+    "                          per=sample (default) | per=tensor, by=magnitude | by=value,\n"
+    "                          values=fp32 | fp16 | bf16 | q1..q8, index=auto | bitmap | delta\n"
+    "  randk:F[,OPTS]        F of the positions at random (seeded, no indices sent);\n"
+    "                          unbiased (scale by d/k) | biased, per=, values=\n"
+    "  randtopk:F[,OPTS]     randomized TopK (Zheng et al.), alpha=0.1 (default), per=, values=, index=\n"
+    "  ms:F[,OPTS]           mask-encoded sparsification (Paper B), F = kept fraction (1 - r);\n"
+    "                          bits=2 (default, 1..8), per=tensor (default) | per=sample,\n"
+    "                          auto (default) | signed | unsigned, values=fp32 | fp16 | bf16\n"
+    "  ef(BASE)[,per=boundary|sample]      error feedback around BASE\n"
+    "  ef21(BASE)                          EF21 around BASE\n"
+    "  aqsgd(BASE)[,store=fp32|fp16][,mmap=DIR]   AQ-SGD: BASE applied to x - m(sample)\n"
+    "Examples: q4  q8:sym,stoch  topk:0.1  ms:0.01,bits=2  ef(topk:0.1)  aqsgd(q2),store=fp16\n";
+
+static const char usage[] =
+    "Usage: pipezip codec encode --codec SPEC [--shape DIMS] [--ids FILE] IN OUT\n"
+    "       pipezip codec decode FRAME OUT\n"
+    "       pipezip codec inspect FRAME\n"
+    "\n"
+    "IN and OUT tensors are .npy (float32, C order) or raw little-endian float32\n"
+    "(the shape from --shape, e.g. 128x16x28x28; 1-D by default). A frame is the\n"
+    "bytes that would cross a stage boundary (docs/FORMAT.md). encode prints the\n"
+    "frame's size, bits per element and relative error ||x_hat - x|| / ||x||.\n"
+    "\n";
+
+static void print_usage(void) { printf("%s%s", usage, grammar); }
+
+static int encode(int argc, char **argv) {
+    const char *spec = NULL, *shape = NULL, *ids_path = NULL;
+    uint64_t seed = 0x5EED;
+    const pz_opt opts[] = {
+        {"codec", OPT_STR, &spec, "SPEC", "codec spec (see pipezip codec --help)", 0, 0, NULL},
+        {"shape", OPT_STR, &shape, "DIMS", "shape of a raw input, e.g. 128x16x28x28", 0, 0, NULL},
+        {"ids", OPT_STR, &ids_path, "FILE", "sample ids (raw uint32, one per row) for aqsgd/ef per=sample", 0, 0, NULL},
+        {"seed", OPT_U64, &seed, "N", "seed of the codec's randomness", 0, 0, NULL},
+    };
+    char *pos[2];
+    int n_pos;
+    int rc = pz_parse_args("pipezip codec encode", opts, 4, argc, argv, 3, usage, pos, 2, &n_pos);
+    if (rc == 1) return 0;
+    if (rc) return 2;
+    if (!spec || n_pos != 2) {
+        fprintf(stderr, "pipezip codec encode: needs --codec SPEC, an input and an output file (see pipezip codec --help)\n");
+        return 2;
+    }
+    pz_codec *c;
+    if (pz_codec_create(&c, spec)) {
+        fprintf(stderr, "pipezip codec encode: %s\n", pz_last_error());
+        return 2;
+    }
+    pz_codec_set_seed(c, seed);
+    pz_tensor t;
+    if (pz_tensor_read(pos[0], shape, &t)) {
+        fprintf(stderr, "pipezip codec encode: %s\n", pz_last_error());
+        pz_codec_free(c);
+        return 1;
+    }
+    uint32_t *ids = NULL;
+    int ret = 0;
+    if (ids_path) {
+        uint8_t *b;
+        size_t len;
+        if (pz_read_file(ids_path, &b, &len) || len != 4 * (size_t)t.shape[0]) {
+            fprintf(stderr, "pipezip codec encode: '%s' must hold %lld uint32 sample ids\n", ids_path, (long long)t.shape[0]);
+            ret = 1;
+            goto done;
+        }
+        ids = (uint32_t *)(void *)b;
+    } else if (pz_codec_is_stateful(c)) {
+        ids = pz_calloc((size_t)t.shape[0], sizeof(uint32_t));
+        for (int64_t i = 0; i < t.shape[0]; i++) ids[i] = (uint32_t)i;
+    }
+    size_t cap = pz_codec_max_frame_bytes(c, t.ndim, t.shape), len;
+    uint8_t *frame = pz_malloc(cap);
+    pz_codec_stats st;
+    if (pz_codec_encode(c, t.data, t.ndim, t.shape, ids, frame, cap, &len, &st) || pz_write_file_atomic(pos[1], frame, len)) {
+        fprintf(stderr, "pipezip codec encode: %s\n", pz_last_error());
+        ret = 1;
+    } else {
+        printf("%s: %llu elements -> %zu bytes (%.4f bits/element, %.2fx smaller than fp32), relative error %.6g\n",
+               pz_codec_spec(c), (unsigned long long)st.elements, len, st.bits_per_element,
+               st.elements ? 32.0 / st.bits_per_element : 0.0, st.rel_error);
+    }
+    free(frame);
+done:
+    free(ids);
+    free(t.data);
+    pz_codec_free(c);
+    return ret;
+}
+
+static int read_frame(const char *cmd, const char *path, uint8_t **f, size_t *len) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        fprintf(stderr, "%s: cannot open '%s'\n", cmd, path);
+        return 1;
+    }
+    fclose(fp);
+    if (pz_read_file(path, f, len)) {
+        fprintf(stderr, "%s: %s\n", cmd, pz_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+static int decode(int argc, char **argv) {
+    char *pos[2];
+    int n_pos;
+    int rc = pz_parse_args("pipezip codec decode", NULL, 0, argc, argv, 3, usage, pos, 2, &n_pos);
+    if (rc == 1) return 0;
+    if (rc || n_pos != 2) {
+        if (!rc) fprintf(stderr, "pipezip codec decode: needs a frame file and an output file\n");
+        return 2;
+    }
+    uint8_t *f;
+    size_t len;
+    if (read_frame("pipezip codec decode", pos[0], &f, &len)) return 1;
+    pz_frame_info info;
+    pz_tensor t = {0};
+    int ret = 0;
+    if (pz_frame_inspect(f, len, &info)) {
+        fprintf(stderr, "pipezip codec decode: '%s': %s\n", pos[0], pz_last_error());
+        free(f);
+        return 1;
+    }
+    t.ndim = info.ndim;
+    for (int i = 0; i < info.ndim; i++) t.shape[i] = info.shape[i];
+    t.data = pz_floats((size_t)info.elements + 1);
+    if (pz_frame_decode(f, len, t.data, (size_t)info.elements, NULL, NULL) || pz_tensor_write(pos[1], &t)) {
+        fprintf(stderr, "pipezip codec decode: '%s': %s\n", pos[0], pz_last_error());
+        ret = 1;
+    } else if (info.wrapper) {
+        printf("note: a %s frame holds the compressed difference, not the tensor the receiver reconstructs with its state\n",
+               info.wrapper == 1 ? "ef" : info.wrapper == 2 ? "ef21" : "aqsgd");
+    }
+    free(t.data);
+    free(f);
+    return ret;
+}
+
+static int inspect(int argc, char **argv) {
+    char *pos[1];
+    int n_pos;
+    int rc = pz_parse_args("pipezip codec inspect", NULL, 0, argc, argv, 3, usage, pos, 1, &n_pos);
+    if (rc == 1) return 0;
+    if (rc || n_pos != 1) {
+        if (!rc) fprintf(stderr, "pipezip codec inspect: needs a frame file\n");
+        return 2;
+    }
+    uint8_t *f;
+    size_t len;
+    if (read_frame("pipezip codec inspect", pos[0], &f, &len)) return 1;
+    pz_frame_info i;
+    if (pz_frame_inspect(f, len, &i)) {
+        fprintf(stderr, "pipezip codec inspect: '%s': %s\n", pos[0], pz_last_error());
+        free(f);
+        return 1;
+    }
+    static const char *gran[] = {"tensor", "sample", "channel"}, *vt[] = {"fp32", "fp16", "bf16", "quantized"},
+                      *idx[] = {"none", "bitmap", "delta"}, *wr[] = {"none", "ef", "ef21", "aqsgd", "aqsgd warm-up"};
+    printf("frame:        %s, %llu bytes (header 64, payload %llu), CRC-32C %08x ok\n", pos[0], (unsigned long long)i.frame_bytes,
+           (unsigned long long)i.payload_bytes, i.checksum);
+    printf("codec:        %s (id %d)%s%s\n", i.codec_name, i.codec_id, i.wrapper ? ", wrapper " : "", i.wrapper ? wr[i.wrapper] : "");
+    printf("shape:        ");
+    for (int d = 0; d < i.ndim; d++) printf("%s%lld", d ? "x" : "", (long long)i.shape[d]);
+    printf(" (%lld elements)\n", (long long)i.elements);
+    printf("bits/element: %.4f (%.2fx smaller than fp32)\n", i.elements ? 8.0 * i.frame_bytes / i.elements : 0.0,
+           i.frame_bytes ? 32.0 * i.elements / (8.0 * i.frame_bytes) : 0.0);
+    if (i.codec_id == 3)
+        printf("quantization: %d bits, %s, %s rounding, per %s\n", i.bits, i.options & 1 ? "symmetric" : "asymmetric",
+               i.options & 2 ? "stochastic" : "nearest", gran[i.granularity]);
+    if (i.codec_id >= 4) {
+        printf("kept:         k = %u per %s", i.k, gran[i.granularity]);
+        if (i.codec_id == 7) printf(", %d-bit codes, %s", i.bits, i.options & 4 ? "signed" : "unsigned");
+        if (i.codec_id == 5) printf(", positions from seed %llu%s", (unsigned long long)i.seed, i.options & 8 ? ", unbiased" : "");
+        printf("\nvalues:       %s%s", vt[i.value_type], i.value_type == 3 ? "" : "");
+        if (i.value_type == 3) printf(" (%d bits)", i.value_bits);
+        if (i.codec_id == 4 || i.codec_id == 6) printf(", positions as %s", idx[i.index_coding]);
+        printf("\n");
+    }
+    if (i.has_ids) printf("sample ids:   yes (%lld)\n", (long long)i.shape[0]);
+    free(f);
+    return 0;
+}
+
+int cmd_codec(int argc, char **argv) {
+    if (argc < 3 || !strcmp(argv[2], "-h") || !strcmp(argv[2], "--help")) {
+        print_usage();
+        return argc < 3 ? 2 : 0;
+    }
+    if (!strcmp(argv[2], "encode")) return encode(argc, argv);
+    if (!strcmp(argv[2], "decode")) return decode(argc, argv);
+    if (!strcmp(argv[2], "inspect")) return inspect(argc, argv);
+    fprintf(stderr, "pipezip codec: unknown action '%s' (expected encode, decode or inspect)\n", argv[2]);
+    return 2;
+}

