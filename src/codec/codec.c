@@ -29,7 +29,7 @@ void pz_codec_free(pz_codec *c) {
     if (!c) return;
     free(c->state);
     free(c->tmp);
-    free(c->tmp_frame);
+    scratch_release(&c->sc);
     if (c->store_ready) store_free(&c->store);
     free(c);
 }
@@ -71,7 +71,7 @@ size_t pz_codec_max_frame_bytes(const pz_codec *c, int ndim, const int64_t *shap
 }
 
 /* Encode t with the base codec p (or plain fp32 when as_none). */
-static pz_status base_encode(const pz_codec *c, const codec_params *p, const float *t, int ndim, const int64_t *shape,
+static pz_status base_encode(pz_codec *c, const codec_params *p, const float *t, int ndim, const int64_t *shape,
                              const uint32_t *ids, int wrapper, uint64_t seed, uint8_t *frame, size_t cap, size_t *len) {
     units u;
     PZ_TRY(base_units(p, ndim, shape, &u));
@@ -95,7 +95,7 @@ static pz_status base_encode(const pz_codec *c, const codec_params *p, const flo
         const size_t bound = sparse_max_body_bytes(p, &u, sparse_k(p, u.m));
         if (PZ_FRAME_HEADER_BYTES + id_bytes + bound > cap)
             return pz_fail(PZ_ERR_ARG, "frame buffer of %zu bytes is too small (need %zu)", cap, PZ_FRAME_HEADER_BYTES + id_bytes + bound);
-        PZ_TRY(sparse_encode(p, c->k, t, &u, seed, body, bound, &body_len, &h));
+        PZ_TRY(sparse_encode(p, c->k, t, &u, seed, body, bound, &body_len, &h, &c->sc));
     }
     if (ids) memcpy(frame + PZ_FRAME_HEADER_BYTES, ids, id_bytes);
     h.payload_len = id_bytes + body_len;
@@ -105,7 +105,7 @@ static pz_status base_encode(const pz_codec *c, const codec_params *p, const flo
 }
 
 /* Decode a parsed frame's base payload into x (n floats). */
-static pz_status base_decode(const frame_header *h, const pz_codec_kernels *k, float *x) {
+static pz_status base_decode(const frame_header *h, const pz_codec_kernels *k, float *x, codec_scratch *sc) {
     units u;
     if (h->codec <= CODEC_BF16 || h->wrapper == WRAP_AQSGD_WARMUP) {
         if (h->codec != CODEC_NONE && h->wrapper == WRAP_AQSGD_WARMUP)
@@ -134,7 +134,7 @@ static pz_status base_decode(const frame_header *h, const pz_codec_kernels *k, f
                                (unsigned long long)h->body_len);
         return dense_decode(h, k, &u, x);
     }
-    return sparse_decode(h, k, &u, x);
+    return sparse_decode(h, k, &u, x, sc);
 }
 
 static float *scratch(pz_codec *c, int64_t n) {
@@ -241,7 +241,7 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
     if (need_hat) {
         frame_header h;
         PZ_TRY(frame_parse(frame, *len, &h));
-        PZ_TRY(base_decode(&h, c->k, that));
+        PZ_TRY(base_decode(&h, c->k, that, &c->sc));
     }
     const float *received = that; /* what the receiver will use */
     if (c->wrapper == WRAP_EF) {
@@ -290,7 +290,10 @@ pz_status pz_frame_decode(const uint8_t *frame, size_t len, float *x, size_t cap
     PZ_TRY(frame_parse(frame, len, &h));
     if ((uint64_t)h.n > cap)
         return frame_error(PZ_FRAME_CAPACITY, "the tensor has %lld elements, the destination holds %zu", (long long)h.n, cap);
-    PZ_TRY(base_decode(&h, pz_codec_kernels_best(), x));
+    codec_scratch sc = {0};
+    const pz_status st = base_decode(&h, pz_codec_kernels_best(), x, &sc);
+    scratch_release(&sc);
+    PZ_TRY(st);
     if (ndim) *ndim = h.ndim;
     if (shape)
         for (int i = 0; i < 4; i++) shape[i] = h.dims[i];
@@ -308,15 +311,15 @@ pz_status pz_codec_decode(pz_codec *c, const uint8_t *frame, size_t len, float *
     if (fw == WRAP_AQSGD && !(h.flags & 1)) return frame_error(PZ_FRAME_PAYLOAD, "an AQ-SGD frame without sample ids");
     const int64_t n = h.n, B = h.dims[0], row = B ? n / B : 0;
     if (c->wrapper == WRAP_NONE || c->wrapper == WRAP_EF) {
-        PZ_TRY(base_decode(&h, c->k, x));
+        PZ_TRY(base_decode(&h, c->k, x, &c->sc));
     } else if (c->wrapper == WRAP_EF21) {
         float *d = scratch(c, n);
-        PZ_TRY(base_decode(&h, c->k, d));
+        PZ_TRY(base_decode(&h, c->k, d, &c->sc));
         float *A = boundary_state(c, n);
         for (int64_t i = 0; i < n; i++) A[i] += d[i], x[i] = A[i];
     } else {
         float *d = scratch(c, n);
-        PZ_TRY(base_decode(&h, c->k, d));
+        PZ_TRY(base_decode(&h, c->k, d, &c->sc));
         PZ_TRY(ensure_store(c, row));
         for (int64_t b = 0; b < B; b++) {
             uint32_t id;

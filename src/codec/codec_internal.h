@@ -56,6 +56,17 @@ static inline int64_t unit_of_plane(const units *u, int64_t p) {
     return u->gran == GRAN_CHANNEL ? p % u->channels : (u->gran == GRAN_SAMPLE ? p : 0);
 }
 
+/* Buffers reused across encodes and decodes: large per-call allocations
+ * would be fresh mmap'd pages every time (page faults cost more than the
+ * codec). Slots grow, never shrink. */
+enum { SC_POS, SC_VALS, SC_IDX, SC_KEYS, SC_CODES, SC_NEG, SC_TMP, SC_HALF, SC_SLOTS };
+typedef struct {
+    void *p[SC_SLOTS];
+    size_t cap[SC_SLOTS];
+} codec_scratch;
+void *scratch_get(codec_scratch *s, int slot, size_t bytes);
+void scratch_release(codec_scratch *s);
+
 /* frame.c */
 pz_status frame_error(pz_frame_error e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void frame_write_header(uint8_t *f, const frame_header *h);
@@ -79,14 +90,14 @@ pz_status dense_decode(const frame_header *h, const pz_codec_kernels *k, const u
 size_t sparse_max_body_bytes(const codec_params *p, const units *u, int64_t k);
 int64_t sparse_k(const codec_params *p, int64_t m);
 pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const float *x, const units *u,
-                        uint64_t seed, uint8_t *body, size_t cap, size_t *body_len, frame_header *h);
-pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const units *u, float *x);
+                        uint64_t seed, uint8_t *body, size_t cap, size_t *body_len, frame_header *h, codec_scratch *sc);
+pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const units *u, float *x, codec_scratch *sc);
 
 /* Top-k positions of x[0..m) (|x|, or x when by_value), ascending, ties to
  * the lower index; idx must hold m entries (scratch). Returns PZ_ERR_ARG on
  * NaN/Inf. */
 pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
-                         uint32_t *idx, float *keys);
+                         uint32_t *idx, float *keys, float *tmp);
 
 /* Per-sample state rows (EF per sample, AQ-SGD), keyed by sample id. */
 typedef struct {
@@ -127,8 +138,7 @@ struct pz_codec {
     /* scratch */
     float *tmp;            /* (tmp_n) */
     int64_t tmp_n;
-    uint8_t *tmp_frame;
-    size_t tmp_frame_cap;
+    codec_scratch sc;
 };
 
 pz_status codec_parse_spec(pz_codec *c, const char *spec);

@@ -4,6 +4,7 @@
 #include "codec_internal.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 static _Thread_local pz_frame_error last_frame_error;
@@ -185,4 +186,19 @@ pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info
     info->checksum = h.crc;
     info->has_ids = h.flags & 1;
     return PZ_OK;
+}
+
+void *scratch_get(codec_scratch *s, int slot, size_t bytes) {
+    if (bytes == 0) bytes = 1;
+    if (s->cap[slot] < bytes) {
+        free(s->p[slot]);
+        s->p[slot] = pz_malloc(bytes);
+        s->cap[slot] = bytes;
+    }
+    return s->p[slot];
+}
+
+void scratch_release(codec_scratch *s) {
+    for (int i = 0; i < SC_SLOTS; i++) free(s->p[i]);
+    memset(s, 0, sizeof *s);
 }

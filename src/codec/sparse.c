@@ -59,8 +59,52 @@ static float select_rank_desc(float *a, int64_t n, int64_t r) {
     return a[r];
 }
 
+/* float -> uint32 with the same order (negative floats flipped) */
+static inline uint32_t ordered_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u ^ ((uint32_t)((int32_t)u >> 31) | 0x80000000u);
+}
+
+/* The r-th largest (0-based) of keys[0..c) by radix selection on the
+ * ordered bit patterns: an 11-bit histogram per level, the keys of the
+ * chosen bucket copied to tmp so later levels see only those. No sorting,
+ * no data-dependent branches in the counting. */
+static float radix_select_desc(const float *keys, int64_t c, int64_t r, float *tmp) {
+    static const int shifts[3] = {21, 10, 0}, widths[3] = {11, 11, 10};
+    uint32_t prefix = 0;
+    const float *src = keys;
+    int64_t n = c;
+    for (int level = 0; level < 3; level++) {
+        uint32_t hist[2048] = {0};
+        const int sh = shifts[level];
+        const uint32_t bmask = (1u << widths[level]) - 1;
+        for (int64_t j = 0; j < n; j++) hist[(ordered_bits(src[j]) >> sh) & bmask]++;
+        int64_t above = 0;
+        int b = (int)bmask;
+        for (; b > 0 && above + hist[b] <= r; b--) above += hist[b];
+        r -= above;
+        prefix |= (uint32_t)b << sh;
+        if (level == 2) break;
+        /* keep the keys whose bits so far match the prefix */
+        const uint32_t keep_mask = ~((1u << sh) - 1);
+        int64_t m = 0;
+        for (int64_t j = 0; j < n; j++) {
+            tmp[m] = src[j];
+            m += (ordered_bits(src[j]) & keep_mask) == prefix;
+        }
+        src = tmp;
+        n = m;
+    }
+    /* back from ordered bits to the float */
+    const uint32_t u = prefix & 0x80000000u ? prefix ^ 0x80000000u : ~prefix;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
-                         uint32_t *idx, float *keys) {
+                         uint32_t *idx, float *keys, float *tmp) {
     if (kk <= 0) return PZ_OK;
     if (kk >= m) {
         for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i;
@@ -92,10 +136,7 @@ pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, i
         c = m;
     }
     for (int64_t j = 0; j < c; j++) keys[j] = key_of(x[idx[j]], by_value);
-    float *tmp = pz_malloc(sizeof(float) * (size_t)c);
-    memcpy(tmp, keys, sizeof(float) * (size_t)c);
-    const float T = select_rank_desc(tmp, c, kk - 1);
-    free(tmp);
+    const float T = radix_select_desc(keys, c, kk - 1, tmp);
     int64_t greater = 0;
     for (int64_t j = 0; j < c; j++) greater += keys[j] > T;
     int64_t ties = kk - greater, out = 0;
@@ -186,17 +227,17 @@ size_t sparse_max_body_bytes(const codec_params *p, const units *u, int64_t k) {
 }
 
 /* values v[0..U*k) (unit-major) into the values section */
-static void write_values(const pz_codec_kernels *k, int vt, int vbits, const float *v, int64_t U, int64_t kk, uint8_t *out) {
+static void write_values(const pz_codec_kernels *k, int vt, int vbits, const float *v, int64_t U, int64_t kk, uint8_t *out,
+                         codec_scratch *sc) {
     const int64_t cnt = U * kk;
     if (vt == VAL_F32) memcpy(out, v, (size_t)cnt * 4);
     else if (vt == VAL_F16 || vt == VAL_BF16) { /* the section may start at any byte */
-        uint16_t *h = pz_malloc((size_t)(cnt ? cnt : 1) * 2);
+        uint16_t *h = scratch_get(sc, SC_HALF, (size_t)cnt * 2);
         if (vt == VAL_F16) k->f32_to_f16(v, (size_t)cnt, h);
         else k->f32_to_bf16(v, (size_t)cnt, h);
         memcpy(out, h, (size_t)cnt * 2);
-        free(h);
     } else { /* symmetric per-unit quantization of the kept values */
-        uint8_t *codes = pz_malloc((size_t)(cnt ? cnt : 1));
+        uint8_t *codes = scratch_get(sc, SC_CODES, (size_t)cnt);
         const int M = vbits >= 2 ? (1 << (vbits - 1)) - 1 : 0;
         for (int64_t un = 0; un < U; un++) {
             const float *vu = v + un * kk;
@@ -212,40 +253,36 @@ static void write_values(const pz_codec_kernels *k, int vt, int vbits, const flo
             memcpy(out + 4 * un, &step, 4);
         }
         bits_write(k, out + 4 * U, codes, (size_t)cnt, vbits);
-        free(codes);
     }
 }
 
-static pz_status read_values(const pz_codec_kernels *k, int vt, int vbits, const uint8_t *in, int64_t U, int64_t kk, float *v) {
+static pz_status read_values(const pz_codec_kernels *k, int vt, int vbits, const uint8_t *in, int64_t U, int64_t kk, float *v,
+                             codec_scratch *sc) {
     const int64_t cnt = U * kk;
     if (vt == VAL_F32) memcpy(v, in, (size_t)cnt * 4);
     else if (vt == VAL_F16 || vt == VAL_BF16) {
-        uint16_t *h = pz_malloc((size_t)(cnt ? cnt : 1) * 2);
+        uint16_t *h = scratch_get(sc, SC_HALF, (size_t)cnt * 2);
         memcpy(h, in, (size_t)cnt * 2);
         if (vt == VAL_F16) k->f16_to_f32(h, (size_t)cnt, v);
         else k->bf16_to_f32(h, (size_t)cnt, v);
-        free(h);
     } else {
-        uint8_t *codes = pz_malloc((size_t)(cnt ? cnt : 1));
+        uint8_t *codes = scratch_get(sc, SC_CODES, (size_t)cnt);
         bits_read(k, in + 4 * U, (size_t)cnt, vbits, codes);
         const int M = vbits >= 2 ? (1 << (vbits - 1)) - 1 : 0;
         for (int64_t un = 0; un < U; un++) {
             float step;
             memcpy(&step, in + 4 * un, 4);
             if (!isfinite(step) || step < 0) {
-                free(codes);
                 return frame_error(PZ_FRAME_PAYLOAD, "value scale %g of unit %lld", step, (long long)un);
             }
             for (int64_t j = 0; j < kk; j++) {
                 const int c = codes[un * kk + j];
                 if (vbits == 1) v[un * kk + j] = c ? step : -step;
                 else if (c > 2 * M) {
-                    free(codes);
                     return frame_error(PZ_FRAME_PAYLOAD, "value code %d exceeds %d", c, 2 * M);
                 } else v[un * kk + j] = -(float)M * step + (float)c * step;
             }
         }
-        free(codes);
     }
     return PZ_OK;
 }
@@ -254,10 +291,17 @@ static pz_status read_values(const pz_codec_kernels *k, int vt, int vbits, const
 /* encode */
 
 pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const float *x, const units *u,
-                        uint64_t seed, uint8_t *body, size_t cap, size_t *body_len, frame_header *h) {
+                        uint64_t seed, uint8_t *body, size_t cap, size_t *body_len, frame_header *h, codec_scratch *sc) {
     const int64_t U = u->U, m = u->m, kk = sparse_k(p, m), n = u->n;
     h->k = (uint32_t)kk;
-    uint32_t *pos = pz_malloc(sizeof(uint32_t) * (size_t)(U * kk + 1)); /* unit-relative, ascending */
+    uint32_t *pos = scratch_get(sc, SC_POS, sizeof(uint32_t) * (size_t)(U * kk + 1)); /* unit-relative, ascending */
+    uint32_t *idx_all = NULL;
+    float *keys_all = NULL, *tmp_all = NULL;
+    if (p->id != CODEC_RANDK) {
+        idx_all = scratch_get(sc, SC_IDX, sizeof(uint32_t) * (size_t)(n + 1));
+        keys_all = scratch_get(sc, SC_KEYS, sizeof(float) * (size_t)(n + 1));
+        tmp_all = scratch_get(sc, SC_TMP, sizeof(float) * (size_t)(n + 1));
+    }
     pz_status st = PZ_OK;
     if (p->id == CODEC_RANDK) {
         for (int64_t un = 0; un < U; un++) {
@@ -269,9 +313,9 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
         const int by_value = (p->options & OPT_BYVALUE) && p->id != CODEC_MS;
 #pragma omp parallel for schedule(dynamic) if (U > 1 && n > (1 << 16))
         for (int64_t un = 0; un < U; un++) {
-            uint32_t *idx = pz_malloc(sizeof(uint32_t) * (size_t)(m ? m : 1));
-            float *keys = pz_malloc(sizeof(float) * (size_t)(m ? m : 1));
-            pz_status s = topk_positions(k, x + un * m, m, kk, by_value, idx, keys);
+            uint32_t *idx = idx_all + un * m;
+            float *keys = keys_all + un * m;
+            pz_status s = topk_positions(k, x + un * m, m, kk, by_value, idx, keys, tmp_all + un * m);
             if (s == PZ_OK && p->id == CODEC_RANDTOPK && kk < m) {
                 pz_rng r;
                 pz_rng_seed(&r, seed ^ (uint64_t)un);
@@ -285,14 +329,10 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
 #pragma omp critical
                 st = s;
             }
-            free(idx), free(keys);
         }
     }
-    if (st) {
-        free(pos);
-        return st;
-    }
-    float *vals = pz_malloc(sizeof(float) * (size_t)(U * kk + 1));
+    if (st) return st;
+    float *vals = scratch_get(sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));
     for (int64_t un = 0; un < U; un++)
         for (int64_t j = 0; j < kk; j++) vals[un * kk + j] = x[un * m + pos[un * kk + j]];
     h->value_type = p->value_type;
@@ -304,7 +344,7 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
         const int b = p->bits, L = (1 << b) - 1;
         h->bits = b;
         h->index_coding = IDX_NONE;
-        uint8_t *codes = pz_malloc((size_t)(n ? n : 1)), *neg = pz_malloc((size_t)(n ? n : 1));
+        uint8_t *codes = scratch_get(sc, SC_CODES, (size_t)n), *neg = scratch_get(sc, SC_NEG, (size_t)n);
         int any_negative = 0;
         for (int64_t un = 0; un < U; un++) {
             const float *xu = x + un * m;
@@ -323,12 +363,11 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
         for (int64_t i = 0; i < n; i++) any_negative |= neg[i];
         const int is_signed = p->ms_sign == MS_SIGN_SIGNED || (p->ms_sign == MS_SIGN_AUTO && any_negative);
         if (p->ms_sign == MS_SIGN_UNSIGNED && any_negative) {
-            free(codes), free(neg), free(pos), free(vals);
             return pz_fail(PZ_ERR_ARG, "ms:unsigned got a tensor with negative values (use signed or auto)");
         }
         h->options = (p->options & ~OPT_SIGNED) | (is_signed ? OPT_SIGNED : 0);
         o += 4 * U;
-        write_values(k, p->value_type, h->value_bits, vals, U, kk, o);
+        write_values(k, p->value_type, h->value_bits, vals, U, kk, o, sc);
         o += vbytes;
         bits_write(k, o, codes, (size_t)n, b);
         o += bits_bytes((uint64_t)n, b);
@@ -336,7 +375,6 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
             bits_write(k, o, neg, (size_t)n, 1);
             o += bits_bytes((uint64_t)n, 1);
         }
-        free(codes), free(neg);
     } else {
         if (p->id != CODEC_RANDK) {
             /* index section: the smaller of a bitmap and delta varints */
@@ -369,10 +407,9 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
             h->index_coding = IDX_NONE;
             h->seed = seed;
         }
-        write_values(k, p->value_type, h->value_bits, vals, U, kk, o);
+        write_values(k, p->value_type, h->value_bits, vals, U, kk, o, sc);
         o += vbytes;
     }
-    free(pos), free(vals);
     *body_len = (size_t)(o - body);
     if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
     return PZ_OK;
@@ -381,7 +418,7 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
 /* ------------------------------------------------------------------------- */
 /* decode */
 
-pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const units *u, float *x) {
+pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const units *u, float *x, codec_scratch *sc) {
     const int64_t U = u->U, m = u->m, kk = h->k, n = u->n, cnt = U * kk;
     if (kk > m) return frame_error(PZ_FRAME_PARAM, "k = %lld exceeds the %lld elements of a unit", (long long)kk, (long long)m);
     if (h->codec == CODEC_MS && (h->bits < 1 || h->bits > 8))
@@ -390,7 +427,7 @@ pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const 
         return frame_error(PZ_FRAME_PARAM, "MS values cannot be quantized");
     const size_t vbytes = value_bytes(h->value_type, h->value_bits, U, cnt);
     const uint8_t *b = h->body;
-    float *vals = pz_malloc(sizeof(float) * (size_t)(cnt + 1));
+    float *vals = scratch_get(sc, SC_VALS, sizeof(float) * (size_t)(cnt + 1));
     pz_status st = PZ_OK;
 
     if (h->codec == CODEC_MS) {
@@ -402,12 +439,13 @@ pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const 
         }
         const uint8_t *tmins = b;
         b += 4 * U;
-        if ((st = read_values(k, h->value_type, h->value_bits, b, U, kk, vals))) goto out;
+        if ((st = read_values(k, h->value_type, h->value_bits, b, U, kk, vals, sc))) goto out;
         b += vbytes;
-        uint8_t *codes = pz_malloc((size_t)(n ? n : 1)), *neg = pz_calloc((size_t)(n ? n : 1), 1);
+        uint8_t *codes = scratch_get(sc, SC_CODES, (size_t)n), *neg = scratch_get(sc, SC_NEG, (size_t)n);
         bits_read(k, b, (size_t)n, bb, codes);
         b += bits_bytes((uint64_t)n, bb);
         if (is_signed) bits_read(k, b, (size_t)n, 1, neg);
+        else memset(neg, 0, (size_t)n);
         for (int64_t un = 0; un < U && !st; un++) {
             float T;
             memcpy(&T, tmins + 4 * un, 4);
@@ -431,7 +469,6 @@ pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const 
             if (next != kk) st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld marks %s %lld kept values", (long long)un,
                                              next < kk ? "fewer than" : "more than", (long long)kk);
         }
-        free(codes), free(neg);
         goto out;
     }
 
@@ -440,17 +477,16 @@ pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const 
             st = frame_error(PZ_FRAME_PAYLOAD, "a randk payload of this shape has %zu bytes, not %llu", vbytes, (unsigned long long)h->body_len);
             goto out;
         }
-        if ((st = read_values(k, h->value_type, h->value_bits, b, U, kk, vals))) goto out;
+        if ((st = read_values(k, h->value_type, h->value_bits, b, U, kk, vals, sc))) goto out;
         memset(x, 0, sizeof(float) * (size_t)n);
         const float scale = (h->options & OPT_UNBIASED) && kk ? (float)((double)m / (double)kk) : 1.0f;
-        uint32_t *pos = pz_malloc(sizeof(uint32_t) * (size_t)(kk + 1));
+        uint32_t *pos = scratch_get(sc, SC_POS, sizeof(uint32_t) * (size_t)(kk + 1));
         for (int64_t un = 0; un < U; un++) {
             pz_rng r;
             pz_rng_seed(&r, h->seed ^ (uint64_t)un);
             sample_positions(&r, m, kk, pos);
             for (int64_t j = 0; j < kk; j++) x[un * m + pos[j]] = vals[un * kk + j] * scale;
         }
-        free(pos);
         goto out;
     }
 
@@ -460,7 +496,7 @@ pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const 
         goto out;
     }
     const size_t idx_bytes = h->body_len - vbytes;
-    if ((st = read_values(k, h->value_type, h->value_bits, b + idx_bytes, U, kk, vals))) goto out;
+    if ((st = read_values(k, h->value_type, h->value_bits, b + idx_bytes, U, kk, vals, sc))) goto out;
     memset(x, 0, sizeof(float) * (size_t)n);
     if (h->index_coding == IDX_BITMAP) {
         if (idx_bytes != bits_bytes((uint64_t)n, 1)) {
@@ -515,6 +551,5 @@ pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const 
         st = frame_error(PZ_FRAME_PARAM, "a %s frame needs a bitmap or delta index section", codec_name(h->codec));
     }
 out:
-    free(vals);
     return st;
 }

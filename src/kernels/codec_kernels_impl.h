@@ -17,24 +17,28 @@
 #define K(name) PZ_CAT(name, PZ_KSUFFIX)
 
 static void K(minmax)(const float *restrict x, size_t n, float *lo, float *hi) {
-    float a = x[0], b = x[0];
-    /* a NaN anywhere makes both results NaN (sticky), so callers see it */
-#pragma omp simd reduction(min : a) reduction(max : b)
+    /* plain min/max vectorise; NaN and Inf are caught by z = sum(x * 0),
+     * which is NaN exactly when some x is NaN or infinite */
+    float a = x[0], b = x[0], z = 0.0f;
+#pragma omp simd reduction(min : a) reduction(max : b) reduction(+ : z)
     for (size_t i = 0; i < n; i++) {
-        a = (x[i] < a || x[i] != x[i]) ? x[i] : a;
-        b = (x[i] > b || x[i] != x[i]) ? x[i] : b;
+        a = x[i] < a ? x[i] : a;
+        b = x[i] > b ? x[i] : b;
+        z += x[i] * 0.0f;
     }
+    if (z != 0.0f) a = b = NAN;
     *lo = a, *hi = b;
 }
 
 static float K(max_abs)(const float *restrict x, size_t n) {
-    float m = 0.0f;
-#pragma omp simd reduction(max : m)
+    float m = 0.0f, z = 0.0f;
+#pragma omp simd reduction(max : m) reduction(+ : z)
     for (size_t i = 0; i < n; i++) {
         const float a = fabsf(x[i]);
-        m = (a > m || a != a) ? a : m; /* NaN is sticky */
+        m = a > m ? a : m;
+        z += x[i] * 0.0f;
     }
-    return m;
+    return z != 0.0f ? NAN : m;
 }
 
 static double K(sum_abs)(const float *restrict x, size_t n) {
@@ -120,11 +124,24 @@ static void K(dequant)(const uint8_t *restrict codes, size_t n, float lo, float 
 }
 
 static void K(pack)(const uint8_t *restrict codes, size_t n, int b, uint8_t *restrict out) {
-    if (b == 8) {
-        memcpy(out, codes, n);
+    /* byte-wise forms for 1, 2, 4 and 8 bits vectorise; 8 codes of any b
+     * bits make exactly b bytes */
+    switch (b) {
+    case 8: memcpy(out, codes, n); return;
+    case 4:
+        for (size_t j = 0; j < n / 2; j++) out[j] = (uint8_t)(codes[2 * j] | codes[2 * j + 1] << 4);
+        return;
+    case 2:
+        for (size_t j = 0; j < n / 4; j++)
+            out[j] = (uint8_t)(codes[4 * j] | codes[4 * j + 1] << 2 | codes[4 * j + 2] << 4 | codes[4 * j + 3] << 6);
+        return;
+    case 1:
+        for (size_t j = 0; j < n / 8; j++) {
+            const uint8_t *c = codes + 8 * j;
+            out[j] = (uint8_t)(c[0] | c[1] << 1 | c[2] << 2 | c[3] << 3 | c[4] << 4 | c[5] << 5 | c[6] << 6 | c[7] << 7);
+        }
         return;
     }
-    /* 8 codes of b bits make exactly b bytes */
     for (size_t g = 0; g < n / 8; g++) {
         const uint8_t *c = codes + 8 * g;
         uint64_t v = 0;
@@ -135,8 +152,20 @@ static void K(pack)(const uint8_t *restrict codes, size_t n, int b, uint8_t *res
 }
 
 static void K(unpack)(const uint8_t *restrict in, size_t n, int b, uint8_t *restrict codes) {
-    if (b == 8) {
-        memcpy(codes, in, n);
+    switch (b) {
+    case 8: memcpy(codes, in, n); return;
+    case 4:
+        for (size_t j = 0; j < n / 2; j++) codes[2 * j] = in[j] & 15, codes[2 * j + 1] = in[j] >> 4;
+        return;
+    case 2:
+        for (size_t j = 0; j < n / 4; j++) {
+            const uint8_t v = in[j];
+            codes[4 * j] = v & 3, codes[4 * j + 1] = (v >> 2) & 3, codes[4 * j + 2] = (v >> 4) & 3, codes[4 * j + 3] = v >> 6;
+        }
+        return;
+    case 1:
+        for (size_t j = 0; j < n / 8; j++)
+            for (int i = 0; i < 8; i++) codes[8 * j + i] = (in[j] >> i) & 1;
         return;
     }
     const uint64_t mask = (1u << b) - 1;
@@ -246,10 +275,49 @@ static size_t K(select_ge)(const float *restrict x, size_t n, float t, int by_va
     return c;
 }
 
+#ifdef PZ_USE_SSE42
+/* GF(2) arithmetic on reflected CRC-32C values: a * b mod P, and x^(8n)
+ * mod P, to join CRCs of adjacent blocks (crc(A||B) = crc(A) x^(8|B|) + crc(B)
+ * for the raw, uninverted CRC) */
+static uint32_t K(gf2_mul)(uint32_t a, uint32_t b) {
+    uint32_t p = 0;
+    for (uint32_t m = 1u << 31; m; m >>= 1) {
+        if (a & m) p ^= b;
+        b = (b & 1) ? (b >> 1) ^ 0x82F63B78u : b >> 1;
+    }
+    return p;
+}
+
+static uint32_t K(x_pow_8n)(uint64_t n) {
+    uint32_t result = 1u << 31, sq = 1u << 23; /* x^0; x^8 */
+    for (; n; n >>= 1) {
+        if (n & 1) result = K(gf2_mul)(result, sq);
+        sq = K(gf2_mul)(sq, sq);
+    }
+    return result;
+}
+#endif
+
 static uint32_t K(crc32c)(uint32_t crc, const void *data, size_t n) {
     const uint8_t *p = data;
     crc = ~crc;
 #ifdef PZ_USE_SSE42
+    /* three independent streams hide the crc32 instruction's latency */
+    if (n >= 3 * 4096) {
+        const size_t third = (n / 3) & ~(size_t)7;
+        uint64_t c0 = crc, c1 = 0, c2 = 0;
+        const uint8_t *p1 = p + third, *p2 = p + 2 * third;
+        for (size_t i = 0; i < third; i += 8) {
+            uint64_t v0, v1, v2;
+            memcpy(&v0, p + i, 8), memcpy(&v1, p1 + i, 8), memcpy(&v2, p2 + i, 8);
+            c0 = _mm_crc32_u64(c0, v0), c1 = _mm_crc32_u64(c1, v1), c2 = _mm_crc32_u64(c2, v2);
+        }
+        const uint32_t shift = K(x_pow_8n)(third);
+        crc = K(gf2_mul)((uint32_t)c0, shift) ^ (uint32_t)c1;
+        crc = K(gf2_mul)(crc, shift) ^ (uint32_t)c2;
+        p += 3 * third;
+        n -= 3 * third;
+    }
     uint64_t c = crc;
     for (; n >= 8; n -= 8, p += 8) {
         uint64_t v;
