@@ -59,7 +59,7 @@ static inline int64_t unit_of_plane(const units *u, int64_t p) {
 /* Buffers reused across encodes and decodes: large per-call allocations
  * would be fresh mmap'd pages every time (page faults cost more than the
  * codec). Slots grow, never shrink. */
-enum { SC_POS, SC_VALS, SC_IDX, SC_KEYS, SC_CODES, SC_NEG, SC_TMP, SC_HALF, SC_SLOTS };
+enum { SC_POS, SC_VALS, SC_IDX, SC_KEYS, SC_CODES, SC_NEG, SC_TMP, SC_HALF, SC_CVALS, SC_SLOTS };
 typedef struct {
     void *p[SC_SLOTS];
     size_t cap[SC_SLOTS];
@@ -94,10 +94,10 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
 pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const units *u, float *x, codec_scratch *sc);
 
 /* Top-k positions of x[0..m) (|x|, or x when by_value), ascending, ties to
- * the lower index; idx must hold m entries (scratch). Returns PZ_ERR_ARG on
- * NaN/Inf. */
+ * the lower index, into idx[0..kk) with their values in vals[0..kk). idx,
+ * vals, keys and tmp are scratch of m entries. NaN is never kept. */
 pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
-                         uint32_t *idx, float *keys, float *tmp);
+                         uint32_t *idx, float *vals, float *keys, float *tmp);
 
 /* Per-sample state rows (EF per sample, AQ-SGD), keyed by sample id. */
 typedef struct {

@@ -104,10 +104,10 @@ static float radix_select_desc(const float *keys, int64_t c, int64_t r, float *t
 }
 
 pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
-                         uint32_t *idx, float *keys, float *tmp) {
+                         uint32_t *idx, float *vals, float *keys, float *tmp) {
     if (kk <= 0) return PZ_OK;
     if (kk >= m) {
-        for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i;
+        for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i, vals[i] = x[i];
         return PZ_OK;
     }
     int64_t c = 0;
@@ -126,23 +126,26 @@ pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, i
         if (rank < S) {
             const float t = select_rank_desc(sample, S, (int64_t)rank);
             if (t > -INFINITY) {
-                c = (int64_t)k->select_ge(x, (size_t)m, t, by_value, idx);
+                c = (int64_t)k->select_ge(x, (size_t)m, t, by_value, idx, vals);
                 if (c < kk) c = 0; /* the sample misjudged: exact fallback */
             }
         }
     }
     if (c == 0) {
-        for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i;
+        for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i, vals[i] = x[i];
         c = m;
     }
-    for (int64_t j = 0; j < c; j++) keys[j] = key_of(x[idx[j]], by_value);
+    if (by_value)
+        for (int64_t j = 0; j < c; j++) keys[j] = vals[j] != vals[j] ? -INFINITY : vals[j];
+    else
+        for (int64_t j = 0; j < c; j++) keys[j] = vals[j] != vals[j] ? -INFINITY : fabsf(vals[j]);
     const float T = radix_select_desc(keys, c, kk - 1, tmp);
     int64_t greater = 0;
     for (int64_t j = 0; j < c; j++) greater += keys[j] > T;
     int64_t ties = kk - greater, out = 0;
     for (int64_t j = 0; j < c; j++) {
-        if (keys[j] > T) idx[out++] = idx[j];
-        else if (keys[j] == T && ties > 0) idx[out++] = idx[j], ties--; /* ties: lower index first */
+        if (keys[j] > T) idx[out] = idx[j], vals[out] = vals[j], out++;
+        else if (keys[j] == T && ties > 0) idx[out] = idx[j], vals[out] = vals[j], out++, ties--; /* ties: lower index first */
     }
     if (out != kk) return pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
     return PZ_OK;
@@ -296,11 +299,13 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
     h->k = (uint32_t)kk;
     uint32_t *pos = scratch_get(sc, SC_POS, sizeof(uint32_t) * (size_t)(U * kk + 1)); /* unit-relative, ascending */
     uint32_t *idx_all = NULL;
-    float *keys_all = NULL, *tmp_all = NULL;
+    float *keys_all = NULL, *tmp_all = NULL, *cvals_all = NULL;
+    float *vals = scratch_get(sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));
     if (p->id != CODEC_RANDK) {
         idx_all = scratch_get(sc, SC_IDX, sizeof(uint32_t) * (size_t)(n + 1));
         keys_all = scratch_get(sc, SC_KEYS, sizeof(float) * (size_t)(n + 1));
         tmp_all = scratch_get(sc, SC_TMP, sizeof(float) * (size_t)(n + 1));
+        cvals_all = scratch_get(sc, SC_CVALS, sizeof(float) * (size_t)(n + 1));
     }
     pz_status st = PZ_OK;
     if (p->id == CODEC_RANDK) {
@@ -314,16 +319,19 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
 #pragma omp parallel for schedule(dynamic) if (U > 1 && n > (1 << 16))
         for (int64_t un = 0; un < U; un++) {
             uint32_t *idx = idx_all + un * m;
-            float *keys = keys_all + un * m;
-            pz_status s = topk_positions(k, x + un * m, m, kk, by_value, idx, keys, tmp_all + un * m);
+            float *keys = keys_all + un * m, *cv = cvals_all + un * m;
+            pz_status s = topk_positions(k, x + un * m, m, kk, by_value, idx, cv, keys, tmp_all + un * m);
             if (s == PZ_OK && p->id == CODEC_RANDTOPK && kk < m) {
                 pz_rng r;
                 pz_rng_seed(&r, seed ^ (uint64_t)un);
-                uint32_t *scratch = pz_malloc(sizeof(uint32_t) * (size_t)(2 * kk + 1));
-                randtopk_positions(&r, idx, m, kk, p->alpha, pos + un * kk, scratch);
-                free(scratch);
+                /* the spent keys serve as the 2k entries of scratch when they fit */
+                uint32_t *draw = 2 * kk <= m ? (uint32_t *)(void *)keys : pz_malloc(sizeof(uint32_t) * (size_t)(2 * kk));
+                randtopk_positions(&r, idx, m, kk, p->alpha, pos + un * kk, draw);
+                if (2 * kk > m) free(draw);
+                for (int64_t j = 0; j < kk; j++) vals[un * kk + j] = x[un * m + pos[un * kk + j]];
             } else if (s == PZ_OK) {
                 memcpy(pos + un * kk, idx, sizeof(uint32_t) * (size_t)kk);
+                memcpy(vals + un * kk, cv, sizeof(float) * (size_t)kk);
             }
             if (s) {
 #pragma omp critical
@@ -332,9 +340,9 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
         }
     }
     if (st) return st;
-    float *vals = scratch_get(sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));
-    for (int64_t un = 0; un < U; un++)
-        for (int64_t j = 0; j < kk; j++) vals[un * kk + j] = x[un * m + pos[un * kk + j]];
+    if (p->id == CODEC_RANDK)
+        for (int64_t un = 0; un < U; un++)
+            for (int64_t j = 0; j < kk; j++) vals[un * kk + j] = x[un * m + pos[un * kk + j]];
     h->value_type = p->value_type;
     h->value_bits = p->value_type == VAL_QUANT ? p->value_bits : 0;
     const size_t vbytes = value_bytes(p->value_type, h->value_bits, U, U * kk);

@@ -38,8 +38,9 @@ typedef struct {
     void (*f16_to_f32)(const uint16_t *h, size_t n, float *x);
     void (*f32_to_bf16)(const float *x, size_t n, uint16_t *h);
     void (*bf16_to_f32)(const uint16_t *h, size_t n, float *x);
-    /* positions i with |x[i]| >= t (by_value: x[i] >= t), ascending; returns count */
-    size_t (*select_ge)(const float *x, size_t n, float t, int by_value, uint32_t *idx);
+    /* positions i with |x[i]| >= t (by_value: x[i] >= t), ascending, into idx
+     * and their values into vals; returns the count */
+    size_t (*select_ge)(const float *x, size_t n, float t, int by_value, uint32_t *idx, float *vals);
     uint32_t (*crc32c)(uint32_t crc, const void *data, size_t n);
 } pz_codec_kernels;
 

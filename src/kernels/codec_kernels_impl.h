@@ -8,7 +8,7 @@
 
 #include <math.h>
 #include <string.h>
-#if defined(PZ_USE_F16C) || defined(PZ_USE_SSE42)
+#if defined(PZ_USE_F16C) || defined(PZ_USE_SSE42) || defined(PZ_USE_AVX512)
 #include <immintrin.h>
 #endif
 
@@ -259,19 +259,30 @@ static void K(bf16_to_f32)(const uint16_t *restrict h, size_t n, float *restrict
     }
 }
 
-static size_t K(select_ge)(const float *restrict x, size_t n, float t, int by_value, uint32_t *restrict idx) {
+static size_t K(select_ge)(const float *restrict x, size_t n, float t, int by_value, uint32_t *restrict idx,
+                          float *restrict vals) {
+    size_t c = 0, i = 0;
+#ifdef PZ_USE_AVX512
+    /* compress-store the positions and values that pass, 16 at a time */
+    const __m512 vt = _mm512_set1_ps(t);
+    const __m512i step = _mm512_set1_epi32(16);
+    __m512i pos = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        const __m512 key = by_value ? v : _mm512_abs_ps(v);
+        const __mmask16 m = _mm512_cmp_ps_mask(key, vt, _CMP_GE_OQ);
+        _mm512_mask_compressstoreu_epi32(idx + c, m, pos);
+        _mm512_mask_compressstoreu_ps(vals + c, m, v);
+        c += (size_t)__builtin_popcount(m);
+        pos = _mm512_add_epi32(pos, step);
+    }
+#endif
     /* branch-free compaction: always write, advance by the predicate */
-    size_t c = 0;
-    if (by_value)
-        for (size_t i = 0; i < n; i++) {
-            idx[c] = (uint32_t)i;
-            c += x[i] >= t;
-        }
-    else
-        for (size_t i = 0; i < n; i++) {
-            idx[c] = (uint32_t)i;
-            c += fabsf(x[i]) >= t;
-        }
+    for (; i < n; i++) {
+        idx[c] = (uint32_t)i;
+        vals[c] = x[i];
+        c += (by_value ? x[i] : fabsf(x[i])) >= t;
+    }
     return c;
 }
 
