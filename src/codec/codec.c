@@ -86,11 +86,14 @@ static pz_status base_encode(pz_codec *c, const codec_params *p, const float *t,
     if (ids) h.flags |= 1;
     uint8_t *body = frame + PZ_FRAME_HEADER_BYTES + id_bytes;
     size_t body_len;
+    uint32_t body_crc = 0;
+    int have_crc = 0;
     if (p->id <= CODEC_QUANT) {
         body_len = dense_body_bytes(p, &h, &u);
         if (PZ_FRAME_HEADER_BYTES + id_bytes + body_len > cap)
             return pz_fail(PZ_ERR_ARG, "frame buffer of %zu bytes is too small (need %zu)", cap, PZ_FRAME_HEADER_BYTES + id_bytes + body_len);
-        PZ_TRY(dense_encode(p, c->k, t, &u, seed, body, &h));
+        PZ_TRY(dense_encode(p, c->k, t, &u, seed, body, &h, &body_crc));
+        have_crc = 1;
     } else {
         const size_t bound = sparse_max_body_bytes(p, &u, sparse_k(p, u.m));
         if (PZ_FRAME_HEADER_BYTES + id_bytes + bound > cap)
@@ -99,7 +102,11 @@ static pz_status base_encode(pz_codec *c, const codec_params *p, const float *t,
     }
     if (ids) memcpy(frame + PZ_FRAME_HEADER_BYTES, ids, id_bytes);
     h.payload_len = id_bytes + body_len;
-    frame_write_header(frame, &h);
+    if (have_crc) { /* payload = ids || body */
+        const uint32_t ids_crc = c->k->crc32c(0, frame + PZ_FRAME_HEADER_BYTES, id_bytes);
+        body_crc = id_bytes ? crc32c_combine(ids_crc, body_crc, body_len) : body_crc;
+    }
+    frame_write_header_crc(frame, &h, body_crc, have_crc);
     *len = PZ_FRAME_HEADER_BYTES + h.payload_len;
     return PZ_OK;
 }

@@ -70,6 +70,11 @@ void scratch_release(codec_scratch *s);
 /* frame.c */
 pz_status frame_error(pz_frame_error e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void frame_write_header(uint8_t *f, const frame_header *h);
+void frame_write_header_crc(uint8_t *f, const frame_header *h, uint32_t payload_crc, int have_payload_crc);
+/* crc(A || B) from crc(A), crc(B) and |B| (CRC-32C as in the frame) */
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+uint32_t crc32c_shift(uint64_t len);
+uint32_t crc32c_combine_shift(uint32_t crc_a, uint32_t crc_b, uint32_t shift);
 /* Validates header fields, length and checksum. */
 pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h);
 const char *codec_name(int id);
@@ -82,8 +87,9 @@ static inline size_t bits_bytes(uint64_t n, int b) { return (size_t)((n * (uint6
 
 /* dense.c: none, fp16, bf16, quant */
 size_t dense_body_bytes(const codec_params *p, const frame_header *h, const units *u);
+/* *body_crc gets the CRC-32C of the body, computed chunk by chunk while hot */
 pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const float *x, const units *u,
-                       uint64_t seed, uint8_t *body, frame_header *h);
+                       uint64_t seed, uint8_t *body, frame_header *h, uint32_t *body_crc);
 pz_status dense_decode(const frame_header *h, const pz_codec_kernels *k, const units *u, float *x);
 
 /* sparse.c: topk, randk, randtopk, ms */

@@ -75,25 +75,44 @@ static void decode_affine(int sym, int b, float lo, float step, float *dlo, floa
     else *dlo = -(float)((1 << (b - 1)) - 1) * step, *dstep = step;
 }
 
+/* The CRC of a body written in chunks of `chunk_bytes` (the last may be
+ * shorter): per-chunk CRCs (computed by the writers while the chunk is in
+ * cache, possibly on several threads) joined in order. */
+static uint32_t join_crcs(const uint32_t *crcs, int64_t count, size_t chunk_bytes, size_t last_bytes) {
+    if (count == 0) return 0;
+    const uint32_t shift = crc32c_shift(chunk_bytes);
+    uint32_t crc = crcs[0];
+    for (int64_t i = 1; i < count; i++)
+        crc = i == count - 1 ? crc32c_combine(crc, crcs[i], last_bytes) : crc32c_combine_shift(crc, crcs[i], shift);
+    return crc;
+}
+
 pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const float *x, const units *u,
-                       uint64_t seed, uint8_t *body, frame_header *h) {
+                       uint64_t seed, uint8_t *body, frame_header *h, uint32_t *body_crc) {
     const int64_t n = u->n;
-    if (p->id == CODEC_NONE) {
-        memcpy(body, x, (size_t)n * 4);
-        return PZ_OK;
-    }
-    if (p->id == CODEC_FP16 || p->id == CODEC_BF16) {
-        const int fp16 = p->id == CODEC_FP16;
+    if (p->id == CODEC_NONE || p->id == CODEC_FP16 || p->id == CODEC_BF16) {
+        /* chunks of 64k elements: the output of one stays in L2 for its CRC,
+         * long enough for the CRC's three interleaved streams */
+        enum { BIG = 65536 };
+        const int64_t chunks = (n + BIG - 1) / BIG;
+        uint32_t crc_small[64], *crcs = chunks <= 64 ? crc_small : pz_malloc(sizeof(uint32_t) * (size_t)chunks);
+        const int width = p->id == CODEC_NONE ? 4 : 2;
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
-        for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
-            const size_t m = (size_t)(n - c0 < CHUNK ? n - c0 : CHUNK);
-            uint16_t tmp[CHUNK];
-            if (fp16) k->f32_to_f16(x + c0, m, tmp);
-            else k->f32_to_bf16(x + c0, m, tmp);
-            memcpy(body + 2 * c0, tmp, m * 2); /* the body may start at any even byte */
+        for (int64_t ci = 0; ci < chunks; ci++) {
+            const int64_t c0 = ci * BIG;
+            const size_t m = (size_t)(n - c0 < BIG ? n - c0 : BIG);
+            uint8_t *o = body + (size_t)width * c0; /* 2-aligned: the body starts at 64 + 4 * ids */
+            if (p->id == CODEC_NONE) memcpy(o, x + c0, m * 4);
+            else if (p->id == CODEC_FP16) k->f32_to_f16(x + c0, m, (uint16_t *)(void *)o);
+            else k->f32_to_bf16(x + c0, m, (uint16_t *)(void *)o);
+            crcs[ci] = k->crc32c(0, o, m * (size_t)width);
         }
+        *body_crc = join_crcs(crcs, chunks, (size_t)BIG * width, (size_t)(n - (chunks - 1) * BIG) * width);
+        if (crcs != crc_small) free(crcs);
         return PZ_OK;
     }
+    const int64_t chunks = (n + CHUNK - 1) / CHUNK;
+    uint32_t crc_small[64], *crcs = chunks <= 64 ? crc_small : pz_malloc(sizeof(uint32_t) * (size_t)chunks);
     /* quant */
     const int b = p->bits, sym = (p->options & OPT_SYM) != 0, stoch = (p->options & OPT_STOCH) != 0;
     float *lo = pz_malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
@@ -101,6 +120,7 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
     pz_status st = unit_scales(p, k, x, u, sym, lo, step);
     if (st) {
         free(lo), free(step);
+        if (crcs != crc_small) free(crcs);
         return st;
     }
     uint8_t *sp = body;
@@ -112,7 +132,8 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
     const uint32_t seed32 = (uint32_t)(seed ^ (seed >> 32));
     const int M = b >= 2 ? (1 << (b - 1)) - 1 : 0, L = (1 << b) - 1;
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
-    for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
+    for (int64_t ci = 0; ci < chunks; ci++) {
+        const int64_t c0 = ci * CHUNK;
         const int64_t c1 = n - c0 < CHUNK ? n : c0 + CHUNK;
         uint8_t codes[CHUNK];
         for (int64_t i = c0; i < c1;) {
@@ -133,8 +154,18 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
             }
             i = end;
         }
-        bits_write(k, codes_out + (size_t)(c0 / 8) * b, codes, (size_t)(c1 - c0), b);
+        uint8_t *o = codes_out + (size_t)(c0 / 8) * b;
+        bits_write(k, o, codes, (size_t)(c1 - c0), b);
+        crcs[ci] = k->crc32c(0, o, bits_bytes((uint64_t)(c1 - c0), b));
     }
+    /* the body: scales, then the codes' chunks of CHUNK * b / 8 bytes */
+    const size_t sb = scale_bytes(h, u);
+    uint32_t crc = k->crc32c(0, body, sb);
+    if (chunks)
+        crc = crc32c_combine(crc, join_crcs(crcs, chunks, (size_t)CHUNK * b / 8, bits_bytes((uint64_t)(n - (chunks - 1) * CHUNK), b)),
+                             bits_bytes((uint64_t)n, b));
+    *body_crc = crc;
+    if (crcs != crc_small) free(crcs);
     free(lo), free(step);
     return PZ_OK;
 }

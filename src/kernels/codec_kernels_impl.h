@@ -323,7 +323,11 @@ static uint32_t K(crc32c)(uint32_t crc, const void *data, size_t n) {
             memcpy(&v0, p + i, 8), memcpy(&v1, p1 + i, 8), memcpy(&v2, p2 + i, 8);
             c0 = _mm_crc32_u64(c0, v0), c1 = _mm_crc32_u64(c1, v1), c2 = _mm_crc32_u64(c2, v2);
         }
-        const uint32_t shift = K(x_pow_8n)(third);
+        /* x^(8 * third) mod P, cached: callers repeat the same lengths */
+        static _Thread_local uint64_t cached_len = 0;
+        static _Thread_local uint32_t cached_shift = 0;
+        if (cached_len != third) cached_shift = K(x_pow_8n)(third), cached_len = third;
+        const uint32_t shift = cached_shift;
         crc = K(gf2_mul)((uint32_t)c0, shift) ^ (uint32_t)c1;
         crc = K(gf2_mul)(crc, shift) ^ (uint32_t)c2;
         p += 3 * third;
