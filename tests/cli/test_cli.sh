@@ -60,7 +60,7 @@ expect 0 "total: 272474 parameters" -- "$PZ" models resnet20 --input 3x32x32
 expect 2 "unknown model 'vgg'" -- "$PZ" models vgg
 expect 0 "median [0-9.]+ ms/step" -- "$PZ" bench train --model lenet5 --batch 16 --threads 1 --warmup 1 --repeat 3
 expect 0 '"median_ms": [0-9.]+' -- "$PZ" bench train --model mlp --batch 8 --warmup 0 --repeat 2 --format json
-expect 2 "unknown benchmark 'codecs'" -- "$PZ" bench codecs
+expect 2 "unknown benchmark 'nosuch' \(expected train or codecs\)" -- "$PZ" bench nosuch
 
 # a short run: progress lines, final summary, run directory with csv metrics
 expect 0 "test accuracy [0-9.]+%" -- "$PZ" train --data synthetic --model mlp --epochs 2 --limit-train 600 \
