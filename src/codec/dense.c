@@ -111,9 +111,12 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
         if (crcs != crc_small) free(crcs);
         return PZ_OK;
     }
-    const int64_t chunks = (n + CHUNK - 1) / CHUNK;
+    /* quant: super-chunks of 16 chunks; each chunk's codes go through a
+     * small stack buffer, the CRC runs once per super-chunk (long enough for
+     * its interleaved streams) while the output is still in cache */
+    enum { SUPER = 16 * CHUNK };
+    const int64_t chunks = (n + SUPER - 1) / SUPER;
     uint32_t crc_small[64], *crcs = chunks <= 64 ? crc_small : pz_malloc(sizeof(uint32_t) * (size_t)chunks);
-    /* quant */
     const int b = p->bits, sym = (p->options & OPT_SYM) != 0, stoch = (p->options & OPT_STOCH) != 0;
     float *lo = pz_malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
     float *step = pz_malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
@@ -133,8 +136,9 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
     const int M = b >= 2 ? (1 << (b - 1)) - 1 : 0, L = (1 << b) - 1;
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
     for (int64_t ci = 0; ci < chunks; ci++) {
-        const int64_t c0 = ci * CHUNK;
-        const int64_t c1 = n - c0 < CHUNK ? n : c0 + CHUNK;
+      const int64_t s0 = ci * SUPER, s1 = n - s0 < SUPER ? n : s0 + SUPER;
+      for (int64_t c0 = s0; c0 < s1; c0 += CHUNK) {
+        const int64_t c1 = s1 - c0 < CHUNK ? s1 : c0 + CHUNK;
         uint8_t codes[CHUNK];
         for (int64_t i = c0; i < c1;) {
             const int64_t pl = i / u->plane_len, end = (pl + 1) * u->plane_len < c1 ? (pl + 1) * u->plane_len : c1;
@@ -154,15 +158,15 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
             }
             i = end;
         }
-        uint8_t *o = codes_out + (size_t)(c0 / 8) * b;
-        bits_write(k, o, codes, (size_t)(c1 - c0), b);
-        crcs[ci] = k->crc32c(0, o, bits_bytes((uint64_t)(c1 - c0), b));
+        bits_write(k, codes_out + (size_t)(c0 / 8) * b, codes, (size_t)(c1 - c0), b);
+      }
+      crcs[ci] = k->crc32c(0, codes_out + (size_t)(s0 / 8) * b, bits_bytes((uint64_t)(s1 - s0), b));
     }
-    /* the body: scales, then the codes' chunks of CHUNK * b / 8 bytes */
+    /* the body: scales, then the codes' super-chunks of SUPER * b / 8 bytes */
     const size_t sb = scale_bytes(h, u);
     uint32_t crc = k->crc32c(0, body, sb);
     if (chunks)
-        crc = crc32c_combine(crc, join_crcs(crcs, chunks, (size_t)CHUNK * b / 8, bits_bytes((uint64_t)(n - (chunks - 1) * CHUNK), b)),
+        crc = crc32c_combine(crc, join_crcs(crcs, chunks, (size_t)SUPER * b / 8, bits_bytes((uint64_t)(n - (chunks - 1) * SUPER), b)),
                              bits_bytes((uint64_t)n, b));
     *body_crc = crc;
     if (crcs != crc_small) free(crcs);

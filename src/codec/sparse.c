@@ -114,12 +114,17 @@ pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, i
     if (m > 65536) {
         /* a threshold from 8192 pseudo-random samples, a few standard
          * deviations below the expected k-th largest so it keeps >= k */
+        /* one sample in each of S equal windows, at a pseudo-random place in
+         * the window: addresses only move forward (the prefetcher follows),
+         * and the jitter keeps a periodic layout (NCHW planes) from aliasing */
         const int S = 8192;
         float sample[8192];
+        const uint64_t win = (uint64_t)m / S;
         uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)m;
         for (int j = 0; j < S; j++) {
             h = h * 6364136223846793005ull + 1442695040888963407ull;
-            sample[j] = key_of(x[(h >> 33) % (uint64_t)m], by_value);
+            const uint64_t off = ((h >> 32) * win) >> 32; /* uniform in [0, win) */
+            sample[j] = key_of(x[(uint64_t)j * win + off], by_value);
         }
         const double r = (double)kk * S / (double)m;
         const double rank = r + 4.0 * sqrt(r) + 16.0;
@@ -143,9 +148,13 @@ pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, i
     int64_t greater = 0;
     for (int64_t j = 0; j < c; j++) greater += keys[j] > T;
     int64_t ties = kk - greater, out = 0;
+    /* branch-free compaction: keep what beats T and the first `ties` equal
+     * to it (ties: lower index first) */
     for (int64_t j = 0; j < c; j++) {
-        if (keys[j] > T) idx[out] = idx[j], vals[out] = vals[j], out++;
-        else if (keys[j] == T && ties > 0) idx[out] = idx[j], vals[out] = vals[j], out++, ties--; /* ties: lower index first */
+        const int64_t eq = keys[j] == T, keep = (keys[j] > T) | (eq & (ties > 0));
+        idx[out] = idx[j], vals[out] = vals[j];
+        out += keep;
+        ties -= eq & keep;
     }
     if (out != kk) return pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
     return PZ_OK;

@@ -224,6 +224,10 @@ static inline float f16_to_f32_one(uint16_t h) {
 
 static void K(f32_to_f16)(const float *restrict x, size_t n, uint16_t *restrict h) {
     size_t i = 0;
+#ifdef PZ_USE_AVX512
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(h + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
 #ifdef PZ_USE_F16C
     for (; i + 8 <= n; i += 8)
         _mm_storeu_si128((__m128i *)(h + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
@@ -233,6 +237,9 @@ static void K(f32_to_f16)(const float *restrict x, size_t n, uint16_t *restrict 
 
 static void K(f16_to_f32)(const uint16_t *restrict h, size_t n, float *restrict x) {
     size_t i = 0;
+#ifdef PZ_USE_AVX512
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i))));
+#endif
 #ifdef PZ_USE_F16C
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
 #endif

@@ -131,6 +131,19 @@ static void test_quant(void) {
                 const size_t scales = (size_t)U * (sym ? 4 : 8);
                 CHECK(len == 64 + scales + (360 * (size_t)b + 7) / 8, "%s: %zu bytes", spec, len);
             }
+    { /* large tensors: chunked encoding with per-chunk CRCs joined; the
+       * decoder re-checks the CRC over the whole frame */
+        const int64_t big[] = {3, 100003};
+        float *bx = malloc(sizeof(float) * 300009), *by = malloc(sizeof(float) * 300009);
+        fill_gradient_like(bx, 300009, 77);
+        const char *bspecs[] = {"none", "fp16", "bf16", "q4", "q3:per=sample", "q8:stoch", "q2:sym"};
+        for (int i = 0; i < 7; i++) {
+            pz_codec_stats st;
+            roundtrip(bspecs[i], bx, 2, big, by, &st);
+            CHECK(st.rel_error < (i < 3 ? 0.01 : 10.0), "%s on 300009 elements: error %g", bspecs[i], st.rel_error);
+        }
+        free(bx), free(by);
+    }
     /* a constant tensor quantizes exactly */
     float c[16], cy[16];
     for (int i = 0; i < 16; i++) c[i] = 0.375f;
