@@ -160,21 +160,30 @@ pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, i
     return PZ_OK;
 }
 
-/* Knuth's Algorithm S: k of m positions, ascending, uniformly */
+/* k of m positions, a uniformly random k-subset, ascending: Floyd's
+ * algorithm (for j = m-k .. m-1: t = below(j+1); take t, or j if t is taken)
+ * on a bitmap, then the bitmap read in order. O(k) draws plus m/64 words. */
 static void sample_positions(pz_rng *r, int64_t m, int64_t k, uint32_t *out) {
-    int64_t kept = 0;
-    for (int64_t i = 0; i < m && kept < k; i++) {
-        const double u = (double)(pz_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
-        if ((double)(m - i) * u < (double)(k - kept)) out[kept++] = (uint32_t)i;
+    if (k <= 0) return;
+    const int64_t words = (m + 63) / 64;
+    uint64_t *bits = pz_calloc((size_t)words, sizeof(uint64_t));
+    for (int64_t j = m - k; j < m; j++) {
+        const uint32_t t = pz_rng_below(r, (uint32_t)(j + 1));
+        const uint64_t bit = 1ull << (t & 63);
+        if (bits[t >> 6] & bit) bits[j >> 6] |= 1ull << (j & 63);
+        else bits[t >> 6] |= bit;
     }
+    int64_t c = 0;
+    for (int64_t w = 0; w < words; w++)
+        for (uint64_t v = bits[w]; v; v &= v - 1) out[c++] = (uint32_t)(w * 64 + __builtin_ctzll(v));
+    free(bits);
 }
 
 /* Zheng et al.'s randomized TopK: k draws without replacement, each top-k
  * position weighted (1-alpha)/k, each other alpha/(m-k). Within a class the
  * weights are equal, so the draw is: how many come from the top class (a
  * sequential urn), then uniform subsets of each class. */
-static void randtopk_positions(pz_rng *r, const uint32_t *top, int64_t m, int64_t k, double alpha, uint32_t *out,
-                               uint32_t *scratch) {
+static void randtopk_positions(pz_rng *r, const uint32_t *top, int64_t m, int64_t k, double alpha, uint32_t *out) {
     const double wt = (1.0 - alpha) / (double)k, wo = m > k ? alpha / (double)(m - k) : 0.0;
     int64_t a = k, b = m - k, from_top = 0;
     for (int64_t t = 0; t < k; t++) {
@@ -183,25 +192,25 @@ static void randtopk_positions(pz_rng *r, const uint32_t *top, int64_t m, int64_
         if (u < pt) from_top++, a--;
         else b--;
     }
-    /* from_top of the top positions */
-    sample_positions(r, k, from_top, scratch);
-    uint32_t *chosen_top = scratch + k; /* positions, ascending */
-    for (int64_t j = 0; j < from_top; j++) chosen_top[j] = top[scratch[j]];
-    /* k - from_top of the others: walk the complement of `top` */
-    const int64_t need = k - from_top, others = m - k;
-    int64_t kept = 0, seen = 0, ti = 0, oi = 0, ci = 0;
-    for (int64_t i = 0; i < m && (kept < need || ci < from_top); i++) {
-        if (ti < k && top[ti] == (uint32_t)i) {
-            ti++;
-            if (ci < from_top && chosen_top[ci] == (uint32_t)i) out[oi++] = (uint32_t)i, ci++;
-            continue;
+    const int64_t need = k - from_top;
+    uint32_t *ranks_top = pz_malloc(sizeof(uint32_t) * (size_t)(k + 1));
+    uint32_t *ranks_other = pz_malloc(sizeof(uint32_t) * (size_t)(need + 1));
+    sample_positions(r, k, from_top, ranks_top);      /* which of the top positions */
+    sample_positions(r, m - k, need, ranks_other);    /* which of the others, by rank */
+    /* merge: the q-th other position is q plus the top positions before it */
+    int64_t ti = 0, a_i = 0, b_i = 0, o = 0;
+    while (a_i < from_top || b_i < need) {
+        int64_t other = -1;
+        if (b_i < need) {
+            const int64_t q = ranks_other[b_i];
+            while (ti < k && (int64_t)top[ti] <= q + ti) ti++;
+            other = q + ti;
         }
-        if (kept < need) {
-            const double u = (double)(pz_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
-            if ((double)(others - seen) * u < (double)(need - kept)) out[oi++] = (uint32_t)i, kept++;
-        }
-        seen++;
+        const int64_t tp = a_i < from_top ? (int64_t)top[ranks_top[a_i]] : -1;
+        if (other < 0 || (tp >= 0 && tp < other)) out[o++] = (uint32_t)tp, a_i++;
+        else out[o++] = (uint32_t)other, b_i++;
     }
+    free(ranks_top), free(ranks_other);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -333,10 +342,7 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
             if (s == PZ_OK && p->id == CODEC_RANDTOPK && kk < m) {
                 pz_rng r;
                 pz_rng_seed(&r, seed ^ (uint64_t)un);
-                /* the spent keys serve as the 2k entries of scratch when they fit */
-                uint32_t *draw = 2 * kk <= m ? (uint32_t *)(void *)keys : pz_malloc(sizeof(uint32_t) * (size_t)(2 * kk));
-                randtopk_positions(&r, idx, m, kk, p->alpha, pos + un * kk, draw);
-                if (2 * kk > m) free(draw);
+                randtopk_positions(&r, idx, m, kk, p->alpha, pos + un * kk);
                 for (int64_t j = 0; j < kk; j++) vals[un * kk + j] = x[un * m + pos[un * kk + j]];
             } else if (s == PZ_OK) {
                 memcpy(pos + un * kk, idx, sizeof(uint32_t) * (size_t)kk);
