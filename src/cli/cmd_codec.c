@@ -121,18 +121,25 @@ static int read_frame(const char *cmd, const char *path, uint8_t **f, size_t *le
     return 0;
 }
 
-static int decode(int argc, char **argv) {
-    char *pos[2];
+/* the positional arguments (a frame file first) of decode/inspect; returns
+ * -1 to go on with the frame read into *f, else the exit code */
+static int frame_args(const char *cmd, int argc, char **argv, char **pos, int want, const char *what, uint8_t **f, size_t *len) {
     int n_pos;
-    int rc = pz_parse_args("pipezip codec decode", NULL, 0, argc, argv, 3, usage, pos, 2, &n_pos);
+    int rc = pz_parse_args(cmd, NULL, 0, argc, argv, 3, usage, pos, want, &n_pos);
     if (rc == 1) return 0;
-    if (rc || n_pos != 2) {
-        if (!rc) fprintf(stderr, "pipezip codec decode: needs a frame file and an output file\n");
+    if (rc || n_pos != want) {
+        if (!rc) fprintf(stderr, "%s: needs %s\n", cmd, what);
         return 2;
     }
+    return read_frame(cmd, pos[0], f, len) ? 1 : -1;
+}
+
+static int decode(int argc, char **argv) {
+    char *pos[2];
     uint8_t *f;
     size_t len;
-    if (read_frame("pipezip codec decode", pos[0], &f, &len)) return 1;
+    const int rc = frame_args("pipezip codec decode", argc, argv, pos, 2, "a frame file and an output file", &f, &len);
+    if (rc >= 0) return rc;
     pz_frame_info info;
     pz_tensor t = {0};
     int ret = 0;
@@ -158,16 +165,10 @@ static int decode(int argc, char **argv) {
 
 static int inspect(int argc, char **argv) {
     char *pos[1];
-    int n_pos;
-    int rc = pz_parse_args("pipezip codec inspect", NULL, 0, argc, argv, 3, usage, pos, 1, &n_pos);
-    if (rc == 1) return 0;
-    if (rc || n_pos != 1) {
-        if (!rc) fprintf(stderr, "pipezip codec inspect: needs a frame file\n");
-        return 2;
-    }
     uint8_t *f;
     size_t len;
-    if (read_frame("pipezip codec inspect", pos[0], &f, &len)) return 1;
+    const int rc = frame_args("pipezip codec inspect", argc, argv, pos, 1, "a frame file", &f, &len);
+    if (rc >= 0) return rc;
     pz_frame_info i;
     if (pz_frame_inspect(f, len, &i)) {
         fprintf(stderr, "pipezip codec inspect: '%s': %s\n", pos[0], pz_last_error());

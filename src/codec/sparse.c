@@ -67,25 +67,27 @@ static inline uint32_t ordered_bits(float f) {
 }
 
 /* The r-th largest (0-based) of keys[0..c) by radix selection on the
- * ordered bit patterns: an 11-bit histogram per level, the keys of the
- * chosen bucket copied to tmp so later levels see only those. No sorting,
- * no data-dependent branches in the counting. */
+ * ordered bit patterns: a histogram per digit, the keys of the chosen bucket
+ * copied to tmp so later digits see only those. No sorting, no
+ * data-dependent branches in the counting. Few keys: 8-bit digits (small
+ * histograms); many: 11-bit digits (fewer passes). */
 static float radix_select_desc(const float *keys, int64_t c, int64_t r, float *tmp) {
-    static const int shifts[3] = {21, 10, 0}, widths[3] = {11, 11, 10};
+    const int w = c < 32768 ? 8 : 11;
     uint32_t prefix = 0;
     const float *src = keys;
     int64_t n = c;
-    for (int level = 0; level < 3; level++) {
-        uint32_t hist[2048] = {0};
-        const int sh = shifts[level];
-        const uint32_t bmask = (1u << widths[level]) - 1;
+    for (int sh = 32 - w; ; sh = sh > w ? sh - w : 0) {
+        uint32_t hist[2048];
+        const int width = sh + w > 32 ? 32 - sh : w;
+        const uint32_t bmask = (1u << width) - 1;
+        memset(hist, 0, sizeof(uint32_t) * (bmask + 1));
         for (int64_t j = 0; j < n; j++) hist[(ordered_bits(src[j]) >> sh) & bmask]++;
         int64_t above = 0;
         int b = (int)bmask;
         for (; b > 0 && above + hist[b] <= r; b--) above += hist[b];
         r -= above;
         prefix |= (uint32_t)b << sh;
-        if (level == 2) break;
+        if (sh == 0) break;
         /* keep the keys whose bits so far match the prefix */
         const uint32_t keep_mask = ~((1u << sh) - 1);
         int64_t m = 0;
@@ -111,13 +113,13 @@ pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, i
         return PZ_OK;
     }
     int64_t c = 0;
-    if (m > 65536) {
-        /* a threshold from 8192 pseudo-random samples, a few standard
-         * deviations below the expected k-th largest so it keeps >= k */
-        /* one sample in each of S equal windows, at a pseudo-random place in
-         * the window: addresses only move forward (the prefetcher follows),
-         * and the jitter keeps a periodic layout (NCHW planes) from aliasing */
-        const int S = 8192;
+    if (m >= 4096) {
+        /* a threshold from S samples, a few standard deviations below the
+         * expected k-th largest so it keeps >= k: one sample in each of S
+         * equal windows, at a pseudo-random place in the window (addresses
+         * only move forward, so the prefetcher follows; the jitter keeps a
+         * periodic layout such as NCHW planes from aliasing) */
+        const int S = m >= 65536 ? 8192 : (int)(m / 8);
         float sample[8192];
         const uint64_t win = (uint64_t)m / S;
         uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)m;
@@ -531,18 +533,27 @@ pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const 
             st = frame_error(PZ_FRAME_PAYLOAD, "bits set beyond the bitmap's end");
             goto out;
         }
-        for (int64_t un = 0; un < U && !st; un++) {
-            int64_t got = 0;
-            for (int64_t i = 0; i < m; i++) {
-                const uint64_t g = (uint64_t)un * m + i;
-                if (b[g >> 3] >> (g & 7) & 1) {
-                    if (got == kk) { got++; break; }
-                    x[g] = vals[un * kk + got++];
+        /* walk the set bits 64 at a time; count them per unit */
+        const uint64_t nbytes = bits_bytes((uint64_t)n, 1);
+        int64_t un = 0, got = 0, unit_end = m;
+        for (uint64_t w = 0; w * 8 < nbytes && !st; w++) {
+            uint64_t v = 0;
+            memcpy(&v, b + w * 8, nbytes - w * 8 < 8 ? nbytes - w * 8 : 8);
+            for (; v; v &= v - 1) {
+                const int64_t g = (int64_t)(w * 64) + __builtin_ctzll(v);
+                while (g >= unit_end && un < U) { /* close the units before g */
+                    if (got != kk) break;
+                    un++, got = 0, unit_end += m;
                 }
+                if (got >= kk || un >= U) {
+                    st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld has more than %lld positions in its bitmap", (long long)un, (long long)kk);
+                    break;
+                }
+                x[g] = vals[un * kk + got++];
             }
-            if (got != kk) st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld has %s %lld positions in its bitmap", (long long)un,
-                                            got < kk ? "fewer than" : "more than", (long long)kk);
         }
+        for (; !st && un < U; un++, got = 0)
+            if (got != kk) st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld has fewer than %lld positions in its bitmap", (long long)un, (long long)kk);
     } else if (h->index_coding == IDX_DELTA) {
         const uint8_t *q = b, *qend = b + idx_bytes;
         for (int64_t un = 0; un < U && !st; un++) {

@@ -5,23 +5,7 @@
 # run directory is checked. Usage: test_cli.sh PATH/TO/pipezip
 set -u
 PZ="$1"
-pass=0
-fail=0
-tmp=$(mktemp -d /tmp/pz-test-cli-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-
-# expect CODE PATTERN -- CMD...: exit code CODE and output (stdout+stderr) matching PATTERN
-expect() {
-  local code="$1" pattern="$2"; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" -ne "$code" ]; then bad "'$*' exited $rc, expected $code: $out"; return; fi
-  if ! grep -qE -- "$pattern" <<<"$out"; then bad "'$*' output lacks /$pattern/: $out"; return; fi
-  ok
-}
+. "$(dirname "$0")/lib.sh" cli
 
 expect 0 "Commands:" -- "$PZ" --help
 expect 0 "^pipezip [0-9]+\.[0-9]+\.[0-9]+" -- "$PZ" --version
@@ -85,5 +69,4 @@ if [ "$rc" -eq 130 ] && grep -q '"status": "stopped"' "$tmp/int/summary.json" 2>
    grep -q "interrupted after [1-9][0-9]* finished epochs" "$tmp/int.log"; then ok
 else bad "SIGINT: exit $rc, log: $(cat "$tmp/int.log"), summary: $(cat "$tmp/int/summary.json" 2>&1)"; fi
 
-echo "test_cli.sh: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish test_cli.sh

@@ -4,19 +4,7 @@
 # name the problem. Usage: test_codec_cli.sh PATH/TO/pipezip
 set -u
 PZ="$1"
-pass=0 fail=0
-tmp=$(mktemp -d /tmp/pz-test-codec-cli-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-expect() {
-  local code="$1" pattern="$2"; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" -ne "$code" ]; then bad "'$*' exited $rc, expected $code: $out"; return; fi
-  if ! grep -qE -- "$pattern" <<<"$out"; then bad "'$*' output lacks /$pattern/: $out"; return; fi
-  ok
-}
+. "$(dirname "$0")/lib.sh" codec-cli
 
 # inputs: 2x3x4x5 float32 as raw and as .npy (written by hand: no numpy needed)
 python3 - "$tmp" <<'PY'
@@ -78,5 +66,4 @@ expect 0 "memory read bandwidth [0-9.]+ GB/s" -- "$PZ" bench codecs --sizes 1e4 
 expect 0 '"bench": "codec", "codec": "ms:0.01,bits=2"' -- "$PZ" bench codecs --sizes 1e4 --repeat 1 --codecs "ms:0.01,bits=2" --format json
 expect 2 "codec spec 'zip'" -- "$PZ" bench codecs --codecs zip
 
-echo "test_codec_cli.sh: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish test_codec_cli.sh
