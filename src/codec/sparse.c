@@ -479,18 +479,20 @@ pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const 
                 break;
             }
             const float step = T / (float)L;
-            int64_t next = 0;
+            /* every element as a code below Top_min (vectorises), then the
+             * kept values in order where the code is L */
+            const uint8_t *cu = codes + un * m, *nu = neg + un * m;
+            float *xu = x + un * m;
             for (int64_t i = 0; i < m; i++) {
-                const int64_t g = un * m + i;
-                const int c = codes[g];
-                if (c == L) {
-                    if (next == kk) break;
-                    x[g] = vals[un * kk + next++];
-                } else {
-                    const float v = (float)c * step;
-                    x[g] = neg[g] ? -v : v;
-                }
+                const float v = (float)cu[i] * step;
+                xu[i] = nu[i] ? -v : v;
             }
+            int64_t next = 0;
+            for (int64_t i = 0; i < m; i++)
+                if (cu[i] == L) {
+                    if (next == kk) { next++; break; }
+                    xu[i] = vals[un * kk + next++];
+                }
             if (next != kk) st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld marks %s %lld kept values", (long long)un,
                                              next < kk ? "fewer than" : "more than", (long long)kk);
         }
