@@ -25,40 +25,6 @@ static inline float key_of(float v, int by_value) {
     return k != k ? -INFINITY : k; /* NaN never wins */
 }
 
-/* Rearranges a[0..n) so a[r] is the r-th largest (0-based) and returns it. */
-static float select_rank_desc(float *a, int64_t n, int64_t r) {
-    int64_t lo = 0, hi = n - 1;
-    int rounds = 0;
-    while (hi > lo) {
-        if (++rounds > 200) { /* adversarial input: finish by sorting the rest */
-            for (int64_t i = lo + 1; i <= hi; i++) { /* insertion sort, descending */
-                float v = a[i];
-                int64_t j = i - 1;
-                while (j >= lo && a[j] < v) a[j + 1] = a[j], j--;
-                a[j + 1] = v;
-            }
-            break;
-        }
-        /* median of three as pivot */
-        const int64_t mid = lo + (hi - lo) / 2;
-        float x = a[lo], y = a[mid], z = a[hi];
-        float pivot = x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y));
-        int64_t i = lo, j = hi;
-        while (i <= j) { /* Hoare partition, descending */
-            while (a[i] > pivot) i++;
-            while (a[j] < pivot) j--;
-            if (i <= j) {
-                float t = a[i]; a[i] = a[j]; a[j] = t;
-                i++, j--;
-            }
-        }
-        if (r <= j) hi = j;
-        else if (r >= i) lo = i;
-        else break; /* r sits among elements equal to the pivot */
-    }
-    return a[r];
-}
-
 /* float -> uint32 with the same order (negative floats flipped) */
 static inline uint32_t ordered_bits(float f) {
     uint32_t u;
@@ -119,19 +85,53 @@ pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, i
          * equal windows, at a pseudo-random place in the window (addresses
          * only move forward, so the prefetcher follows; the jitter keeps a
          * periodic layout such as NCHW planes from aliasing) */
-        const int S = m >= 65536 ? 8192 : (int)(m / 8);
-        float sample[8192];
-        const uint64_t win = (uint64_t)m / S;
+        const int S = m >= 65536 ? 8192 : (int)(m / 8) & ~15;
+        float sample[8192], stmp[8192];
+        /* 16 consecutive elements (one cache line) from each of S/16
+         * windows: a few hundred lines read instead of thousands */
+        const uint64_t win = (uint64_t)m / (S / 16);
         uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)m;
-        for (int j = 0; j < S; j++) {
+        for (int j = 0; j < S / 16; j++) {
             h = h * 6364136223846793005ull + 1442695040888963407ull;
-            const uint64_t off = ((h >> 32) * win) >> 32; /* uniform in [0, win) */
-            sample[j] = key_of(x[(uint64_t)j * win + off], by_value);
+            const uint64_t off = ((h >> 32) * (win - 15)) >> 32; /* uniform in [0, win - 16] */
+            const float *xs = x + (uint64_t)j * win + off;
+            for (int e = 0; e < 16; e++) sample[16 * j + e] = key_of(xs[e], by_value);
         }
-        const double r = (double)kk * S / (double)m;
-        const double rank = r + 4.0 * sqrt(r) + 16.0;
+        /* samples from one line are correlated: a wider margin than the
+         * binomial 4 sigma */
+        const double r = (double)kk * S / (double)m, margin = 6.0 * sqrt(r) + 24.0;
+        if (kk * 20 >= m && r + margin < S) {
+            /* dense (>= 5%): the k-th largest lies between two sampled
+             * thresholds; one pass counts what is surely in and keeps only
+             * the band between them, the exact threshold comes from the band,
+             * and a second pass takes everything at or above it */
+            const float t_lo = radix_select_desc(sample, S, (int64_t)(r + margin), stmp);
+            const float t_hi = r - margin >= 0 ? radix_select_desc(sample, S, (int64_t)(r - margin), stmp) : INFINITY;
+            size_t n_hi = 0;
+            const int64_t band = t_lo > -INFINITY ? (int64_t)k->select_band(x, (size_t)m, t_lo, t_hi, by_value, &n_hi, idx, vals) : 0;
+            if (t_lo > -INFINITY && (int64_t)n_hi < kk && (int64_t)n_hi + band >= kk) {
+                for (int64_t j = 0; j < band; j++) keys[j] = by_value ? vals[j] : fabsf(vals[j]);
+                const float T = radix_select_desc(keys, band, kk - 1 - (int64_t)n_hi, tmp);
+                int64_t greater = (int64_t)n_hi;
+                for (int64_t j = 0; j < band; j++) greater += keys[j] > T;
+                int64_t ties = kk - greater;
+                const int64_t c2 = (int64_t)k->select_ge(x, (size_t)m, T, by_value, idx, vals);
+                if (c2 == kk) return PZ_OK; /* no ties beyond k: nothing to drop */
+                int64_t out = 0;
+                for (int64_t j = 0; j < c2; j++) { /* drop the ties beyond the first `ties` (lower index first) */
+                    const float key = by_value ? vals[j] : fabsf(vals[j]);
+                    const int64_t eq = key == T, keep = (key > T) | (eq & (ties > 0));
+                    idx[out] = idx[j], vals[out] = vals[j];
+                    out += keep;
+                    ties -= eq & keep;
+                }
+                if (out != kk) return pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
+                return PZ_OK;
+            }
+        }
+        const double rank = r + margin;
         if (rank < S) {
-            const float t = select_rank_desc(sample, S, (int64_t)rank);
+            const float t = radix_select_desc(sample, S, (int64_t)rank, stmp);
             if (t > -INFINITY) {
                 c = (int64_t)k->select_ge(x, (size_t)m, t, by_value, idx, vals);
                 if (c < kk) c = 0; /* the sample misjudged: exact fallback */

@@ -41,6 +41,11 @@ typedef struct {
     /* positions i with |x[i]| >= t (by_value: x[i] >= t), ascending, into idx
      * and their values into vals; returns the count */
     size_t (*select_ge)(const float *x, size_t n, float t, int by_value, uint32_t *idx, float *vals);
+    /* *n_hi = count of keys >= hi; the positions and values of the keys in
+     * [lo, hi) into idx/vals, ascending; returns their count (key = |x|, or
+     * x when by_value) */
+    size_t (*select_band)(const float *x, size_t n, float lo, float hi, int by_value, size_t *n_hi, uint32_t *idx,
+                          float *vals);
     uint32_t (*crc32c)(uint32_t crc, const void *data, size_t n);
 } pz_codec_kernels;
 

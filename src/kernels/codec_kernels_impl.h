@@ -293,6 +293,37 @@ static size_t K(select_ge)(const float *restrict x, size_t n, float t, int by_va
     return c;
 }
 
+static size_t K(select_band)(const float *restrict x, size_t n, float lo, float hi, int by_value, size_t *n_hi,
+                            uint32_t *restrict idx, float *restrict vals) {
+    size_t c = 0, above = 0, i = 0;
+#ifdef PZ_USE_AVX512
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    const __m512i step = _mm512_set1_epi32(16);
+    __m512i pos = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        const __m512 key = by_value ? v : _mm512_abs_ps(v);
+        const __mmask16 mh = _mm512_cmp_ps_mask(key, vhi, _CMP_GE_OQ);
+        const __mmask16 mb = _mm512_cmp_ps_mask(key, vlo, _CMP_GE_OQ) & (__mmask16)~mh;
+        above += (size_t)__builtin_popcount(mh);
+        _mm512_mask_compressstoreu_epi32(idx + c, mb, pos);
+        _mm512_mask_compressstoreu_ps(vals + c, mb, v);
+        c += (size_t)__builtin_popcount(mb);
+        pos = _mm512_add_epi32(pos, step);
+    }
+#endif
+    for (; i < n; i++) {
+        const float key = by_value ? x[i] : fabsf(x[i]);
+        const int h = key >= hi;
+        above += h;
+        idx[c] = (uint32_t)i;
+        vals[c] = x[i];
+        c += (key >= lo) & !h;
+    }
+    *n_hi = above;
+    return c;
+}
+
 #ifdef PZ_USE_SSE42
 /* GF(2) arithmetic on reflected CRC-32C values: a * b mod P, and x^(8n)
  * mod P, to join CRCs of adjacent blocks (crc(A||B) = crc(A) x^(8|B|) + crc(B)
@@ -376,5 +407,6 @@ static const pz_codec_kernels K(table) = {
     .f32_to_bf16 = K(f32_to_bf16),
     .bf16_to_f32 = K(bf16_to_f32),
     .select_ge = K(select_ge),
+    .select_band = K(select_band),
     .crc32c = K(crc32c),
 };

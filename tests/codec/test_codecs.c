@@ -223,6 +223,37 @@ static void test_topk(void) {
         }
         free(x), free(y), free(mag);
     }
+    { /* many ties on large units (the sampled-threshold paths): values on
+       * 5 levels, so the k-th largest is shared by thousands */
+        const int64_t m = 50000, shape2[] = {2, m};
+        float *x = malloc(sizeof(float) * 2 * m), *y = malloc(sizeof(float) * 2 * m);
+        pz_rng r;
+        pz_rng_seed(&r, 21);
+        for (int64_t i = 0; i < 2 * m; i++) x[i] = (float)(pz_rng_below(&r, 5)) - 2.0f; /* -2..2 */
+        const double fr[] = {0.01, 0.1, 0.3, 0.5};
+        for (int f = 0; f < 4; f++) {
+            char spec[32];
+            snprintf(spec, sizeof spec, "topk:%g", fr[f]);
+            roundtrip(spec, x, 2, shape2, y, NULL);
+            const int64_t k = (int64_t)floor(fr[f] * m + 1e-9);
+            int ok = 1;
+            for (int64_t b = 0; b < 2; b++) {
+                /* expected: all |2|s first (lower indices first), then |1|s ... */
+                int64_t kept = 0, need = k;
+                for (int level = 2; level >= 0 && need > 0; level--)
+                    for (int64_t i = 0; i < m; i++) {
+                        const float v = x[b * m + i];
+                        const int want = need > 0 && fabsf(v) == (float)level;
+                        if (want) need--;
+                        if (fabsf(v) == (float)level) ok &= want ? y[b * m + i] == v : y[b * m + i] == 0.0f;
+                    }
+                for (int64_t i = 0; i < m; i++) kept += y[b * m + i] != 0.0f;
+                ok &= kept == k;
+            }
+            CHECK(ok, "%s on 5-level data: exactly k kept, ties to the lower index", spec);
+        }
+        free(x), free(y);
+    }
     /* ties go to the lower index */
     float t[10] = {1, 3, 2, 3, 0, 3, 1, 0, 0, 0}, ty[10];
     const int64_t s10[] = {1, 10};
