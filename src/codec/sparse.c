@@ -369,35 +369,53 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
         const int b = p->bits, L = (1 << b) - 1;
         h->bits = b;
         h->index_coding = IDX_NONE;
-        uint8_t *codes = scratch_get(sc, SC_CODES, (size_t)n), *neg = scratch_get(sc, SC_NEG, (size_t)n);
-        int any_negative = 0;
+        /* Top_min per unit, then one pass in chunks of 4096 elements (a
+         * multiple of 8, so each chunk's codes start on a byte): codes below
+         * Top_min, L at the kept positions, sign bits, packed while in cache */
+        float *tmin = pz_malloc(sizeof(float) * (size_t)(U ? U : 1));
         for (int64_t un = 0; un < U; un++) {
-            const float *xu = x + un * m;
             float T = INFINITY;
             for (int64_t j = 0; j < kk; j++) {
                 const float a = fabsf(vals[un * kk + j]);
                 T = a < T ? a : T;
             }
-            if (kk == 0) T = 0.0f;
-            memcpy(o + 4 * un, &T, 4);
-            /* others: round(|t| * L / T), at most L - 1; kept: L */
-            k->quant_abs(xu, (size_t)m, T > 0.0f ? (float)L / T : 0.0f, L - 1, codes + un * m);
-            for (int64_t j = 0; j < kk; j++) codes[un * m + pos[un * kk + j]] = (uint8_t)L;
-            k->negative(xu, (size_t)m, neg + un * m);
+            tmin[un] = kk ? T : 0.0f;
+            memcpy(o + 4 * un, &tmin[un], 4);
         }
-        for (int64_t i = 0; i < n; i++) any_negative |= neg[i];
-        const int is_signed = p->ms_sign == MS_SIGN_SIGNED || (p->ms_sign == MS_SIGN_AUTO && any_negative);
-        if (p->ms_sign == MS_SIGN_UNSIGNED && any_negative) {
-            return pz_fail(PZ_ERR_ARG, "ms:unsigned got a tensor with negative values (use signed or auto)");
-        }
-        h->options = (p->options & ~OPT_SIGNED) | (is_signed ? OPT_SIGNED : 0);
         o += 4 * U;
         write_values(k, p->value_type, h->value_bits, vals, U, kk, o, sc);
         o += vbytes;
-        bits_write(k, o, codes, (size_t)n, b);
+        uint8_t *codes_out = o, *sign_bits = scratch_get(sc, SC_NEG, bits_bytes((uint64_t)n, 1));
+        enum { MCH = 4096 };
+        int any_negative = 0;
+        int64_t un = 0, next = 0; /* the unit of the chunk's first element, its next kept position */
+        for (int64_t c0 = 0; c0 < n; c0 += MCH) {
+            const int64_t c1 = n - c0 < MCH ? n : c0 + MCH;
+            uint8_t codes[MCH], neg[MCH];
+            for (int64_t i = c0; i < c1;) {
+                while ((un + 1) * m <= i) un++, next = 0;
+                const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
+                const float T = tmin[un];
+                k->quant_abs(x + i, (size_t)(end - i), T > 0.0f ? (float)L / T : 0.0f, L - 1, codes + (i - c0));
+                k->negative(x + i, (size_t)(end - i), neg + (i - c0));
+                const uint32_t *pu = pos + un * kk;
+                while (next < kk && un * m + (int64_t)pu[next] < end) codes[un * m + pu[next] - c0] = (uint8_t)L, next++;
+                i = end;
+            }
+            uint8_t any = 0;
+            for (int64_t j = 0; j < c1 - c0; j++) any |= neg[j];
+            any_negative |= any;
+            bits_write(k, codes_out + (size_t)(c0 / 8) * b, codes, (size_t)(c1 - c0), b);
+            bits_write(k, sign_bits + c0 / 8, neg, (size_t)(c1 - c0), 1);
+        }
+        free(tmin);
+        const int is_signed = p->ms_sign == MS_SIGN_SIGNED || (p->ms_sign == MS_SIGN_AUTO && any_negative);
+        if (p->ms_sign == MS_SIGN_UNSIGNED && any_negative)
+            return pz_fail(PZ_ERR_ARG, "ms:unsigned got a tensor with negative values (use signed or auto)");
+        h->options = (p->options & ~OPT_SIGNED) | (is_signed ? OPT_SIGNED : 0);
         o += bits_bytes((uint64_t)n, b);
         if (is_signed) {
-            bits_write(k, o, neg, (size_t)n, 1);
+            memcpy(o, sign_bits, bits_bytes((uint64_t)n, 1));
             o += bits_bytes((uint64_t)n, 1);
         }
     } else {

@@ -381,6 +381,21 @@ static void test_ms(void) {
         CHECK(ok, "%s: the others within half a code step of Top_min/(2^b-1)", spec);
         CHECK(len == 64 + 4 + (size_t)k * 4 + ((size_t)n * bits + 7) / 8, "%s: %zu bytes (unsigned: no sign bits)", spec, len);
     }
+    { /* per sample, units that straddle the encoder's 4096-element chunks */
+        const int64_t sh2[] = {5, 3001};
+        float *a = malloc(sizeof(float) * 15005), *ay = malloc(sizeof(float) * 15005);
+        fill_gradient_like(a, 15005, 5);
+        pz_codec_stats st2;
+        roundtrip("ms:0.05,bits=3,per=sample", a, 2, sh2, ay, &st2);
+        int units_ok = 1;
+        for (int u = 0; u < 5; u++) {
+            int exact = 0;
+            for (int i = 0; i < 3001; i++) exact += ay[u * 3001 + i] == a[u * 3001 + i] && a[u * 3001 + i] != 0;
+            units_ok &= exact >= 150; /* k = floor(0.05 * 3001) = 150 kept exactly */
+        }
+        CHECK(units_ok && st2.rel_error < 0.1, "ms per sample: 150 exact values per unit, error %.4f", st2.rel_error);
+        free(a), free(ay);
+    }
     /* signed input: one sign bit per element, signs restored */
     for (int64_t i = 0; i < n; i += 3) x[i] = -x[i];
     pz_codec_stats st;
