@@ -38,6 +38,8 @@ typedef struct {
     uint64_t seed, payload_len;
     uint32_t crc;
     const uint32_t *ids;   /* into the frame when flags & 1 (may be unaligned: read with memcpy) */
+    int crc_deferred;      /* none/fp16/bf16: the decoder checks the CRC chunk by chunk */
+    uint32_t crc_pre;      /* then: the CRC-32C of header bytes 0..55 and the id section */
     const uint8_t *body;   /* the codec's sections */
     uint64_t body_len;
 } frame_header;
@@ -75,8 +77,14 @@ void frame_write_header_crc(uint8_t *f, const frame_header *h, uint32_t payload_
 uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 uint32_t crc32c_shift(uint64_t len);
 uint32_t crc32c_combine_shift(uint32_t crc_a, uint32_t crc_b, uint32_t shift);
-/* Validates header fields, length and checksum. */
+/* Validates header fields, length and checksum. For none/fp16/bf16 frames
+ * (one pass of plain conversion, no indices in the payload) the payload's
+ * checksum is left to the decoder, which verifies it chunk by chunk while
+ * the bytes are in cache (h->crc_deferred); frame_verify_deferred() does it
+ * in one pass for callers that do not decode. */
 pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h);
+pz_status frame_verify_deferred(const frame_header *h);
+pz_status frame_check_crc(const frame_header *h, uint32_t body_crc);
 const char *codec_name(int id);
 
 /* A bit writer/reader over a byte buffer. Writes go through pack() in

@@ -176,21 +176,30 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
 
 pz_status dense_decode(const frame_header *h, const pz_codec_kernels *k, const units *u, float *x) {
     const int64_t n = u->n;
-    if (h->codec == CODEC_NONE) {
-        memcpy(x, h->body, (size_t)n * 4);
-        return PZ_OK;
-    }
-    if (h->codec == CODEC_FP16 || h->codec == CODEC_BF16) {
-        const int fp16 = h->codec == CODEC_FP16;
+    if (h->codec <= CODEC_BF16) {
+        /* convert in chunks of 64k elements, each chunk's CRC taken while
+         * its bytes are in cache; the frame is refused if they do not join
+         * to the header's (the destination then holds garbage) */
+        enum { BIG = 65536 };
+        const int width = h->codec == CODEC_NONE ? 4 : 2;
+        const int64_t chunks = (n + BIG - 1) / BIG;
+        uint32_t crc_small[64], *crcs = chunks <= 64 ? crc_small : pz_malloc(sizeof(uint32_t) * (size_t)chunks);
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
-        for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
-            const size_t m = (size_t)(n - c0 < CHUNK ? n - c0 : CHUNK);
-            uint16_t tmp[CHUNK];
-            memcpy(tmp, h->body + 2 * c0, m * 2);
-            if (fp16) k->f16_to_f32(tmp, m, x + c0);
-            else k->bf16_to_f32(tmp, m, x + c0);
+        for (int64_t ci = 0; ci < chunks; ci++) {
+            const int64_t c0 = ci * BIG;
+            const size_t m = (size_t)(n - c0 < BIG ? n - c0 : BIG);
+            const uint8_t *in = h->body + (size_t)width * c0;
+            if (h->crc_deferred) crcs[ci] = k->crc32c(0, in, m * (size_t)width);
+            /* the body starts at 64 + 4 * ids bytes: 2-aligned for halves */
+            if (h->codec == CODEC_NONE) memcpy(x + c0, in, m * 4);
+            else if (h->codec == CODEC_FP16) k->f16_to_f32((const uint16_t *)(const void *)in, m, x + c0);
+            else k->bf16_to_f32((const uint16_t *)(const void *)in, m, x + c0);
         }
-        return PZ_OK;
+        pz_status st = PZ_OK;
+        if (h->crc_deferred)
+            st = frame_check_crc(h, chunks ? join_crcs(crcs, chunks, (size_t)BIG * width, (size_t)(n - (chunks - 1) * BIG) * width) : 0);
+        if (crcs != crc_small) free(crcs);
+        return st;
     }
     const int b = h->bits, sym = (h->options & OPT_SYM) != 0;
     float *dlo = pz_malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));

@@ -132,8 +132,11 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
     const pz_codec_kernels *k = pz_codec_kernels_best();
     h->crc = get_u32(f + 56);
     uint32_t crc = k->crc32c(0, f, 56);
-    crc = k->crc32c(crc, f + PZ_FRAME_HEADER_BYTES, h->payload_len);
-    if (crc != h->crc) return frame_error(PZ_FRAME_CHECKSUM, "CRC-32C is %08x, header says %08x", crc, h->crc);
+    const int defer = f[5] <= CODEC_BF16 && !(f[7] & ~1);
+    if (!defer) {
+        crc = k->crc32c(crc, f + PZ_FRAME_HEADER_BYTES, h->payload_len);
+        if (crc != h->crc) return frame_error(PZ_FRAME_CHECKSUM, "CRC-32C is %08x, header says %08x", crc, h->crc);
+    }
     h->codec = f[5], h->ndim = f[6], h->flags = f[7];
     if (h->ndim < 1 || h->ndim > 4) return frame_error(PZ_FRAME_SHAPE, "ndim %d is not in 1..4", h->ndim);
     h->n = 1;
@@ -172,7 +175,22 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
     }
     h->body = p;
     h->body_len = left;
+    if (defer) {
+        h->crc_deferred = 1;
+        h->crc_pre = k->crc32c(crc, f + PZ_FRAME_HEADER_BYTES, (size_t)(p - (f + PZ_FRAME_HEADER_BYTES)));
+    }
     return PZ_OK;
+}
+
+pz_status frame_check_crc(const frame_header *h, uint32_t body_crc) {
+    const uint32_t crc = crc32c_combine(h->crc_pre, body_crc, h->body_len);
+    if (crc != h->crc) return frame_error(PZ_FRAME_CHECKSUM, "CRC-32C is %08x, header says %08x", crc, h->crc);
+    return PZ_OK;
+}
+
+pz_status frame_verify_deferred(const frame_header *h) {
+    if (!h->crc_deferred) return PZ_OK;
+    return frame_check_crc(h, pz_codec_kernels_best()->crc32c(0, h->body, h->body_len));
 }
 
 void bits_write(const pz_codec_kernels *k, uint8_t *out, const uint8_t *codes, size_t n, int b) {
@@ -201,6 +219,7 @@ pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info
     frame_header h;
     memset(info, 0, sizeof *info);
     PZ_TRY(frame_parse(frame, len, &h));
+    PZ_TRY(frame_verify_deferred(&h));
     info->codec_id = h.codec;
     info->codec_name = codec_name(h.codec);
     info->ndim = h.ndim;

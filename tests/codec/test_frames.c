@@ -98,6 +98,32 @@ int main(void) {
         memcpy(f + 64 + 4, &nan, 4), fix_crc(f, flen);
         expect("NaN scale", f, flen, 400, PZ_FRAME_PAYLOAD);
     }
+    /* none/fp16/bf16 check their checksum while decoding: same verdicts */
+    const char *plain[] = {"none", "fp16", "bf16"};
+    const int64_t bigshape[] = {3, 70001}; /* several 64k-element chunks */
+    static uint8_t bigf[1 << 21];
+    for (int i = 0; i < 3; i++) {
+        pz_codec *c;
+        pz_codec_create(&c, plain[i]);
+        float *bx = calloc(210003, sizeof(float)), *by = malloc(sizeof(float) * 210003);
+        for (int j = 0; j < 210003; j++) bx[j] = (float)(j % 1000) * 0.001f;
+        size_t bl;
+        CHECK(pz_codec_encode(c, bx, 2, bigshape, NULL, bigf, sizeof bigf, &bl, NULL) == PZ_OK, "%s", pz_last_error());
+        CHECK(pz_frame_decode(bigf, bl, by, 210003, NULL, NULL) == PZ_OK, "%s: a valid frame decodes", plain[i]);
+        pz_frame_info info;
+        for (size_t at = 64; at < bl; at += bl / 3) { /* a flipped bit in each third of the payload */
+            bigf[at] ^= 4;
+            const pz_status st = pz_frame_decode(bigf, bl, by, 210003, NULL, NULL);
+            CHECK(st == PZ_ERR_FORMAT && pz_frame_error_of() == PZ_FRAME_CHECKSUM, "%s: flipped payload byte %zu: %s", plain[i], at,
+                  pz_last_error());
+            CHECK(pz_frame_inspect(bigf, bl, &info) == PZ_ERR_FORMAT && pz_frame_error_of() == PZ_FRAME_CHECKSUM,
+                  "%s: inspect verifies the checksum too", plain[i]);
+            bigf[at] ^= 4;
+        }
+        free(bx), free(by);
+        pz_codec_free(c);
+    }
+
     make("q4:sym", 2, shape, NULL); /* code 15 is not a symmetric 4-bit code */
     memcpy(f, frame, flen), f[64 + 4] = 0xFF, fix_crc(f, flen);
     expect("symmetric code out of range", f, flen, 400, PZ_FRAME_PAYLOAD);
