@@ -420,16 +420,21 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
         }
     } else {
         if (p->id != CODEC_RANDK) {
-            /* index section: the smaller of a bitmap and delta varints */
-            size_t delta = 0;
-            for (int64_t un = 0; un < U; un++)
-                for (int64_t j = 0; j < kk; j++) {
-                    const uint32_t pp = pos[un * kk + j];
-                    delta += varint_len(j ? pp - pos[un * kk + j - 1] - 1 : pp);
-                }
+            /* index section: the smaller of a bitmap and delta varints (a
+             * varint is at least a byte: with k >= n/8 the bitmap wins
+             * without counting) */
             const size_t bitmap = bits_bytes((uint64_t)n, 1);
             int coding = p->index_coding;
-            if (coding == IDX_AUTO) coding = delta < bitmap ? IDX_DELTA : IDX_BITMAP;
+            if (coding == IDX_AUTO) {
+                size_t delta = 0;
+                if ((size_t)(U * kk) < bitmap)
+                    for (int64_t un = 0; un < U; un++)
+                        for (int64_t j = 0; j < kk; j++) {
+                            const uint32_t pp = pos[un * kk + j];
+                            delta += varint_len(j ? pp - pos[un * kk + j - 1] - 1 : pp);
+                        }
+                coding = (size_t)(U * kk) < bitmap && delta < bitmap ? IDX_DELTA : IDX_BITMAP;
+            }
             h->index_coding = coding;
             if (coding == IDX_BITMAP) {
                 memset(o, 0, bitmap);
