@@ -59,14 +59,15 @@ const pz_codec_kernels *pz_codec_kernels_best(void);
  * not name on every compiler */
 int pz_cpu_has_f16c(void);
 
-/* The uniform u in [0, 1) stochastic rounding uses for element `index`. */
+/* The uniform u in [0, 1) stochastic rounding uses for element `index`:
+ * a Weyl sequence (index times the golden ratio, plus the seed) through one
+ * xorshift-multiply-xorshift round; the first multiply strength-reduces to
+ * an add in a loop, so one multiply per element. Its top 24 bits are used. */
 static inline float pz_stoch_uniform(uint32_t seed, uint64_t index) {
-    uint32_t h = (uint32_t)index * 0x9E3779B1u + seed + (uint32_t)(index >> 32) * 0x85EBCA77u;
+    uint32_t h = (uint32_t)index * 0x9E3779B9u + seed + (uint32_t)(index >> 32) * 0x632BE5ABu;
     h ^= h >> 16;
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
+    h *= 0x21F0AAADu;
+    h ^= h >> 15;
     return (float)(h >> 8) * (1.0f / 16777216.0f);
 }
 
