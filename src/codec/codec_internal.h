@@ -112,6 +112,15 @@ pz_status sparse_decode(const frame_header *h, const pz_codec_kernels *k, const 
  * vals, keys and tmp are scratch of m entries. NaN is never kept. */
 pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
                          uint32_t *idx, float *vals, float *keys, float *tmp);
+/* The same, but where it can (dense units) it may stop at the threshold:
+ * th->only = 1, keep every key > T and the first th->ties keys == T. */
+typedef struct {
+    int only;
+    float T;
+    int64_t ties;
+} topk_threshold;
+pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
+                      uint32_t *idx, float *vals, float *keys, float *tmp, topk_threshold *th);
 
 /* Per-sample state rows (EF per sample, AQ-SGD), keyed by sample id. */
 typedef struct {

@@ -73,6 +73,12 @@ static float radix_select_desc(const float *keys, int64_t c, int64_t r, float *t
 
 pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
                          uint32_t *idx, float *vals, float *keys, float *tmp) {
+    return topk_select(k, x, m, kk, by_value, idx, vals, keys, tmp, NULL);
+}
+
+pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
+                      uint32_t *idx, float *vals, float *keys, float *tmp, topk_threshold *th) {
+    if (th) th->only = 0;
     if (kk <= 0) return PZ_OK;
     if (kk >= m) {
         for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i, vals[i] = x[i];
@@ -115,6 +121,10 @@ pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, i
                 int64_t greater = (int64_t)n_hi;
                 for (int64_t j = 0; j < band; j++) greater += keys[j] > T;
                 int64_t ties = kk - greater;
+                if (th) { /* the caller takes the elements itself in its own pass */
+                    th->only = 1, th->T = T, th->ties = ties;
+                    return PZ_OK;
+                }
                 const int64_t c2 = (int64_t)k->select_ge(x, (size_t)m, T, by_value, idx, vals);
                 if (c2 == kk) return PZ_OK; /* no ties beyond k: nothing to drop */
                 int64_t out = 0;
@@ -320,6 +330,7 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
     uint32_t *pos = scratch_get(sc, SC_POS, sizeof(uint32_t) * (size_t)(U * kk + 1)); /* unit-relative, ascending */
     uint32_t *idx_all = NULL;
     float *keys_all = NULL, *tmp_all = NULL, *cvals_all = NULL;
+    topk_threshold *ths = p->id == CODEC_MS ? pz_calloc((size_t)(U ? U : 1), sizeof(topk_threshold)) : NULL;
     float *vals = scratch_get(sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));
     if (p->id != CODEC_RANDK) {
         idx_all = scratch_get(sc, SC_IDX, sizeof(uint32_t) * (size_t)(n + 1));
@@ -340,13 +351,13 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
         for (int64_t un = 0; un < U; un++) {
             uint32_t *idx = idx_all + un * m;
             float *keys = keys_all + un * m, *cv = cvals_all + un * m;
-            pz_status s = topk_positions(k, x + un * m, m, kk, by_value, idx, cv, keys, tmp_all + un * m);
+            pz_status s = topk_select(k, x + un * m, m, kk, by_value, idx, cv, keys, tmp_all + un * m, ths ? &ths[un] : NULL);
             if (s == PZ_OK && p->id == CODEC_RANDTOPK && kk < m) {
                 pz_rng r;
                 pz_rng_seed(&r, seed ^ (uint64_t)un);
                 randtopk_positions(&r, idx, m, kk, p->alpha, pos + un * kk);
                 for (int64_t j = 0; j < kk; j++) vals[un * kk + j] = x[un * m + pos[un * kk + j]];
-            } else if (s == PZ_OK) {
+            } else if (s == PZ_OK && !(ths && ths[un].only)) {
                 memcpy(pos + un * kk, idx, sizeof(uint32_t) * (size_t)kk);
                 memcpy(vals + un * kk, cv, sizeof(float) * (size_t)kk);
             }
@@ -356,7 +367,10 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
             }
         }
     }
-    if (st) return st;
+    if (st) {
+        free(ths);
+        return st;
+    }
     if (p->id == CODEC_RANDK)
         for (int64_t un = 0; un < U; un++)
             for (int64_t j = 0; j < kk; j++) vals[un * kk + j] = x[un * m + pos[un * kk + j]];
@@ -375,15 +389,17 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
         float *tmin = pz_malloc(sizeof(float) * (size_t)(U ? U : 1));
         for (int64_t un = 0; un < U; un++) {
             float T = INFINITY;
-            for (int64_t j = 0; j < kk; j++) {
-                const float a = fabsf(vals[un * kk + j]);
-                T = a < T ? a : T;
-            }
+            if (ths[un].only) T = ths[un].T; /* the k-th largest magnitude is the smallest kept */
+            else
+                for (int64_t j = 0; j < kk; j++) {
+                    const float a = fabsf(vals[un * kk + j]);
+                    T = a < T ? a : T;
+                }
             tmin[un] = kk ? T : 0.0f;
             memcpy(o + 4 * un, &tmin[un], 4);
         }
         o += 4 * U;
-        write_values(k, p->value_type, h->value_bits, vals, U, kk, o, sc);
+        uint8_t *values_out = o;
         o += vbytes;
         uint8_t *codes_out = o, *sign_bits = scratch_get(sc, SC_NEG, bits_bytes((uint64_t)n, 1));
         enum { MCH = 4096 };
@@ -392,15 +408,35 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
         for (int64_t c0 = 0; c0 < n; c0 += MCH) {
             const int64_t c1 = n - c0 < MCH ? n : c0 + MCH;
             uint8_t codes[MCH], neg[MCH];
+            uint32_t cidx[MCH];
+            float cval[MCH];
             for (int64_t i = c0; i < c1;) {
                 while ((un + 1) * m <= i) un++, next = 0;
                 const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
                 const float T = tmin[un];
                 k->quant_abs(x + i, (size_t)(end - i), T > 0.0f ? (float)L / T : 0.0f, L - 1, codes + (i - c0));
                 k->negative(x + i, (size_t)(end - i), neg + (i - c0));
-                const uint32_t *pu = pos + un * kk;
-                while (next < kk && un * m + (int64_t)pu[next] < end) codes[un * m + pu[next] - c0] = (uint8_t)L, next++;
+                if (ths[un].only) { /* take the kept elements here, in order */
+                    const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, 0, cidx, cval);
+                    for (size_t j = 0; j < cn; j++) {
+                        const float a = fabsf(cval[j]);
+                        if (a == T) {
+                            if (ths[un].ties <= 0) continue; /* a tie beyond k: an ordinary code */
+                            ths[un].ties--;
+                        }
+                        if (next < kk) vals[un * kk + next] = cval[j];
+                        next++;
+                        codes[i - c0 + cidx[j]] = (uint8_t)L;
+                    }
+                } else {
+                    const uint32_t *pu = pos + un * kk;
+                    while (next < kk && un * m + (int64_t)pu[next] < end) codes[un * m + pu[next] - c0] = (uint8_t)L, next++;
+                }
                 i = end;
+                if (ths[un].only && i == (un + 1) * m && next != kk) {
+                    free(tmin), free(ths);
+                    return pz_fail(PZ_ERR_STATE, "MS kept %lld of %lld in unit %lld (internal error)", (long long)next, (long long)kk, (long long)un);
+                }
             }
             uint8_t any = 0;
             for (int64_t j = 0; j < c1 - c0; j++) any |= neg[j];
@@ -408,7 +444,9 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
             bits_write(k, codes_out + (size_t)(c0 / 8) * b, codes, (size_t)(c1 - c0), b);
             bits_write(k, sign_bits + c0 / 8, neg, (size_t)(c1 - c0), 1);
         }
-        free(tmin);
+        write_values(k, p->value_type, h->value_bits, vals, U, kk, values_out, sc);
+        free(tmin), free(ths);
+        ths = NULL;
         const int is_signed = p->ms_sign == MS_SIGN_SIGNED || (p->ms_sign == MS_SIGN_AUTO && any_negative);
         if (p->ms_sign == MS_SIGN_UNSIGNED && any_negative)
             return pz_fail(PZ_ERR_ARG, "ms:unsigned got a tensor with negative values (use signed or auto)");

@@ -396,6 +396,24 @@ static void test_ms(void) {
         CHECK(units_ok && st2.rel_error < 0.1, "ms per sample: 150 exact values per unit, error %.4f", st2.rel_error);
         free(a), free(ay);
     }
+    { /* ties at Top_min on a large unit: the first k of the |x| = 2 are kept
+       * exactly (lower index first), the rest get code L - 1 */
+        const int64_t sh3[] = {1, 60000};
+        float *a = malloc(sizeof(float) * 60000), *ay = malloc(sizeof(float) * 60000);
+        pz_rng r;
+        pz_rng_seed(&r, 8);
+        for (int i = 0; i < 60000; i++) a[i] = (float)pz_rng_below(&r, 5) - 2.0f;
+        roundtrip("ms:0.1,bits=2", a, 2, sh3, ay, NULL);
+        int64_t seen2 = 0;
+        int ok = 1;
+        for (int i = 0; i < 60000; i++) {
+            if (fabsf(a[i]) != 2.0f) continue;
+            if (seen2++ < 6000) ok &= ay[i] == a[i];
+            else ok &= ay[i] == (a[i] > 0 ? 1.0f : -1.0f) * (2.0f * (2.0f / 3.0f)); /* code L-1 = 2 of L = 3 */
+        }
+        CHECK(ok, "ms ties at Top_min: the first k kept, the rest one code below");
+        free(a), free(ay);
+    }
     /* signed input: one sign bit per element, signs restored */
     for (int64_t i = 0; i < n; i += 3) x[i] = -x[i];
     pz_codec_stats st;
