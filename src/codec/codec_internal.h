@@ -118,6 +118,7 @@ typedef struct {
     int only;
     float T;
     int64_t ties;
+    int64_t extra; /* keys == T that are NOT kept (0: every key >= T is kept) */
 } topk_threshold;
 pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
                       uint32_t *idx, float *vals, float *keys, float *tmp, topk_threshold *th);

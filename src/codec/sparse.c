@@ -118,11 +118,11 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
             if (t_lo > -INFINITY && (int64_t)n_hi < kk && (int64_t)n_hi + band >= kk) {
                 for (int64_t j = 0; j < band; j++) keys[j] = by_value ? vals[j] : fabsf(vals[j]);
                 const float T = radix_select_desc(keys, band, kk - 1 - (int64_t)n_hi, tmp);
-                int64_t greater = (int64_t)n_hi;
-                for (int64_t j = 0; j < band; j++) greater += keys[j] > T;
+                int64_t greater = (int64_t)n_hi, equal = 0;
+                for (int64_t j = 0; j < band; j++) greater += keys[j] > T, equal += keys[j] == T;
                 int64_t ties = kk - greater;
                 if (th) { /* the caller takes the elements itself in its own pass */
-                    th->only = 1, th->T = T, th->ties = ties;
+                    th->only = 1, th->T = T, th->ties = ties, th->extra = equal - ties;
                     return PZ_OK;
                 }
                 const int64_t c2 = (int64_t)k->select_ge(x, (size_t)m, T, by_value, idx, vals);
@@ -330,7 +330,12 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
     uint32_t *pos = scratch_get(sc, SC_POS, sizeof(uint32_t) * (size_t)(U * kk + 1)); /* unit-relative, ascending */
     uint32_t *idx_all = NULL;
     float *keys_all = NULL, *tmp_all = NULL, *cvals_all = NULL;
-    topk_threshold *ths = p->id == CODEC_MS ? pz_calloc((size_t)(U ? U : 1), sizeof(topk_threshold)) : NULL;
+    /* MS, and TopK when its index section is certainly a bitmap, may take
+     * thresholds instead of lists from dense units and select in their own
+     * chunked pass */
+    const int bitmap_certain = p->id == CODEC_TOPK &&
+                               (p->index_coding == IDX_BITMAP || (p->index_coding == IDX_AUTO && (size_t)(U * kk) >= bits_bytes((uint64_t)n, 1)));
+    topk_threshold *ths = p->id == CODEC_MS || bitmap_certain ? pz_calloc((size_t)(U ? U : 1), sizeof(topk_threshold)) : NULL;
     float *vals = scratch_get(sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));
     if (p->id != CODEC_RANDK) {
         idx_all = scratch_get(sc, SC_IDX, sizeof(uint32_t) * (size_t)(n + 1));
@@ -370,6 +375,85 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
     if (st) {
         free(ths);
         return st;
+    }
+    if (bitmap_certain) {
+        /* TopK from thresholds: per chunk of the flattened tensor, a flag per
+         * element (key >= T), the ties beyond k cleared, the flags packed
+         * into the bitmap and the kept values compressed, all in cache */
+        int all_only = 1;
+        for (int64_t un = 0; un < U; un++) all_only &= ths[un].only;
+        if (all_only) {
+            h->index_coding = IDX_BITMAP;
+            h->value_type = p->value_type;
+            h->value_bits = p->value_type == VAL_QUANT ? p->value_bits : 0;
+            const int by_value = (p->options & OPT_BYVALUE) != 0;
+            uint8_t *bitmap = body;
+            const size_t vbytes = value_bytes(p->value_type, h->value_bits, U, U * kk);
+            enum { TCH = 4096 };
+            int64_t un = 0, next = 0;
+            for (int64_t c0 = 0; c0 < n; c0 += TCH) {
+                const int64_t c1 = n - c0 < TCH ? n : c0 + TCH;
+                uint8_t flags[TCH];
+                uint32_t cidx[TCH];
+                float cval[TCH];
+                for (int64_t i = c0; i < c1;) {
+                    while ((un + 1) * m <= i) un++, next = 0;
+                    const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
+                    const float T = ths[un].T;
+                    if (ths[un].extra == 0) { /* every key >= T is kept: flags and values straight */
+                        k->ge_flags(x + i, (size_t)(end - i), T, by_value, flags + (i - c0));
+                        const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, cval);
+                        if (next + (int64_t)cn > kk) {
+                            free(ths);
+                            return pz_fail(PZ_ERR_STATE, "top-k kept more than %lld in unit %lld (internal error)", (long long)kk, (long long)un);
+                        }
+                        memcpy(vals + un * kk + next, cval, sizeof(float) * cn);
+                        next += (int64_t)cn;
+                        i = end;
+                        continue;
+                    }
+                    const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, cval);
+                    memset(flags + (i - c0), 0, (size_t)(end - i));
+                    for (size_t j = 0; j < cn; j++) { /* drop ties beyond k, keep the order */
+                        const float v = cval[j], key = by_value ? v : fabsf(v);
+                        if (key == T) {
+                            if (ths[un].ties <= 0) continue;
+                            ths[un].ties--;
+                        }
+                        if (next == kk) { next++; break; }
+                        vals[un * kk + next++] = v;
+                        flags[i - c0 + cidx[j]] = 1;
+                    }
+                    if (next > kk) {
+                        free(ths);
+                        return pz_fail(PZ_ERR_STATE, "top-k kept more than %lld in unit %lld (internal error)", (long long)kk, (long long)un);
+                    }
+                    i = end;
+                }
+                bits_write(k, bitmap + c0 / 8, flags, (size_t)(c1 - c0), 1);
+            }
+            free(ths);
+            uint8_t *o = body + bits_bytes((uint64_t)n, 1);
+            write_values(k, p->value_type, h->value_bits, vals, U, kk, o, sc);
+            *body_len = bits_bytes((uint64_t)n, 1) + vbytes;
+            if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
+            return PZ_OK;
+        }
+        /* some unit came back with a list: lists for all */
+        for (int64_t un = 0; un < U && !st; un++) {
+            if (!ths[un].only) {
+                memcpy(pos + un * kk, idx_all + un * m, sizeof(uint32_t) * (size_t)kk);
+                memcpy(vals + un * kk, cvals_all + un * m, sizeof(float) * (size_t)kk);
+                continue;
+            }
+            st = topk_positions(k, x + un * m, m, kk, (p->options & OPT_BYVALUE) != 0, idx_all + un * m, cvals_all + un * m,
+                                keys_all + un * m, tmp_all + un * m);
+            memcpy(pos + un * kk, idx_all + un * m, sizeof(uint32_t) * (size_t)kk);
+            memcpy(vals + un * kk, cvals_all + un * m, sizeof(float) * (size_t)kk);
+        }
+        free(ths);
+        ths = NULL;
+        if (st) return st;
     }
     if (p->id == CODEC_RANDK)
         for (int64_t un = 0; un < U; un++)

@@ -24,6 +24,8 @@ typedef struct {
     void (*quant_abs)(const float *x, size_t n, float inv_step, int cap, uint8_t *codes);
     /* out[i] = x[i] < 0 */
     void (*negative)(const float *x, size_t n, uint8_t *out);
+    /* out[i] = key(x[i]) >= t, key = |x| (or x when by_value) */
+    void (*ge_flags)(const float *x, size_t n, float t, int by_value, uint8_t *out);
     size_t (*count_nonfinite)(const float *x, size_t n);
     /* stochastic: code = clamp(floor((x - lo) * inv_step + u), 0, levels), u from
      * hash(seed, index0 + i); symmetric when sym: v = x * inv_step + M */

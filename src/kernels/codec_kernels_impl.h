@@ -96,6 +96,16 @@ static void K(negative)(const float *restrict x, size_t n, uint8_t *restrict out
     for (size_t i = 0; i < n; i++) out[i] = x[i] < 0.0f;
 }
 
+static void K(ge_flags)(const float *restrict x, size_t n, float t, int by_value, uint8_t *restrict out) {
+    if (by_value) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) out[i] = x[i] >= t;
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) out[i] = fabsf(x[i]) >= t;
+    }
+}
+
 /* number of elements that are NaN or infinite */
 static size_t K(count_nonfinite)(const float *restrict x, size_t n) {
     size_t c = 0;
@@ -397,6 +407,7 @@ static const pz_codec_kernels K(table) = {
     .quant_sym = K(quant_sym),
     .quant_abs = K(quant_abs),
     .negative = K(negative),
+    .ge_flags = K(ge_flags),
     .count_nonfinite = K(count_nonfinite),
     .quant_stoch = K(quant_stoch),
     .dequant = K(dequant),

@@ -71,6 +71,11 @@ static void compare(const pz_codec_kernels *ref, const pz_codec_kernels *k) {
                 k->dequant(ca, n, -1.0f, 0.37f, yb);
                 NOTE(!same_bits(ya, yb, 4 * n), "dequant");
             }
+            for (int bv = 0; bv < 2; bv++) {
+                ref->ge_flags(x, n, 1.5f, bv, ca);
+                k->ge_flags(x, n, 1.5f, bv, cb);
+                NOTE(!same_bits(ca, cb, n), "ge_flags");
+            }
             ref->negative(x, n, ca);
             k->negative(x, n, cb);
             NOTE(!same_bits(ca, cb, n), "negative");
