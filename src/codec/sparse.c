@@ -105,7 +105,7 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
         }
         /* samples from one line are correlated: a wider margin than the
          * binomial 4 sigma */
-        const double r = (double)kk * S / (double)m, margin = 6.0 * sqrt(r) + 24.0;
+        const double r = (double)kk * S / (double)m, margin = 4.5 * sqrt(r) + 16.0;
         if (kk * 20 >= m && r + margin < S) {
             /* dense (>= 5%): the k-th largest lies between two sampled
              * thresholds; one pass counts what is surely in and keeps only
