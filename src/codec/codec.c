@@ -104,7 +104,7 @@ static pz_status base_encode(pz_codec *c, const codec_params *p, const float *t,
     h.payload_len = id_bytes + body_len;
     if (have_crc) { /* payload = ids || body */
         const uint32_t ids_crc = c->k->crc32c(0, frame + PZ_FRAME_HEADER_BYTES, id_bytes);
-        body_crc = id_bytes ? crc32c_combine(ids_crc, body_crc, body_len) : body_crc;
+        body_crc = id_bytes ? pz_crc32c_combine(ids_crc, body_crc, body_len) : body_crc;
     }
     frame_write_header_crc(frame, &h, body_crc, have_crc);
     *len = PZ_FRAME_HEADER_BYTES + h.payload_len;

@@ -73,10 +73,6 @@ void scratch_release(codec_scratch *s);
 pz_status frame_error(pz_frame_error e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void frame_write_header(uint8_t *f, const frame_header *h);
 void frame_write_header_crc(uint8_t *f, const frame_header *h, uint32_t payload_crc, int have_payload_crc);
-/* crc(A || B) from crc(A), crc(B) and |B| (CRC-32C as in the frame) */
-uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
-uint32_t crc32c_shift(uint64_t len);
-uint32_t crc32c_combine_shift(uint32_t crc_a, uint32_t crc_b, uint32_t shift);
 /* Validates header fields, length and checksum. For none/fp16/bf16 frames
  * (one pass of plain conversion, no indices in the payload) the payload's
  * checksum is left to the decoder, which verifies it chunk by chunk while

@@ -80,10 +80,10 @@ static void decode_affine(int sym, int b, float lo, float step, float *dlo, floa
  * cache, possibly on several threads) joined in order. */
 static uint32_t join_crcs(const uint32_t *crcs, int64_t count, size_t chunk_bytes, size_t last_bytes) {
     if (count == 0) return 0;
-    const uint32_t shift = crc32c_shift(chunk_bytes);
+    const uint32_t shift = pz_crc32c_shift(chunk_bytes);
     uint32_t crc = crcs[0];
     for (int64_t i = 1; i < count; i++)
-        crc = i == count - 1 ? crc32c_combine(crc, crcs[i], last_bytes) : crc32c_combine_shift(crc, crcs[i], shift);
+        crc = i == count - 1 ? pz_crc32c_combine(crc, crcs[i], last_bytes) : pz_crc32c_mul(crc, shift) ^ crcs[i];
     return crc;
 }
 
@@ -166,7 +166,7 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
     const size_t sb = scale_bytes(h, u);
     uint32_t crc = k->crc32c(0, body, sb);
     if (chunks)
-        crc = crc32c_combine(crc, join_crcs(crcs, chunks, (size_t)SUPER * b / 8, bits_bytes((uint64_t)(n - (chunks - 1) * SUPER), b)),
+        crc = pz_crc32c_combine(crc, join_crcs(crcs, chunks, (size_t)SUPER * b / 8, bits_bytes((uint64_t)(n - (chunks - 1) * SUPER), b)),
                              bits_bytes((uint64_t)n, b));
     *body_crc = crc;
     if (crcs != crc_small) free(crcs);

@@ -40,32 +40,6 @@ static uint64_t get_u64(const uint8_t *p) { return (uint64_t)get_u32(p) | (uint6
 
 static const uint8_t MAGIC[4] = {'P', 'Z', 'F', 'R'};
 
-/* CRC-32C arithmetic to join checksums of adjacent blocks (as zlib's
- * crc32_combine does for CRC-32): a * b mod P on reflected values, x^(8n). */
-static uint32_t gf2_mul(uint32_t a, uint32_t b) {
-    uint32_t p = 0;
-    for (uint32_t m = 1u << 31; m; m >>= 1) {
-        if (a & m) p ^= b;
-        b = (b & 1) ? (b >> 1) ^ 0x82F63B78u : b >> 1;
-    }
-    return p;
-}
-
-uint32_t crc32c_shift(uint64_t len) {
-    uint32_t result = 1u << 31, sq = 1u << 23;
-    for (; len; len >>= 1) {
-        if (len & 1) result = gf2_mul(result, sq);
-        sq = gf2_mul(sq, sq);
-    }
-    return result;
-}
-
-uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
-    return gf2_mul(crc_a, crc32c_shift(len_b)) ^ crc_b;
-}
-
-uint32_t crc32c_combine_shift(uint32_t crc_a, uint32_t crc_b, uint32_t shift) { return gf2_mul(crc_a, shift) ^ crc_b; }
-
 /* Writes the header; the checksum covers bytes 0..55 and the payload, which
  * must already be in place after the header (or whose CRC-32C the encoder
  * computed while writing it: payload_crc, when have_payload_crc). */
@@ -91,7 +65,7 @@ void frame_write_header_crc(uint8_t *f, const frame_header *h, uint32_t payload_
     put_u64(f + 48, h->payload_len);
     const pz_codec_kernels *k = pz_codec_kernels_best();
     uint32_t crc = k->crc32c(0, f, 56);
-    if (have_payload_crc) crc = crc32c_combine(crc, payload_crc, h->payload_len);
+    if (have_payload_crc) crc = pz_crc32c_combine(crc, payload_crc, h->payload_len);
     else crc = k->crc32c(crc, f + PZ_FRAME_HEADER_BYTES, h->payload_len);
     put_u32(f + 56, crc);
 }
@@ -183,7 +157,7 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
 }
 
 pz_status frame_check_crc(const frame_header *h, uint32_t body_crc) {
-    const uint32_t crc = crc32c_combine(h->crc_pre, body_crc, h->body_len);
+    const uint32_t crc = pz_crc32c_combine(h->crc_pre, body_crc, h->body_len);
     if (crc != h->crc) return frame_error(PZ_FRAME_CHECKSUM, "CRC-32C is %08x, header says %08x", crc, h->crc);
     return PZ_OK;
 }

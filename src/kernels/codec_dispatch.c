@@ -1,4 +1,5 @@
-/* codec_dispatch.c — choose the codec kernels at run time. */
+/* codec_dispatch.c — choose the codec kernels at run time; the CRC-32C
+ * algebra every build and the frame code share. */
 #include "codec_kernels.h"
 
 #include <cpuid.h>
@@ -26,4 +27,26 @@ const pz_codec_kernels *pz_codec_kernels_best(void) {
     if (!k) k = pz_codec_kernels_scalar();
     best = k;
     return best;
+}
+
+uint32_t pz_crc32c_mul(uint32_t a, uint32_t b) {
+    uint32_t p = 0;
+    for (uint32_t m = 1u << 31; m; m >>= 1) {
+        if (a & m) p ^= b;
+        b = (b & 1) ? (b >> 1) ^ 0x82F63B78u : b >> 1;
+    }
+    return p;
+}
+
+uint32_t pz_crc32c_shift(uint64_t len) {
+    uint32_t result = 1u << 31, sq = 1u << 23; /* x^0, x^8 */
+    for (; len; len >>= 1) {
+        if (len & 1) result = pz_crc32c_mul(result, sq);
+        sq = pz_crc32c_mul(sq, sq);
+    }
+    return result;
+}
+
+uint32_t pz_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+    return pz_crc32c_mul(crc_a, pz_crc32c_shift(len_b)) ^ crc_b;
 }

@@ -57,6 +57,13 @@ const pz_codec_kernels *pz_codec_kernels_avx512(void); /* NULL if the CPU lacks 
 /* The widest available; PZ_CODEC_KERNELS=scalar|avx2|avx512 overrides. */
 const pz_codec_kernels *pz_codec_kernels_best(void);
 
+/* CRC-32C algebra (reflected, polynomial 0x82F63B78), to join the CRCs of
+ * adjacent blocks as zlib's crc32_combine does for CRC-32:
+ * crc(A || B) = crc(A) * x^(8 |B|) + crc(B), products mod P. */
+uint32_t pz_crc32c_mul(uint32_t a, uint32_t b);
+uint32_t pz_crc32c_shift(uint64_t len);                     /* x^(8 len) mod P */
+uint32_t pz_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
 /* CPUID: F16C (half-float conversion), which __builtin_cpu_supports does
  * not name on every compiler */
 int pz_cpu_has_f16c(void);

@@ -334,29 +334,6 @@ static size_t K(select_band)(const float *restrict x, size_t n, float lo, float 
     return c;
 }
 
-#ifdef PZ_USE_SSE42
-/* GF(2) arithmetic on reflected CRC-32C values: a * b mod P, and x^(8n)
- * mod P, to join CRCs of adjacent blocks (crc(A||B) = crc(A) x^(8|B|) + crc(B)
- * for the raw, uninverted CRC) */
-static uint32_t K(gf2_mul)(uint32_t a, uint32_t b) {
-    uint32_t p = 0;
-    for (uint32_t m = 1u << 31; m; m >>= 1) {
-        if (a & m) p ^= b;
-        b = (b & 1) ? (b >> 1) ^ 0x82F63B78u : b >> 1;
-    }
-    return p;
-}
-
-static uint32_t K(x_pow_8n)(uint64_t n) {
-    uint32_t result = 1u << 31, sq = 1u << 23; /* x^0; x^8 */
-    for (; n; n >>= 1) {
-        if (n & 1) result = K(gf2_mul)(result, sq);
-        sq = K(gf2_mul)(sq, sq);
-    }
-    return result;
-}
-#endif
-
 static uint32_t K(crc32c)(uint32_t crc, const void *data, size_t n) {
     const uint8_t *p = data;
     crc = ~crc;
@@ -374,10 +351,10 @@ static uint32_t K(crc32c)(uint32_t crc, const void *data, size_t n) {
         /* x^(8 * third) mod P, cached: callers repeat the same lengths */
         static _Thread_local uint64_t cached_len = 0;
         static _Thread_local uint32_t cached_shift = 0;
-        if (cached_len != third) cached_shift = K(x_pow_8n)(third), cached_len = third;
+        if (cached_len != third) cached_shift = pz_crc32c_shift(third), cached_len = third;
         const uint32_t shift = cached_shift;
-        crc = K(gf2_mul)((uint32_t)c0, shift) ^ (uint32_t)c1;
-        crc = K(gf2_mul)(crc, shift) ^ (uint32_t)c2;
+        crc = pz_crc32c_mul((uint32_t)c0, shift) ^ (uint32_t)c1;
+        crc = pz_crc32c_mul(crc, shift) ^ (uint32_t)c2;
         p += 3 * third;
         n -= 3 * third;
     }
