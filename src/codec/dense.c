@@ -150,7 +150,7 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
                 k->negative(x + i, len, cd);
                 for (size_t j = 0; j < len; j++) cd[j] ^= 1; /* 1 = non-negative */
             } else if (stoch) {
-                k->quant_stoch(x + i, len, lo[un], inv, sym ? 2 * M : L, sym, seed32, (uint64_t)i, cd);
+                k->quant_stoch(x + i, len, lo[un], inv, sym ? 2 * M : L, sym, seed32, (uint32_t)i, cd);
             } else if (sym) {
                 k->quant_sym(x + i, len, inv, M, cd);
             } else {

@@ -389,6 +389,11 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
             const int by_value = (p->options & OPT_BYVALUE) != 0;
             uint8_t *bitmap = body;
             const size_t vbytes = value_bytes(p->value_type, h->value_bits, U, U * kk);
+            /* fp32 values without ties beyond k go straight into the frame
+             * (the section may start at any byte: unaligned stores) */
+            int no_extra = 1;
+            for (int64_t u2 = 0; u2 < U; u2++) no_extra &= ths[u2].extra == 0;
+            uint8_t *direct_f32 = p->value_type == VAL_F32 && no_extra ? body + bits_bytes((uint64_t)n, 1) : NULL;
             enum { TCH = 4096 };
             int64_t un = 0, next = 0;
             for (int64_t c0 = 0; c0 < n; c0 += TCH) {
@@ -402,12 +407,16 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
                     const float T = ths[un].T;
                     if (ths[un].extra == 0) { /* every key >= T is kept: flags and values straight */
                         k->ge_flags(x + i, (size_t)(end - i), T, by_value, flags + (i - c0));
-                        const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, cval);
+                        /* values compress straight into their place (the frame's
+                         * fp32 section, else vals) when the room is certain */
+                        float *dst = direct_f32 ? (float *)(void *)(direct_f32 + 4 * (size_t)(un * kk + next)) : vals + un * kk + next;
+                        const int room = kk - next >= end - i;
+                        const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, room ? dst : cval);
                         if (next + (int64_t)cn > kk) {
                             free(ths);
                             return pz_fail(PZ_ERR_STATE, "top-k kept more than %lld in unit %lld (internal error)", (long long)kk, (long long)un);
                         }
-                        memcpy(vals + un * kk + next, cval, sizeof(float) * cn);
+                        if (!room) memcpy(dst, cval, sizeof(float) * cn);
                         next += (int64_t)cn;
                         i = end;
                         continue;
@@ -434,7 +443,7 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
             }
             free(ths);
             uint8_t *o = body + bits_bytes((uint64_t)n, 1);
-            write_values(k, p->value_type, h->value_bits, vals, U, kk, o, sc);
+            if (!direct_f32) write_values(k, p->value_type, h->value_bits, vals, U, kk, o, sc);
             *body_len = bits_bytes((uint64_t)n, 1) + vbytes;
             if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
             return PZ_OK;

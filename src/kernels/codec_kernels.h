@@ -30,7 +30,7 @@ typedef struct {
     /* stochastic: code = clamp(floor((x - lo) * inv_step + u), 0, levels), u from
      * hash(seed, index0 + i); symmetric when sym: v = x * inv_step + M */
     void (*quant_stoch)(const float *x, size_t n, float lo, float inv_step, int levels, int sym,
-                        uint32_t seed, uint64_t index0, uint8_t *codes);
+                        uint32_t seed, uint32_t index0, uint8_t *codes);
     /* x = lo + code * step */
     void (*dequant)(const uint8_t *codes, size_t n, float lo, float step, float *x);
     /* pack n codes of b bits (n % 8 == 0) into n*b/8 bytes, LSB first */
@@ -68,12 +68,12 @@ uint32_t pz_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
  * not name on every compiler */
 int pz_cpu_has_f16c(void);
 
-/* The uniform u in [0, 1) stochastic rounding uses for element `index`:
- * a Weyl sequence (index times the golden ratio, plus the seed) through one
- * xorshift-multiply-xorshift round; the first multiply strength-reduces to
- * an add in a loop, so one multiply per element. Its top 24 bits are used. */
-static inline float pz_stoch_uniform(uint32_t seed, uint64_t index) {
-    uint32_t h = (uint32_t)index * 0x9E3779B9u + seed + (uint32_t)(index >> 32) * 0x632BE5ABu;
+/* The uniform u in [0, 1) stochastic rounding uses for element `index`
+ * (tensors hold fewer than 2^31 elements): a Weyl sequence (index times the
+ * golden ratio, plus the seed) through one xorshift-multiply-xorshift round;
+ * in a loop the first product is an add, so one multiply per element. */
+static inline float pz_stoch_uniform(uint32_t seed, uint32_t index) {
+    uint32_t h = index * 0x9E3779B9u + seed;
     h ^= h >> 16;
     h *= 0x21F0AAADu;
     h ^= h >> 15;

@@ -115,13 +115,13 @@ static size_t K(count_nonfinite)(const float *restrict x, size_t n) {
 }
 
 static void K(quant_stoch)(const float *restrict x, size_t n, float lo, float inv_step, int levels, int sym,
-                           uint32_t seed, uint64_t index0, uint8_t *restrict codes) {
+                           uint32_t seed, uint32_t index0, uint8_t *restrict codes) {
     const float top = (float)levels;
     const float shift = sym ? (float)(levels / 2) : 0.0f;
     const float base = sym ? 0.0f : lo;
 #pragma omp simd
     for (size_t i = 0; i < n; i++) {
-        float v = (x[i] - base) * inv_step + shift + pz_stoch_uniform(seed, index0 + i);
+        float v = (x[i] - base) * inv_step + shift + pz_stoch_uniform(seed, index0 + (uint32_t)i);
         v = v < 0.0f ? 0.0f : v;
         v = v > top ? top : v;
         codes[i] = (uint8_t)(int)v;
