@@ -16,6 +16,10 @@ void pz_set_threads(int n) {
 
 int pz_get_threads(void) { return n_threads > 0 ? n_threads : omp_get_max_threads(); }
 
+void pz_thread_attach(void) {
+    if (n_threads > 0) omp_set_num_threads(n_threads);
+}
+
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int B, int C, int OC) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, OC, C, 1.0f, inp, C, weight, C, 0.0f, out, OC);
     if (bias)
@@ -39,7 +43,7 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
 
 void relu_forward(float *out, const float *inp, size_t n) {
 #pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 65536)
-    for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+    for (size_t i = 0; i < n; i++) out[i] = inp[i] < 0.0f ? 0.0f : inp[i]; /* NaN passes, as in PyTorch */
 }
 
 void relu_backward(float *dinp, const float *dout, const float *out, size_t n) {

@@ -16,6 +16,10 @@
  * per-sample loops so the two never oversubscribe the cores. */
 void pz_set_threads(int n);
 int pz_get_threads(void);
+/* Call first in any other thread that runs kernels (a pipeline stage): the
+ * OpenMP thread count is per thread, and OpenBLAS's OpenMP build sizes its
+ * GEMMs by it, so without this a stage would use another summation order. */
+void pz_thread_attach(void);
 
 /* ---- convolution --------------------------------------------------------
  * out (B, OC, OH, OW) = conv(inp (B, C, H, W), weight (OC, C, K, K)) + bias (OC)

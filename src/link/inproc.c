@@ -1,0 +1,147 @@
+/* inproc.c — the in-process link: two bounded FIFO queues of copied
+ * messages guarded by a mutex and condition variables. */
+#include "link.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    int tag;
+    size_t len;
+    uint8_t *data;
+} message;
+
+typedef struct {
+    message *slots;
+    int cap, head, count;
+    int closed; /* the sender closed this direction */
+} queue;
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t changed;
+    queue q[2]; /* q[i]: messages travelling to end i */
+    int refs;
+    char name[64];
+} channel;
+
+struct pz_link {
+    channel *ch;
+    int side; /* 0 or 1 */
+    pz_link_stats stats;
+};
+
+pz_status pz_link_inproc_pair(pz_link **a, pz_link **b, int capacity, const char *name) {
+    if (capacity < 1) return pz_fail(PZ_ERR_ARG, "link capacity must be at least 1, got %d", capacity);
+    channel *ch = pz_calloc(1, sizeof *ch);
+    pthread_mutex_init(&ch->mu, NULL);
+    pthread_cond_init(&ch->changed, NULL);
+    for (int i = 0; i < 2; i++) {
+        ch->q[i].slots = pz_calloc((size_t)capacity, sizeof(message));
+        ch->q[i].cap = capacity;
+    }
+    ch->refs = 2;
+    snprintf(ch->name, sizeof ch->name, "%s", name ? name : "link");
+    *a = pz_calloc(1, sizeof **a);
+    *b = pz_calloc(1, sizeof **b);
+    (*a)->ch = ch, (*a)->side = 0;
+    (*b)->ch = ch, (*b)->side = 1;
+    return PZ_OK;
+}
+
+pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len) {
+    channel *ch = l->ch;
+    queue *q = &ch->q[1 - l->side];
+    uint8_t *copy = pz_malloc(len ? len : 1);
+    memcpy(copy, msg, len);
+    pthread_mutex_lock(&ch->mu);
+    while (q->count == q->cap && !ch->q[l->side].closed && !q->closed) pthread_cond_wait(&ch->changed, &ch->mu);
+    if (ch->q[l->side].closed || q->closed) { /* the peer is gone, or we closed */
+        pthread_mutex_unlock(&ch->mu);
+        free(copy);
+        return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link; cannot send", ch->name);
+    }
+    q->slots[(q->head + q->count) % q->cap] = (message){tag, len, copy};
+    q->count++;
+    pthread_cond_broadcast(&ch->changed);
+    pthread_mutex_unlock(&ch->mu);
+    l->stats.messages_sent++;
+    l->stats.bytes_sent += len;
+    return PZ_OK;
+}
+
+pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t *len, double timeout_s) {
+    channel *ch = l->ch;
+    queue *q = &ch->q[l->side];
+    struct timespec until;
+    if (timeout_s >= 0) {
+        clock_gettime(CLOCK_REALTIME, &until);
+        const double t = until.tv_sec + until.tv_nsec * 1e-9 + timeout_s;
+        until.tv_sec = (time_t)t;
+        until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
+    }
+    pthread_mutex_lock(&ch->mu);
+    while (q->count == 0 && !q->closed) {
+        if (timeout_s < 0) pthread_cond_wait(&ch->changed, &ch->mu);
+        else if (pthread_cond_timedwait(&ch->changed, &ch->mu, &until) == ETIMEDOUT && q->count == 0 && !q->closed) {
+            pthread_mutex_unlock(&ch->mu);
+            return pz_fail(PZ_ERR_STATE, "%s: no message within %.1f s (peer hung?)", ch->name, timeout_s);
+        }
+    }
+    if (q->count == 0) {
+        pthread_mutex_unlock(&ch->mu);
+        return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link", ch->name);
+    }
+    message m = q->slots[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->count--;
+    pthread_cond_broadcast(&ch->changed);
+    pthread_mutex_unlock(&ch->mu);
+    if (*cap < m.len) {
+        uint8_t *nb = realloc(*buf, m.len);
+        if (!nb) {
+            free(m.data);
+            return pz_fail(PZ_ERR_NOMEM, "%s: out of memory for a %zu-byte message", ch->name, m.len);
+        }
+        *buf = nb, *cap = m.len;
+    }
+    memcpy(*buf, m.data, m.len);
+    free(m.data);
+    *tag = m.tag;
+    *len = m.len;
+    l->stats.messages_received++;
+    l->stats.bytes_received += m.len;
+    return PZ_OK;
+}
+
+void pz_link_close(pz_link *l) {
+    channel *ch = l->ch;
+    pthread_mutex_lock(&ch->mu);
+    ch->q[1 - l->side].closed = 1; /* the direction this end sends on */
+    pthread_cond_broadcast(&ch->changed);
+    pthread_mutex_unlock(&ch->mu);
+}
+
+void pz_link_free(pz_link *l) {
+    if (!l) return;
+    channel *ch = l->ch;
+    pz_link_close(l);
+    pthread_mutex_lock(&ch->mu);
+    const int last = --ch->refs == 0;
+    pthread_mutex_unlock(&ch->mu);
+    if (last) {
+        for (int i = 0; i < 2; i++) {
+            for (int j = 0; j < ch->q[i].count; j++) free(ch->q[i].slots[(ch->q[i].head + j) % ch->q[i].cap].data);
+            free(ch->q[i].slots);
+        }
+        pthread_mutex_destroy(&ch->mu);
+        pthread_cond_destroy(&ch->changed);
+        free(ch);
+    }
+    free(l);
+}
+
+pz_link_stats pz_link_get_stats(const pz_link *l) { return l->stats; }

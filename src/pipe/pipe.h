@@ -1,0 +1,42 @@
+/* pipe.h — a model cut into stages joined by links, each boundary carrying
+ * encoded frames: activations forward, gradients backward. One thread per
+ * stage over in-process links (the default); every stage owns its layers,
+ * its optimizer and its codecs' state and talks to its neighbours only
+ * through its links. Knows nothing of how a codec or a link works inside. */
+#ifndef PZ_PIPE_H
+#define PZ_PIPE_H
+
+#include "nn/nn.h"
+
+#define PZ_MAX_STAGES 16
+
+typedef struct {
+    const char *model;      /* preset */
+    pz_shape in;
+    int n_classes, batch_max;
+    uint64_t seed;
+    int n_stages;
+    int cuts[PZ_MAX_STAGES]; /* stage s ends after top-level layer cuts[s] (s < n_stages - 1) */
+    const char *fwd, *bwd;  /* codec specs for activations and gradients at every boundary */
+    pz_optim_kind optimizer;
+    float momentum, weight_decay;
+    int nesterov;
+    double timeout_s;       /* a neighbour silent this long is dead (default 60) */
+} pz_pipe_config;
+
+typedef struct {
+    uint64_t fwd_bytes, bwd_bytes;  /* frame bytes sent across this boundary, as counted by the link */
+    uint64_t elements;              /* activation elements sent forward (fp32 = 4 bytes each) */
+} pz_boundary_stats;
+
+typedef struct pz_pipe pz_pipe;
+
+pz_status pz_pipe_create(pz_pipe **p, const pz_pipe_config *cfg);
+/* One training step of a batch through every stage; *loss and *correct from
+ * the last stage. Errors name the stage and the reason. */
+pz_status pz_pipe_train_step(pz_pipe *p, const float *x, const int32_t *y, const uint32_t *ids, int B, float lr,
+                             float *loss, int *correct);
+pz_boundary_stats pz_pipe_boundary_stats(const pz_pipe *p, int boundary);
+void pz_pipe_free(pz_pipe *p);
+
+#endif
