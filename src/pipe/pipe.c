@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TAG_BATCH = 1, TAG_META, TAG_ACT, TAG_GRAD, TAG_LOSS, TAG_STEPPED, TAG_STOP };
+enum { TAG_BATCH = 1, TAG_META, TAG_ACT, TAG_GRAD, TAG_LOSS, TAG_STEPPED, TAG_STOP, TAG_EVAL, TAG_EVAL_META, TAG_EVAL_RESULT };
 
 typedef struct {
     struct pz_pipe *pipe;
@@ -26,6 +26,10 @@ typedef struct {
     pz_link *prev, *next;      /* towards stage index-1 (or the driver), index+1 (or the driver) */
     pz_codec *fwd_rx, *bwd_tx; /* decoding activations from prev, encoding gradients to prev */
     pz_codec *fwd_tx, *bwd_rx; /* encoding activations to next, decoding gradients from next */
+    /* evaluation: the forward codec without its state (an EF/EF21/AQ-SGD
+     * wrapper's base codec: test samples have no buffers, and evaluating
+     * must not move the training state), and fp32 for plain inference */
+    pz_codec *eval_tx, *eval_rx, *plain_tx, *plain_rx;
     pthread_t thread;
     char error[512];
 } stage;
@@ -37,7 +41,8 @@ struct pz_pipe {
     pz_link *to_first, *from_last; /* the driver's ends */
     uint8_t *buf;
     size_t cap;
-    uint64_t elements[PZ_MAX_STAGES];
+    /* per boundary b (after stage b), written by the sending stage only */
+    uint64_t elements[PZ_MAX_STAGES], train_fwd[PZ_MAX_STAGES], train_bwd[PZ_MAX_STAGES], eval_fwd[PZ_MAX_STAGES];
 };
 
 static pz_status stage_fail(stage *s, pz_status st) {
@@ -47,6 +52,61 @@ static pz_status stage_fail(stage *s, pz_status st) {
 
 /* the batch header: B, ids, labels, lr */
 static size_t meta_bytes(int B) { return 4 + 8 * (size_t)B + 4; }
+
+/* One evaluation batch at this stage: forward in eval mode; the last stage
+ * answers the driver with the summed loss and the hits. msg holds the
+ * header [B][compress][labels] (stage 0: then the inputs). */
+static pz_status stage_eval(stage *s, const uint8_t *msg, size_t len, float *x_in, int32_t *labels, uint8_t **buf,
+                            size_t *cap, uint8_t **frame, size_t *frame_cap) {
+    pz_pipe *p = s->pipe;
+    const int first = s->index == 0, last = s->index == p->S - 1;
+    pz_seq *net = &s->model.net;
+    const pz_shape ins = s->from ? net->layers[s->from - 1].out : net->in;
+    const int64_t in_per = pz_shape_numel(ins);
+    int B, compress, tag;
+    memcpy(&B, msg, 4);
+    if (len < 8 || B < 1 || B > p->cfg.batch_max || len < 8 + 4 * (size_t)B) return pz_fail(PZ_ERR_STATE, "bad evaluation header");
+    memcpy(&compress, msg + 4, 4);
+    memcpy(labels, msg + 8, 4 * (size_t)B);
+    const size_t hdr = 8 + 4 * (size_t)B;
+    uint8_t *header = pz_malloc(hdr);
+    memcpy(header, msg, hdr);
+    pz_status st = PZ_OK;
+    if (first) {
+        if (len != hdr + 4 * (size_t)(B * in_per)) st = pz_fail(PZ_ERR_STATE, "evaluation batch does not fit its header");
+        else memcpy(x_in, msg + hdr, 4 * (size_t)(B * in_per));
+    } else {
+        size_t n;
+        if (!st) st = pz_link_recv(s->prev, &tag, buf, cap, &n, p->cfg.timeout_s);
+        if (!st && tag != TAG_ACT) st = pz_fail(PZ_ERR_STATE, "expected an activation frame, got message %d", tag);
+        if (!st) st = pz_codec_decode(compress ? s->eval_rx : s->plain_rx, *buf, n, x_in, (size_t)(p->cfg.batch_max * in_per), NULL, NULL);
+    }
+    if (!st) {
+        pz_seq_forward(net, s->from, s->to, x_in, B, 0);
+        const float *out = net->act[s->to - 1];
+        if (last) {
+            int correct = 0;
+            const float loss = softmax_xent_forward_backward(NULL, &correct, out, labels, B, s->model.n_classes);
+            uint8_t res[12];
+            const double sum = (double)loss * B;
+            memcpy(res, &sum, 8), memcpy(res + 8, &correct, 4);
+            st = pz_link_send(s->next, TAG_EVAL_RESULT, res, 12);
+        } else {
+            const pz_shape o = net->layers[s->to - 1].out;
+            const int64_t shape[4] = {B, o.c, o.h, o.w};
+            pz_codec *tx = compress ? s->eval_tx : s->plain_tx;
+            const size_t need = pz_codec_max_frame_bytes(tx, 4, shape);
+            if (*frame_cap < need) *frame = realloc(*frame, need), *frame_cap = need;
+            size_t flen;
+            st = pz_codec_encode(tx, out, 4, shape, NULL, *frame, *frame_cap, &flen, NULL);
+            if (!st) st = pz_link_send(s->next, TAG_EVAL_META, header, hdr);
+            if (!st) st = pz_link_send(s->next, TAG_ACT, *frame, flen);
+            if (!st) p->eval_fwd[s->index] += hdr + flen;
+        }
+    }
+    free(header);
+    return st;
+}
 
 static void *stage_main(void *arg) {
     stage *s = arg;
@@ -73,6 +133,10 @@ static void *stage_main(void *arg) {
         if (tag == TAG_STOP) {
             if (!last) pz_link_send(s->next, TAG_STOP, "", 0);
             break;
+        }
+        if (tag == (first ? TAG_EVAL : TAG_EVAL_META)) {
+            if ((st = stage_eval(s, msg, len, x_in, labels, &msg, &cap, &frame, &frame_cap))) break;
+            continue;
         }
         if (tag != (first ? TAG_BATCH : TAG_META) || len < 4) {
             st = pz_fail(PZ_ERR_STATE, "unexpected message %d from the previous stage", tag);
@@ -131,6 +195,7 @@ static void *stage_main(void *arg) {
             if ((st = pz_link_send(s->next, TAG_META, hdr, meta_bytes(B)))) break;
             if ((st = pz_link_send(s->next, TAG_ACT, frame, flen))) break;
             p->elements[s->index] += (uint64_t)(B * out_per);
+            p->train_fwd[s->index] += meta_bytes(B) + flen;
             if ((st = pz_link_recv(s->next, &tag, &msg, &cap, &len, tmo))) break;
             if (tag != TAG_GRAD) {
                 st = pz_fail(PZ_ERR_STATE, "expected a gradient frame, got message %d", tag);
@@ -147,6 +212,7 @@ static void *stage_main(void *arg) {
             size_t flen;
             if ((st = pz_codec_encode(s->bwd_tx, dx, 4, shape, ids, frame, frame_cap, &flen, NULL))) break;
             if ((st = pz_link_send(s->prev, TAG_GRAD, frame, flen))) break;
+            p->train_bwd[s->index - 1] += flen;
         }
         pz_optim_step(&s->opt, s->model.params + s->p0, s->model.grads + s->p0, lr);
         if (first && (st = pz_link_send(s->prev, TAG_STEPPED, "", 0))) break;
@@ -174,6 +240,15 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     if (p->cfg.timeout_s <= 0) p->cfg.timeout_s = 60.0;
     p->S = cfg->n_stages;
     pz_status st = PZ_OK;
+    /* evaluation uses the forward codec's base: "ef(topk:0.1),per=sample" -> "topk:0.1" */
+    char eval_spec[256];
+    snprintf(eval_spec, sizeof eval_spec, "%s", cfg->fwd ? cfg->fwd : "none");
+    const char *open = strchr(eval_spec, '('), *close = strrchr(eval_spec, ')');
+    if (open && close && close > open) {
+        const size_t nlen = (size_t)(close - open - 1);
+        memmove(eval_spec, open + 1, nlen);
+        eval_spec[nlen] = 0;
+    }
     int prev_to = 0;
     pz_link *left = NULL; /* the end the next stage gets as `prev` */
     pz_link_inproc_pair(&p->to_first, &left, 4, "driver <-> stage 0");
@@ -204,6 +279,8 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
         if (i > 0 && (st = pz_codec_create(&s->bwd_tx, cfg->bwd))) break;
         if (i < p->S - 1 && (st = pz_codec_create(&s->fwd_tx, cfg->fwd))) break;
         if (i < p->S - 1 && (st = pz_codec_create(&s->bwd_rx, cfg->bwd))) break;
+        if (i < p->S - 1 && ((st = pz_codec_create(&s->eval_tx, eval_spec)) || (st = pz_codec_create(&s->plain_tx, "none")))) break;
+        if (i > 0 && ((st = pz_codec_create(&s->eval_rx, eval_spec)) || (st = pz_codec_create(&s->plain_rx, "none")))) break;
         if (s->fwd_tx) pz_codec_set_seed(s->fwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i);
         if (s->bwd_tx) pz_codec_set_seed(s->bwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i + 1);
     }
@@ -246,12 +323,44 @@ pz_status pz_pipe_train_step(pz_pipe *p, const float *x, const int32_t *y, const
     return st ? first_stage_error(p, st) : PZ_OK;
 }
 
+pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t N, int compress, double *loss,
+                           double *accuracy) {
+    const int64_t per = pz_shape_numel(p->cfg.in);
+    double total = 0.0;
+    int64_t hits = 0;
+    for (int64_t i = 0; i < N; i += p->cfg.batch_max) {
+        const int B = (int)(N - i < p->cfg.batch_max ? N - i : p->cfg.batch_max);
+        const size_t hdr = 8 + 4 * (size_t)B, len = hdr + 4 * (size_t)(B * per);
+        if (p->cap < len) p->buf = realloc(p->buf, len), p->cap = len;
+        memcpy(p->buf, &B, 4);
+        memcpy(p->buf + 4, &compress, 4);
+        memcpy(p->buf + 8, y + i, 4 * (size_t)B);
+        memcpy(p->buf + hdr, x + i * per, 4 * (size_t)(B * per));
+        pz_status st = pz_link_send(p->to_first, TAG_EVAL, p->buf, len);
+        int tag;
+        size_t n;
+        if (!st) st = pz_link_recv(p->from_last, &tag, &p->buf, &p->cap, &n, p->cfg.timeout_s * p->S);
+        if (!st && (tag != TAG_EVAL_RESULT || n != 12)) st = pz_fail(PZ_ERR_STATE, "the last stage sent message %d instead of a result", tag);
+        if (st) return first_stage_error(p, st);
+        double sum;
+        int c;
+        memcpy(&sum, p->buf, 8), memcpy(&c, p->buf + 8, 4);
+        total += sum, hits += c;
+    }
+    *loss = N ? total / (double)N : 0.0;
+    *accuracy = N ? (double)hits / (double)N : 0.0;
+    return PZ_OK;
+}
+
 pz_boundary_stats pz_pipe_boundary_stats(const pz_pipe *p, int b) {
     pz_boundary_stats s = {0};
     if (b < 0 || b >= p->S - 1) return s;
     const pz_link_stats l = pz_link_get_stats(p->st[b].next);
-    s.fwd_bytes = l.bytes_sent;
-    s.bwd_bytes = l.bytes_received;
+    s.fwd_bytes = p->train_fwd[b];
+    s.bwd_bytes = p->train_bwd[b];
+    s.eval_bytes = p->eval_fwd[b];
+    s.link_fwd_bytes = l.bytes_sent;
+    s.link_bwd_bytes = l.bytes_received;
     s.elements = p->elements[b];
     return s;
 }
@@ -267,6 +376,7 @@ void pz_pipe_free(pz_pipe *p) {
         if (s->model.params) pz_model_free(&s->model);
         pz_optim_free(&s->opt);
         pz_codec_free(s->fwd_rx), pz_codec_free(s->bwd_tx), pz_codec_free(s->fwd_tx), pz_codec_free(s->bwd_rx);
+        pz_codec_free(s->eval_tx), pz_codec_free(s->eval_rx), pz_codec_free(s->plain_tx), pz_codec_free(s->plain_rx);
         pz_link_free(s->prev);
         pz_link_free(s->next);
     }

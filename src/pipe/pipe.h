@@ -25,8 +25,10 @@ typedef struct {
 } pz_pipe_config;
 
 typedef struct {
-    uint64_t fwd_bytes, bwd_bytes;  /* frame bytes sent across this boundary, as counted by the link */
-    uint64_t elements;              /* activation elements sent forward (fp32 = 4 bytes each) */
+    uint64_t fwd_bytes, bwd_bytes;  /* training: headers + frames forward, frames backward */
+    uint64_t eval_bytes;            /* evaluation: headers + frames forward */
+    uint64_t link_fwd_bytes, link_bwd_bytes; /* everything the link moved: = the above summed */
+    uint64_t elements;              /* activation elements sent forward in training (fp32 = 4 bytes each) */
 } pz_boundary_stats;
 
 typedef struct pz_pipe pz_pipe;
@@ -36,6 +38,11 @@ pz_status pz_pipe_create(pz_pipe **p, const pz_pipe_config *cfg);
  * the last stage. Errors name the stage and the reason. */
 pz_status pz_pipe_train_step(pz_pipe *p, const float *x, const int32_t *y, const uint32_t *ids, int B, float lr,
                              float *loss, int *correct);
+/* Eval-mode forward of N examples in batches, through compressed boundaries
+ * (compress = 1: the forward codec without its state) or plain fp32 ones;
+ * mean loss and accuracy. Evaluation traffic is counted at the links too. */
+pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t N, int compress, double *loss,
+                           double *accuracy);
 pz_boundary_stats pz_pipe_boundary_stats(const pz_pipe *p, int boundary);
 void pz_pipe_free(pz_pipe *p);
 

@@ -30,6 +30,14 @@ int main(void) {
     int32_t y[B];
     uint32_t ids[B];
     float ref[STEPS];
+    /* an evaluation set of 40 examples (batches of 16, 16, 8) */
+    float *ex = pz_floats(40 * 784);
+    int32_t ey[40];
+    pz_rng er;
+    pz_rng_seed(&er, 77);
+    for (int i = 0; i < 40 * 784; i++) ex[i] = pz_rng_normal(&er);
+    for (int i = 0; i < 40; i++) ey[i] = (int32_t)pz_rng_below(&er, 10);
+    double ref_eval_loss, ref_eval_acc;
     { /* the one-stage reference */
         pz_model m;
         CHECK(pz_model_preset(&m, "resnet8", (pz_shape){1, 28, 28}, 10, B, 5) == PZ_OK, "%s", pz_last_error());
@@ -39,6 +47,7 @@ int main(void) {
             batch(x, y, ids, t);
             ref[t] = pz_train_step(&m, &o, 0.05f, x, y, B, NULL);
         }
+        pz_evaluate(&m, ex, ey, 40, &ref_eval_loss, &ref_eval_acc);
         pz_optim_free(&o);
         pz_model_free(&m);
     }
@@ -56,6 +65,11 @@ int main(void) {
             if (loss != ref[t]) fprintf(stderr, "  step %d: pipeline %.9g, one stage %.9g\n", t, loss, ref[t]);
         }
         CHECK(same, "4 stages with codec none reproduce the one-stage losses bit for bit");
+        double el, ea, cl, ca;
+        CHECK(pz_pipe_evaluate(p, ex, ey, 40, 0, &el, &ea) == PZ_OK, "%s", pz_last_error());
+        CHECK(el == ref_eval_loss && ea == ref_eval_acc, "plain evaluation through 4 stages: loss %.9g acc %g, one stage %.9g %g", el,
+              ea, ref_eval_loss, ref_eval_acc);
+        CHECK(pz_pipe_evaluate(p, ex, ey, 40, 1, &cl, &ca) == PZ_OK && cl == el, "with codec none, compressed evaluation is the same");
         /* byte accounting: per step and boundary, a header (4 + 8B + 4 bytes)
          * and a frame (64 + 4 * activation elements) forward, a frame back */
         const int64_t act[3] = {16 * 28 * 28, 32 * 14 * 14, 64 * 7 * 7};
@@ -65,6 +79,12 @@ int main(void) {
             const uint64_t bwd = STEPS * (64 + 4 * (uint64_t)B * act[b]);
             CHECK(s.fwd_bytes == fwd && s.bwd_bytes == bwd, "boundary %d: %llu/%llu bytes, expected %llu/%llu", b,
                   (unsigned long long)s.fwd_bytes, (unsigned long long)s.bwd_bytes, (unsigned long long)fwd, (unsigned long long)bwd);
+            /* two evaluations of 40 examples: 3 headers (8 + 4B) and frames each */
+            const uint64_t ev = 2 * ((8 + 4 * 16 + 64 + 4 * 16 * (uint64_t)act[b]) * 2 + (8 + 4 * 8 + 64 + 4 * 8 * (uint64_t)act[b]));
+            CHECK(s.eval_bytes == ev, "boundary %d: evaluation bytes %llu, expected %llu", b, (unsigned long long)s.eval_bytes,
+                  (unsigned long long)ev);
+            CHECK(s.link_fwd_bytes == s.fwd_bytes + s.eval_bytes && s.link_bwd_bytes == s.bwd_bytes,
+                  "boundary %d: the link moved exactly what the stages report", b);
         }
         pz_pipe_free(p);
     }
@@ -82,9 +102,14 @@ int main(void) {
             last = loss;
         }
         CHECK(fabsf(first - ref[0]) < 0.05f * ref[0], "q4/q8 first loss %.4f near the uncompressed %.4f", first, ref[0]);
+        double pl, pa, ql, qa;
+        CHECK(pz_pipe_evaluate(p, ex, ey, 40, 0, &pl, &pa) == PZ_OK && pz_pipe_evaluate(p, ex, ey, 40, 1, &ql, &qa) == PZ_OK, "%s",
+              pz_last_error());
+        CHECK(ql != pl && fabs(ql - pl) < 0.1 * pl, "q4 evaluation differs a little from plain: %.4f vs %.4f", ql, pl);
         CHECK(last < first, "training through q4/q8 boundaries lowers the loss: %.4f -> %.4f", first, last);
         pz_boundary_stats s = pz_pipe_boundary_stats(p, 0);
         CHECK(s.fwd_bytes < 12 * (4 * (uint64_t)B * 16 * 784) / 6, "q4 forward: %llu bytes", (unsigned long long)s.fwd_bytes);
+        CHECK(s.bwd_bytes < 12 * (4 * (uint64_t)B * 16 * 784) / 3, "q8 backward: %llu bytes", (unsigned long long)s.bwd_bytes);
         pz_pipe_free(p);
     }
     { /* a stage that fails says which and why */
@@ -105,6 +130,20 @@ int main(void) {
         c.cuts[1] = 3; /* stage 1 would be empty */
         CHECK(pz_pipe_create(&p, &c) == PZ_ERR_ARG && strstr(pz_last_error(), "stage 1"), "%s", pz_last_error());
     }
-    free(x);
+    { /* a stateful forward codec evaluates with its base codec, leaving its state alone */
+        pz_pipe *p;
+        pz_pipe_config c = config("ef(q4)", "none");
+        CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
+        batch(x, y, ids, 0);
+        float loss;
+        int correct;
+        CHECK(pz_pipe_train_step(p, x, y, ids, B, 0.05f, &loss, &correct) == PZ_OK, "%s", pz_last_error());
+        double l1, a1, l2, a2;
+        CHECK(pz_pipe_evaluate(p, ex, ey, 40, 1, &l1, &a1) == PZ_OK && pz_pipe_evaluate(p, ex, ey, 40, 1, &l2, &a2) == PZ_OK,
+              "%s", pz_last_error());
+        CHECK(l1 == l2, "evaluating twice gives the same result (no error-feedback state involved)");
+        pz_pipe_free(p);
+    }
+    free(x), free(ex);
     TEST_DONE();
 }
