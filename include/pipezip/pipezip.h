@@ -59,6 +59,11 @@ typedef struct {
     const char *out_dir;      /* run directory; NULL: no files written */
     const char *metrics_format; /* "jsonl" or "csv" */
     int log_every;            /* write a step record every N steps */
+    /* pipeline: more than one stage when stages > 1 or cuts is set */
+    int stages;               /* stages balanced by compute (1: no pipeline) */
+    const char *cuts;         /* cut after these top-level layers: "3,4,5" or "layer1,layer2,layer3" */
+    const char *fwd, *bwd;    /* codec specs for activations / gradients at every boundary */
+    const char *eval_compress;/* "both" (default), "on" or "off": test through compressed boundaries */
 } pz_run_config;
 
 typedef struct {
@@ -68,6 +73,10 @@ typedef struct {
     double wall_seconds, samples_per_second;
     int64_t n_params;
     int stopped;               /* 1: the progress callback asked to stop */
+    int n_stages;
+    double final_test_accuracy_compressed; /* pipeline, eval through compressed boundaries (-1: not run) */
+    uint64_t fwd_bytes, bwd_bytes;         /* training traffic over all boundaries (headers + frames) */
+    uint64_t fp32_bytes;                   /* the same activations and gradients as raw fp32 */
 } pz_run_result;
 
 typedef struct {
@@ -77,6 +86,7 @@ typedef struct {
     double lr, samples_per_second, elapsed, eta;
     int end_of_epoch;           /* 1: test metrics below are set */
     double test_loss, test_accuracy, epoch_seconds;
+    double test_accuracy_compressed; /* -1 when not evaluated */
 } pz_progress;
 
 /* Called after every step and at the end of every epoch; returning nonzero

@@ -19,10 +19,14 @@
 static _Thread_local char last_error[1024];
 
 pz_status pz_fail(pz_status code, const char *fmt, ...) {
+    /* format into a copy first: the arguments may be the last message itself
+     * (pz_fail(..., "%s: %s", flag, pz_last_error()) adds context) */
+    char msg[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(last_error, msg, sizeof msg);
     return code;
 }
 

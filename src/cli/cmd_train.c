@@ -53,7 +53,11 @@ static int on_progress(const pz_progress *p, void *user) {
     fmt_time(el, sizeof el, p->elapsed);
     if (p->end_of_epoch) {
         if (ps->mode == 1) fprintf(stderr, "\r\033[K");
-        if (ps->mode)
+        if (ps->mode && p->test_accuracy_compressed >= 0)
+            fprintf(stderr, "epoch %2d/%d  train loss %.4f acc %6.2f%%  test acc %6.2f%% (compressed %6.2f%%)  lr %.4g  %.1fs  (%s, ETA %s)\n",
+                    p->epoch, p->epochs, p->loss, 100 * p->accuracy, 100 * p->test_accuracy, 100 * p->test_accuracy_compressed,
+                    p->lr, p->epoch_seconds, el, eta);
+        else if (ps->mode)
             fprintf(stderr, "epoch %2d/%d  train loss %.4f acc %6.2f%%  test loss %.4f acc %6.2f%%  lr %.4g  %.1fs  (%s, ETA %s)\n",
                     p->epoch, p->epochs, p->loss, 100 * p->accuracy, p->test_loss, 100 * p->test_accuracy, p->lr,
                     p->epoch_seconds, el, eta);
@@ -105,6 +109,11 @@ int cmd_train(int argc, char **argv) {
         {"flip", OPT_BOOL, &c.augment_flip, NULL, "random horizontal flips (default: on for fashion-mnist and cifar10)", 0, 0, NULL},
         {"seed", OPT_U64, &c.seed, "N", "seed for initialisation, shuffling and augmentation", 0, 0, NULL},
         {"threads", OPT_INT, &c.threads, "N", "threads (0 = all cores)", 0, 1024, NULL},
+        {"stages", OPT_INT, &c.stages, "S", "cut the model into S stages balanced by compute (threads over in-process links)", 1, 16, NULL},
+        {"cuts", OPT_STR, &c.cuts, "LIST", "cut after these layers (indices or names from pipezip models, e.g. layer1,layer2,layer3)", 0, 0, NULL},
+        {"fwd", OPT_STR, &c.fwd, "SPEC", "codec for activations at every boundary (see pipezip codec --help)", 0, 0, NULL},
+        {"bwd", OPT_STR, &c.bwd, "SPEC", "codec for gradients at every boundary", 0, 0, NULL},
+        {"eval-compress", OPT_STR, &c.eval_compress, "MODE", "test through compressed boundaries, plain ones, or both", 0, 0, "on|off|both"},
         {"out", OPT_STR, &out, "DIR", "run directory (default runs/DATE-MODEL-DATA)", 0, 0, NULL},
         {"no-out", OPT_BOOL, &no_out, NULL, "write no run directory", 0, 0, NULL},
         {"metrics", OPT_STR, &c.metrics_format, "FORMAT", "metrics file format", 0, 0, "jsonl|csv"},
@@ -136,6 +145,8 @@ int cmd_train(int argc, char **argv) {
     fprintf(stderr, "pipezip train: %s on %s, %d epochs, batch %d, %s lr %g (%s), seed %llu%s%s\n", c.model, c.data,
             c.epochs, c.batch, c.optimizer, c.lr, c.schedule, (unsigned long long)c.seed,
             c.out_dir ? ", run directory " : "", c.out_dir ? c.out_dir : "");
+    if (c.stages > 1 || c.cuts)
+        fprintf(stderr, "pipeline: %s, activations %s, gradients %s\n", c.cuts ? c.cuts : "balanced by compute", c.fwd, c.bwd);
     /* Ctrl-C finishes the current step, writes the summary, exits 130 */
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
@@ -159,6 +170,13 @@ int cmd_train(int argc, char **argv) {
            r.samples_per_second, (long long)r.n_params);
     printf("test accuracy %.2f%% (best %.2f%%), test loss %.4f, train loss %.4f\n", 100 * r.final_test_accuracy,
            100 * r.best_test_accuracy, r.final_test_loss, r.final_train_loss);
+    if (r.n_stages > 1) {
+        if (r.final_test_accuracy_compressed >= 0)
+            printf("through compressed boundaries: test accuracy %.2f%%\n", 100 * r.final_test_accuracy_compressed);
+        printf("%d stages, fwd %s, bwd %s: %.2f MB forward + %.2f MB backward on the links, %.2fx less than fp32\n", r.n_stages,
+               c.fwd, c.bwd, r.fwd_bytes / 1e6, r.bwd_bytes / 1e6,
+               r.fwd_bytes + r.bwd_bytes ? (double)r.fp32_bytes / (double)(r.fwd_bytes + r.bwd_bytes) : 0.0);
+    }
     if (c.out_dir) printf("run directory: %s\n", c.out_dir);
     return 0;
 }

@@ -6,6 +6,8 @@
 #include "nn/nn.h"
 #include "data/data.h"
 #include "kernels/kernels.h"
+#include "pipe/pipe.h"
+#include "pipezip/codec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -31,6 +33,10 @@ void pz_run_config_default(pz_run_config *c) {
     c->threads = 0;
     c->metrics_format = "jsonl";
     c->log_every = 10;
+    c->stages = 1;
+    c->fwd = "none";
+    c->bwd = "none";
+    c->eval_compress = "both";
 }
 
 pz_status pz_run_config_check(const pz_run_config *c) {
@@ -56,6 +62,15 @@ pz_status pz_run_config_check(const pz_run_config *c) {
         return pz_fail(PZ_ERR_ARG, "--metrics '%s' (expected jsonl or csv)", c->metrics_format);
     if (c->log_every < 1) return pz_fail(PZ_ERR_ARG, "--log-every must be at least 1, got %d", c->log_every);
     if (c->threads > 1024) return pz_fail(PZ_ERR_ARG, "--threads %d is too many", c->threads);
+    if (c->stages < 1 || c->stages > PZ_MAX_STAGES) return pz_fail(PZ_ERR_ARG, "--stages must be in 1..%d, got %d", PZ_MAX_STAGES, c->stages);
+    if (strcmp(c->eval_compress, "both") && strcmp(c->eval_compress, "on") && strcmp(c->eval_compress, "off"))
+        return pz_fail(PZ_ERR_ARG, "--eval-compress '%s' (expected on, off or both)", c->eval_compress);
+    const char *specs[2] = {c->fwd, c->bwd}, *flags[2] = {"--fwd", "--bwd"};
+    for (int i = 0; i < 2; i++) {
+        pz_codec *codec;
+        if (pz_codec_create(&codec, specs[i])) return pz_fail(PZ_ERR_ARG, "%s: %s", flags[i], pz_last_error());
+        pz_codec_free(codec);
+    }
     return PZ_OK;
 }
 
@@ -91,6 +106,11 @@ static int config_fields(const pz_run_config *c, pz_field *f, char *seed_buf) {
     f[n++] = PZ_STR("seed", seed_buf);
     f[n++] = PZ_NUM("threads", pz_get_threads());
     f[n++] = PZ_STR("version", pz_version());
+    f[n++] = PZ_NUM("stages", c->stages);
+    f[n++] = PZ_STR("cuts", c->cuts ? c->cuts : "");
+    f[n++] = PZ_STR("fwd", c->fwd);
+    f[n++] = PZ_STR("bwd", c->bwd);
+    f[n++] = PZ_STR("eval_compress", c->eval_compress);
     return n;
 }
 
@@ -115,6 +135,23 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
         return st;
     }
     res->n_params = model.n_params;
+    res->n_stages = 1;
+    res->final_test_accuracy_compressed = -1;
+    pz_pipe *pipe = NULL;
+    if (cfg->stages > 1 || (cfg->cuts && *cfg->cuts)) {
+        pz_pipe_config pc = {.model = cfg->model, .in = {train.c, train.h, train.w}, .n_classes = train.n_classes,
+                             .batch_max = cfg->batch, .seed = cfg->seed, .fwd = cfg->fwd, .bwd = cfg->bwd,
+                             .optimizer = !strcmp(cfg->optimizer, "adamw") ? PZ_OPT_ADAMW : PZ_OPT_SGD,
+                             .momentum = cfg->momentum, .weight_decay = cfg->weight_decay, .nesterov = cfg->nesterov};
+        st = pz_pipe_resolve_cuts(&model, cfg->cuts, cfg->stages, &pc);
+        if (!st) st = pz_pipe_create(&pipe, &pc);
+        if (st) {
+            pz_model_free(&model);
+            pz_dataset_free(&train), pz_dataset_free(&test);
+            return st;
+        }
+        res->n_stages = pc.n_stages;
+    }
     opt.momentum = cfg->momentum;
     opt.nesterov = cfg->nesterov;
     opt.weight_decay = cfg->weight_decay;
@@ -157,7 +194,12 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
         while ((B = pz_loader_next(&loader)) > 0) {
             const float lr = pz_schedule_lr(&sched, global_step);
             int correct = 0;
-            const float loss = pz_train_step(&model, &opt, lr, loader.x, loader.y, B, &correct);
+            float loss;
+            if (pipe) {
+                if ((st = pz_pipe_train_step(pipe, loader.x, loader.y, loader.ids, B, lr, &loss, &correct))) break;
+            } else {
+                loss = pz_train_step(&model, &opt, lr, loader.x, loader.y, B, &correct);
+            }
             if (!isfinite(loss)) {
                 st = pz_fail(PZ_ERR_STATE, "training diverged: loss is %g at epoch %d step %lld (try a lower --lr)",
                              loss, epoch + 1, (long long)step + 1);
@@ -183,8 +225,16 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
             if (res->stopped) break;
         }
         if (st || res->stopped) break;
-        double test_loss, test_acc;
-        pz_evaluate(&model, test.x, test.y, test.n, &test_loss, &test_acc);
+        double test_loss = 0, test_acc = 0, cl = -1, ca = -1;
+        if (!pipe) {
+            pz_evaluate(&model, test.x, test.y, test.n, &test_loss, &test_acc);
+        } else {
+            /* Paper A evaluates both ways: through the compressed boundaries and plain */
+            if (strcmp(cfg->eval_compress, "on") && (st = pz_pipe_evaluate(pipe, test.x, test.y, test.n, 0, &test_loss, &test_acc))) break;
+            if (strcmp(cfg->eval_compress, "off") && (st = pz_pipe_evaluate(pipe, test.x, test.y, test.n, 1, &cl, &ca))) break;
+            if (!strcmp(cfg->eval_compress, "on")) test_loss = cl, test_acc = ca;
+            res->final_test_accuracy_compressed = ca;
+        }
         const double now = pz_now();
         res->epochs_done = epoch + 1;
         res->final_train_loss = loss_sum / seen;
@@ -198,16 +248,37 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
                              .total_steps = sched.total_steps, .loss = loss_sum / seen,
                              .accuracy = (double)hits / seen, .lr = pz_schedule_lr(&sched, global_step - 1),
                              .elapsed = now - t0, .samples_per_second = samples / (now - t0), .end_of_epoch = 1,
-                             .test_loss = test_loss, .test_accuracy = test_acc, .epoch_seconds = now - te};
+                             .test_loss = test_loss, .test_accuracy = test_acc, .epoch_seconds = now - te,
+                             .test_accuracy_compressed = ca};
             p.eta = (now - t0) / global_step * (sched.total_steps - global_step);
             if (on_progress(&p, user)) res->stopped = 1;
         }
+        if (pipe) {
+            res->fwd_bytes = res->bwd_bytes = res->fp32_bytes = 0;
+            for (int b = 0; b + 1 < res->n_stages; b++) {
+                const pz_boundary_stats bs = pz_pipe_boundary_stats(pipe, b);
+                res->fwd_bytes += bs.fwd_bytes, res->bwd_bytes += bs.bwd_bytes, res->fp32_bytes += 8 * bs.elements;
+            }
+        }
         if (epochs_m.f) {
-            pz_field f[] = {PZ_NUM("epoch", epoch + 1), PZ_NUM("train_loss", loss_sum / seen),
-                            PZ_NUM("train_accuracy", (double)hits / seen), PZ_NUM("test_loss", test_loss),
-                            PZ_NUM("test_accuracy", test_acc), PZ_NUM("lr", pz_schedule_lr(&sched, global_step - 1)),
-                            PZ_NUM("epoch_time", now - te), PZ_NUM("time", now - t0)};
-            st = pz_metrics_write(&epochs_m, f, (int)(sizeof f / sizeof *f));
+            pz_field f[16];
+            int nf = 0;
+            f[nf++] = PZ_NUM("epoch", epoch + 1);
+            f[nf++] = PZ_NUM("train_loss", loss_sum / seen);
+            f[nf++] = PZ_NUM("train_accuracy", (double)hits / seen);
+            f[nf++] = PZ_NUM("test_loss", test_loss);
+            f[nf++] = PZ_NUM("test_accuracy", test_acc);
+            if (pipe) {
+                f[nf++] = PZ_NUM("test_loss_compressed", cl);
+                f[nf++] = PZ_NUM("test_accuracy_compressed", ca);
+                f[nf++] = PZ_NUM("fwd_bytes", res->fwd_bytes);
+                f[nf++] = PZ_NUM("bwd_bytes", res->bwd_bytes);
+                f[nf++] = PZ_NUM("fp32_bytes", res->fp32_bytes);
+            }
+            f[nf++] = PZ_NUM("lr", pz_schedule_lr(&sched, global_step - 1));
+            f[nf++] = PZ_NUM("epoch_time", now - te);
+            f[nf++] = PZ_NUM("time", now - t0);
+            st = pz_metrics_write(&epochs_m, f, nf);
         }
     }
     res->wall_seconds = pz_now() - t0;
@@ -221,9 +292,14 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
                         PZ_NUM("final_train_accuracy", res->final_train_accuracy),
                         PZ_NUM("wall_seconds", res->wall_seconds),
                         PZ_NUM("samples_per_second", res->samples_per_second),
-                        PZ_NUM("n_params", res->n_params), PZ_NUM("threads", pz_get_threads())};
+                        PZ_NUM("n_params", res->n_params), PZ_NUM("threads", pz_get_threads()),
+                        PZ_NUM("stages", res->n_stages),
+                        PZ_NUM("final_test_accuracy_compressed", res->final_test_accuracy_compressed),
+                        PZ_NUM("fwd_bytes", res->fwd_bytes), PZ_NUM("bwd_bytes", res->bwd_bytes),
+                        PZ_NUM("fp32_bytes", res->fp32_bytes)};
         st = write_json(cfg->out_dir, "summary.json", f, (int)(sizeof f / sizeof *f));
     }
+    pz_pipe_free(pipe);
     pz_metrics_close(&steps_m);
     pz_metrics_close(&epochs_m);
     pz_loader_free(&loader);

@@ -225,6 +225,54 @@ static void *stage_main(void *arg) {
     return NULL;
 }
 
+static int layer_index(const pz_seq *net, const char *name) {
+    char *end;
+    const long v = strtol(name, &end, 10);
+    if (end != name && !*end) return v >= 0 && v < net->n ? (int)v : -1;
+    for (int i = 0; i < net->n; i++)
+        if (!strcmp(net->layers[i].name, name)) return i;
+    /* a group ("layer2"): its last block ("layer2.N") */
+    const size_t len = strlen(name);
+    int found = -1;
+    for (int i = 0; i < net->n; i++)
+        if (!strncmp(net->layers[i].name, name, len) && net->layers[i].name[len] == '.') found = i;
+    return found;
+}
+
+pz_status pz_pipe_resolve_cuts(const pz_model *model, const char *cuts, int stages, pz_pipe_config *cfg) {
+    const pz_seq *net = &model->net;
+    if (cuts && *cuts) {
+        char buf[512], *save = NULL;
+        snprintf(buf, sizeof buf, "%s", cuts);
+        int n = 0, prev = -1;
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            const int i = layer_index(net, t);
+            if (i < 0) return pz_fail(PZ_ERR_ARG, "--cuts: '%s' is not a layer of %s (see pipezip models %s)", t, model->preset, model->preset);
+            if (i <= prev || i >= net->n - 1)
+                return pz_fail(PZ_ERR_ARG, "--cuts: '%s' (layer %d) must come after the previous cut and before the last layer", t, i);
+            if (n == PZ_MAX_STAGES - 1) return pz_fail(PZ_ERR_ARG, "--cuts: at most %d cuts", PZ_MAX_STAGES - 1);
+            cfg->cuts[n++] = i;
+            prev = i;
+        }
+        cfg->n_stages = n + 1;
+        return PZ_OK;
+    }
+    if (stages < 1 || stages > PZ_MAX_STAGES || stages > net->n)
+        return pz_fail(PZ_ERR_ARG, "--stages %d: expected 1..%d for %s", stages, net->n < PZ_MAX_STAGES ? net->n : PZ_MAX_STAGES, model->preset);
+    /* balanced by compute: stage s ends once the cumulative FLOPs pass (s+1)/S
+     * of the total, leaving every later stage at least one layer */
+    int64_t total = 0, run = 0;
+    for (int i = 0; i < net->n; i++) total += net->layers[i].macs + 1;
+    int s = 0;
+    for (int i = 0; i < net->n - 1 && s < stages - 1; i++) {
+        run += net->layers[i].macs + 1;
+        const int left_layers = net->n - 1 - i, left_stages = stages - 1 - s;
+        if (run * stages >= (int64_t)(s + 1) * total || left_layers == left_stages) cfg->cuts[s++] = i;
+    }
+    cfg->n_stages = s + 1;
+    return PZ_OK;
+}
+
 static int64_t param_offset(const pz_seq *net, int layer) {
     int64_t off = 0;
     for (int i = 0; i < layer; i++) off += net->layers[i].n_params;

@@ -33,6 +33,12 @@ typedef struct {
 
 typedef struct pz_pipe pz_pipe;
 
+/* Cut points for `model`: from a list ("3,4,5" or "layer1.0,layer2.0" —
+ * top-level indices or names as `pipezip models` prints them; a group name
+ * like "layer1" means its last block), or, with cuts NULL, `stages` stages
+ * balanced by forward FLOPs. Fills cfg->cuts and cfg->n_stages. */
+pz_status pz_pipe_resolve_cuts(const pz_model *model, const char *cuts, int stages, pz_pipe_config *cfg);
+
 pz_status pz_pipe_create(pz_pipe **p, const pz_pipe_config *cfg);
 /* One training step of a batch through every stage; *loss and *correct from
  * the last stage. Errors name the stage and the reason. */

@@ -108,5 +108,7 @@ int main(void) {
     CHECK(pz_fail(PZ_ERR_IO, "file '%s' gone", "x.bin") == PZ_ERR_IO && !strcmp(pz_last_error(), "file 'x.bin' gone"),
           "error message kept");
     CHECK(!strcmp(pz_status_name(PZ_ERR_FORMAT), "PZ_ERR_FORMAT"), "status names");
+    pz_fail(PZ_ERR_ARG, "%s: %s", "--flag", pz_last_error()); /* context added to the last message */
+    CHECK(!strcmp(pz_last_error(), "--flag: file 'x.bin' gone"), "adding context: %s", pz_last_error());
     TEST_DONE();
 }

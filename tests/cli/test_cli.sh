@@ -15,7 +15,7 @@ expect 2 "Usage: pipezip" -- "$PZ"
 # every train flag is documented
 help=$("$PZ" train --help)
 for flag in model data data-dir limit-train limit-test epochs batch optimizer lr momentum nesterov weight-decay \
-            schedule warmup crop-pad flip seed threads out no-out metrics log-every progress; do
+            schedule warmup crop-pad flip seed threads stages cuts fwd bwd eval-compress out no-out metrics log-every progress; do
   if grep -qE -- "--(\[no-\])?$flag\b" <<<"$help"; then ok; else bad "train --help does not document --$flag"; fi
 done
 
@@ -57,6 +57,16 @@ if [ "$(wc -l < "$tmp/run/epochs.csv")" -eq 3 ] && head -1 "$tmp/run/epochs.csv"
 if grep -q '"status": "finished"' "$tmp/run/summary.json"; then ok; else bad "summary.json: $(cat "$tmp/run/summary.json")"; fi
 if /usr/bin/env python3 -c 'import json,sys; json.load(open(sys.argv[1])); json.load(open(sys.argv[2]))' \
      "$tmp/run/config.json" "$tmp/run/summary.json" 2>/dev/null; then ok; else bad "config.json/summary.json are not valid JSON"; fi
+
+# a pipeline: 3 stages balanced by compute, compressed both ways
+expect 0 "3 stages, fwd q8, bwd q8: [0-9.]+ MB forward \+ [0-9.]+ MB backward on the links, 3\.[0-9]+x less than fp32" -- \
+  "$PZ" train --data synthetic --model lenet5 --epochs 1 --limit-train 512 --limit-test 128 --batch 64 --stages 3 \
+  --fwd q8 --bwd q8 --out "$tmp/pipe" --metrics csv --progress none --threads 1
+if head -1 "$tmp/pipe/epochs.csv" | grep -q "test_accuracy_compressed" && grep -q '"stages": 3' "$tmp/pipe/summary.json"; then ok
+else bad "pipeline run directory: $(head -1 "$tmp/pipe/epochs.csv"); $(cat "$tmp/pipe/summary.json")"; fi
+expect 2 "--fwd: codec spec 'q9'" -- "$PZ" train --data synthetic --stages 2 --fwd q9 --no-out
+expect 2 "--cuts: 'layer9' is not a layer of resnet8" -- "$PZ" train --data synthetic --cuts layer9 --no-out --progress none
+expect 2 "--eval-compress 'maybe' is not one of: on\|off\|both" -- "$PZ" train --eval-compress maybe
 
 # Ctrl-C: the run stops after the current step, writes its summary, exits 130
 "$PZ" train --data synthetic --model lenet5 --epochs 1000 --out "$tmp/int" --progress none --threads 1 \

@@ -124,6 +124,30 @@ int main(void) {
         CHECK(st != PZ_OK && strstr(pz_last_error(), "stage 0") && strstr(pz_last_error(), "NaN"), "error: %s", pz_last_error());
         pz_pipe_free(p);
     }
+    { /* cut points by name, index, group, or balanced by compute */
+        pz_model m;
+        CHECK(pz_model_preset(&m, "resnet8", (pz_shape){1, 28, 28}, 10, 1, 1) == PZ_OK, "%s", pz_last_error());
+        pz_pipe_config c = {0};
+        CHECK(pz_pipe_resolve_cuts(&m, "layer1,layer2,layer3", 0, &c) == PZ_OK && c.n_stages == 4 && c.cuts[0] == 3 &&
+                  c.cuts[1] == 4 && c.cuts[2] == 5, "groups name their last block");
+        CHECK(pz_pipe_resolve_cuts(&m, "layer1.0,4", 0, &c) == PZ_OK && c.n_stages == 3 && c.cuts[0] == 3 && c.cuts[1] == 4,
+              "names and indices");
+        CHECK(pz_pipe_resolve_cuts(&m, NULL, 4, &c) == PZ_OK && c.n_stages == 4, "4 stages by compute");
+        int64_t macs[4] = {0};
+        for (int i = 0, st = 0; i < m.net.n; i++) {
+            macs[st] += m.net.layers[i].macs;
+            if (st < 3 && i == c.cuts[st]) st++;
+        }
+        int64_t lo = macs[0], hi = macs[0];
+        for (int i = 1; i < 4; i++) lo = macs[i] < lo ? macs[i] : lo, hi = macs[i] > hi ? macs[i] : hi;
+        CHECK(lo > 0, "every stage computes (stage FLOPs %lld %lld %lld %lld)", (long long)macs[0], (long long)macs[1],
+              (long long)macs[2], (long long)macs[3]);
+        CHECK(pz_pipe_resolve_cuts(&m, "layer9", 0, &c) == PZ_ERR_ARG && strstr(pz_last_error(), "layer9"), "%s", pz_last_error());
+        CHECK(pz_pipe_resolve_cuts(&m, "4,3", 0, &c) == PZ_ERR_ARG, "cuts must increase");
+        CHECK(pz_pipe_resolve_cuts(&m, "fc", 0, &c) == PZ_ERR_ARG, "no cut after the last layer");
+        CHECK(pz_pipe_resolve_cuts(&m, NULL, 40, &c) == PZ_ERR_ARG, "more stages than layers");
+        pz_model_free(&m);
+    }
     { /* bad cuts */
         pz_pipe *p;
         pz_pipe_config c = config("none", "none");
