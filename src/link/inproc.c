@@ -66,10 +66,12 @@ pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len) {
     }
     q->slots[(q->head + q->count) % q->cap] = (message){tag, len, copy};
     q->count++;
-    pthread_cond_broadcast(&ch->changed);
-    pthread_mutex_unlock(&ch->mu);
+    /* counted before the receiver can see the message, so whoever hears
+     * about it later (through any chain of links) sees the count too */
     l->stats.messages_sent++;
     l->stats.bytes_sent += len;
+    pthread_cond_broadcast(&ch->changed);
+    pthread_mutex_unlock(&ch->mu);
     return PZ_OK;
 }
 
@@ -98,6 +100,8 @@ pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t 
     message m = q->slots[q->head];
     q->head = (q->head + 1) % q->cap;
     q->count--;
+    l->stats.messages_received++;
+    l->stats.bytes_received += m.len;
     pthread_cond_broadcast(&ch->changed);
     pthread_mutex_unlock(&ch->mu);
     if (*cap < m.len) {
@@ -112,8 +116,6 @@ pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t 
     free(m.data);
     *tag = m.tag;
     *len = m.len;
-    l->stats.messages_received++;
-    l->stats.bytes_received += m.len;
     return PZ_OK;
 }
 
@@ -144,4 +146,9 @@ void pz_link_free(pz_link *l) {
     free(l);
 }
 
-pz_link_stats pz_link_get_stats(const pz_link *l) { return l->stats; }
+pz_link_stats pz_link_get_stats(const pz_link *l) {
+    pthread_mutex_lock(&l->ch->mu);
+    const pz_link_stats s = l->stats;
+    pthread_mutex_unlock(&l->ch->mu);
+    return s;
+}

@@ -99,9 +99,10 @@ static pz_status stage_eval(stage *s, const uint8_t *msg, size_t len, float *x_i
             if (*frame_cap < need) *frame = realloc(*frame, need), *frame_cap = need;
             size_t flen;
             st = pz_codec_encode(tx, out, 4, shape, NULL, *frame, *frame_cap, &flen, NULL);
+            /* counted before sending: the send orders it before everything downstream */
+            if (!st) p->eval_fwd[s->index] += hdr + flen;
             if (!st) st = pz_link_send(s->next, TAG_EVAL_META, header, hdr);
             if (!st) st = pz_link_send(s->next, TAG_ACT, *frame, flen);
-            if (!st) p->eval_fwd[s->index] += hdr + flen;
         }
     }
     free(header);
@@ -192,10 +193,10 @@ static void *stage_main(void *arg) {
             memcpy(hdr + 4, ids, 4 * (size_t)B);
             memcpy(hdr + 4 + 4 * (size_t)B, labels, 4 * (size_t)B);
             memcpy(hdr + 4 + 8 * (size_t)B, &lr, 4);
+            p->elements[s->index] += (uint64_t)(B * out_per); /* counted before sending (see inproc.c) */
+            p->train_fwd[s->index] += meta_bytes(B) + flen;
             if ((st = pz_link_send(s->next, TAG_META, hdr, meta_bytes(B)))) break;
             if ((st = pz_link_send(s->next, TAG_ACT, frame, flen))) break;
-            p->elements[s->index] += (uint64_t)(B * out_per);
-            p->train_fwd[s->index] += meta_bytes(B) + flen;
             if ((st = pz_link_recv(s->next, &tag, &msg, &cap, &len, tmo))) break;
             if (tag != TAG_GRAD) {
                 st = pz_fail(PZ_ERR_STATE, "expected a gradient frame, got message %d", tag);
@@ -211,8 +212,8 @@ static void *stage_main(void *arg) {
             if (frame_cap < need) frame = realloc(frame, need), frame_cap = need;
             size_t flen;
             if ((st = pz_codec_encode(s->bwd_tx, dx, 4, shape, ids, frame, frame_cap, &flen, NULL))) break;
-            if ((st = pz_link_send(s->prev, TAG_GRAD, frame, flen))) break;
             p->train_bwd[s->index - 1] += flen;
+            if ((st = pz_link_send(s->prev, TAG_GRAD, frame, flen))) break;
         }
         pz_optim_step(&s->opt, s->model.params + s->p0, s->model.grads + s->p0, lr);
         if (first && (st = pz_link_send(s->prev, TAG_STEPPED, "", 0))) break;
