@@ -1,5 +1,6 @@
 /* inproc.c — the in-process link: two bounded FIFO queues of copied
- * messages guarded by a mutex and condition variables. */
+ * messages guarded by a mutex and condition variables. A message is copied
+ * once, into a buffer the receiver then owns (spare buffers are recycled). */
 #include "link.h"
 
 #include <errno.h>
@@ -10,9 +11,13 @@
 
 typedef struct {
     int tag;
-    size_t len;
+    size_t len, cap;
     uint8_t *data;
 } message;
+
+/* Spare buffers: a receiver hands its previous buffer back for the next
+ * send, so large messages cost one copy and no fresh pages. */
+enum { POOL = 8 };
 
 typedef struct {
     message *slots;
@@ -24,6 +29,9 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t changed;
     queue q[2]; /* q[i]: messages travelling to end i */
+    uint8_t *pool[POOL];
+    size_t pool_cap[POOL];
+    int pooled;
     int refs;
     char name[64];
 } channel;
@@ -55,7 +63,19 @@ pz_status pz_link_inproc_pair(pz_link **a, pz_link **b, int capacity, const char
 pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len) {
     channel *ch = l->ch;
     queue *q = &ch->q[1 - l->side];
-    uint8_t *copy = pz_malloc(len ? len : 1);
+    /* a spare buffer if one is big enough, else a new one */
+    uint8_t *copy = NULL;
+    size_t cap = 0;
+    pthread_mutex_lock(&ch->mu);
+    for (int i = 0; i < ch->pooled; i++)
+        if (ch->pool_cap[i] >= len) {
+            copy = ch->pool[i], cap = ch->pool_cap[i];
+            ch->pool[i] = ch->pool[ch->pooled - 1], ch->pool_cap[i] = ch->pool_cap[ch->pooled - 1];
+            ch->pooled--;
+            break;
+        }
+    pthread_mutex_unlock(&ch->mu);
+    if (!copy) copy = pz_malloc(len ? len : 1), cap = len ? len : 1;
     memcpy(copy, msg, len);
     pthread_mutex_lock(&ch->mu);
     while (q->count == q->cap && !ch->q[l->side].closed && !q->closed) pthread_cond_wait(&ch->changed, &ch->mu);
@@ -64,7 +84,7 @@ pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len) {
         free(copy);
         return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link; cannot send", ch->name);
     }
-    q->slots[(q->head + q->count) % q->cap] = (message){tag, len, copy};
+    q->slots[(q->head + q->count) % q->cap] = (message){tag, len, cap, copy};
     q->count++;
     /* counted before the receiver can see the message, so whoever hears
      * about it later (through any chain of links) sees the count too */
@@ -102,18 +122,13 @@ pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t 
     q->count--;
     l->stats.messages_received++;
     l->stats.bytes_received += m.len;
+    /* the caller's old buffer becomes a spare; the message's buffer is theirs */
+    if (*buf && ch->pooled < POOL) ch->pool[ch->pooled] = *buf, ch->pool_cap[ch->pooled++] = *cap, *buf = NULL;
     pthread_cond_broadcast(&ch->changed);
     pthread_mutex_unlock(&ch->mu);
-    if (*cap < m.len) {
-        uint8_t *nb = realloc(*buf, m.len);
-        if (!nb) {
-            free(m.data);
-            return pz_fail(PZ_ERR_NOMEM, "%s: out of memory for a %zu-byte message", ch->name, m.len);
-        }
-        *buf = nb, *cap = m.len;
-    }
-    memcpy(*buf, m.data, m.len);
-    free(m.data);
+    free(*buf);
+    *buf = m.data;
+    *cap = m.cap;
     *tag = m.tag;
     *len = m.len;
     return PZ_OK;
@@ -139,6 +154,7 @@ void pz_link_free(pz_link *l) {
             for (int j = 0; j < ch->q[i].count; j++) free(ch->q[i].slots[(ch->q[i].head + j) % ch->q[i].cap].data);
             free(ch->q[i].slots);
         }
+        for (int i = 0; i < ch->pooled; i++) free(ch->pool[i]);
         pthread_mutex_destroy(&ch->mu);
         pthread_cond_destroy(&ch->changed);
         free(ch);

@@ -24,8 +24,10 @@ pz_status pz_link_inproc_pair(pz_link **a, pz_link **b, int capacity, const char
  * peer's queue is full; PZ_ERR_STATE if the peer has closed. */
 pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len);
 
-/* Receive the next message into *buf (grown with realloc as needed, *cap
- * its capacity); waits at most timeout_s seconds (< 0: forever).
+/* Receive the next message into *buf (*cap its capacity): the link may
+ * replace *buf with its own buffer (the old one is recycled or freed), so
+ * pass a buffer from malloc, or NULL; free it when done. Waits at most
+ * timeout_s seconds (< 0: forever).
  * PZ_ERR_STATE when the peer closed and nothing is left, or on timeout (the
  * message says which). */
 pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t *len, double timeout_s);
