@@ -122,8 +122,10 @@ static int read_frame(const char *cmd, const char *path, uint8_t **f, size_t *le
 }
 
 /* the positional arguments (a frame file first) of decode/inspect; returns
- * -1 to go on with the frame read into *f, else the exit code */
-static int frame_args(const char *cmd, int argc, char **argv, char **pos, int want, const char *what, uint8_t **f, size_t *len) {
+ * -1 to go on with the frame read into *f and its validated header in
+ * *info, else the exit code */
+static int frame_args(const char *cmd, int argc, char **argv, char **pos, int want, const char *what, uint8_t **f, size_t *len,
+                      pz_frame_info *info) {
     int n_pos;
     int rc = pz_parse_args(cmd, NULL, 0, argc, argv, 3, usage, pos, want, &n_pos);
     if (rc == 1) return 0;
@@ -131,23 +133,24 @@ static int frame_args(const char *cmd, int argc, char **argv, char **pos, int wa
         if (!rc) fprintf(stderr, "%s: needs %s\n", cmd, what);
         return 2;
     }
-    return read_frame(cmd, pos[0], f, len) ? 1 : -1;
+    if (read_frame(cmd, pos[0], f, len)) return 1;
+    if (pz_frame_inspect(*f, *len, info)) {
+        fprintf(stderr, "%s: '%s': %s\n", cmd, pos[0], pz_last_error());
+        free(*f);
+        return 1;
+    }
+    return -1;
 }
 
 static int decode(int argc, char **argv) {
     char *pos[2];
     uint8_t *f;
     size_t len;
-    const int rc = frame_args("pipezip codec decode", argc, argv, pos, 2, "a frame file and an output file", &f, &len);
-    if (rc >= 0) return rc;
     pz_frame_info info;
+    const int rc = frame_args("pipezip codec decode", argc, argv, pos, 2, "a frame file and an output file", &f, &len, &info);
+    if (rc >= 0) return rc;
     pz_tensor t = {0};
     int ret = 0;
-    if (pz_frame_inspect(f, len, &info)) {
-        fprintf(stderr, "pipezip codec decode: '%s': %s\n", pos[0], pz_last_error());
-        free(f);
-        return 1;
-    }
     t.ndim = info.ndim;
     for (int i = 0; i < info.ndim; i++) t.shape[i] = info.shape[i];
     t.data = pz_floats((size_t)info.elements + 1);
@@ -167,14 +170,9 @@ static int inspect(int argc, char **argv) {
     char *pos[1];
     uint8_t *f;
     size_t len;
-    const int rc = frame_args("pipezip codec inspect", argc, argv, pos, 1, "a frame file", &f, &len);
-    if (rc >= 0) return rc;
     pz_frame_info i;
-    if (pz_frame_inspect(f, len, &i)) {
-        fprintf(stderr, "pipezip codec inspect: '%s': %s\n", pos[0], pz_last_error());
-        free(f);
-        return 1;
-    }
+    const int rc = frame_args("pipezip codec inspect", argc, argv, pos, 1, "a frame file", &f, &len, &i);
+    if (rc >= 0) return rc;
     static const char *gran[] = {"tensor", "sample", "channel"}, *vt[] = {"fp32", "fp16", "bf16", "quantized"},
                       *idx[] = {"none", "bitmap", "delta"}, *wr[] = {"none", "ef", "ef21", "aqsgd", "aqsgd warm-up"};
     printf("frame:        %s, %llu bytes (header 64, payload %llu), CRC-32C %08x ok\n", pos[0], (unsigned long long)i.frame_bytes,

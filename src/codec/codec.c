@@ -292,11 +292,17 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
     return PZ_OK;
 }
 
+/* parse a frame for decoding into a destination of cap floats */
+static pz_status parse_for_decode(const uint8_t *frame, size_t len, size_t cap, frame_header *h) {
+    PZ_TRY(frame_parse(frame, len, h));
+    if ((uint64_t)h->n > cap)
+        return frame_error(PZ_FRAME_CAPACITY, "the tensor has %lld elements, the destination holds %zu", (long long)h->n, cap);
+    return PZ_OK;
+}
+
 pz_status pz_frame_decode(const uint8_t *frame, size_t len, float *x, size_t cap, int *ndim, int64_t *shape) {
     frame_header h;
-    PZ_TRY(frame_parse(frame, len, &h));
-    if ((uint64_t)h.n > cap)
-        return frame_error(PZ_FRAME_CAPACITY, "the tensor has %lld elements, the destination holds %zu", (long long)h.n, cap);
+    PZ_TRY(parse_for_decode(frame, len, cap, &h));
     codec_scratch sc = {0};
     const pz_status st = base_decode(&h, pz_codec_kernels_best(), x, &sc);
     scratch_release(&sc);
@@ -309,9 +315,7 @@ pz_status pz_frame_decode(const uint8_t *frame, size_t len, float *x, size_t cap
 
 pz_status pz_codec_decode(pz_codec *c, const uint8_t *frame, size_t len, float *x, size_t cap, int *ndim, int64_t *shape) {
     frame_header h;
-    PZ_TRY(frame_parse(frame, len, &h));
-    if ((uint64_t)h.n > cap)
-        return frame_error(PZ_FRAME_CAPACITY, "the tensor has %lld elements, the destination holds %zu", (long long)h.n, cap);
+    PZ_TRY(parse_for_decode(frame, len, cap, &h));
     const int fw = h.wrapper == WRAP_AQSGD_WARMUP ? WRAP_AQSGD : h.wrapper;
     if ((fw == WRAP_EF21 || fw == WRAP_AQSGD || c->wrapper == WRAP_EF21 || c->wrapper == WRAP_AQSGD) && fw != c->wrapper)
         return frame_error(PZ_FRAME_STATE, "a frame of wrapper %d reached a '%s' receiver", h.wrapper, c->spec);

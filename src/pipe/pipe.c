@@ -53,6 +53,30 @@ static pz_status stage_fail(stage *s, pz_status st) {
 /* the batch header: B, ids, labels, lr */
 static size_t meta_bytes(int B) { return 4 + 8 * (size_t)B + 4; }
 
+static void put_meta(uint8_t *out, int B, const uint32_t *ids, const int32_t *labels, float lr) {
+    memcpy(out, &B, 4);
+    memcpy(out + 4, ids, 4 * (size_t)B);
+    memcpy(out + 4 + 4 * (size_t)B, labels, 4 * (size_t)B);
+    memcpy(out + 4 + 8 * (size_t)B, &lr, 4);
+}
+
+static pz_status grow_buffer(uint8_t **buf, size_t *cap, size_t need) {
+    if (*cap >= need) return PZ_OK;
+    uint8_t *b = realloc(*buf, need);
+    if (!b) return pz_fail(PZ_ERR_NOMEM, "out of memory for a %zu-byte message", need);
+    *buf = b, *cap = need;
+    return PZ_OK;
+}
+
+/* Encode t (B samples of shape sh) with tx into *frame, grown as needed. */
+static pz_status encode_boundary(pz_codec *tx, const float *t, int B, pz_shape sh, const uint32_t *ids, uint8_t **frame,
+                                 size_t *frame_cap, size_t *flen) {
+    const int64_t shape[4] = {B, sh.c, sh.h, sh.w};
+    const size_t need = pz_codec_max_frame_bytes(tx, 4, shape);
+    PZ_TRY(grow_buffer(frame, frame_cap, need));
+    return pz_codec_encode(tx, t, 4, shape, ids, *frame, *frame_cap, flen, NULL);
+}
+
 /* One evaluation batch at this stage: forward in eval mode; the last stage
  * answers the driver with the summed loss and the hits. msg holds the
  * header [B][compress][labels] (stage 0: then the inputs). */
@@ -92,13 +116,9 @@ static pz_status stage_eval(stage *s, const uint8_t *msg, size_t len, float *x_i
             memcpy(res, &sum, 8), memcpy(res + 8, &correct, 4);
             st = pz_link_send(s->next, TAG_EVAL_RESULT, res, 12);
         } else {
-            const pz_shape o = net->layers[s->to - 1].out;
-            const int64_t shape[4] = {B, o.c, o.h, o.w};
-            pz_codec *tx = compress ? s->eval_tx : s->plain_tx;
-            const size_t need = pz_codec_max_frame_bytes(tx, 4, shape);
-            if (*frame_cap < need) *frame = realloc(*frame, need), *frame_cap = need;
             size_t flen;
-            st = pz_codec_encode(tx, out, 4, shape, NULL, *frame, *frame_cap, &flen, NULL);
+            st = encode_boundary(compress ? s->eval_tx : s->plain_tx, out, B, net->layers[s->to - 1].out, NULL, frame, frame_cap,
+                                 &flen);
             /* counted before sending: the send orders it before everything downstream */
             if (!st) p->eval_fwd[s->index] += hdr + flen;
             if (!st) st = pz_link_send(s->next, TAG_EVAL_META, header, hdr);
@@ -182,17 +202,10 @@ static void *stage_main(void *arg) {
             memcpy(res, &loss, 4), memcpy(res + 4, &correct, 4);
             if ((st = pz_link_send(s->next, TAG_LOSS, res, 8))) break;
         } else {
-            const pz_shape o = net->layers[s->to - 1].out;
-            const int64_t shape[4] = {B, o.c, o.h, o.w};
-            const size_t need = pz_codec_max_frame_bytes(s->fwd_tx, 4, shape);
-            if (frame_cap < need) frame = realloc(frame, need), frame_cap = need;
             size_t flen;
-            if ((st = pz_codec_encode(s->fwd_tx, out, 4, shape, ids, frame, frame_cap, &flen, NULL))) break;
+            if ((st = encode_boundary(s->fwd_tx, out, B, net->layers[s->to - 1].out, ids, &frame, &frame_cap, &flen))) break;
             /* the batch header travels with the activations (labels included, as in split learning) */
-            memcpy(hdr, &B, 4);
-            memcpy(hdr + 4, ids, 4 * (size_t)B);
-            memcpy(hdr + 4 + 4 * (size_t)B, labels, 4 * (size_t)B);
-            memcpy(hdr + 4 + 8 * (size_t)B, &lr, 4);
+            put_meta(hdr, B, ids, labels, lr);
             p->elements[s->index] += (uint64_t)(B * out_per); /* counted before sending (see inproc.c) */
             p->train_fwd[s->index] += meta_bytes(B) + flen;
             if ((st = pz_link_send(s->next, TAG_META, hdr, meta_bytes(B)))) break;
@@ -206,12 +219,10 @@ static void *stage_main(void *arg) {
         }
         pz_seq_backward(net, s->from, s->to, x_in, dy, first ? NULL : dx, B);
         if (!first) {
-            const pz_shape i = s->from ? net->layers[s->from - 1].out : net->in;
-            const int64_t shape[4] = {B, i.c, i.h, i.w};
-            const size_t need = pz_codec_max_frame_bytes(s->bwd_tx, 4, shape);
-            if (frame_cap < need) frame = realloc(frame, need), frame_cap = need;
             size_t flen;
-            if ((st = pz_codec_encode(s->bwd_tx, dx, 4, shape, ids, frame, frame_cap, &flen, NULL))) break;
+            if ((st = encode_boundary(s->bwd_tx, dx, B, s->from ? net->layers[s->from - 1].out : net->in, ids, &frame, &frame_cap,
+                                      &flen)))
+                break;
             p->train_bwd[s->index - 1] += flen;
             if ((st = pz_link_send(s->prev, TAG_GRAD, frame, flen))) break;
         }
@@ -355,11 +366,8 @@ pz_status pz_pipe_train_step(pz_pipe *p, const float *x, const int32_t *y, const
     if (B < 1 || B > p->cfg.batch_max) return pz_fail(PZ_ERR_ARG, "batch of %d, the pipeline takes 1..%d", B, p->cfg.batch_max);
     const int64_t per = pz_shape_numel(p->cfg.in);
     const size_t len = meta_bytes(B) + 4 * (size_t)(B * per);
-    if (p->cap < len) p->buf = realloc(p->buf, len), p->cap = len;
-    memcpy(p->buf, &B, 4);
-    memcpy(p->buf + 4, ids, 4 * (size_t)B);
-    memcpy(p->buf + 4 + 4 * (size_t)B, y, 4 * (size_t)B);
-    memcpy(p->buf + 4 + 8 * (size_t)B, &lr, 4);
+    PZ_TRY(grow_buffer(&p->buf, &p->cap, len));
+    put_meta(p->buf, B, ids, y, lr);
     memcpy(p->buf + meta_bytes(B), x, 4 * (size_t)(B * per));
     pz_status st = pz_link_send(p->to_first, TAG_BATCH, p->buf, len);
     int tag;
@@ -380,7 +388,7 @@ pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t
     for (int64_t i = 0; i < N; i += p->cfg.batch_max) {
         const int B = (int)(N - i < p->cfg.batch_max ? N - i : p->cfg.batch_max);
         const size_t hdr = 8 + 4 * (size_t)B, len = hdr + 4 * (size_t)(B * per);
-        if (p->cap < len) p->buf = realloc(p->buf, len), p->cap = len;
+        PZ_TRY(grow_buffer(&p->buf, &p->cap, len));
         memcpy(p->buf, &B, 4);
         memcpy(p->buf + 4, &compress, 4);
         memcpy(p->buf + 8, y + i, 4 * (size_t)B);
