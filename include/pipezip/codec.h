@@ -88,6 +88,11 @@ pz_status pz_codec_encode(pz_codec *codec, const float *x, int ndim, const int64
 pz_status pz_codec_decode(pz_codec *codec, const uint8_t *frame, size_t len, float *x, size_t cap,
                           int *ndim, int64_t *shape);
 
+/* A codec's state (EF/EF21 buffers, AQ-SGD rows, its random stream) as a
+ * malloc'd blob for checkpoints, and back into a codec of the same spec. */
+pz_status pz_codec_state_save(const pz_codec *codec, uint8_t **blob, size_t *len);
+pz_status pz_codec_state_load(pz_codec *codec, const uint8_t *blob, size_t len);
+
 /* ---- frames on their own ---------------------------------------------------- */
 typedef struct {
     int codec_id;

@@ -64,6 +64,15 @@ typedef struct {
     const char *cuts;         /* cut after these top-level layers: "3,4,5" or "layer1,layer2,layer3" */
     const char *fwd, *bwd;    /* codec specs for activations / gradients at every boundary */
     const char *eval_compress;/* "both" (default), "on" or "off": test through compressed boundaries */
+    int micro_batches;        /* GPipe micro-batches per step (1: none) */
+    int aqsgd_warmup;         /* epochs that aqsgd(...) codecs send uncompressed, filling their buffers */
+    const char *link;         /* "inproc" (default), "mpi" (mpirun -np S), "zmq" (client of pipezip serve) */
+    const char *connect;      /* zmq: the server's endpoint, "tcp://HOST:PORT" */
+    const char *client_key, *server_key; /* zmq CURVE: this client's secret key file, the server's public key file */
+    const char *link_bandwidth, *link_latency; /* emulated link: "100mbit", "10ms" (NULL: not emulated) */
+    int link_realtime;        /* really hold frames back instead of only keeping the virtual clock */
+    double timeout;           /* seconds a silent stage or peer is given before the run stops (default 60) */
+    const char *resume;       /* a run directory to continue from its last checkpoint (written every epoch) */
 } pz_run_config;
 
 typedef struct {
@@ -77,6 +86,9 @@ typedef struct {
     double final_test_accuracy_compressed; /* pipeline, eval through compressed boundaries (-1: not run) */
     uint64_t fwd_bytes, bwd_bytes;         /* training traffic over all boundaries (headers + frames) */
     uint64_t fp32_bytes;                   /* the same activations and gradients as raw fp32 */
+    uint64_t eval_bytes, link_bytes;       /* evaluation traffic; everything the links moved */
+    double emulated_seconds;               /* training time on the (emulated) links: the virtual clock */
+    int resumed_from;                      /* the checkpoint's epoch when resuming (0: fresh) */
 } pz_run_result;
 
 typedef struct {
@@ -87,6 +99,7 @@ typedef struct {
     int end_of_epoch;           /* 1: test metrics below are set */
     double test_loss, test_accuracy, epoch_seconds;
     double test_accuracy_compressed; /* -1 when not evaluated */
+    double emulated_seconds;    /* pipeline: training time on the (emulated) links so far; -1 without */
 } pz_progress;
 
 /* Called after every step and at the end of every epoch; returning nonzero

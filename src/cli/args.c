@@ -78,7 +78,8 @@ static int set_value(const char *cmd, const pz_opt *o, const char *v) {
         *(uint64_t *)o->dst = x;
         return 0;
     }
-    case OPT_FLOAT: {
+    case OPT_FLOAT:
+    case OPT_FLOAT64: {
         double x = strtod(v, &end);
         if (end == v || *end || !isfinite(x)) {
             fprintf(stderr, "%s: --%s expects a number, got '%s'\n", cmd, o->name, v);
@@ -88,7 +89,8 @@ static int set_value(const char *cmd, const pz_opt *o, const char *v) {
             fprintf(stderr, "%s: --%s must be in [%g, %g], got %g\n", cmd, o->name, o->min, o->max, x);
             return 2;
         }
-        *(float *)o->dst = (float)x;
+        if (o->type == OPT_FLOAT64) *(double *)o->dst = x;
+        else *(float *)o->dst = (float)x;
         return 0;
     }
     case OPT_BOOL:
@@ -119,6 +121,7 @@ void pz_print_help(FILE *out, const char *usage, const pz_opt *opts, int n) {
         case OPT_I64: fprintf(out, " [%lld]", (long long)*(int64_t *)o->dst); break;
         case OPT_U64: fprintf(out, " [%llu]", (unsigned long long)*(uint64_t *)o->dst); break;
         case OPT_FLOAT: fprintf(out, " [%g]", *(float *)o->dst); break;
+        case OPT_FLOAT64: fprintf(out, " [%g]", *(double *)o->dst); break;
         case OPT_BOOL: fprintf(out, " [%s]", *(int *)o->dst < 0 ? "auto" : *(int *)o->dst ? "on" : "off"); break;
         }
         fputc('\n', out);

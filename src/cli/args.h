@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-typedef enum { OPT_STR, OPT_INT, OPT_I64, OPT_U64, OPT_FLOAT, OPT_BOOL } opt_type;
+typedef enum { OPT_STR, OPT_INT, OPT_I64, OPT_U64, OPT_FLOAT, OPT_FLOAT64, OPT_BOOL } opt_type;
 
 typedef struct {
     const char *name;     /* long name without "--" */

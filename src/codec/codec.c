@@ -354,3 +354,75 @@ pz_status pz_codec_decode(pz_codec *c, const uint8_t *frame, size_t len, float *
         for (int i = 0; i < 4; i++) shape[i] = h.dims[i];
     return PZ_OK;
 }
+
+/* ---- state for checkpoints -------------------------------------------------
+ * [u32 magic "PZCS"][u32 version 1][u64 seed][u64 counter][i32 warmup]
+ * [i64 state_n][state_n f32][i32 store_ready][i64 row][i32 fp16][i64 rows]
+ * [rows u8 present][rows * row_bytes data] */
+enum { STATE_MAGIC = 0x53435A50u, STATE_VERSION = 1 };
+
+static size_t store_row_bytes(const sample_store *s) { return (size_t)s->row * (s->fp16 ? 2 : 4); }
+
+pz_status pz_codec_state_save(const pz_codec *c, uint8_t **out, size_t *len) {
+    const int64_t rows = c->store_ready ? c->store.cap : 0;
+    const size_t rb = c->store_ready ? store_row_bytes(&c->store) : 0;
+    const size_t n = 4 + 4 + 8 + 8 + 4 + 8 + 4 * (size_t)(c->state ? c->state_n : 0) + 4 + 8 + 4 + 8 + (size_t)rows * (1 + rb);
+    uint8_t *b = malloc(n), *p = b;
+    if (!b) return pz_fail(PZ_ERR_NOMEM, "out of memory for a %zu-byte codec state", n);
+    const uint32_t magic = STATE_MAGIC, version = STATE_VERSION;
+    const int64_t sn = c->state ? c->state_n : 0;
+    const int32_t warm = c->warmup, ready = c->store_ready, fp16 = c->store.fp16;
+    const int64_t row = c->store.row;
+#define PUT(v) (memcpy(p, &(v), sizeof(v)), p += sizeof(v))
+    PUT(magic), PUT(version), PUT(c->seed), PUT(c->counter), PUT(warm), PUT(sn);
+    if (sn) memcpy(p, c->state, 4 * (size_t)sn), p += 4 * (size_t)sn;
+    PUT(ready), PUT(row), PUT(fp16), PUT(rows);
+#undef PUT
+    if (rows) {
+        memcpy(p, c->store.present, (size_t)rows), p += rows;
+        memcpy(p, c->store.data, (size_t)rows * rb), p += (size_t)rows * rb;
+    }
+    *out = b, *len = (size_t)(p - b);
+    return PZ_OK;
+}
+
+pz_status pz_codec_state_load(pz_codec *c, const uint8_t *b, size_t len) {
+    const uint8_t *p = b, *end = b + len;
+#define GET(v) do { if ((size_t)(end - p) < sizeof(v)) goto short_blob; memcpy(&(v), p, sizeof(v)); p += sizeof(v); } while (0)
+    uint32_t magic, version;
+    uint64_t seed, counter;
+    int32_t warm, ready, fp16;
+    int64_t sn, row, rows;
+    GET(magic); GET(version);
+    if (magic != STATE_MAGIC || version != STATE_VERSION) return pz_fail(PZ_ERR_FORMAT, "not a pipezip codec state (or another version)");
+    GET(seed); GET(counter); GET(warm); GET(sn);
+    if (sn < 0 || (uint64_t)sn > (uint64_t)(end - p) / 4) goto short_blob;
+    if (sn) {
+        free(c->state);
+        c->state = pz_floats((size_t)sn);
+        c->state_n = sn;
+        memcpy(c->state, p, 4 * (size_t)sn), p += 4 * (size_t)sn;
+    }
+    GET(ready); GET(row); GET(fp16); GET(rows);
+#undef GET
+    if (ready) {
+        if (row < 1 || rows < 0) return pz_fail(PZ_ERR_FORMAT, "codec state: bad per-sample store shape");
+        if (c->store_ready) store_free(&c->store), c->store_ready = 0;
+        if (!!fp16 != !!c->store_fp16) return pz_fail(PZ_ERR_FORMAT, "codec state: rows stored as %s, the codec keeps %s", fp16 ? "fp16" : "fp32", c->store_fp16 ? "fp16" : "fp32");
+        PZ_TRY(ensure_store(c, row));
+        const size_t rb = store_row_bytes(&c->store);
+        if ((uint64_t)rows > (uint64_t)(end - p) / (1 + rb)) goto short_blob;
+        for (int64_t i = 0; i < rows; i++) {
+            if (!p[i]) continue;
+            void *r;
+            PZ_TRY(store_row(&c->store, (uint32_t)i, &r));
+            memcpy(r, p + rows + (size_t)i * rb, rb);
+        }
+        p += (size_t)rows * (1 + rb);
+    }
+    if (p != end) return pz_fail(PZ_ERR_FORMAT, "codec state: %zu bytes left over", (size_t)(end - p));
+    c->seed = seed, c->counter = counter, c->warmup = warm;
+    return PZ_OK;
+short_blob:
+    return pz_fail(PZ_ERR_FORMAT, "codec state is truncated");
+}

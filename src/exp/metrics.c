@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 pz_status pz_metrics_open(pz_metrics *m, const char *dir, const char *stem, const char *format) {
     memset(m, 0, sizeof *m);
@@ -92,4 +94,51 @@ pz_status pz_metrics_write(pz_metrics *m, const pz_field *f, int n) {
 void pz_metrics_close(pz_metrics *m) {
     if (m->f) fclose(m->f);
     m->f = NULL;
+}
+
+/* the epoch of a record: its first field ({"epoch":N,... or N,...) */
+static long record_epoch(const char *line, int csv) {
+    const char *p = line;
+    if (!csv) {
+        p = strstr(line, "\"epoch\":");
+        if (!p) return -1;
+        p += 8;
+    }
+    char *end;
+    const long v = strtol(p, &end, 10);
+    return end == p ? -1 : v;
+}
+
+pz_status pz_metrics_reopen(pz_metrics *m, const char *dir, const char *stem, const char *format, int max_epoch) {
+    memset(m, 0, sizeof *m);
+    m->csv = !strcmp(format, "csv");
+    snprintf(m->path, sizeof m->path, "%s/%s.%s", dir, stem, m->csv ? "csv" : "jsonl");
+    uint8_t *data = NULL;
+    size_t len = 0;
+    if (access(m->path, F_OK) == 0) PZ_TRY(pz_read_file(m->path, &data, &len));
+    /* keep the header and the records of finished epochs; drop the rest */
+    char *kept = pz_malloc(len + 1);
+    size_t k = 0;
+    int first = 1;
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len && data[j] != '\n') j++;
+        char line[64];
+        const size_t n = j - i < sizeof line - 1 ? j - i : sizeof line - 1;
+        memcpy(line, data + i, n);
+        line[n] = 0;
+        const long e = record_epoch(line, m->csv);
+        const int keep = (m->csv && first) || (e >= 1 && e <= max_epoch);
+        if (m->csv && first) m->wrote_header = j > i;
+        first = 0;
+        if (keep && j < len) memcpy(kept + k, data + i, j - i + 1), k += j - i + 1;
+        i = j + 1;
+    }
+    free(data);
+    pz_status st = pz_write_file_atomic(m->path, kept, k);
+    free(kept);
+    if (st) return st;
+    m->f = fopen(m->path, "a");
+    if (!m->f) return pz_fail(PZ_ERR_IO, "cannot append to '%s': %s", m->path, strerror(errno));
+    return PZ_OK;
 }

@@ -23,6 +23,9 @@ typedef struct {
 
 /* Opens DIR/STEM.jsonl or DIR/STEM.csv (format "jsonl" or "csv"). */
 pz_status pz_metrics_open(pz_metrics *m, const char *dir, const char *stem, const char *format);
+/* Reopen for a resumed run: keep the records of epochs 1..max_epoch (and
+ * the CSV header), drop later ones (written after the last checkpoint), append. */
+pz_status pz_metrics_reopen(pz_metrics *m, const char *dir, const char *stem, const char *format, int max_epoch);
 /* One record; CSV takes its header from the first record. */
 pz_status pz_metrics_write(pz_metrics *m, const pz_field *fields, int n);
 void pz_metrics_close(pz_metrics *m);

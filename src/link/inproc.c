@@ -1,7 +1,7 @@
 /* inproc.c — the in-process link: two bounded FIFO queues of copied
  * messages guarded by a mutex and condition variables. A message is copied
  * once, into a buffer the receiver then owns (spare buffers are recycled). */
-#include "link.h"
+#include "link_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -11,6 +11,7 @@
 
 typedef struct {
     int tag;
+    double stamp;
     size_t len, cap;
     uint8_t *data;
 } message;
@@ -36,11 +37,12 @@ typedef struct {
     char name[64];
 } channel;
 
-struct pz_link {
+typedef struct {
     channel *ch;
     int side; /* 0 or 1 */
-    pz_link_stats stats;
-};
+} end;
+
+static const link_ops inproc_ops;
 
 pz_status pz_link_inproc_pair(pz_link **a, pz_link **b, int capacity, const char *name) {
     if (capacity < 1) return pz_fail(PZ_ERR_ARG, "link capacity must be at least 1, got %d", capacity);
@@ -53,14 +55,16 @@ pz_status pz_link_inproc_pair(pz_link **a, pz_link **b, int capacity, const char
     }
     ch->refs = 2;
     snprintf(ch->name, sizeof ch->name, "%s", name ? name : "link");
-    *a = pz_calloc(1, sizeof **a);
-    *b = pz_calloc(1, sizeof **b);
-    (*a)->ch = ch, (*a)->side = 0;
-    (*b)->ch = ch, (*b)->side = 1;
+    end *ea = pz_calloc(1, sizeof *ea), *eb = pz_calloc(1, sizeof *eb);
+    ea->ch = ch, ea->side = 0;
+    eb->ch = ch, eb->side = 1;
+    *a = link_new(&inproc_ops, ea, ch->name);
+    *b = link_new(&inproc_ops, eb, ch->name);
     return PZ_OK;
 }
 
-pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len) {
+static pz_status inproc_send(pz_link *link, int tag, double stamp, const void *msg, size_t len, size_t *wire) {
+    end *l = link->impl;
     channel *ch = l->ch;
     queue *q = &ch->q[1 - l->side];
     /* a spare buffer if one is big enough, else a new one */
@@ -84,18 +88,17 @@ pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len) {
         free(copy);
         return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link; cannot send", ch->name);
     }
-    q->slots[(q->head + q->count) % q->cap] = (message){tag, len, cap, copy};
+    q->slots[(q->head + q->count) % q->cap] = (message){tag, stamp, len, cap, copy};
     q->count++;
-    /* counted before the receiver can see the message, so whoever hears
-     * about it later (through any chain of links) sees the count too */
-    l->stats.messages_sent++;
-    l->stats.bytes_sent += len;
+    *wire = len;
     pthread_cond_broadcast(&ch->changed);
     pthread_mutex_unlock(&ch->mu);
     return PZ_OK;
 }
 
-pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t *len, double timeout_s) {
+static pz_status inproc_recv(pz_link *link, int *tag, double *stamp, uint8_t **buf, size_t *cap, size_t *len,
+                             size_t *wire, double timeout_s) {
+    end *l = link->impl;
     channel *ch = l->ch;
     queue *q = &ch->q[l->side];
     struct timespec until;
@@ -120,8 +123,6 @@ pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t 
     message m = q->slots[q->head];
     q->head = (q->head + 1) % q->cap;
     q->count--;
-    l->stats.messages_received++;
-    l->stats.bytes_received += m.len;
     /* the caller's old buffer becomes a spare; the message's buffer is theirs */
     if (*buf && ch->pooled < POOL) ch->pool[ch->pooled] = *buf, ch->pool_cap[ch->pooled++] = *cap, *buf = NULL;
     pthread_cond_broadcast(&ch->changed);
@@ -131,10 +132,13 @@ pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t 
     *cap = m.cap;
     *tag = m.tag;
     *len = m.len;
+    *stamp = m.stamp;
+    *wire = m.len;
     return PZ_OK;
 }
 
-void pz_link_close(pz_link *l) {
+static void inproc_close(pz_link *link) {
+    end *l = link->impl;
     channel *ch = l->ch;
     pthread_mutex_lock(&ch->mu);
     ch->q[1 - l->side].closed = 1; /* the direction this end sends on */
@@ -142,10 +146,10 @@ void pz_link_close(pz_link *l) {
     pthread_mutex_unlock(&ch->mu);
 }
 
-void pz_link_free(pz_link *l) {
-    if (!l) return;
+static void inproc_free(pz_link *link) {
+    end *l = link->impl;
     channel *ch = l->ch;
-    pz_link_close(l);
+    inproc_close(link);
     pthread_mutex_lock(&ch->mu);
     const int last = --ch->refs == 0;
     pthread_mutex_unlock(&ch->mu);
@@ -162,9 +166,4 @@ void pz_link_free(pz_link *l) {
     free(l);
 }
 
-pz_link_stats pz_link_get_stats(const pz_link *l) {
-    pthread_mutex_lock(&l->ch->mu);
-    const pz_link_stats s = l->stats;
-    pthread_mutex_unlock(&l->ch->mu);
-    return s;
-}
+static const link_ops inproc_ops = {inproc_send, inproc_recv, inproc_close, inproc_free};

@@ -1,8 +1,19 @@
 /* link.h — moving frames between two stages. A link is one end of a
  * bidirectional channel: what one end sends the other receives, in order.
- * The in-process link (threads in one process, the default) copies every
- * message, so no stage ever reads another stage's memory and a stage that
- * works over it works unchanged over MPI or ZeroMQ. Every byte is counted.
+ * Three transports carry the same messages: in-process (threads in one
+ * process, the default; every message is copied, so no stage ever reads
+ * another stage's memory), Open MPI (a rank per stage) and ZeroMQ over TCP
+ * (split learning between parties). Every byte is counted.
+ *
+ * Virtual time. A link end may be given the clock of the stage that owns
+ * it. The stage's clock advances by the wall time it spends between link
+ * operations (its compute, encode and decode); every message carries the
+ * time it arrives, and a receive moves the receiver's clock forward to it.
+ * With an emulated bandwidth and latency a frame sent at t arrives at
+ * max(t, link free) + bytes / bandwidth + latency, so a run reports how long
+ * training would take over that link without waiting for it; with
+ * `realtime` the receiver really waits until then.
+ *
  * Knows nothing of codecs' internals or models. */
 #ifndef PZ_LINK_H
 #define PZ_LINK_H
@@ -12,16 +23,66 @@
 typedef struct pz_link pz_link;
 
 typedef struct {
-    uint64_t messages_sent, bytes_sent, messages_received, bytes_received;
+    uint64_t messages_sent, bytes_sent, messages_received, bytes_received; /* payload */
+    uint64_t wire_bytes_sent, wire_bytes_received; /* what the transport carried: payload + envelope */
+    double busy_seconds; /* emulated: time the sending direction was busy transmitting */
 } pz_link_stats;
 
-/* Two connected ends; each direction holds up to `capacity` messages before
- * send blocks. Free each end with pz_link_free (the channel goes when both
- * are freed). */
+/* A stage's clock (seconds). One per thread of stages; shared by its links. */
+typedef struct {
+    double t;    /* virtual time */
+    double mark; /* wall time of the last link operation */
+    int realtime;
+} pz_clock;
+
+void pz_clock_start(pz_clock *c, int realtime);
+/* Charge the wall time since the last mark (call before reading c->t). */
+void pz_clock_charge(pz_clock *c);
+
+typedef struct {
+    double bandwidth; /* bits per second; 0 = unlimited */
+    double latency;   /* seconds, one way */
+} pz_link_emu;
+
+/* "100mbit", "1gbit", "10Mbit/s", "500kbit", "12.5MB/s", "0" (unlimited). */
+pz_status pz_parse_bandwidth(const char *s, double *bits_per_second);
+/* "10ms", "250us", "1s", "0". */
+pz_status pz_parse_duration(const char *s, double *seconds);
+
+/* Two connected in-process ends; each direction holds up to `capacity`
+ * messages before send blocks. Free each end with pz_link_free (the channel
+ * goes when both are freed). */
 pz_status pz_link_inproc_pair(pz_link **a, pz_link **b, int capacity, const char *name);
 
-/* Send a copy of msg[0..len) with a small integer tag. Blocks while the
- * peer's queue is full; PZ_ERR_STATE if the peer has closed. */
+/* Open MPI: this rank's end of the link to `peer` on MPI_COMM_WORLD.
+ * pz_mpi_init/finalize wrap MPI_Init_thread (one thread at a time calls MPI)
+ * and MPI_Finalize. Without MPI in the build these fail with a message. */
+int pz_mpi_available(void);
+pz_status pz_mpi_init(int *argc, char ***argv, int *rank, int *size);
+void pz_mpi_finalize(void);
+void pz_mpi_abort(int code);
+pz_status pz_link_mpi(pz_link **l, int peer, const char *name);
+
+/* ZeroMQ over TCP (split learning). The server binds `endpoint`
+ * ("tcp://0.0.0.0:5555") and takes one client at a time; the client connects
+ * ("tcp://host:5555"). With CURVE key files (pipezip keygen) the channel is
+ * encrypted and the server accepts only the client key it was given;
+ * NULL keys: plain TCP. */
+int pz_zmq_available(void);
+pz_status pz_link_zmq_listen(pz_link **l, const char *endpoint, const char *server_secret_file,
+                             const char *client_public_file, const char *name);
+pz_status pz_link_zmq_connect(pz_link **l, const char *endpoint, const char *client_secret_file,
+                              const char *server_public_file, const char *name);
+/* Write a CURVE key pair: PATH (secret, mode 0600) and PATH.pub. */
+pz_status pz_zmq_keygen(const char *path);
+
+/* Use `clock` for this end's messages (NULL: none), and emulate `emu` on
+ * what this end sends (NULL: an ideal link). */
+void pz_link_set_clock(pz_link *l, pz_clock *clock);
+void pz_link_set_emulation(pz_link *l, const pz_link_emu *emu);
+
+/* Send a copy of msg[0..len) with a small integer tag (1..255). Blocks while
+ * the transport is full; PZ_ERR_STATE if the peer has closed. */
 pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len);
 
 /* Receive the next message into *buf (*cap its capacity): the link may
@@ -36,5 +97,6 @@ pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t 
 void pz_link_close(pz_link *l);
 void pz_link_free(pz_link *l);
 pz_link_stats pz_link_get_stats(const pz_link *l);
+const char *pz_link_name(const pz_link *l);
 
 #endif

@@ -394,3 +394,23 @@ void pz_seq_backward(pz_seq *s, int from, int to, const float *x, const float *d
         which ^= 1;
     }
 }
+
+/* ------------------------------------------------------------------------- */
+/* sharing: dst's layers use src's parameters, gradients and running
+ * statistics (dst keeps its own activations and workspaces) */
+static void share_seq(pz_seq *s, const pz_model *dst, const pz_model *src) {
+#define MAP(ptr, arr) if (ptr) ptr = src->arr + ((ptr) - dst->arr)
+    for (int i = 0; i < s->n; i++) {
+        pz_layer *l = &s->layers[i];
+        MAP(l->weight, params);
+        MAP(l->bias, params);
+        MAP(l->dweight, grads);
+        MAP(l->dbias, grads);
+        MAP(l->run_mean, buffers);
+        MAP(l->run_var, buffers);
+        if (l->kind == PZ_LAYER_BLOCK) share_seq(l->main, dst, src), share_seq(l->shortcut, dst, src);
+    }
+#undef MAP
+}
+
+void pz_model_share(pz_model *dst, const pz_model *src) { share_seq(&dst->net, dst, src); }

@@ -84,6 +84,10 @@ pz_status pz_add_basic_block(pz_seq *s, const char *name, int oc, int stride);
  * biases, bn gamma 1 beta 0) from seed. Call pz_set_threads() first. */
 pz_status pz_model_finalize(pz_model *m, int batch_max, int n_classes, uint64_t seed);
 void pz_model_free(pz_model *m);
+/* Make dst (built from the same preset) use src's parameters, gradients and
+ * running statistics: a second set of activation buffers over one model
+ * (pipeline micro-batches). src must outlive dst's use; free both. */
+void pz_model_share(pz_model *dst, const pz_model *src);
 
 /* Presets: mlp, lenet5, resnet8, resnet20 (CIFAR-style, widths 16/32/64). */
 pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_classes,

@@ -1,63 +1,83 @@
 /* pipe.c — stages as threads, the step schedule (forward, loss, backward,
- * optimizer step) and the messages between them.
+ * optimizer step; GPipe micro-batches) and the messages between them.
  *
- * Messages on a link between stages s and s+1, forward: META (batch size,
- * sample ids, labels, learning rate) then ACT (the encoded activation
- * frame); backward: GRAD (the encoded gradient frame). The driver talks to
- * stage 0 (BATCH in, STEPPED out) and to the last stage (LOSS out). STOP
- * travels forward and ends every thread. */
+ * The stages form a chain: driver <-> stage 0 <-> ... <-> stage S-1. On the
+ * link between stages s and s+1, forward: META (micro-batch size, sample
+ * ids, labels, learning rate) then ACT (the encoded activation frame);
+ * backward: LOSS (once per step, from the last stage) then GRAD frames. The
+ * driver sends stage 0 a BATCH and gets LOSS and STEPPED back. Evaluation:
+ * EVAL / EVAL_META + ACT forward, EVAL_RESULT back. STATS and SAVE travel to
+ * the last stage, each stage adding its part, and come back as STATS_REPLY
+ * and SAVED. STOP travels forward and ends every stage. A stage that fails
+ * sends ERROR with its reason both ways before closing its links, so the
+ * driver names the stage where it started. */
 #include "pipe.h"
-#include "link/link.h"
-#include "pipezip/codec.h"
 #include "kernels/kernels.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { TAG_BATCH = 1, TAG_META, TAG_ACT, TAG_GRAD, TAG_LOSS, TAG_STEPPED, TAG_STOP, TAG_EVAL, TAG_EVAL_META, TAG_EVAL_RESULT };
+enum {
+    TAG_BATCH = 1, TAG_META, TAG_ACT, TAG_GRAD, TAG_LOSS, TAG_STEPPED, TAG_STOP, TAG_EVAL, TAG_EVAL_META,
+    TAG_EVAL_RESULT, TAG_STATS, TAG_STATS_REPLY, TAG_SAVE, TAG_SAVED, TAG_ERROR, TAG_WARMUP, TAG_WARMUP_SET
+};
+
+/* What a stage reports about its two boundaries (host byte order: every
+ * stage of a run is on one architecture). */
+typedef struct {
+    int32_t stage, pad;
+    /* the boundary after this stage: activations it sent, gradients it decoded */
+    uint64_t act_bytes, act_frames, act_elements, act_err_n, eval_bytes;
+    double act_err_sum, act_encode_s, grad_decode_s;
+    /* the boundary before it: gradients it sent, activations it decoded */
+    uint64_t grad_bytes, grad_frames, grad_elements, grad_err_n;
+    double grad_err_sum, grad_encode_s, act_decode_s;
+    double compute_s, clock;
+    pz_link_stats next, prev;
+} stage_report;
 
 typedef struct {
     struct pz_pipe *pipe;
     int index, from, to;       /* top-level layers [from, to) */
-    pz_model model;            /* this stage's own copy; it uses only its layers */
+    int M;                     /* micro-batches */
+    pz_model model[PZ_MAX_STAGES]; /* model[0] owns the parameters; the others share them (micro-batches) */
     pz_optim opt;
     int64_t p0, p1;            /* its parameters in model.params */
-    pz_link *prev, *next;      /* towards stage index-1 (or the driver), index+1 (or the driver) */
+    pz_link *prev, *next;      /* towards stage index-1 (or the driver), index+1 (NULL for the last) */
     pz_codec *fwd_rx, *bwd_tx; /* decoding activations from prev, encoding gradients to prev */
     pz_codec *fwd_tx, *bwd_rx; /* encoding activations to next, decoding gradients from next */
     /* evaluation: the forward codec without its state (an EF/EF21/AQ-SGD
      * wrapper's base codec: test samples have no buffers, and evaluating
      * must not move the training state), and fp32 for plain inference */
     pz_codec *eval_tx, *eval_rx, *plain_tx, *plain_rx;
+    pz_clock clock;
+    stage_report rep;
     pthread_t thread;
+    int running;
     char error[512];
 } stage;
 
 struct pz_pipe {
     pz_pipe_config cfg;
-    int S, started;
+    int S, first, last, has_driver, started, mb_max;
     stage st[PZ_MAX_STAGES];
-    pz_link *to_first, *from_last; /* the driver's ends */
+    pz_link *to_first; /* the driver's end */
+    pz_clock clock;    /* the driver's */
     uint8_t *buf;
     size_t cap;
-    /* per boundary b (after stage b), written by the sending stage only */
-    uint64_t elements[PZ_MAX_STAGES], train_fwd[PZ_MAX_STAGES], train_bwd[PZ_MAX_STAGES], eval_fwd[PZ_MAX_STAGES];
+    stage_report reports[PZ_MAX_STAGES];
 };
 
-static pz_status stage_fail(stage *s, pz_status st) {
-    snprintf(s->error, sizeof s->error, "stage %d: %s", s->index, pz_last_error());
-    return st;
-}
+/* the batch header: B, ids, labels, lr, micro-batches in this step */
+static size_t meta_bytes(int B) { return 4 + 8 * (size_t)B + 8; }
 
-/* the batch header: B, ids, labels, lr */
-static size_t meta_bytes(int B) { return 4 + 8 * (size_t)B + 4; }
-
-static void put_meta(uint8_t *out, int B, const uint32_t *ids, const int32_t *labels, float lr) {
+static void put_meta(uint8_t *out, int B, const uint32_t *ids, const int32_t *labels, float lr, int M) {
     memcpy(out, &B, 4);
     memcpy(out + 4, ids, 4 * (size_t)B);
     memcpy(out + 4 + 4 * (size_t)B, labels, 4 * (size_t)B);
     memcpy(out + 4 + 8 * (size_t)B, &lr, 4);
+    memcpy(out + 8 + 8 * (size_t)B, &M, 4);
 }
 
 static pz_status grow_buffer(uint8_t **buf, size_t *cap, size_t need) {
@@ -70,26 +90,42 @@ static pz_status grow_buffer(uint8_t **buf, size_t *cap, size_t need) {
 
 /* Encode t (B samples of shape sh) with tx into *frame, grown as needed. */
 static pz_status encode_boundary(pz_codec *tx, const float *t, int B, pz_shape sh, const uint32_t *ids, uint8_t **frame,
-                                 size_t *frame_cap, size_t *flen) {
+                                 size_t *frame_cap, size_t *flen, pz_codec_stats *stats) {
     const int64_t shape[4] = {B, sh.c, sh.h, sh.w};
     const size_t need = pz_codec_max_frame_bytes(tx, 4, shape);
     PZ_TRY(grow_buffer(frame, frame_cap, need));
-    return pz_codec_encode(tx, t, 4, shape, ids, *frame, *frame_cap, flen, NULL);
+    return pz_codec_encode(tx, t, 4, shape, ids, *frame, *frame_cap, flen, stats);
 }
 
-/* One evaluation batch at this stage: forward in eval mode; the last stage
- * answers the driver with the summed loss and the hits. msg holds the
- * header [B][compress][labels] (stage 0: then the inputs). */
+/* Receive from l expecting `want`; an ERROR message becomes this stage's error as sent. */
+static pz_status recv_expect(stage *s, pz_link *l, int want, uint8_t **buf, size_t *cap, size_t *len, double tmo) {
+    int tag;
+    PZ_TRY(pz_link_recv(l, &tag, buf, cap, len, tmo));
+    if (tag == TAG_ERROR) {
+        snprintf(s->error, sizeof s->error, "%.*s", (int)(*len < sizeof s->error - 1 ? *len : sizeof s->error - 1), (char *)*buf);
+        return PZ_ERR_STATE;
+    }
+    if (tag != want) return pz_fail(PZ_ERR_STATE, "expected message %d from %s, got %d", want, pz_link_name(l), tag);
+    return PZ_OK;
+}
+
+static pz_shape in_shape(const stage *s) {
+    const pz_seq *net = &s->model[0].net;
+    return s->from ? net->layers[s->from - 1].out : net->in;
+}
+static pz_shape out_shape(const stage *s) { return s->model[0].net.layers[s->to - 1].out; }
+
+/* One evaluation batch at this stage. msg holds [B][compress][labels]
+ * (stage 0: then the inputs). */
 static pz_status stage_eval(stage *s, const uint8_t *msg, size_t len, float *x_in, int32_t *labels, uint8_t **buf,
                             size_t *cap, uint8_t **frame, size_t *frame_cap) {
     pz_pipe *p = s->pipe;
     const int first = s->index == 0, last = s->index == p->S - 1;
-    pz_seq *net = &s->model.net;
-    const pz_shape ins = s->from ? net->layers[s->from - 1].out : net->in;
-    const int64_t in_per = pz_shape_numel(ins);
-    int B, compress, tag;
+    pz_seq *net = &s->model[0].net;
+    const int64_t in_per = pz_shape_numel(in_shape(s));
+    int B, compress;
     memcpy(&B, msg, 4);
-    if (len < 8 || B < 1 || B > p->cfg.batch_max || len < 8 + 4 * (size_t)B) return pz_fail(PZ_ERR_STATE, "bad evaluation header");
+    if (len < 8 || B < 1 || B > p->mb_max || len < 8 + 4 * (size_t)B) return pz_fail(PZ_ERR_STATE, "bad evaluation header");
     memcpy(&compress, msg + 4, 4);
     memcpy(labels, msg + 8, 4 * (size_t)B);
     const size_t hdr = 8 + 4 * (size_t)B;
@@ -101,139 +137,290 @@ static pz_status stage_eval(stage *s, const uint8_t *msg, size_t len, float *x_i
         else memcpy(x_in, msg + hdr, 4 * (size_t)(B * in_per));
     } else {
         size_t n;
-        if (!st) st = pz_link_recv(s->prev, &tag, buf, cap, &n, p->cfg.timeout_s);
-        if (!st && tag != TAG_ACT) st = pz_fail(PZ_ERR_STATE, "expected an activation frame, got message %d", tag);
-        if (!st) st = pz_codec_decode(compress ? s->eval_rx : s->plain_rx, *buf, n, x_in, (size_t)(p->cfg.batch_max * in_per), NULL, NULL);
+        st = recv_expect(s, s->prev, TAG_ACT, buf, cap, &n, p->cfg.timeout_s);
+        if (!st) st = pz_codec_decode(compress ? s->eval_rx : s->plain_rx, *buf, n, x_in, (size_t)(p->mb_max * in_per), NULL, NULL);
     }
     if (!st) {
         pz_seq_forward(net, s->from, s->to, x_in, B, 0);
         const float *out = net->act[s->to - 1];
         if (last) {
             int correct = 0;
-            const float loss = softmax_xent_forward_backward(NULL, &correct, out, labels, B, s->model.n_classes);
+            const float loss = softmax_xent_forward_backward(NULL, &correct, out, labels, B, s->model[0].n_classes);
             uint8_t res[12];
             const double sum = (double)loss * B;
             memcpy(res, &sum, 8), memcpy(res + 8, &correct, 4);
-            st = pz_link_send(s->next, TAG_EVAL_RESULT, res, 12);
+            st = pz_link_send(s->prev, TAG_EVAL_RESULT, res, 12);
         } else {
-            size_t flen;
-            st = encode_boundary(compress ? s->eval_tx : s->plain_tx, out, B, net->layers[s->to - 1].out, NULL, frame, frame_cap,
-                                 &flen);
-            /* counted before sending: the send orders it before everything downstream */
-            if (!st) p->eval_fwd[s->index] += hdr + flen;
+            size_t flen, n;
+            st = encode_boundary(compress ? s->eval_tx : s->plain_tx, out, B, out_shape(s), NULL, frame, frame_cap, &flen, NULL);
+            if (!st) s->rep.eval_bytes += hdr + flen;
             if (!st) st = pz_link_send(s->next, TAG_EVAL_META, header, hdr);
             if (!st) st = pz_link_send(s->next, TAG_ACT, *frame, flen);
+            if (!st) st = recv_expect(s, s->next, TAG_EVAL_RESULT, buf, cap, &n, p->cfg.timeout_s * (p->S - s->index));
+            if (!st) st = pz_link_send(s->prev, TAG_EVAL_RESULT, *buf, n);
         }
     }
     free(header);
     return st;
 }
 
+/* Fill the report's link counters and clock, append it to the message and
+ * pass it on (or, at the last stage, turn it back). */
+static pz_status stage_stats(stage *s, uint8_t **buf, size_t *cap, size_t len) {
+    pz_pipe *p = s->pipe;
+    pz_clock_charge(&s->clock);
+    s->rep.clock = s->clock.t;
+    s->rep.prev = pz_link_get_stats(s->prev);
+    if (s->next) s->rep.next = pz_link_get_stats(s->next);
+    PZ_TRY(grow_buffer(buf, cap, len + sizeof s->rep));
+    memcpy(*buf + len, &s->rep, sizeof s->rep);
+    len += sizeof s->rep;
+    if (!s->next) return pz_link_send(s->prev, TAG_STATS_REPLY, *buf, len);
+    PZ_TRY(pz_link_send(s->next, TAG_STATS, *buf, len));
+    PZ_TRY(recv_expect(s, s->next, TAG_STATS_REPLY, buf, cap, &len, p->cfg.timeout_s * (p->S - s->index)));
+    return pz_link_send(s->prev, TAG_STATS_REPLY, *buf, len);
+}
+
+static pz_status stage_save(stage *s, uint8_t **buf, size_t *cap, size_t len) {
+    pz_pipe *p = s->pipe;
+    char path[4200];
+    if (len == 0 || len >= 4000) return pz_fail(PZ_ERR_STATE, "bad checkpoint request");
+    snprintf(path, sizeof path, "%.*s/stage-%d.bin", (int)len, (char *)*buf, s->index);
+    pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
+    pz_status st = pz_checkpoint_write(path, s->index, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4);
+    if (st) return pz_fail(st, "checkpoint: %s", pz_last_error());
+    if (!s->next) return pz_link_send(s->prev, TAG_SAVED, "", 0);
+    PZ_TRY(pz_link_send(s->next, TAG_SAVE, *buf, len));
+    PZ_TRY(recv_expect(s, s->next, TAG_SAVED, buf, cap, &len, p->cfg.timeout_s * (p->S - s->index)));
+    return pz_link_send(s->prev, TAG_SAVED, "", 0);
+}
+
+static pz_status stage_warmup(stage *s, const uint8_t *msg, size_t len) {
+    pz_pipe *p = s->pipe;
+    int32_t on;
+    if (len != 4) return pz_fail(PZ_ERR_STATE, "bad warm-up message");
+    memcpy(&on, msg, 4);
+    if (s->fwd_tx) pz_codec_set_warmup(s->fwd_tx, on);
+    if (s->bwd_tx) pz_codec_set_warmup(s->bwd_tx, on);
+    if (!s->next) return pz_link_send(s->prev, TAG_WARMUP_SET, "", 0);
+    uint8_t *buf = NULL;
+    size_t cap = 0, n;
+    pz_status st = pz_link_send(s->next, TAG_WARMUP, &on, 4);
+    if (!st) st = recv_expect(s, s->next, TAG_WARMUP_SET, &buf, &cap, &n, p->cfg.timeout_s * (p->S - s->index));
+    free(buf);
+    return st ? st : pz_link_send(s->prev, TAG_WARMUP_SET, "", 0);
+}
+
+typedef struct {
+    float *x_in[PZ_MAX_STAGES], *dy[PZ_MAX_STAGES], *dx;
+    uint32_t *ids[PZ_MAX_STAGES];
+    int32_t *labels[PZ_MAX_STAGES];
+    int Bm[PZ_MAX_STAGES];
+    uint8_t *msg, *frame, *hdr;
+    size_t cap, frame_cap;
+} stage_bufs;
+
+/* Receive micro-batch m's header (and, past stage 0, its activation). */
+static pz_status recv_micro(stage *s, stage_bufs *b, int m, float *lr, int *M, size_t pending) {
+    pz_pipe *p = s->pipe;
+    size_t len = pending;
+    int B;
+    if (!pending) PZ_TRY(recv_expect(s, s->prev, TAG_META, &b->msg, &b->cap, &len, p->cfg.timeout_s));
+    if (len < 4) return pz_fail(PZ_ERR_STATE, "short batch header");
+    memcpy(&B, b->msg, 4);
+    if (B < 1 || B > p->mb_max || len != meta_bytes(B)) return pz_fail(PZ_ERR_STATE, "bad batch header (micro-batch of %d)", B);
+    b->Bm[m] = B;
+    memcpy(b->ids[m], b->msg + 4, 4 * (size_t)B);
+    memcpy(b->labels[m], b->msg + 4 + 4 * (size_t)B, 4 * (size_t)B);
+    memcpy(lr, b->msg + 4 + 8 * (size_t)B, 4);
+    memcpy(M, b->msg + 8 + 8 * (size_t)B, 4);
+    if (*M < 1 || *M > s->M) return pz_fail(PZ_ERR_STATE, "bad batch header (%d micro-batches)", *M);
+    PZ_TRY(recv_expect(s, s->prev, TAG_ACT, &b->msg, &b->cap, &len, p->cfg.timeout_s));
+    const int64_t in_per = pz_shape_numel(in_shape(s));
+    int nd;
+    int64_t shape[4];
+    const double t0 = pz_now();
+    PZ_TRY(pz_codec_decode(s->fwd_rx, b->msg, len, b->x_in[m], (size_t)(p->mb_max * in_per), &nd, shape));
+    s->rep.act_decode_s += pz_now() - t0;
+    if (shape[0] != B || shape[0] * (nd > 1 ? shape[1] : 1) * (nd > 2 ? shape[2] : 1) * (nd > 3 ? shape[3] : 1) != B * in_per)
+        return pz_fail(PZ_ERR_STATE, "activation frame of the wrong shape");
+    return PZ_OK;
+}
+
+/* stage 0: batch is the driver's whole batch; others: the first
+ * micro-batch's header is in b->msg (blen bytes) */
+static pz_status train_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) {
+    pz_pipe *p = s->pipe;
+    const int first = s->index == 0, last = s->index == p->S - 1;
+    int M = s->M;
+    const int64_t in_per = pz_shape_numel(in_shape(s)), out_per = pz_shape_numel(out_shape(s));
+    const double tmo = p->cfg.timeout_s;
+    float lr = 0.0f;
+    int Btot = 0;
+    /* ---- forward every micro-batch ---- */
+    if (first) {
+        int B;
+        memcpy(&B, batch, 4);
+        if (B < 1 || B > p->cfg.batch_max || blen != meta_bytes(B) + 4 * (size_t)(B * in_per))
+            return pz_fail(PZ_ERR_STATE, "batch of %zu bytes does not fit its header", blen);
+        memcpy(&lr, batch + 4 + 8 * (size_t)B, 4);
+        const uint32_t *ids = (const uint32_t *)(batch + 4);
+        const int32_t *labels = (const int32_t *)(batch + 4 + 4 * (size_t)B);
+        const float *x = (const float *)(batch + meta_bytes(B));
+        if (M > B) M = B; /* a short last batch: fewer micro-batches */
+        for (int m = 0, at = 0; m < M; m++) { /* micro-batch sizes differ by at most one */
+            const int Bm = B / M + (m < B % M);
+            b->Bm[m] = Bm;
+            memcpy(b->ids[m], ids + at, 4 * (size_t)Bm);
+            memcpy(b->labels[m], labels + at, 4 * (size_t)Bm);
+            memcpy(b->x_in[m], x + (size_t)at * in_per, 4 * (size_t)(Bm * in_per));
+            at += Bm;
+        }
+        Btot = B;
+    }
+    memset(s->model[0].grads + s->p0, 0, sizeof(float) * (size_t)(s->p1 - s->p0));
+    double loss_sum = 0.0;
+    int correct_sum = 0;
+    for (int m = 0; m < M; m++) {
+        if (!first) {
+            int Mh = 0;
+            PZ_TRY(recv_micro(s, b, m, &lr, &Mh, m == 0 ? blen : 0));
+            if (m == 0) M = Mh;
+            else if (Mh != M) return pz_fail(PZ_ERR_STATE, "micro-batch headers disagree (%d and %d micro-batches)", M, Mh);
+            Btot += b->Bm[m];
+        }
+        const int Bm = b->Bm[m];
+        pz_seq *net = &s->model[m].net;
+        double t0 = pz_now();
+        pz_seq_forward(net, s->from, s->to, b->x_in[m], Bm, 1);
+        const float *out = net->act[s->to - 1];
+        if (last) {
+            int correct = 0;
+            const float loss = softmax_xent_forward_backward(b->dy[m], &correct, out, b->labels[m], Bm, s->model[0].n_classes);
+            loss_sum += (double)loss * Bm, correct_sum += correct;
+            s->rep.compute_s += pz_now() - t0;
+        } else {
+            s->rep.compute_s += pz_now() - t0;
+            size_t flen;
+            pz_codec_stats cs;
+            const int measure = p->cfg.err_every > 0 && s->rep.act_frames % (uint64_t)p->cfg.err_every == 0;
+            t0 = pz_now();
+            PZ_TRY(encode_boundary(s->fwd_tx, out, Bm, out_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
+            s->rep.act_encode_s += pz_now() - t0;
+            if (measure) s->rep.act_err_sum += cs.rel_error, s->rep.act_err_n++;
+            /* the batch header travels with the activations (labels included, as in split learning) */
+            put_meta(b->hdr, Bm, b->ids[m], b->labels[m], lr, M);
+            s->rep.act_elements += (uint64_t)(Bm * out_per);
+            s->rep.act_bytes += meta_bytes(Bm) + flen;
+            s->rep.act_frames++;
+            PZ_TRY(pz_link_send(s->next, TAG_META, b->hdr, meta_bytes(Bm)));
+            PZ_TRY(pz_link_send(s->next, TAG_ACT, b->frame, flen));
+        }
+    }
+    /* ---- the loss travels back first ---- */
+    size_t len;
+    if (last) {
+        /* each micro-batch's gradient was of its own mean: weigh it by its share */
+        if (M > 1)
+            for (int m = 0; m < M; m++) {
+                const float w = (float)b->Bm[m] / (float)Btot;
+                for (int64_t i = 0; i < (int64_t)b->Bm[m] * out_per; i++) b->dy[m][i] *= w;
+            }
+        uint8_t res[8];
+        const float loss = (float)(loss_sum / Btot);
+        memcpy(res, &loss, 4), memcpy(res + 4, &correct_sum, 4);
+        PZ_TRY(pz_link_send(s->prev, TAG_LOSS, res, 8));
+    } else {
+        PZ_TRY(recv_expect(s, s->next, TAG_LOSS, &b->msg, &b->cap, &len, tmo * (p->S - s->index)));
+        if (len != 8) return pz_fail(PZ_ERR_STATE, "a %zu-byte loss message", len);
+        PZ_TRY(pz_link_send(s->prev, TAG_LOSS, b->msg, 8));
+    }
+    /* ---- backward, last micro-batch first ---- */
+    for (int m = M - 1; m >= 0; m--) {
+        const int Bm = b->Bm[m];
+        if (!last) {
+            PZ_TRY(recv_expect(s, s->next, TAG_GRAD, &b->msg, &b->cap, &len, tmo));
+            const double t0 = pz_now();
+            int nd;
+            int64_t shape[4];
+            PZ_TRY(pz_codec_decode(s->bwd_rx, b->msg, len, b->dy[m], (size_t)(p->mb_max * out_per), &nd, shape));
+            s->rep.grad_decode_s += pz_now() - t0;
+            if (shape[0] != Bm) return pz_fail(PZ_ERR_STATE, "gradient frame for %lld samples, expected %d", (long long)shape[0], Bm);
+        }
+        const double t0 = pz_now();
+        pz_seq_backward(&s->model[m].net, s->from, s->to, b->x_in[m], b->dy[m], first ? NULL : b->dx, Bm);
+        s->rep.compute_s += pz_now() - t0;
+        if (!first) {
+            size_t flen;
+            pz_codec_stats cs;
+            const int measure = p->cfg.err_every > 0 && s->rep.grad_frames % (uint64_t)p->cfg.err_every == 0;
+            const double t1 = pz_now();
+            PZ_TRY(encode_boundary(s->bwd_tx, b->dx, Bm, in_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
+            s->rep.grad_encode_s += pz_now() - t1;
+            if (measure) s->rep.grad_err_sum += cs.rel_error, s->rep.grad_err_n++;
+            s->rep.grad_bytes += flen, s->rep.grad_frames++;
+            s->rep.grad_elements += (uint64_t)(Bm * in_per);
+            PZ_TRY(pz_link_send(s->prev, TAG_GRAD, b->frame, flen));
+        }
+    }
+    const double t0 = pz_now();
+    pz_optim_step(&s->opt, s->model[0].params + s->p0, s->model[0].grads + s->p0, lr);
+    s->rep.compute_s += pz_now() - t0;
+    if (first) PZ_TRY(pz_link_send(s->prev, TAG_STEPPED, "", 0));
+    return PZ_OK;
+}
+
 static void *stage_main(void *arg) {
     stage *s = arg;
     pz_thread_attach();
     pz_pipe *p = s->pipe;
-    const int last = s->index == p->S - 1, first = s->index == 0;
-    pz_seq *net = &s->model.net;
-    const int64_t in_per = pz_shape_numel(s->from ? net->layers[s->from - 1].out : net->in);
-    const int64_t out_per = pz_shape_numel(net->layers[s->to - 1].out);
-    const int Bmax = p->cfg.batch_max;
-    float *x_in = pz_floats((size_t)(Bmax * in_per)), *dy = pz_floats((size_t)(Bmax * out_per));
-    float *dx = pz_floats((size_t)(Bmax * in_per));
-    uint32_t *ids = pz_calloc((size_t)Bmax, sizeof(uint32_t));
-    int32_t *labels = pz_calloc((size_t)Bmax, sizeof(int32_t));
-    uint8_t *msg = NULL, *frame = NULL, *hdr = pz_malloc(meta_bytes(Bmax));
-    size_t cap = 0, len, frame_cap = 0;
-    const double tmo = p->cfg.timeout_s;
+    const int first = s->index == 0;
+    const int64_t in_per = pz_shape_numel(in_shape(s)), out_per = pz_shape_numel(out_shape(s));
+    const int mb = p->mb_max;
+    stage_bufs b = {0};
+    for (int m = 0; m < s->M; m++) {
+        b.x_in[m] = pz_floats((size_t)(mb * in_per));
+        b.dy[m] = pz_floats((size_t)(mb * out_per));
+        b.ids[m] = pz_calloc((size_t)mb, sizeof(uint32_t));
+        b.labels[m] = pz_calloc((size_t)mb, sizeof(int32_t));
+    }
+    b.dx = pz_floats((size_t)(mb * in_per));
+    b.hdr = pz_malloc(meta_bytes(mb));
+    pz_clock_start(&s->clock, p->cfg.realtime);
     pz_status st = PZ_OK;
     for (;;) {
-        int tag, B;
-        float lr;
-        /* ---- receive the batch (stage 0) or its metadata + activation ---- */
-        if ((st = pz_link_recv(s->prev, &tag, &msg, &cap, &len, -1.0))) break;
+        int tag;
+        size_t len;
+        if ((st = pz_link_recv(s->prev, &tag, &b.msg, &b.cap, &len, -1.0))) break;
         if (tag == TAG_STOP) {
-            if (!last) pz_link_send(s->next, TAG_STOP, "", 0);
+            if (s->next) pz_link_send(s->next, TAG_STOP, "", 0);
             break;
         }
-        if (tag == (first ? TAG_EVAL : TAG_EVAL_META)) {
-            if ((st = stage_eval(s, msg, len, x_in, labels, &msg, &cap, &frame, &frame_cap))) break;
-            continue;
-        }
-        if (tag != (first ? TAG_BATCH : TAG_META) || len < 4) {
-            st = pz_fail(PZ_ERR_STATE, "unexpected message %d from the previous stage", tag);
+        if (tag == TAG_ERROR) {
+            snprintf(s->error, sizeof s->error, "%.*s", (int)(len < sizeof s->error - 1 ? len : sizeof s->error - 1), (char *)b.msg);
+            st = PZ_ERR_STATE;
             break;
         }
-        memcpy(&B, msg, 4);
-        if (B < 1 || B > Bmax || len < meta_bytes(B)) {
-            st = pz_fail(PZ_ERR_STATE, "bad batch header (batch %d)", B);
-            break;
-        }
-        memcpy(ids, msg + 4, 4 * (size_t)B);
-        memcpy(labels, msg + 4 + 4 * (size_t)B, 4 * (size_t)B);
-        memcpy(&lr, msg + 4 + 8 * (size_t)B, 4);
-        if (first) {
-            if (len != meta_bytes(B) + 4 * (size_t)(B * in_per)) {
-                st = pz_fail(PZ_ERR_STATE, "batch of %zu bytes does not fit its header", len);
-                break;
-            }
-            memcpy(x_in, msg + meta_bytes(B), 4 * (size_t)(B * in_per));
-        } else {
-            int nd;
-            int64_t shape[4];
-            if ((st = pz_link_recv(s->prev, &tag, &msg, &cap, &len, tmo))) break;
-            if (tag != TAG_ACT) {
-                st = pz_fail(PZ_ERR_STATE, "expected an activation frame, got message %d", tag);
-                break;
-            }
-            if ((st = pz_codec_decode(s->fwd_rx, msg, len, x_in, (size_t)(Bmax * in_per), &nd, shape))) break;
-            if (shape[0] != B || shape[0] * (nd > 1 ? shape[1] : 1) * (nd > 2 ? shape[2] : 1) * (nd > 3 ? shape[3] : 1) != B * in_per) {
-                st = pz_fail(PZ_ERR_STATE, "activation frame of the wrong shape");
-                break;
-            }
-        }
-        /* ---- forward, loss, backward ---- */
-        memset(s->model.grads + s->p0, 0, sizeof(float) * (size_t)(s->p1 - s->p0));
-        pz_seq_forward(net, s->from, s->to, x_in, B, 1);
-        const float *out = net->act[s->to - 1];
-        if (last) {
-            int correct = 0;
-            const float loss = softmax_xent_forward_backward(dy, &correct, out, labels, B, s->model.n_classes);
-            uint8_t res[8];
-            memcpy(res, &loss, 4), memcpy(res + 4, &correct, 4);
-            if ((st = pz_link_send(s->next, TAG_LOSS, res, 8))) break;
-        } else {
-            size_t flen;
-            if ((st = encode_boundary(s->fwd_tx, out, B, net->layers[s->to - 1].out, ids, &frame, &frame_cap, &flen))) break;
-            /* the batch header travels with the activations (labels included, as in split learning) */
-            put_meta(hdr, B, ids, labels, lr);
-            p->elements[s->index] += (uint64_t)(B * out_per); /* counted before sending (see inproc.c) */
-            p->train_fwd[s->index] += meta_bytes(B) + flen;
-            if ((st = pz_link_send(s->next, TAG_META, hdr, meta_bytes(B)))) break;
-            if ((st = pz_link_send(s->next, TAG_ACT, frame, flen))) break;
-            if ((st = pz_link_recv(s->next, &tag, &msg, &cap, &len, tmo))) break;
-            if (tag != TAG_GRAD) {
-                st = pz_fail(PZ_ERR_STATE, "expected a gradient frame, got message %d", tag);
-                break;
-            }
-            if ((st = pz_codec_decode(s->bwd_rx, msg, len, dy, (size_t)(Bmax * out_per), NULL, NULL))) break;
-        }
-        pz_seq_backward(net, s->from, s->to, x_in, dy, first ? NULL : dx, B);
-        if (!first) {
-            size_t flen;
-            if ((st = encode_boundary(s->bwd_tx, dx, B, s->from ? net->layers[s->from - 1].out : net->in, ids, &frame, &frame_cap,
-                                      &flen)))
-                break;
-            p->train_bwd[s->index - 1] += flen;
-            if ((st = pz_link_send(s->prev, TAG_GRAD, frame, flen))) break;
-        }
-        pz_optim_step(&s->opt, s->model.params + s->p0, s->model.grads + s->p0, lr);
-        if (first && (st = pz_link_send(s->prev, TAG_STEPPED, "", 0))) break;
+        if (tag == (first ? TAG_EVAL : TAG_EVAL_META)) st = stage_eval(s, b.msg, len, b.x_in[0], b.labels[0], &b.msg, &b.cap, &b.frame, &b.frame_cap);
+        else if (tag == TAG_STATS) st = stage_stats(s, &b.msg, &b.cap, len);
+        else if (tag == TAG_SAVE) st = stage_save(s, &b.msg, &b.cap, len);
+        else if (tag == TAG_WARMUP) st = stage_warmup(s, b.msg, len);
+        else if (first && tag == TAG_BATCH) st = train_step(s, &b, b.msg, len);
+        else if (!first && tag == TAG_META) st = train_step(s, &b, NULL, len > 0 ? len : 1);
+        else st = pz_fail(PZ_ERR_STATE, "unexpected message %d from %s", tag, pz_link_name(s->prev));
+        if (st) break;
     }
-    if (st) stage_fail(s, st);
-    /* closing both links wakes the neighbours, who then stop in turn */
+    if (st && !s->error[0]) snprintf(s->error, sizeof s->error, "stage %d: %s", s->index, pz_last_error());
+    if (st) {
+        /* tell both neighbours why, then close: they stop in turn */
+        const size_t n = strlen(s->error) + 1;
+        pz_link_send(s->prev, TAG_ERROR, s->error, n);
+        if (s->next) pz_link_send(s->next, TAG_ERROR, s->error, n);
+    }
     pz_link_close(s->prev);
-    pz_link_close(s->next);
-    free(x_in), free(dy), free(dx), free(ids), free(labels), free(msg), free(frame), free(hdr);
+    if (s->next) pz_link_close(s->next);
+    for (int m = 0; m < s->M; m++) free(b.x_in[m]), free(b.dy[m]), free(b.ids[m]), free(b.labels[m]);
+    free(b.dx), free(b.msg), free(b.frame), free(b.hdr);
     return NULL;
 }
 
@@ -285,108 +472,223 @@ pz_status pz_pipe_resolve_cuts(const pz_model *model, const char *cuts, int stag
     return PZ_OK;
 }
 
+pz_status pz_pipe_parse_specs(const char *arg, int nb, char (*out)[PZ_SPEC_MAX], const char *flag) {
+    for (int b = 0; b < nb; b++) snprintf(out[b], PZ_SPEC_MAX, "none");
+    if (!arg || !*arg) return PZ_OK;
+    /* split at commas followed by "N=" */
+    const char *p = arg;
+    int first_item = 1;
+    while (*p) {
+        const char *end = p;
+        for (;;) {
+            end = strchr(end, ',');
+            if (!end) break;
+            const char *q = end + 1;
+            while (*q >= '0' && *q <= '9') q++;
+            if (q > end + 1 && *q == '=') break;
+            end++;
+        }
+        const size_t n = end ? (size_t)(end - p) : strlen(p);
+        char item[PZ_SPEC_MAX + 16];
+        if (n >= sizeof item) return pz_fail(PZ_ERR_ARG, "%s: '%.40s...' is too long", flag, p);
+        memcpy(item, p, n);
+        item[n] = 0;
+        const char *q = item;
+        while (*q >= '0' && *q <= '9') q++;
+        int target = -1;
+        const char *spec = item;
+        if (q > item && *q == '=') {
+            target = atoi(item);
+            spec = q + 1;
+            if (target < 1 || target > nb)
+                return pz_fail(PZ_ERR_ARG, "%s: boundary %d does not exist (this pipeline has boundaries 1..%d)", flag, target, nb);
+        } else if (!first_item) {
+            return pz_fail(PZ_ERR_ARG, "%s: '%s': only the first item may omit its boundary (write N=SPEC)", flag, item);
+        }
+        pz_codec *c;
+        if (pz_codec_create(&c, spec)) return pz_fail(PZ_ERR_ARG, "%s: %s", flag, pz_last_error());
+        pz_codec_free(c);
+        if (strlen(spec) >= PZ_SPEC_MAX) return pz_fail(PZ_ERR_ARG, "%s: spec '%s' is too long", flag, spec);
+        if (target < 0)
+            for (int b = 0; b < nb; b++) snprintf(out[b], PZ_SPEC_MAX, "%s", spec);
+        else snprintf(out[target - 1], PZ_SPEC_MAX, "%s", spec);
+        first_item = 0;
+        p = end ? end + 1 : p + n;
+    }
+    return PZ_OK;
+}
+
 static int64_t param_offset(const pz_seq *net, int layer) {
     int64_t off = 0;
     for (int i = 0; i < layer; i++) off += net->layers[i].n_params;
     return off;
 }
 
+/* evaluation uses the forward codec's base: "ef(topk:0.1),per=sample" -> "topk:0.1" */
+static void base_spec(const char *spec, char *out, size_t cap) {
+    snprintf(out, cap, "%s", spec && *spec ? spec : "none");
+    const char *open = strchr(out, '('), *close = strrchr(out, ')');
+    if (open && close && close > open) {
+        const size_t nlen = (size_t)(close - open - 1);
+        memmove(out, open + 1, nlen);
+        out[nlen] = 0;
+    }
+}
+
+static pz_status make_codec(pz_codec **c, const char *spec, uint32_t max_samples) {
+    PZ_TRY(pz_codec_create(c, spec && *spec ? spec : "none"));
+    if (max_samples) pz_codec_set_max_samples(*c, max_samples);
+    return PZ_OK;
+}
+
+static pz_status stage_setup(pz_pipe *p, int i) {
+    const pz_pipe_config *cfg = &p->cfg;
+    stage *s = &p->st[i];
+    s->pipe = p, s->index = i, s->M = cfg->micro_batches;
+    for (int m = 0; m < s->M; m++) {
+        PZ_TRY(pz_model_preset(&s->model[m], cfg->model, cfg->in, cfg->n_classes, p->mb_max, cfg->seed));
+        if (m) pz_model_share(&s->model[m], &s->model[0]);
+    }
+    const int n = s->model[0].net.n;
+    s->from = i ? cfg->cuts[i - 1] + 1 : 0;
+    s->to = i == p->S - 1 ? n : cfg->cuts[i] + 1;
+    if (s->to <= s->from || s->to > n)
+        return pz_fail(PZ_ERR_ARG, "cut after layer %d does not leave stage %d any layers (the model has %d)", cfg->cuts[i], i, n);
+    s->p0 = param_offset(&s->model[0].net, s->from);
+    s->p1 = param_offset(&s->model[0].net, s->to);
+    s->opt = (pz_optim){.momentum = cfg->momentum, .nesterov = cfg->nesterov, .weight_decay = cfg->weight_decay};
+    pz_optim_init(&s->opt, cfg->optimizer, s->p1 - s->p0);
+    char eval_spec[PZ_SPEC_MAX];
+    if (i > 0) {
+        PZ_TRY(make_codec(&s->fwd_rx, cfg->fwd[i - 1], cfg->max_samples));
+        PZ_TRY(make_codec(&s->bwd_tx, cfg->bwd[i - 1], cfg->max_samples));
+        base_spec(cfg->fwd[i - 1], eval_spec, sizeof eval_spec);
+        PZ_TRY(make_codec(&s->eval_rx, eval_spec, 0));
+        PZ_TRY(make_codec(&s->plain_rx, "none", 0));
+        pz_codec_set_seed(s->bwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i + 1);
+    }
+    if (i < p->S - 1) {
+        PZ_TRY(make_codec(&s->fwd_tx, cfg->fwd[i], cfg->max_samples));
+        PZ_TRY(make_codec(&s->bwd_rx, cfg->bwd[i], cfg->max_samples));
+        base_spec(cfg->fwd[i], eval_spec, sizeof eval_spec);
+        PZ_TRY(make_codec(&s->eval_tx, eval_spec, 0));
+        PZ_TRY(make_codec(&s->plain_tx, "none", 0));
+        pz_codec_set_seed(s->fwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i);
+    }
+    s->rep.stage = i;
+    if (cfg->resume) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/stage-%d.bin", cfg->resume, i);
+        pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
+        pz_status st = pz_checkpoint_read(path, i, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4);
+        if (st) return pz_fail(st, "stage %d: %s", i, pz_last_error());
+    }
+    return PZ_OK;
+}
+
 pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     *out = NULL;
     if (cfg->n_stages < 1 || cfg->n_stages > PZ_MAX_STAGES)
         return pz_fail(PZ_ERR_ARG, "%d stages (expected 1..%d)", cfg->n_stages, PZ_MAX_STAGES);
+    const int M = cfg->micro_batches ? cfg->micro_batches : 1;
+    if (M < 1 || M > PZ_MAX_STAGES || M > cfg->batch_max)
+        return pz_fail(PZ_ERR_ARG, "--micro-batches %d: expected 1..%d and at most the batch size", M, PZ_MAX_STAGES);
     pz_pipe *p = pz_calloc(1, sizeof *p);
     p->cfg = *cfg;
+    p->cfg.micro_batches = M;
     if (p->cfg.timeout_s <= 0) p->cfg.timeout_s = 60.0;
+    if (p->cfg.err_every == 0) p->cfg.err_every = 10;
     p->S = cfg->n_stages;
+    p->first = cfg->local_set ? cfg->first_local : 0;
+    p->last = cfg->local_set ? cfg->last_local : p->S - 1;
+    p->has_driver = p->first == 0;
+    p->mb_max = (cfg->batch_max + M - 1) / M;
     pz_status st = PZ_OK;
-    /* evaluation uses the forward codec's base: "ef(topk:0.1),per=sample" -> "topk:0.1" */
-    char eval_spec[256];
-    snprintf(eval_spec, sizeof eval_spec, "%s", cfg->fwd ? cfg->fwd : "none");
-    const char *open = strchr(eval_spec, '('), *close = strrchr(eval_spec, ')');
-    if (open && close && close > open) {
-        const size_t nlen = (size_t)(close - open - 1);
-        memmove(eval_spec, open + 1, nlen);
-        eval_spec[nlen] = 0;
+    if (p->first < 0 || p->last >= p->S || p->first > p->last) st = pz_fail(PZ_ERR_ARG, "local stages %d..%d of %d", p->first, p->last, p->S);
+    else if (p->first > 0 && !cfg->prev_link) st = pz_fail(PZ_ERR_ARG, "stage %d needs a link to stage %d", p->first, p->first - 1);
+    else if (p->last < p->S - 1 && !cfg->next_link) st = pz_fail(PZ_ERR_ARG, "stage %d needs a link to stage %d", p->last, p->last + 1);
+    if (st) {
+        pz_link_free(cfg->prev_link), pz_link_free(cfg->next_link);
+        free(p);
+        return st;
     }
-    int prev_to = 0;
-    pz_link *left = NULL; /* the end the next stage gets as `prev` */
-    pz_link_inproc_pair(&p->to_first, &left, 4, "driver <-> stage 0");
-    for (int i = 0; i < p->S && !st; i++) {
+    /* links: the driver's, between local stages, and the remote ones given */
+    pz_link *left = cfg->prev_link;
+    if (p->has_driver) pz_link_inproc_pair(&p->to_first, &left, 8, "driver <-> stage 0");
+    for (int i = p->first; i <= p->last; i++) {
         stage *s = &p->st[i];
-        s->pipe = p, s->index = i, s->prev = left;
-        left = NULL; /* owned by stage i now */
-        if ((st = pz_model_preset(&s->model, cfg->model, cfg->in, cfg->n_classes, cfg->batch_max, cfg->seed))) break;
-        const int n = s->model.net.n;
-        s->from = prev_to;
-        s->to = i == p->S - 1 ? n : cfg->cuts[i] + 1;
-        if (s->to <= s->from || s->to > n) {
-            st = pz_fail(PZ_ERR_ARG, "cut after layer %d does not leave stage %d any layers (the model has %d)", cfg->cuts[i], i, n);
-            break;
+        s->prev = left, left = NULL;
+        if (i < p->last) {
+            char name[64];
+            snprintf(name, sizeof name, "stage %d <-> stage %d", i, i + 1);
+            pz_link_inproc_pair(&s->next, &left, 8, name);
+        } else if (i < p->S - 1) {
+            s->next = cfg->next_link;
         }
-        prev_to = s->to;
-        s->p0 = param_offset(&s->model.net, s->from);
-        s->p1 = param_offset(&s->model.net, s->to);
-        s->opt = (pz_optim){.momentum = cfg->momentum, .nesterov = cfg->nesterov, .weight_decay = cfg->weight_decay};
-        pz_optim_init(&s->opt, cfg->optimizer, s->p1 - s->p0);
-        char name[64];
-        pz_link *right;
-        if (i == p->S - 1) snprintf(name, sizeof name, "stage %d <-> driver", i);
-        else snprintf(name, sizeof name, "stage %d <-> stage %d", i, i + 1);
-        pz_link_inproc_pair(&s->next, &right, 4, name);
-        left = right; /* not owned until the next stage (or the driver) takes it */
-        if (i > 0 && (st = pz_codec_create(&s->fwd_rx, cfg->fwd))) break;
-        if (i > 0 && (st = pz_codec_create(&s->bwd_tx, cfg->bwd))) break;
-        if (i < p->S - 1 && (st = pz_codec_create(&s->fwd_tx, cfg->fwd))) break;
-        if (i < p->S - 1 && (st = pz_codec_create(&s->bwd_rx, cfg->bwd))) break;
-        if (i < p->S - 1 && ((st = pz_codec_create(&s->eval_tx, eval_spec)) || (st = pz_codec_create(&s->plain_tx, "none")))) break;
-        if (i > 0 && ((st = pz_codec_create(&s->eval_rx, eval_spec)) || (st = pz_codec_create(&s->plain_rx, "none")))) break;
-        if (s->fwd_tx) pz_codec_set_seed(s->fwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i);
-        if (s->bwd_tx) pz_codec_set_seed(s->bwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i + 1);
+        pz_link_set_clock(s->prev, &s->clock);
+        if (s->next) pz_link_set_clock(s->next, &s->clock);
+        if (i > 0) pz_link_set_emulation(s->prev, &cfg->emu);
+        if (s->next) pz_link_set_emulation(s->next, &cfg->emu);
     }
-    p->from_last = left;
+    if (p->has_driver) pz_link_set_clock(p->to_first, &p->clock);
+    for (int i = p->first; i <= p->last && !st; i++) st = stage_setup(p, i);
     if (st) {
         pz_pipe_free(p);
         return st;
     }
-    for (int i = 0; i < p->S; i++) pthread_create(&p->st[i].thread, NULL, stage_main, &p->st[i]);
+    pz_clock_start(&p->clock, cfg->realtime);
+    for (int i = p->first; i <= p->last; i++) {
+        pthread_create(&p->st[i].thread, NULL, stage_main, &p->st[i]);
+        p->st[i].running = 1;
+    }
     p->started = 1;
     *out = p;
     return PZ_OK;
 }
 
-static pz_status first_stage_error(pz_pipe *p, pz_status fallback) {
-    for (int i = 0; i < p->S; i++)
+static pz_status driver_error(pz_pipe *p, pz_status fallback) {
+    /* the reason a local stage recorded (its own or one passed along) */
+    for (int i = p->first; i <= p->last; i++)
         if (p->st[i].error[0]) return pz_fail(PZ_ERR_STATE, "%s", p->st[i].error);
     return fallback;
 }
 
+/* receive on the driver's link; an ERROR names the stage that failed */
+static pz_status driver_recv(pz_pipe *p, int want, size_t *n) {
+    int tag;
+    pz_status st = pz_link_recv(p->to_first, &tag, &p->buf, &p->cap, n, p->cfg.timeout_s * p->S);
+    if (st) return driver_error(p, st);
+    if (tag == TAG_ERROR) return pz_fail(PZ_ERR_STATE, "%.*s", (int)(*n > 500 ? 500 : *n), (char *)p->buf);
+    if (tag != want) return pz_fail(PZ_ERR_STATE, "stage 0 sent message %d, expected %d", tag, want);
+    return PZ_OK;
+}
+
 pz_status pz_pipe_train_step(pz_pipe *p, const float *x, const int32_t *y, const uint32_t *ids, int B, float lr,
                              float *loss, int *correct) {
+    if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver (stage 0 runs elsewhere)");
     if (B < 1 || B > p->cfg.batch_max) return pz_fail(PZ_ERR_ARG, "batch of %d, the pipeline takes 1..%d", B, p->cfg.batch_max);
     const int64_t per = pz_shape_numel(p->cfg.in);
     const size_t len = meta_bytes(B) + 4 * (size_t)(B * per);
     PZ_TRY(grow_buffer(&p->buf, &p->cap, len));
-    put_meta(p->buf, B, ids, y, lr);
+    put_meta(p->buf, B, ids, y, lr, 1);
     memcpy(p->buf + meta_bytes(B), x, 4 * (size_t)(B * per));
     pz_status st = pz_link_send(p->to_first, TAG_BATCH, p->buf, len);
-    int tag;
+    if (st) return driver_error(p, st);
     size_t n;
-    if (!st) st = pz_link_recv(p->from_last, &tag, &p->buf, &p->cap, &n, p->cfg.timeout_s * p->S);
-    if (!st && (tag != TAG_LOSS || n != 8)) st = pz_fail(PZ_ERR_STATE, "the last stage sent message %d instead of the loss", tag);
-    if (!st) memcpy(loss, p->buf, 4), memcpy(correct, p->buf + 4, 4);
-    if (!st) st = pz_link_recv(p->to_first, &tag, &p->buf, &p->cap, &n, p->cfg.timeout_s * p->S);
-    if (!st && tag != TAG_STEPPED) st = pz_fail(PZ_ERR_STATE, "stage 0 sent message %d instead of finishing the step", tag);
-    return st ? first_stage_error(p, st) : PZ_OK;
+    PZ_TRY(driver_recv(p, TAG_LOSS, &n));
+    if (n != 8) return pz_fail(PZ_ERR_STATE, "a %zu-byte loss message", n);
+    memcpy(loss, p->buf, 4), memcpy(correct, p->buf + 4, 4);
+    return driver_recv(p, TAG_STEPPED, &n);
 }
 
 pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t N, int compress, double *loss,
                            double *accuracy) {
+    if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver");
     const int64_t per = pz_shape_numel(p->cfg.in);
     double total = 0.0;
     int64_t hits = 0;
-    for (int64_t i = 0; i < N; i += p->cfg.batch_max) {
-        const int B = (int)(N - i < p->cfg.batch_max ? N - i : p->cfg.batch_max);
+    for (int64_t i = 0; i < N; i += p->mb_max) {
+        const int B = (int)(N - i < p->mb_max ? N - i : p->mb_max);
         const size_t hdr = 8 + 4 * (size_t)B, len = hdr + 4 * (size_t)(B * per);
         PZ_TRY(grow_buffer(&p->buf, &p->cap, len));
         memcpy(p->buf, &B, 4);
@@ -394,11 +696,10 @@ pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t
         memcpy(p->buf + 8, y + i, 4 * (size_t)B);
         memcpy(p->buf + hdr, x + i * per, 4 * (size_t)(B * per));
         pz_status st = pz_link_send(p->to_first, TAG_EVAL, p->buf, len);
-        int tag;
+        if (st) return driver_error(p, st);
         size_t n;
-        if (!st) st = pz_link_recv(p->from_last, &tag, &p->buf, &p->cap, &n, p->cfg.timeout_s * p->S);
-        if (!st && (tag != TAG_EVAL_RESULT || n != 12)) st = pz_fail(PZ_ERR_STATE, "the last stage sent message %d instead of a result", tag);
-        if (st) return first_stage_error(p, st);
+        PZ_TRY(driver_recv(p, TAG_EVAL_RESULT, &n));
+        if (n != 12) return pz_fail(PZ_ERR_STATE, "a %zu-byte evaluation result", n);
         double sum;
         int c;
         memcpy(&sum, p->buf, 8), memcpy(&c, p->buf + 8, 4);
@@ -409,28 +710,82 @@ pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t
     return PZ_OK;
 }
 
+pz_status pz_pipe_collect_stats(pz_pipe *p) {
+    if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver");
+    pz_status st = pz_link_send(p->to_first, TAG_STATS, "", 0);
+    if (st) return driver_error(p, st);
+    size_t n;
+    PZ_TRY(driver_recv(p, TAG_STATS_REPLY, &n));
+    if (n != (size_t)p->S * sizeof(stage_report)) return pz_fail(PZ_ERR_STATE, "statistics of %zu bytes for %d stages", n, p->S);
+    for (int i = 0; i < p->S; i++) {
+        stage_report r;
+        memcpy(&r, p->buf + (size_t)i * sizeof r, sizeof r);
+        if (r.stage != i) return pz_fail(PZ_ERR_STATE, "statistics out of order (stage %d at %d)", r.stage, i);
+        p->reports[i] = r;
+    }
+    return PZ_OK;
+}
+
 pz_boundary_stats pz_pipe_boundary_stats(const pz_pipe *p, int b) {
     pz_boundary_stats s = {0};
     if (b < 0 || b >= p->S - 1) return s;
-    const pz_link_stats l = pz_link_get_stats(p->st[b].next);
-    s.fwd_bytes = p->train_fwd[b];
-    s.bwd_bytes = p->train_bwd[b];
-    s.eval_bytes = p->eval_fwd[b];
-    s.link_fwd_bytes = l.bytes_sent;
-    s.link_bwd_bytes = l.bytes_received;
-    s.elements = p->elements[b];
+    const stage_report *a = &p->reports[b], *z = &p->reports[b + 1];
+    s.fwd_bytes = a->act_bytes, s.fwd_frames = a->act_frames, s.fwd_elements = a->act_elements;
+    s.fwd_err_sum = a->act_err_sum, s.fwd_err_n = a->act_err_n;
+    s.fwd_encode_s = a->act_encode_s, s.fwd_decode_s = z->act_decode_s;
+    s.bwd_bytes = z->grad_bytes, s.bwd_frames = z->grad_frames, s.bwd_elements = z->grad_elements;
+    s.bwd_err_sum = z->grad_err_sum, s.bwd_err_n = z->grad_err_n;
+    s.bwd_encode_s = z->grad_encode_s, s.bwd_decode_s = a->grad_decode_s;
+    s.eval_bytes = a->eval_bytes;
+    s.link_fwd_bytes = a->next.bytes_sent, s.link_bwd_bytes = z->prev.bytes_sent;
+    s.wire_fwd_bytes = a->next.wire_bytes_sent, s.wire_bwd_bytes = z->prev.wire_bytes_sent;
+    s.link_fwd_messages = a->next.messages_sent, s.link_bwd_messages = z->prev.messages_sent;
+    s.busy_fwd_s = a->next.busy_seconds, s.busy_bwd_s = z->prev.busy_seconds;
     return s;
 }
 
+double pz_pipe_clock(pz_pipe *p) {
+    pz_clock_charge(&p->clock);
+    return p->clock.t;
+}
+
+pz_status pz_pipe_save(pz_pipe *p, const char *dir) {
+    if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver");
+    PZ_TRY(pz_mkdir_p(dir));
+    pz_status st = pz_link_send(p->to_first, TAG_SAVE, dir, strlen(dir));
+    if (st) return driver_error(p, st);
+    size_t n;
+    return driver_recv(p, TAG_SAVED, &n);
+}
+
+pz_status pz_pipe_set_warmup(pz_pipe *p, int on) {
+    if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver");
+    const int32_t v = on;
+    pz_status st = pz_link_send(p->to_first, TAG_WARMUP, &v, 4);
+    if (st) return driver_error(p, st);
+    size_t n;
+    return driver_recv(p, TAG_WARMUP_SET, &n);
+}
+
+pz_status pz_pipe_wait(pz_pipe *p) {
+    for (int i = p->first; i <= p->last; i++)
+        if (p->st[i].running) pthread_join(p->st[i].thread, NULL), p->st[i].running = 0;
+    for (int i = p->first; i <= p->last; i++)
+        if (p->st[i].error[0]) return pz_fail(PZ_ERR_STATE, "%s", p->st[i].error);
+    return PZ_OK;
+}
+
+int pz_pipe_stages(const pz_pipe *p) { return p->S; }
+
 void pz_pipe_free(pz_pipe *p) {
     if (!p) return;
-    if (p->started) {
-        pz_link_send(p->to_first, TAG_STOP, "", 0);
-        for (int i = 0; i < p->S; i++) pthread_join(p->st[i].thread, NULL);
-    }
-    for (int i = 0; i < p->S; i++) {
+    if (p->started && p->has_driver) pz_link_send(p->to_first, TAG_STOP, "", 0);
+    for (int i = p->first; i <= p->last; i++)
+        if (p->st[i].running) pthread_join(p->st[i].thread, NULL);
+    for (int i = p->first; i <= p->last; i++) {
         stage *s = &p->st[i];
-        if (s->model.params) pz_model_free(&s->model);
+        for (int m = 0; m < PZ_MAX_STAGES; m++)
+            if (s->model[m].params) pz_model_free(&s->model[m]);
         pz_optim_free(&s->opt);
         pz_codec_free(s->fwd_rx), pz_codec_free(s->bwd_tx), pz_codec_free(s->fwd_tx), pz_codec_free(s->bwd_rx);
         pz_codec_free(s->eval_tx), pz_codec_free(s->eval_rx), pz_codec_free(s->plain_tx), pz_codec_free(s->plain_rx);
@@ -438,7 +793,6 @@ void pz_pipe_free(pz_pipe *p) {
         pz_link_free(s->next);
     }
     pz_link_free(p->to_first);
-    pz_link_free(p->from_last);
     free(p->buf);
     free(p);
 }

@@ -1,14 +1,20 @@
 /* pipe.h — a model cut into stages joined by links, each boundary carrying
- * encoded frames: activations forward, gradients backward. One thread per
- * stage over in-process links (the default); every stage owns its layers,
- * its optimizer and its codecs' state and talks to its neighbours only
- * through its links. Knows nothing of how a codec or a link works inside. */
+ * encoded frames: activations forward, gradients backward. Every stage runs
+ * on its own thread, owns its layers, its optimizer and its codecs' state,
+ * and talks to its neighbours only through its links; the stages form a
+ * chain (driver <-> stage 0 <-> stage 1 <-> ... <-> stage S-1), so any
+ * contiguous range of them can live in one process and the rest elsewhere
+ * (Open MPI ranks, a ZeroMQ split-learning server). Knows nothing of how a
+ * codec or a link works inside. */
 #ifndef PZ_PIPE_H
 #define PZ_PIPE_H
 
 #include "nn/nn.h"
+#include "link/link.h"
+#include "pipezip/codec.h"
 
 #define PZ_MAX_STAGES 16
+#define PZ_SPEC_MAX 256
 
 typedef struct {
     const char *model;      /* preset */
@@ -17,18 +23,40 @@ typedef struct {
     uint64_t seed;
     int n_stages;
     int cuts[PZ_MAX_STAGES]; /* stage s ends after top-level layer cuts[s] (s < n_stages - 1) */
-    const char *fwd, *bwd;  /* codec specs for activations and gradients at every boundary */
+    /* codec specs per boundary b (between stage b and b+1): activations and
+     * gradients; empty = "none" (pz_pipe_parse_specs fills them) */
+    char fwd[PZ_MAX_STAGES][PZ_SPEC_MAX], bwd[PZ_MAX_STAGES][PZ_SPEC_MAX];
     pz_optim_kind optimizer;
     float momentum, weight_decay;
     int nesterov;
+    int micro_batches;      /* GPipe: the batch split into M micro-batches (1: none) */
+    uint32_t max_samples;   /* sample ids are below this (the training set's size) */
     double timeout_s;       /* a neighbour silent this long is dead (default 60) */
+    int err_every;          /* measure compression error on every Nth training frame (default 10) */
+    pz_link_emu emu;        /* emulated bandwidth and latency of every stage boundary */
+    int realtime;           /* really hold frames back (else: virtual clock only) */
+    /* placement: this process runs stages [first_local, last_local] (both 0
+     * and n_stages - 1 = all; the default when last_local is 0 and S > 1 is
+     * set by pz_pipe_create only if local_set is 0). With first_local > 0
+     * there is no driver here: pz_pipe_wait serves until the driver stops. */
+    int local_set, first_local, last_local;
+    pz_link *prev_link, *next_link; /* to the remote stages around the local ones (the pipe takes them) */
+    const char *resume;     /* a checkpoint directory to start from (NULL: fresh) */
 } pz_pipe_config;
 
+/* Per boundary, summed over the run so far. */
 typedef struct {
-    uint64_t fwd_bytes, bwd_bytes;  /* training: headers + frames forward, frames backward */
+    uint64_t fwd_bytes, bwd_bytes;  /* training: batch headers + activation frames forward; gradient frames backward */
+    uint64_t fwd_frames, bwd_frames;
+    uint64_t fwd_elements, bwd_elements; /* floats encoded (fp32 = 4 bytes each) */
+    double fwd_err_sum, bwd_err_sum;/* ||x_hat - x|| / ||x|| summed over the sampled frames */
+    uint64_t fwd_err_n, bwd_err_n;
+    double fwd_encode_s, fwd_decode_s, bwd_encode_s, bwd_decode_s;
     uint64_t eval_bytes;            /* evaluation: headers + frames forward */
-    uint64_t link_fwd_bytes, link_bwd_bytes; /* everything the link moved: = the above summed */
-    uint64_t elements;              /* activation elements sent forward in training (fp32 = 4 bytes each) */
+    uint64_t link_fwd_bytes, link_bwd_bytes;   /* every payload byte the link moved, control messages included */
+    uint64_t wire_fwd_bytes, wire_bwd_bytes;   /* what the transport carried: payload + envelope */
+    uint64_t link_fwd_messages, link_bwd_messages;
+    double busy_fwd_s, busy_bwd_s;  /* emulated transmission time */
 } pz_boundary_stats;
 
 typedef struct pz_pipe pz_pipe;
@@ -38,6 +66,12 @@ typedef struct pz_pipe pz_pipe;
  * like "layer1" means its last block), or, with cuts NULL, `stages` stages
  * balanced by forward FLOPs. Fills cfg->cuts and cfg->n_stages. */
 pz_status pz_pipe_resolve_cuts(const pz_model *model, const char *cuts, int stages, pz_pipe_config *cfg);
+
+/* "q4" (every boundary), "1=q2,2=q4" (boundaries numbered from 1; the rest
+ * get "none"), "q8,2=q2" (q8 everywhere but boundary 2). Specs may contain
+ * commas themselves ("ms:0.01,bits=2"): an override starts at "N=". Each
+ * spec is checked. */
+pz_status pz_pipe_parse_specs(const char *arg, int n_boundaries, char (*out)[PZ_SPEC_MAX], const char *flag);
 
 pz_status pz_pipe_create(pz_pipe **p, const pz_pipe_config *cfg);
 /* One training step of a batch through every stage; *loss and *correct from
@@ -49,7 +83,29 @@ pz_status pz_pipe_train_step(pz_pipe *p, const float *x, const int32_t *y, const
  * mean loss and accuracy. Evaluation traffic is counted at the links too. */
 pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t N, int compress, double *loss,
                            double *accuracy);
+/* Ask every stage for its counters (a message along the chain and back);
+ * pz_pipe_boundary_stats then reads them. */
+pz_status pz_pipe_collect_stats(pz_pipe *p);
 pz_boundary_stats pz_pipe_boundary_stats(const pz_pipe *p, int boundary);
+/* The driver's virtual clock (seconds): compute measured here plus
+ * emulated transfers, as the schedule overlaps them. */
+double pz_pipe_clock(pz_pipe *p);
+/* aqsgd(...) senders send uncompressed while on (warm-up), at every stage. */
+pz_status pz_pipe_set_warmup(pz_pipe *p, int on);
+/* Every stage writes DIR/stage-<i>.bin (atomically); returns once all did. */
+pz_status pz_pipe_save(pz_pipe *p, const char *dir);
+/* No driver here: run the local stages until the driver stops them (OK)
+ * or one fails (its error). */
+pz_status pz_pipe_wait(pz_pipe *p);
+int pz_pipe_stages(const pz_pipe *p);
 void pz_pipe_free(pz_pipe *p);
+
+/* A stage's checkpoint file, also used for a whole model by 1-stage runs:
+ * parameters [p0, p1), all running statistics, the optimizer's state and
+ * the codecs' states (n_codecs, NULL entries allowed). */
+pz_status pz_checkpoint_write(const char *path, int stage, const pz_model *m, int64_t p0, int64_t p1,
+                              const pz_optim *opt, pz_codec *const *codecs, int n_codecs);
+pz_status pz_checkpoint_read(const char *path, int stage, pz_model *m, int64_t p0, int64_t p1, pz_optim *opt,
+                             pz_codec **codecs, int n_codecs);
 
 #endif

@@ -19,8 +19,10 @@ static void batch(float *x, int32_t *y, uint32_t *ids, int step) {
 
 static pz_pipe_config config(const char *fwd, const char *bwd) {
     pz_pipe_config c = {.model = "resnet8", .in = {1, 28, 28}, .n_classes = 10, .batch_max = B, .seed = 5, .n_stages = 4,
-                        .cuts = {3, 4, 5}, .fwd = fwd, .bwd = bwd, .optimizer = PZ_OPT_SGD, .momentum = 0.9f,
+                        .cuts = {3, 4, 5}, .optimizer = PZ_OPT_SGD, .momentum = 0.9f,
                         .weight_decay = 5e-4f, .nesterov = 1, .timeout_s = 30};
+    CHECK(pz_pipe_parse_specs(fwd, 3, c.fwd, "--fwd") == PZ_OK && pz_pipe_parse_specs(bwd, 3, c.bwd, "--bwd") == PZ_OK, "%s",
+          pz_last_error());
     return c;
 }
 
@@ -73,9 +75,10 @@ int main(void) {
         /* byte accounting: per step and boundary, a header (4 + 8B + 4 bytes)
          * and a frame (64 + 4 * activation elements) forward, a frame back */
         const int64_t act[3] = {16 * 28 * 28, 32 * 14 * 14, 64 * 7 * 7};
+        CHECK(pz_pipe_collect_stats(p) == PZ_OK, "%s", pz_last_error());
         for (int b = 0; b < 3; b++) {
             pz_boundary_stats s = pz_pipe_boundary_stats(p, b);
-            const uint64_t fwd = STEPS * ((4 + 8 * B + 4) + (64 + 4 * (uint64_t)B * act[b]));
+            const uint64_t fwd = STEPS * ((4 + 8 * B + 8) + (64 + 4 * (uint64_t)B * act[b]));
             const uint64_t bwd = STEPS * (64 + 4 * (uint64_t)B * act[b]);
             CHECK(s.fwd_bytes == fwd && s.bwd_bytes == bwd, "boundary %d: %llu/%llu bytes, expected %llu/%llu", b,
                   (unsigned long long)s.fwd_bytes, (unsigned long long)s.bwd_bytes, (unsigned long long)fwd, (unsigned long long)bwd);
@@ -83,8 +86,13 @@ int main(void) {
             const uint64_t ev = 2 * ((8 + 4 * 16 + 64 + 4 * 16 * (uint64_t)act[b]) * 2 + (8 + 4 * 8 + 64 + 4 * 8 * (uint64_t)act[b]));
             CHECK(s.eval_bytes == ev, "boundary %d: evaluation bytes %llu, expected %llu", b, (unsigned long long)s.eval_bytes,
                   (unsigned long long)ev);
-            CHECK(s.link_fwd_bytes == s.fwd_bytes + s.eval_bytes && s.link_bwd_bytes == s.bwd_bytes,
-                  "boundary %d: the link moved exactly what the stages report", b);
+            /* backward, besides the gradients: the loss (8 bytes a step) and
+             * the evaluation results (12 bytes a batch) travel back */
+            CHECK(s.link_fwd_bytes == s.fwd_bytes + s.eval_bytes && s.link_bwd_bytes == s.bwd_bytes + 8 * STEPS + 12 * 6,
+                  "boundary %d: the link moved exactly what the stages report (%llu, %llu)", b,
+                  (unsigned long long)s.link_fwd_bytes, (unsigned long long)s.link_bwd_bytes);
+            CHECK(s.fwd_err_n > 0 && s.fwd_err_sum == 0.0 && s.fwd_elements == STEPS * B * (uint64_t)act[b],
+                  "boundary %d: codec none has no error", b);
         }
         pz_pipe_free(p);
     }
@@ -107,7 +115,11 @@ int main(void) {
               pz_last_error());
         CHECK(ql != pl && fabs(ql - pl) < 0.1 * pl, "q4 evaluation differs a little from plain: %.4f vs %.4f", ql, pl);
         CHECK(last < first, "training through q4/q8 boundaries lowers the loss: %.4f -> %.4f", first, last);
+        CHECK(pz_pipe_collect_stats(p) == PZ_OK, "%s", pz_last_error());
         pz_boundary_stats s = pz_pipe_boundary_stats(p, 0);
+        CHECK(s.fwd_err_n > 0 && s.fwd_err_sum / s.fwd_err_n > 0.01 && s.fwd_err_sum / s.fwd_err_n < 0.3,
+              "q4 activations: mean relative error %.4f", s.fwd_err_sum / s.fwd_err_n);
+        CHECK(s.bwd_err_n > 0 && s.bwd_err_sum / s.bwd_err_n < s.fwd_err_sum / s.fwd_err_n, "q8 gradients err less than q4 activations");
         CHECK(s.fwd_bytes < 12 * (4 * (uint64_t)B * 16 * 784) / 6, "q4 forward: %llu bytes", (unsigned long long)s.fwd_bytes);
         CHECK(s.bwd_bytes < 12 * (4 * (uint64_t)B * 16 * 784) / 3, "q8 backward: %llu bytes", (unsigned long long)s.bwd_bytes);
         pz_pipe_free(p);

@@ -1,0 +1,168 @@
+/* link.c — what every link does whatever carries it: counting, the virtual
+ * clock, the bandwidth/latency emulator, and parsing link settings. */
+#define _GNU_SOURCE
+#include "link_internal.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+pz_link *link_new(const link_ops *ops, void *impl, const char *name) {
+    pz_link *l = pz_calloc(1, sizeof *l);
+    l->ops = ops, l->impl = impl;
+    pthread_mutex_init(&l->mu, NULL);
+    snprintf(l->name, sizeof l->name, "%s", name ? name : "link");
+    return l;
+}
+
+void pz_clock_start(pz_clock *c, int realtime) {
+    c->realtime = realtime;
+    c->mark = pz_now();
+    c->t = realtime ? c->mark : 0.0;
+}
+
+void pz_clock_charge(pz_clock *c) {
+    const double now = pz_now();
+    if (c->realtime) c->t = now;
+    else c->t += now - c->mark;
+    c->mark = now;
+}
+
+void pz_link_set_clock(pz_link *l, pz_clock *clock) { l->clock = clock; }
+
+void pz_link_set_emulation(pz_link *l, const pz_link_emu *emu) {
+    if (emu) l->emu = *emu;
+    else memset(&l->emu, 0, sizeof l->emu);
+}
+
+pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len) {
+    double stamp = 0.0, busy = 0.0;
+    if (l->clock) {
+        pz_clock_charge(l->clock);
+        /* the frame starts when both it and the link are ready, occupies the
+         * link for its transmission time and arrives a latency later */
+        busy = l->emu.bandwidth > 0 ? 8.0 * (double)len / l->emu.bandwidth : 0.0;
+        const double start = l->clock->t > l->free_at ? l->clock->t : l->free_at;
+        l->free_at = start + busy;
+        stamp = l->free_at + l->emu.latency;
+    }
+    size_t wire = 0;
+    const pz_status st = l->ops->send(l, tag, stamp, msg, len, &wire);
+    if (!st) {
+        pthread_mutex_lock(&l->mu);
+        l->stats.messages_sent++;
+        l->stats.bytes_sent += len;
+        l->stats.wire_bytes_sent += wire;
+        l->stats.busy_seconds += busy;
+        pthread_mutex_unlock(&l->mu);
+    }
+    if (l->clock) {
+        /* sending costs the sender nothing in virtual time (the emulated
+         * link transmits while the sender goes on): restart its meter */
+        const double now = pz_now();
+        if (l->clock->realtime) l->clock->t = now;
+        l->clock->mark = now;
+    }
+    return st;
+}
+
+static void sleep_until(double t) {
+    for (;;) {
+        const double d = t - pz_now();
+        if (d <= 0) return;
+        struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t *len, double timeout_s) {
+    if (l->clock) pz_clock_charge(l->clock);
+    double stamp = 0.0;
+    size_t wire = 0;
+    const pz_status st = l->ops->recv(l, tag, &stamp, buf, cap, len, &wire, timeout_s);
+    if (st) return st;
+    pthread_mutex_lock(&l->mu);
+    l->stats.messages_received++;
+    l->stats.bytes_received += *len;
+    l->stats.wire_bytes_received += wire;
+    pthread_mutex_unlock(&l->mu);
+    if (l->clock) {
+        if (l->clock->realtime) sleep_until(stamp); /* really hold the frame back */
+        const double now = pz_now();
+        if (l->clock->realtime) l->clock->t = now;
+        else if (stamp > l->clock->t) l->clock->t = stamp; /* waiting for the frame is not compute */
+        l->clock->mark = now;
+    }
+    return PZ_OK;
+}
+
+void pz_link_close(pz_link *l) {
+    if (l) l->ops->close(l);
+}
+
+void pz_link_free(pz_link *l) {
+    if (!l) return;
+    l->ops->free(l);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}
+
+pz_link_stats pz_link_get_stats(const pz_link *l) {
+    pz_link *m = (pz_link *)l;
+    pthread_mutex_lock(&m->mu);
+    const pz_link_stats s = l->stats;
+    pthread_mutex_unlock(&m->mu);
+    return s;
+}
+
+const char *pz_link_name(const pz_link *l) { return l->name; }
+
+/* ---- parsing --------------------------------------------------------------- */
+static pz_status parse_number(const char *s, const char *what, double *v, const char **unit) {
+    char *end;
+    *v = strtod(s, &end);
+    if (end == s || !isfinite(*v) || *v < 0) return pz_fail(PZ_ERR_ARG, "%s '%s': expected a non-negative number with a unit", what, s);
+    while (*end == ' ') end++;
+    *unit = end;
+    return PZ_OK;
+}
+
+pz_status pz_parse_bandwidth(const char *s, double *bps) {
+    double v = 0;
+    const char *u = "";
+    PZ_TRY(parse_number(s, "bandwidth", &v, &u));
+    static const struct { const char *unit; double mul; } units[] = {
+        {"bit", 1}, {"bps", 1}, {"bit/s", 1}, {"kbit", 1e3}, {"kbps", 1e3}, {"kbit/s", 1e3}, {"mbit", 1e6},
+        {"mbps", 1e6}, {"mbit/s", 1e6}, {"gbit", 1e9}, {"gbps", 1e9}, {"gbit/s", 1e9}, {"B/s", 8},
+        {"kB/s", 8e3}, {"KB/s", 8e3}, {"MB/s", 8e6}, {"GB/s", 8e9}};
+    if (!*u) {
+        if (v == 0) return *bps = 0, PZ_OK;
+        return pz_fail(PZ_ERR_ARG, "bandwidth '%s' needs a unit (e.g. 100mbit, 1gbit, 12.5MB/s)", s);
+    }
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+        /* bits are case-insensitive (tc's "100Mbit"), bytes are not */
+        const int bytes = strchr(units[i].unit, 'B') != NULL;
+        if (bytes ? !strcmp(u, units[i].unit) : !strcasecmp(u, units[i].unit)) {
+            *bps = v * units[i].mul;
+            return PZ_OK;
+        }
+    }
+    return pz_fail(PZ_ERR_ARG, "bandwidth '%s': unknown unit '%s' (expected bit, kbit, mbit, gbit, B/s, kB/s, MB/s, GB/s)", s, u);
+}
+
+pz_status pz_parse_duration(const char *s, double *sec) {
+    double v = 0;
+    const char *u = "";
+    PZ_TRY(parse_number(s, "latency", &v, &u));
+    static const struct { const char *unit; double mul; } units[] = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
+    if (!*u) {
+        if (v == 0) return *sec = 0, PZ_OK;
+        return pz_fail(PZ_ERR_ARG, "duration '%s' needs a unit (e.g. 10ms, 250us, 1s)", s);
+    }
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (!strcmp(u, units[i].unit)) return *sec = v * units[i].mul, PZ_OK;
+    return pz_fail(PZ_ERR_ARG, "duration '%s': unknown unit '%s' (expected s, ms, us or ns)", s, u);
+}

@@ -1,0 +1,32 @@
+/* link_internal.h — what every transport implements behind pz_link. */
+#ifndef PZ_LINK_INTERNAL_H
+#define PZ_LINK_INTERNAL_H
+
+#include "link.h"
+
+#include <pthread.h>
+
+typedef struct {
+    /* *wire: the bytes the transport carried for this message */
+    pz_status (*send)(pz_link *l, int tag, double stamp, const void *msg, size_t len, size_t *wire);
+    pz_status (*recv)(pz_link *l, int *tag, double *stamp, uint8_t **buf, size_t *cap, size_t *len, size_t *wire,
+                      double timeout_s);
+    void (*close)(pz_link *l);
+    void (*free)(pz_link *l); /* the transport's part; the generic part is freed after */
+} link_ops;
+
+struct pz_link {
+    const link_ops *ops;
+    void *impl;
+    char name[96];
+    pthread_mutex_t mu; /* guards stats (read from other threads) */
+    pz_link_stats stats;
+    pz_clock *clock;
+    pz_link_emu emu;
+    double free_at; /* emulated: when the sending direction is next free */
+};
+
+/* A new generic link around a transport. */
+pz_link *link_new(const link_ops *ops, void *impl, const char *name);
+
+#endif

@@ -1,0 +1,139 @@
+/* mpi.c — the Open MPI link: stage i on rank i of MPI_COMM_WORLD, one
+ * message per frame (variable size: probe, get the count, receive straight
+ * into the caller's buffer). The virtual-clock stamp travels as an 8-byte
+ * trailer, gathered with the payload by a derived datatype, so the payload
+ * is never copied on either side. One thread per rank talks MPI at a time
+ * (MPI_THREAD_SERIALIZED); receives poll with a short sleep so that
+ * oversubscribed ranks leave the cores to the ones computing. */
+#include "link_internal.h"
+
+#ifdef PZ_HAVE_MPI
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { TAG_CLOSED = 4000 };
+
+typedef struct {
+    int peer;
+    int closed_sent, peer_closed;
+} mpi_end;
+
+int pz_mpi_available(void) { return 1; }
+
+pz_status pz_mpi_init(int *argc, char ***argv, int *rank, int *size) {
+    int provided, inited;
+    MPI_Initialized(&inited);
+    if (!inited && MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+        return pz_fail(PZ_ERR_STATE, "MPI_Init_thread failed");
+    if (!inited && provided < MPI_THREAD_SERIALIZED)
+        return pz_fail(PZ_ERR_STATE, "this MPI does not allow calls from a stage thread (thread level %d)", provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    return PZ_OK;
+}
+
+void pz_mpi_finalize(void) {
+    int inited, finalized;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (inited && !finalized) MPI_Finalize();
+}
+
+void pz_mpi_abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
+
+static pz_status mpi_send(pz_link *l, int tag, double stamp, const void *msg, size_t len, size_t *wire) {
+    mpi_end *e = l->impl;
+    if (e->closed_sent) return pz_fail(PZ_ERR_STATE, "%s: this end was closed; cannot send", l->name);
+    if (e->peer_closed) return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link; cannot send", l->name);
+    if (len > (size_t)INT32_MAX - 8) return pz_fail(PZ_ERR_ARG, "%s: a %zu-byte message is too large for MPI", l->name, len);
+    MPI_Aint at[2];
+    MPI_Get_address(msg ? msg : (const void *)&stamp, &at[0]);
+    MPI_Get_address(&stamp, &at[1]);
+    int lens[2] = {(int)len, 8};
+    MPI_Datatype t;
+    MPI_Type_create_hindexed(2, lens, at, MPI_BYTE, &t);
+    MPI_Type_commit(&t);
+    const int rc = MPI_Send(MPI_BOTTOM, 1, t, e->peer, tag, MPI_COMM_WORLD);
+    MPI_Type_free(&t);
+    if (rc != MPI_SUCCESS) return pz_fail(PZ_ERR_IO, "%s: MPI_Send to rank %d failed", l->name, e->peer);
+    *wire = len + 8;
+    return PZ_OK;
+}
+
+static pz_status mpi_recv(pz_link *l, int *tag, double *stamp, uint8_t **buf, size_t *cap, size_t *len, size_t *wire,
+                          double timeout_s) {
+    mpi_end *e = l->impl;
+    if (e->peer_closed) return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link", l->name);
+    const double until = timeout_s >= 0 ? pz_now() + timeout_s : 0;
+    MPI_Status status;
+    long nap = 1000; /* ns, doubling to 200 us */
+    for (;;) {
+        int flag = 0;
+        MPI_Iprobe(e->peer, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
+        if (flag) break;
+        if (timeout_s >= 0 && pz_now() > until)
+            return pz_fail(PZ_ERR_STATE, "%s: no message from rank %d within %.1f s (peer hung?)", l->name, e->peer, timeout_s);
+        struct timespec ts = {0, nap};
+        nanosleep(&ts, NULL);
+        if (nap < 200000) nap *= 2;
+    }
+    int count;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    if (status.MPI_TAG == TAG_CLOSED) {
+        MPI_Recv(NULL, 0, MPI_BYTE, e->peer, TAG_CLOSED, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        e->peer_closed = 1;
+        return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link", l->name);
+    }
+    if (count < 8) return pz_fail(PZ_ERR_FORMAT, "%s: a %d-byte MPI message is shorter than its trailer", l->name, count);
+    if ((size_t)count > *cap) {
+        uint8_t *b = realloc(*buf, (size_t)count);
+        if (!b) return pz_fail(PZ_ERR_NOMEM, "%s: out of memory for a %d-byte message", l->name, count);
+        *buf = b, *cap = (size_t)count;
+    }
+    if (MPI_Recv(*buf, count, MPI_BYTE, e->peer, status.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        return pz_fail(PZ_ERR_IO, "%s: MPI_Recv from rank %d failed", l->name, e->peer);
+    memcpy(stamp, *buf + count - 8, 8);
+    *tag = status.MPI_TAG;
+    *len = (size_t)count - 8;
+    *wire = (size_t)count;
+    return PZ_OK;
+}
+
+static void mpi_close(pz_link *l) {
+    mpi_end *e = l->impl;
+    if (e->closed_sent || e->peer_closed) return;
+    e->closed_sent = 1;
+    MPI_Send(NULL, 0, MPI_BYTE, e->peer, TAG_CLOSED, MPI_COMM_WORLD);
+}
+
+static void mpi_free(pz_link *l) { free(l->impl); }
+
+static const link_ops mpi_ops = {mpi_send, mpi_recv, mpi_close, mpi_free};
+
+pz_status pz_link_mpi(pz_link **l, int peer, const char *name) {
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (peer < 0 || peer >= size) return pz_fail(PZ_ERR_ARG, "MPI link to rank %d, but there are %d ranks", peer, size);
+    mpi_end *e = pz_calloc(1, sizeof *e);
+    e->peer = peer;
+    *l = link_new(&mpi_ops, e, name);
+    return PZ_OK;
+}
+
+#else
+
+int pz_mpi_available(void) { return 0; }
+pz_status pz_mpi_init(int *argc, char ***argv, int *rank, int *size) {
+    (void)argc, (void)argv, (void)rank, (void)size;
+    return pz_fail(PZ_ERR_ARG, "this pipezip was built without Open MPI (install libopenmpi-dev and rebuild)");
+}
+void pz_mpi_finalize(void) {}
+void pz_mpi_abort(int code) { (void)code; }
+pz_status pz_link_mpi(pz_link **l, int peer, const char *name) {
+    (void)l, (void)peer, (void)name;
+    return pz_fail(PZ_ERR_ARG, "this pipezip was built without Open MPI (install libopenmpi-dev and rebuild)");
+}
+
+#endif
