@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "args.h"
 #include "pipezip/pipezip.h"
+#include "link/link.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -53,10 +54,16 @@ static int on_progress(const pz_progress *p, void *user) {
     fmt_time(el, sizeof el, p->elapsed);
     if (p->end_of_epoch) {
         if (ps->mode == 1) fprintf(stderr, "\r\033[K");
+        char em[48] = "";
+        if (p->emulated_seconds >= 0) {
+            char t[32];
+            fmt_time(t, sizeof t, p->emulated_seconds);
+            snprintf(em, sizeof em, ", link clock %s", t);
+        }
         if (ps->mode && p->test_accuracy_compressed >= 0)
-            fprintf(stderr, "epoch %2d/%d  train loss %.4f acc %6.2f%%  test acc %6.2f%% (compressed %6.2f%%)  lr %.4g  %.1fs  (%s, ETA %s)\n",
+            fprintf(stderr, "epoch %2d/%d  train loss %.4f acc %6.2f%%  test acc %6.2f%% (compressed %6.2f%%)  lr %.4g  %.1fs  (%s%s, ETA %s)\n",
                     p->epoch, p->epochs, p->loss, 100 * p->accuracy, 100 * p->test_accuracy, 100 * p->test_accuracy_compressed,
-                    p->lr, p->epoch_seconds, el, eta);
+                    p->lr, p->epoch_seconds, el, em, eta);
         else if (ps->mode)
             fprintf(stderr, "epoch %2d/%d  train loss %.4f acc %6.2f%%  test loss %.4f acc %6.2f%%  lr %.4g  %.1fs  (%s, ETA %s)\n",
                     p->epoch, p->epochs, p->loss, 100 * p->accuracy, p->test_loss, 100 * p->test_accuracy, p->lr,
@@ -136,6 +143,7 @@ int cmd_train(int argc, char **argv) {
     if (rc) return 2;
 
     char dir[512];
+    if (c.resume) out = c.resume, no_out = 0; /* a resumed run continues in its own directory */
     if (!no_out) {
         if (!out) {
             time_t t = time(NULL);
@@ -164,11 +172,25 @@ int cmd_train(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     pz_run_result r;
+    const int mpi = !strcmp(c.link, "mpi");
+    int rank = 0, size = 0;
+    if (mpi) {
+        if (pz_mpi_init(&argc, &argv, &rank, &size)) {
+            fprintf(stderr, "pipezip train: %s\n", pz_last_error());
+            return 2;
+        }
+        if (rank > 0) ps.mode = 0, c.out_dir = NULL; /* rank 0 drives, shows progress and writes the run directory */
+    }
     pz_status st = pz_run_train(&c, &r, on_progress, &ps);
     if (ps.mode == 1) fprintf(stderr, "\r\033[K");
     if (st) {
-        fprintf(stderr, "pipezip train: %s\n", pz_last_error());
+        fprintf(stderr, "pipezip train%s: %s\n", mpi ? (rank ? " (a stage's rank)" : " (rank 0)") : "", pz_last_error());
+        if (mpi) pz_mpi_abort(st == PZ_ERR_ARG ? 2 : 1); /* the other ranks must not wait for a dead one */
         return st == PZ_ERR_ARG ? 2 : 1;
+    }
+    if (mpi) {
+        pz_mpi_finalize();
+        if (rank > 0) return 0;
     }
     char el[32];
     fmt_time(el, sizeof el, r.wall_seconds);
@@ -184,9 +206,15 @@ int cmd_train(int argc, char **argv) {
     if (r.n_stages > 1) {
         if (r.final_test_accuracy_compressed >= 0)
             printf("through compressed boundaries: test accuracy %.2f%%\n", 100 * r.final_test_accuracy_compressed);
-        printf("%d stages, fwd %s, bwd %s: %.2f MB forward + %.2f MB backward on the links, %.2fx less than fp32\n", r.n_stages,
-               c.fwd, c.bwd, r.fwd_bytes / 1e6, r.bwd_bytes / 1e6,
-               r.fwd_bytes + r.bwd_bytes ? (double)r.fp32_bytes / (double)(r.fwd_bytes + r.bwd_bytes) : 0.0);
+        printf("%d stages, fwd %s, bwd %s: %.2f MB forward + %.2f MB backward on the links, %.2fx less than fp32 (%.2f MB saved)\n",
+               r.n_stages, c.fwd, c.bwd, r.fwd_bytes / 1e6, r.bwd_bytes / 1e6,
+               r.fwd_bytes + r.bwd_bytes ? (double)r.fp32_bytes / (double)(r.fwd_bytes + r.bwd_bytes) : 0.0,
+               ((double)r.fp32_bytes - (double)(r.fwd_bytes + r.bwd_bytes)) / 1e6);
+        char em[32];
+        fmt_time(em, sizeof em, r.emulated_seconds);
+        if (c.link_bandwidth || c.link_latency)
+            printf("training time on a %s%s%s link: %s (virtual clock; %s here)\n", c.link_bandwidth ? c.link_bandwidth : "",
+                   c.link_bandwidth && c.link_latency ? " / " : "", c.link_latency ? c.link_latency : "", em, el);
     }
     if (c.out_dir) printf("run directory: %s\n", c.out_dir);
     return 0;

@@ -344,14 +344,13 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     if (out_dir) {
         st = pz_mkdir_p(out_dir);
         pz_field f[48];
-        char seed_buf[32];
+        char seed_buf[32], cuts[256] = "";
         int n = config_fields(cfg, f, seed_buf);
         f[n++] = PZ_NUM("n_params", model.n_params);
         f[n++] = PZ_NUM("train_examples", train.n);
         f[n++] = PZ_NUM("test_examples", test.n);
         if (pipe) {
             f[n++] = PZ_NUM("n_stages", pc.n_stages);
-            char cuts[256] = "";
             for (int i = 0; i + 1 < pc.n_stages; i++)
                 snprintf(cuts + strlen(cuts), sizeof cuts - strlen(cuts), "%s%s", i ? "," : "", model.net.layers[pc.cuts[i]].name);
             f[n++] = PZ_STR("cut_after", cuts);
