@@ -3,7 +3,8 @@
 # Idempotent: installs only what is missing (apt-get update only then).
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev dataset-fashion-mnist python3 clang libclang-rt-14-dev)
+packages=(build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev dataset-fashion-mnist python3 clang libclang-rt-14-dev
+          libopenmpi-dev openmpi-bin libzmq3-dev procps)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

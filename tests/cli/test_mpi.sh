@@ -1,0 +1,56 @@
+#!/bin/bash
+# test_mpi.sh PIPEZIP MPI_COUNT_LIB — `mpirun -np 4 pipezip train --link mpi`
+# gives the in-process run's losses, accuracies and byte counts exactly; the
+# bytes it reports are the bytes MPI_Send was handed (counted by an
+# interposed MPI_Send, minus the 8-byte clock trailer per message); a rank
+# killed mid-run ends the whole run with an error, not a hang.
+. "$(dirname "$0")/lib.sh" mpi
+pz="$1"; count="$2"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# sanitizer builds: Open MPI's own allocations are not ours to report
+export ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:${ASAN_OPTIONS:-}"
+args=(--cuts layer1,layer2,layer3 --fwd q4 --bwd "q8,2=topk:0.2" --limit-train 600 --limit-test 200 --epochs 2
+      --batch 64 --progress none --threads 1 --seed 3)
+
+"$pz" train "${args[@]}" --out "$tmp/a" > "$tmp/inproc.log" 2>&1 && ok || bad "in-process run: $(tail -3 "$tmp/inproc.log")"
+PZ_MPI_COUNT="$tmp/count" LD_PRELOAD="$count" timeout 600 mpirun --oversubscribe -np 4 -x PZ_MPI_COUNT -x LD_PRELOAD -x ASAN_OPTIONS \
+  "$pz" train "${args[@]}" --link mpi --out "$tmp/b" > "$tmp/mpi.log" 2>&1 && ok || bad "mpi run: $(tail -5 "$tmp/mpi.log")"
+
+python3 - "$tmp" <<'PY' && ok || bad "mpi and in-process runs differ"
+import json, sys, glob
+t = sys.argv[1]
+ep = lambda d: [json.loads(l) for l in open(f"{t}/{d}/epochs.jsonl")]
+a, b = ep("a"), ep("b")  # same path lengths: the checkpoint requests travel the links too
+keys = ["train_loss", "test_accuracy", "test_accuracy_compressed", "fwd_bytes", "bwd_bytes", "eval_bytes", "link_bytes"]
+for x, y in zip(a, b):
+    for k in keys:
+        assert x[k] == y[k], (x["epoch"], k, x[k], y[k])
+assert len(a) == len(b) == 2
+s = json.load(open(f"{t}/b/summary.json"))
+# count at the MPI layer: tags 2,3 (batch header, activation) and 9 (eval
+# header) forward, 4 (gradient) backward; each message carries 8 bytes of clock
+by_tag = {}
+for f in glob.glob(f"{t}/count.*"):
+    for line in open(f):
+        tag, nbytes, msgs = map(int, line.split())
+        b0, m0 = by_tag.get(tag, (0, 0))
+        by_tag[tag] = (b0 + nbytes, m0 + msgs)
+payload = lambda tags: sum(by_tag[x][0] - 8 * by_tag[x][1] for x in tags if x in by_tag)
+assert payload([2, 3, 9]) == s["fwd_bytes"] + s["eval_bytes"], (payload([2, 3, 9]), s["fwd_bytes"], s["eval_bytes"])
+assert payload([4]) == s["bwd_bytes"], (payload([4]), s["bwd_bytes"])
+print("mpi bytes:", payload([2, 3, 9]), payload([4]), "reported:", s["fwd_bytes"] + s["eval_bytes"], s["bwd_bytes"])
+PY
+
+# a rank that dies: the run stops, names the failure, and does not hang
+start=$(date +%s)
+timeout 300 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS "$pz" train "${args[@]}" --epochs 50 --link mpi --out "$tmp/dead" \
+  > "$tmp/dead.log" 2>&1 &
+runner=$!
+for _ in $(seq 600); do [ -s "$tmp/dead/steps.jsonl" ] && break; sleep 0.1; done
+victim=$(pgrep -f "pipezip train .*--out $tmp/dead" | sed -n 3p)
+[ -n "$victim" ] && kill -9 "$victim"
+wait "$runner"; rc=$?
+took=$(( $(date +%s) - start ))
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -lt 120 ]; then ok; else bad "killed rank: exit $rc after ${took}s: $(tail -5 "$tmp/dead.log")"; fi
+grep -qiE "exited|killed|signal|abort" "$tmp/dead.log" && ok || bad "no reason given: $(tail -5 "$tmp/dead.log")"
+finish test_mpi

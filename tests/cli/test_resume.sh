@@ -1,0 +1,34 @@
+#!/bin/bash
+# test_resume.sh PIPEZIP — checkpoints: a pipeline run (error feedback, so
+# codec state matters) killed with SIGKILL after its second epoch and then
+# resumed ends with exactly the numbers of a run never stopped; the same
+# for a one-stage run; --resume with other settings is refused.
+. "$(dirname "$0")/lib.sh" resume
+pz="$1"
+export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
+check() { # NAME ARGS...
+  local name="$1"; shift
+  "$pz" train "$@" --out "$tmp/$name-a" > "$tmp/$name-a.log" 2>&1 || { bad "$name: straight run failed: $(tail -3 "$tmp/$name-a.log")"; return; }
+  "$pz" train "$@" --out "$tmp/$name-b" > "$tmp/$name-b.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 3000); do grep -qs '"epoch": 2' "$tmp/$name-b/checkpoint/latest.json" && break; sleep 0.05; done
+  kill -9 "$pid"; wait "$pid" 2>/dev/null
+  grep -qs '"epoch": 2' "$tmp/$name-b/checkpoint/latest.json" || { bad "$name: no checkpoint after epoch 2"; return; }
+  "$pz" train "$@" --resume "$tmp/$name-b" > "$tmp/$name-r.log" 2>&1 || { bad "$name: resume failed: $(tail -3 "$tmp/$name-r.log")"; return; }
+  python3 - "$tmp/$name-a" "$tmp/$name-b" <<'PY' && ok || bad "$name: resumed run differs"
+import json, sys
+a, b = ([json.loads(l) for l in open(d + "/epochs.jsonl")] for d in sys.argv[1:])
+assert [x["epoch"] for x in b] == [1, 2, 3, 4], [x["epoch"] for x in b]
+for x, y in zip(a, b):
+    for k in ("train_loss", "test_loss", "test_accuracy", "fwd_bytes", "bwd_bytes"):
+        assert x.get(k) == y.get(k), (x["epoch"], k, x.get(k), y.get(k))
+sa, sb = (json.load(open(d + "/summary.json")) for d in sys.argv[1:])
+assert sa["final_test_accuracy"] == sb["final_test_accuracy"] and sb["resumed_from"] == 2
+PY
+}
+common=(--limit-train 512 --limit-test 200 --epochs 4 --batch 64 --progress none --threads 1 --model lenet5 --lr 0.02)
+check pipe "${common[@]}" --stages 3 --fwd "ef(q4)" --bwd "ef21(q8)"
+check single "${common[@]}"
+expect 2 "other settings" -- "$pz" train "${common[@]}" --lr 0.05 --resume "$tmp/single-b"
+expect 1 "no checkpoint" -- "$pz" train "${common[@]}" --resume "$tmp/nothing"
+finish test_resume
