@@ -73,6 +73,7 @@ typedef struct {
     int link_realtime;        /* really hold frames back instead of only keeping the virtual clock */
     double timeout;           /* seconds a silent stage or peer is given before the run stops (default 60) */
     const char *resume;       /* a run directory to continue from its last checkpoint (written every epoch) */
+    int shard_index, shard_count; /* train on the shard_index-th of shard_count slices (split-learning clients); 0/0 = all */
 } pz_run_config;
 
 typedef struct {
@@ -89,6 +90,7 @@ typedef struct {
     uint64_t eval_bytes, link_bytes;       /* evaluation traffic; everything the links moved */
     double emulated_seconds;               /* training time on the (emulated) links: the virtual clock */
     int resumed_from;                      /* the checkpoint's epoch when resuming (0: fresh) */
+    int handed_over;                       /* split learning: started from the previous client's weights */
 } pz_run_result;
 
 typedef struct {

@@ -7,6 +7,8 @@ int cmd_train(int argc, char **argv);
 int cmd_models(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_codec(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_keygen(int argc, char **argv);
 int bench_codecs(int argc, char **argv);
 
 #endif

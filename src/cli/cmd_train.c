@@ -97,6 +97,7 @@ int cmd_train(int argc, char **argv) {
     const char *progress = "auto";
     const char *out = NULL;
     int no_out = 0;
+    const char *shard = NULL;
     const pz_opt opts[] = {
         {"model", OPT_STR, &c.model, "NAME", "model preset (see pipezip models)", 0, 0, "mlp|lenet5|resnet8|resnet20"},
         {"data", OPT_STR, &c.data, "NAME", "dataset", 0, 0, "fashion-mnist|mnist|cifar10|synthetic"},
@@ -131,6 +132,7 @@ int cmd_train(int argc, char **argv) {
         {"link-latency", OPT_STR, &c.link_latency, "TIME", "emulate this one-way latency at every boundary: 10ms, 250us", 0, 0, NULL},
         {"link-realtime", OPT_BOOL, &c.link_realtime, NULL, "really hold frames back (default: a virtual clock reports the time the run would take)", 0, 0, NULL},
         {"timeout", OPT_FLOAT64, &c.timeout, "SECONDS", "a stage or peer silent this long stops the run with an error", 0.001, 1e6, NULL},
+        {"shard", OPT_STR, &shard, "K/N", "train on the K-th of N equal slices of the training set (split-learning clients)", 0, 0, NULL},
         {"resume", OPT_STR, &c.resume, "DIR", "continue the run in DIR from its last checkpoint (same flags as the original run)", 0, 0, NULL},
         {"out", OPT_STR, &out, "DIR", "run directory (default runs/DATE-MODEL-DATA)", 0, 0, NULL},
         {"no-out", OPT_BOOL, &no_out, NULL, "write no run directory", 0, 0, NULL},
@@ -142,6 +144,15 @@ int cmd_train(int argc, char **argv) {
     if (rc == 1) return 0;
     if (rc) return 2;
 
+    if (shard) {
+        int k, n;
+        char extra;
+        if (sscanf(shard, "%d/%d%c", &k, &n, &extra) != 2 || n < 1 || k < 1 || k > n) {
+            fprintf(stderr, "pipezip train: --shard expects K/N with 1 <= K <= N, got '%s'\n", shard);
+            return 2;
+        }
+        c.shard_index = k - 1, c.shard_count = n;
+    }
     char dir[512];
     if (c.resume) out = c.resume, no_out = 0; /* a resumed run continues in its own directory */
     if (!no_out) {
@@ -165,7 +176,8 @@ int cmd_train(int argc, char **argv) {
             c.epochs, c.batch, c.optimizer, c.lr, c.schedule, (unsigned long long)c.seed,
             c.out_dir ? ", run directory " : "", c.out_dir ? c.out_dir : "");
     if (c.stages > 1 || c.cuts)
-        fprintf(stderr, "pipeline: %s, activations %s, gradients %s\n", c.cuts ? c.cuts : "balanced by compute", c.fwd, c.bwd);
+        fprintf(stderr, "pipeline: %s, activations %s, gradients %s%s%s\n", c.cuts ? c.cuts : "balanced by compute", c.fwd, c.bwd,
+                strcmp(c.link, "inproc") ? ", link " : "", strcmp(c.link, "inproc") ? c.link : "");
     /* Ctrl-C finishes the current step, writes the summary, exits 130 */
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;

@@ -15,6 +15,8 @@ static const char usage[] =
     "  models    list the model presets with their layers, parameters, FLOPs and\n"
     "            per-layer activation sizes\n"
     "  codec     encode, decode or inspect frames: `pipezip codec --help` lists the codecs\n"
+    "  serve     split learning: the server side (upper stages and loss) over ZeroMQ\n"
+    "  keygen    make a CURVE key pair for serve / train --link zmq\n"
     "  bench     measure speed: `pipezip bench train` (training steps), `pipezip bench codecs`\n"
     "\n"
     "Run `pipezip COMMAND --help` for a command's options.\n";
@@ -37,6 +39,8 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "models")) return cmd_models(argc, argv);
     if (!strcmp(c, "bench")) return cmd_bench(argc, argv);
     if (!strcmp(c, "codec")) return cmd_codec(argc, argv);
-    fprintf(stderr, "pipezip: unknown command '%s' (expected train, models, codec or bench; see pipezip --help)\n", c);
+    if (!strcmp(c, "serve")) return cmd_serve(argc, argv);
+    if (!strcmp(c, "keygen")) return cmd_keygen(argc, argv);
+    fprintf(stderr, "pipezip: unknown command '%s' (expected train, models, codec, bench, serve or keygen; see pipezip --help)\n", c);
     return 2;
 }

@@ -15,7 +15,11 @@ typedef struct {
     float *x;       /* (n, c, h, w), normalised after pz_dataset_normalize */
     int32_t *y;     /* (n) */
     float mean[4], std[4]; /* per channel, of the raw [0,1] pixels of the train split */
+    int64_t id_base;       /* sample ids are id_base + index (a shard keeps its ids from the whole set) */
 } pz_dataset;
+
+/* Keep the k-th of n contiguous slices (0 <= k < n); ids stay those of the whole set. */
+pz_status pz_dataset_shard(pz_dataset *d, int k, int n);
 
 /* idx files (gzipped or not): images (magic 0x00000803) and labels (0x00000801). */
 pz_status pz_load_idx(pz_dataset *d, const char *images_path, const char *labels_path, const char *name);

@@ -215,6 +215,18 @@ void pz_dataset_truncate(pz_dataset *d, int64_t n) {
     if (n >= 0 && n < d->n) d->n = n;
 }
 
+pz_status pz_dataset_shard(pz_dataset *d, int k, int n) {
+    if (n < 1 || k < 0 || k >= n) return pz_fail(PZ_ERR_ARG, "shard %d of %d: expected 0 <= K < N", k, n);
+    const int64_t from = d->n * k / n, to = d->n * (k + 1) / n;
+    if (to <= from) return pz_fail(PZ_ERR_ARG, "shard %d of %d of %lld examples is empty", k, n, (long long)d->n);
+    const size_t per = (size_t)d->c * d->h * d->w;
+    memmove(d->x, d->x + (size_t)from * per, sizeof(float) * per * (size_t)(to - from));
+    memmove(d->y, d->y + from, sizeof(int32_t) * (size_t)(to - from));
+    d->id_base += from;
+    d->n = to - from;
+    return PZ_OK;
+}
+
 void pz_dataset_free(pz_dataset *d) {
     free(d->x);
     free(d->y);

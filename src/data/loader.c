@@ -74,7 +74,7 @@ int pz_loader_next(pz_loader *l) {
     const int do_aug = l->aug.pad > 0 || l->aug.flip;
     for (int b = 0; b < B; b++) {
         const uint32_t id = l->order[l->pos + b];
-        l->ids[b] = id;
+        l->ids[b] = (uint32_t)(d->id_base + id);
         l->y[b] = d->y[id];
         if (do_aug) {
             pz_rng r = pz_rng_split(&l->rng, (uint64_t)(l->epoch + 1) << 32 | id);

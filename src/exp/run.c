@@ -82,6 +82,8 @@ pz_status pz_run_config_check(const pz_run_config *c) {
     if (strcmp(c->link, "inproc") && strcmp(c->link, "mpi") && strcmp(c->link, "zmq"))
         return pz_fail(PZ_ERR_ARG, "--link '%s' (expected inproc, mpi or zmq)", c->link);
     if (!strcmp(c->link, "zmq") && !(c->connect && *c->connect)) return pz_fail(PZ_ERR_ARG, "--link zmq needs --connect tcp://HOST:PORT");
+    if (c->shard_count < 0 || (c->shard_count > 0 && (c->shard_index < 0 || c->shard_index >= c->shard_count)))
+        return pz_fail(PZ_ERR_ARG, "--shard K/N: expected 1 <= K <= N");
     if (!(c->timeout > 0) || c->timeout > 1e6) return pz_fail(PZ_ERR_ARG, "--timeout must be a positive number of seconds");
     double v;
     if (c->link_bandwidth) PZ_TRY(pz_parse_bandwidth(c->link_bandwidth, &v));
@@ -264,6 +266,15 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     PZ_TRY(pz_load_dataset(&train, &test, cfg->data, cfg->data_dir, cfg->seed));
     if (cfg->limit_train > 0) pz_dataset_truncate(&train, cfg->limit_train);
     if (cfg->limit_test > 0) pz_dataset_truncate(&test, cfg->limit_test);
+    if (cfg->shard_count > 0) {
+        const int64_t whole = train.n;
+        pz_status s2 = pz_dataset_shard(&train, cfg->shard_index, cfg->shard_count);
+        if (s2) {
+            pz_dataset_free(&train), pz_dataset_free(&test);
+            return s2;
+        }
+        (void)whole;
+    }
 
     pz_model model;
     pz_optim opt = {0};
@@ -296,7 +307,8 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
             if (!st && rank < mpi_size - 1) st = pz_link_mpi(&pc.next_link, rank + 1, name);
         } else if (!st && !strcmp(cfg->link, "zmq")) {
             pc.local_set = 1, pc.first_local = pc.last_local = 0;
-            st = pz_link_zmq_connect(&pc.next_link, cfg->connect, cfg->client_key, cfg->server_key, "stage 0 <-> server");
+            pc.session = 1;
+            st = pz_link_zmq_connect(&pc.next_link, cfg->connect, cfg->client_key, cfg->server_key, cfg->timeout, "stage 0 <-> server");
         }
         if (!st) st = pz_pipe_create(&pipe, &pc);
         if (!st && rank > 0) {
@@ -316,6 +328,12 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
             return st;
         }
         res->n_stages = pc.n_stages;
+        if (!strcmp(cfg->link, "zmq") && !cfg->resume) {
+            /* split learning: start from the client-side weights the previous client left */
+            int found = 0;
+            st = pz_pipe_fetch(pipe, &found);
+            res->handed_over = found;
+        }
     } else if (cfg->resume) {
         char path[4400];
         snprintf(path, sizeof path, "%s/stage-0.bin", resume_dir);
@@ -374,8 +392,12 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     double emulated = rs.emulated;
     pz_boundary_stats prev_b[PZ_MAX_STAGES];
     memset(prev_b, 0, sizeof prev_b);
-    const double base_fwd = rs.fwd_bytes, base_bwd = rs.bwd_bytes, base_fp32 = rs.fp32_bytes, base_eval = rs.eval_bytes,
-                 base_link = rs.link_bytes;
+    double tot_fwd = rs.fwd_bytes, tot_bwd = rs.bwd_bytes, tot_fp32 = rs.fp32_bytes, tot_eval = rs.eval_bytes,
+           tot_link = rs.link_bytes;
+    if (pipe && !st) { /* counters start here: a server may have served other clients already */
+        st = pz_pipe_collect_stats(pipe);
+        for (int b = 0; !st && b + 1 < res->n_stages; b++) prev_b[b] = pz_pipe_boundary_stats(pipe, b);
+    }
     for (int epoch = rs.epoch; epoch < cfg->epochs && !st && !res->stopped; epoch++) {
         const double te = pz_now();
         if (pipe && cfg->aqsgd_warmup > 0 && (epoch == rs.epoch || epoch == cfg->aqsgd_warmup) &&
@@ -442,12 +464,13 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
         res->emulated_seconds = emulated;
         if (pipe) {
             if ((st = pz_pipe_collect_stats(pipe))) break;
-            double fwd = 0, bwd = 0, fp32 = 0, ev = 0, link = 0;
             for (int b = 0; b + 1 < res->n_stages; b++) {
                 const pz_boundary_stats bs = pz_pipe_boundary_stats(pipe, b), *o = &prev_b[b];
-                fwd += (double)bs.fwd_bytes, bwd += (double)bs.bwd_bytes;
-                fp32 += 4.0 * (double)(bs.fwd_elements + bs.bwd_elements);
-                ev += (double)bs.eval_bytes, link += (double)(bs.link_fwd_bytes + bs.link_bwd_bytes);
+                /* this epoch's traffic (remote stages may have served other clients before) */
+                tot_fwd += (double)(bs.fwd_bytes - o->fwd_bytes), tot_bwd += (double)(bs.bwd_bytes - o->bwd_bytes);
+                tot_fp32 += 4.0 * (double)(bs.fwd_elements - o->fwd_elements + bs.bwd_elements - o->bwd_elements);
+                tot_eval += (double)(bs.eval_bytes - o->eval_bytes);
+                tot_link += (double)(bs.link_fwd_bytes - o->link_fwd_bytes + bs.link_bwd_bytes - o->link_bwd_bytes);
                 if (bounds_m.f) {
                     const uint64_t fb = bs.fwd_bytes - o->fwd_bytes, bb = bs.bwd_bytes - o->bwd_bytes;
                     const uint64_t fe = bs.fwd_elements - o->fwd_elements, be = bs.bwd_elements - o->bwd_elements;
@@ -479,9 +502,9 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
                 prev_b[b] = bs;
             }
             if (st) break;
-            res->fwd_bytes = (uint64_t)(base_fwd + fwd), res->bwd_bytes = (uint64_t)(base_bwd + bwd);
-            res->fp32_bytes = (uint64_t)(base_fp32 + fp32), res->eval_bytes = (uint64_t)(base_eval + ev);
-            res->link_bytes = (uint64_t)(base_link + link);
+            res->fwd_bytes = (uint64_t)tot_fwd, res->bwd_bytes = (uint64_t)tot_bwd;
+            res->fp32_bytes = (uint64_t)tot_fp32, res->eval_bytes = (uint64_t)tot_eval;
+            res->link_bytes = (uint64_t)tot_link;
         }
         if (on_progress) {
             pz_progress p = {.epoch = epoch + 1, .epochs = cfg->epochs, .step = step,
@@ -545,6 +568,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
             }
         }
     }
+    if (!st && pipe && !strcmp(cfg->link, "zmq") && !res->stopped) st = pz_pipe_hand_on(pipe); /* for the next client */
     res->wall_seconds = pz_now() - t0;
     res->samples_per_second = res->wall_seconds > 0 ? samples / res->wall_seconds : 0;
     if (!st && out_dir) {
@@ -574,5 +598,33 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     pz_model_free(&model);
     pz_dataset_free(&train);
     pz_dataset_free(&test);
+    return st;
+}
+
+/* ---- the split-learning server ----------------------------------------------- */
+pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *server_key, const char *client_key, int clients) {
+    PZ_TRY(pz_run_config_check(cfg));
+    pz_set_threads(cfg->threads);
+    /* the server has no data: the input shape is the dataset's */
+    pz_dataset shape = {0};
+    if (!strcmp(cfg->data, "cifar10")) shape.c = 3, shape.h = shape.w = 32;
+    else if (!strcmp(cfg->data, "fashion-mnist") || !strcmp(cfg->data, "mnist") || !strcmp(cfg->data, "synthetic")) shape.c = 1, shape.h = shape.w = 28;
+    else return pz_fail(PZ_ERR_ARG, "--data '%s' (expected fashion-mnist, mnist, cifar10 or synthetic)", cfg->data);
+    shape.n_classes = 10;
+    pz_model model;
+    PZ_TRY(pz_model_preset(&model, cfg->model, (pz_shape){shape.c, shape.h, shape.w}, shape.n_classes, 1, cfg->seed));
+    pz_pipe_config pc;
+    pz_status st = pipe_config(cfg, &model, &shape, &pc, 0);
+    pz_model_free(&model);
+    PZ_TRY(st);
+    if (pc.n_stages < 2) return pz_fail(PZ_ERR_ARG, "pipezip serve needs a cut (--cuts LAYER or --stages S >= 2)");
+    pc.local_set = 1, pc.first_local = 1, pc.last_local = pc.n_stages - 1;
+    PZ_TRY(pz_link_zmq_listen(&pc.prev_link, bind, server_key, client_key, clients, "server <-> client"));
+    pz_pipe *pipe;
+    PZ_TRY(pz_pipe_create(&pipe, &pc));
+    fprintf(stderr, "pipezip serve: stages 1..%d of %s (after %s) on %s for %d client%s%s\n", pc.n_stages - 1, cfg->model,
+            pc.n_stages > 1 ? "the first cut" : "", bind, clients, clients == 1 ? "" : "s", server_key ? ", CURVE" : "");
+    st = pz_pipe_wait(pipe);
+    pz_pipe_free(pipe);
     return st;
 }

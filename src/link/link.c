@@ -120,6 +120,8 @@ pz_link_stats pz_link_get_stats(const pz_link *l) {
 
 const char *pz_link_name(const pz_link *l) { return l->name; }
 
+int pz_link_peer_closed(const pz_link *l) { return l->peer_closed; }
+
 /* ---- parsing --------------------------------------------------------------- */
 static pz_status parse_number(const char *s, const char *what, double *v, const char **unit) {
     char *end;

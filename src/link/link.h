@@ -70,9 +70,11 @@ pz_status pz_link_mpi(pz_link **l, int peer, const char *name);
  * NULL keys: plain TCP. */
 int pz_zmq_available(void);
 pz_status pz_link_zmq_listen(pz_link **l, const char *endpoint, const char *server_secret_file,
-                             const char *client_public_file, const char *name);
+                             const char *client_public_file, int sessions, const char *name);
+/* Waits up to timeout_s for the server to admit this client (another
+ * client may be having its turn). */
 pz_status pz_link_zmq_connect(pz_link **l, const char *endpoint, const char *client_secret_file,
-                              const char *server_public_file, const char *name);
+                              const char *server_public_file, double timeout_s, const char *name);
 /* Write a CURVE key pair: PATH (secret, mode 0600) and PATH.pub. */
 pz_status pz_zmq_keygen(const char *path);
 
@@ -97,6 +99,8 @@ pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t 
 void pz_link_close(pz_link *l);
 void pz_link_free(pz_link *l);
 pz_link_stats pz_link_get_stats(const pz_link *l);
+/* 1 once the peer closed its end in order (rather than failing). */
+int pz_link_peer_closed(const pz_link *l);
 const char *pz_link_name(const pz_link *l);
 
 #endif

@@ -24,6 +24,7 @@ struct pz_link {
     pz_clock *clock;
     pz_link_emu emu;
     double free_at; /* emulated: when the sending direction is next free */
+    int peer_closed; /* set by the transport when the peer closed in order */
 };
 
 /* A new generic link around a transport. */

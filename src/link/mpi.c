@@ -84,6 +84,7 @@ static pz_status mpi_recv(pz_link *l, int *tag, double *stamp, uint8_t **buf, si
     if (status.MPI_TAG == TAG_CLOSED) {
         MPI_Recv(NULL, 0, MPI_BYTE, e->peer, TAG_CLOSED, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         e->peer_closed = 1;
+        l->peer_closed = 1;
         return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link", l->name);
     }
     if (count < 8) return pz_fail(PZ_ERR_FORMAT, "%s: a %d-byte MPI message is shorter than its trailer", l->name, count);

@@ -29,8 +29,8 @@ static void put(wbuf *w, const void *p, size_t n) {
     w->len += n;
 }
 
-pz_status pz_checkpoint_write(const char *path, int stage, const pz_model *m, int64_t p0, int64_t p1,
-                              const pz_optim *opt, pz_codec *const *codecs, int n_codecs) {
+pz_status pz_checkpoint_pack(uint8_t **out, size_t *out_len, int stage, const pz_model *m, int64_t p0, int64_t p1,
+                             const pz_optim *opt, pz_codec *const *codecs, int n_codecs) {
     wbuf w = {0};
     const int32_t st = stage, kind = opt->kind;
     const int64_t n = p1 - p0, nb = m->n_buffers;
@@ -54,8 +54,21 @@ pz_status pz_checkpoint_write(const char *path, int stage, const pz_model *m, in
         put(&w, &l64, 8), put(&w, blob, len);
         free(blob);
     }
-    if (!s) s = pz_write_file_atomic(path, w.b, w.len);
-    free(w.b);
+    if (s) {
+        free(w.b);
+        return s;
+    }
+    *out = w.b, *out_len = w.len;
+    return PZ_OK;
+}
+
+pz_status pz_checkpoint_write(const char *path, int stage, const pz_model *m, int64_t p0, int64_t p1,
+                              const pz_optim *opt, pz_codec *const *codecs, int n_codecs) {
+    uint8_t *b;
+    size_t n;
+    PZ_TRY(pz_checkpoint_pack(&b, &n, stage, m, p0, p1, opt, codecs, n_codecs));
+    const pz_status s = pz_write_file_atomic(path, b, n);
+    free(b);
     return s;
 }
 
@@ -64,6 +77,13 @@ pz_status pz_checkpoint_read(const char *path, int stage, pz_model *m, int64_t p
     uint8_t *data;
     size_t len;
     PZ_TRY(pz_read_file(path, &data, &len));
+    const pz_status s = pz_checkpoint_unpack(data, len, path, stage, m, p0, p1, opt, codecs, n_codecs);
+    free(data);
+    return s;
+}
+
+pz_status pz_checkpoint_unpack(const uint8_t *data, size_t len, const char *path, int stage, pz_model *m, int64_t p0,
+                               int64_t p1, pz_optim *opt, pz_codec **codecs, int n_codecs) {
     const uint8_t *p = data, *end = data + len;
     pz_status s = PZ_OK;
 #define GET(dst, n) do { if ((size_t)(end - p) < (size_t)(n)) goto truncated; memcpy((dst), p, (n)); p += (n); } while (0)
@@ -122,6 +142,5 @@ truncated:
     s = pz_fail(PZ_ERR_FORMAT, "'%s' is truncated", path);
 done:
 #undef GET
-    free(data);
     return s;
 }

@@ -20,7 +20,8 @@
 
 enum {
     TAG_BATCH = 1, TAG_META, TAG_ACT, TAG_GRAD, TAG_LOSS, TAG_STEPPED, TAG_STOP, TAG_EVAL, TAG_EVAL_META,
-    TAG_EVAL_RESULT, TAG_STATS, TAG_STATS_REPLY, TAG_SAVE, TAG_SAVED, TAG_ERROR, TAG_WARMUP, TAG_WARMUP_SET
+    TAG_EVAL_RESULT, TAG_STATS, TAG_STATS_REPLY, TAG_SAVE, TAG_SAVED, TAG_ERROR, TAG_WARMUP, TAG_WARMUP_SET,
+    TAG_PUT_STATE, TAG_GET_STATE, TAG_STATE, TAG_KEPT
 };
 
 /* What a stage reports about its two boundaries (host byte order: every
@@ -53,6 +54,8 @@ typedef struct {
     pz_codec *eval_tx, *eval_rx, *plain_tx, *plain_rx;
     pz_clock clock;
     stage_report rep;
+    uint8_t *kept;             /* split learning: the client state left by the last client */
+    size_t kept_len;
     pthread_t thread;
     int running;
     char error[512];
@@ -209,6 +212,42 @@ static pz_status stage_warmup(stage *s, const uint8_t *msg, size_t len) {
     if (!st) st = recv_expect(s, s->next, TAG_WARMUP_SET, &buf, &cap, &n, p->cfg.timeout_s * (p->S - s->index));
     free(buf);
     return st ? st : pz_link_send(s->prev, TAG_WARMUP_SET, "", 0);
+}
+
+/* Client state handed from one split-learning client to the next. At the
+ * first stage (driver side): PUT packs its state and sends it on, GET asks
+ * for it and loads it. At the stage after a remote link: keep / give back. */
+static pz_status stage_handoff(stage *s, int tag, uint8_t **buf, size_t *cap, size_t len) {
+    pz_pipe *p = s->pipe;
+    pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
+    const double tmo = p->cfg.timeout_s * (p->S - s->index);
+    if (s->index > 0) { /* the keeper */
+        if (tag == TAG_PUT_STATE) {
+            free(s->kept);
+            s->kept = pz_malloc(len ? len : 1);
+            memcpy(s->kept, *buf, len);
+            s->kept_len = len;
+            return pz_link_send(s->prev, TAG_KEPT, "", 0);
+        }
+        return pz_link_send(s->prev, TAG_STATE, s->kept ? s->kept : (const uint8_t *)"", s->kept_len);
+    }
+    if (!s->next) return pz_fail(PZ_ERR_STATE, "a one-stage pipeline has nobody to hand its state to");
+    if (tag == TAG_PUT_STATE) {
+        uint8_t *blob;
+        size_t n;
+        PZ_TRY(pz_checkpoint_pack(&blob, &n, 0, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4));
+        pz_status st = pz_link_send(s->next, TAG_PUT_STATE, blob, n);
+        free(blob);
+        PZ_TRY(st);
+        PZ_TRY(recv_expect(s, s->next, TAG_KEPT, buf, cap, &n, tmo));
+        return pz_link_send(s->prev, TAG_KEPT, "", 0);
+    }
+    size_t n;
+    PZ_TRY(pz_link_send(s->next, TAG_GET_STATE, "", 0));
+    PZ_TRY(recv_expect(s, s->next, TAG_STATE, buf, cap, &n, tmo));
+    const int32_t found = n > 0;
+    if (found) PZ_TRY(pz_checkpoint_unpack(*buf, n, "the previous client's state", 0, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4));
+    return pz_link_send(s->prev, TAG_STATE, &found, 4);
 }
 
 typedef struct {
@@ -391,9 +430,18 @@ static void *stage_main(void *arg) {
     for (;;) {
         int tag;
         size_t len;
-        if ((st = pz_link_recv(s->prev, &tag, &b.msg, &b.cap, &len, -1.0))) break;
+        if ((st = pz_link_recv(s->prev, &tag, &b.msg, &b.cap, &len, -1.0))) {
+            /* between steps, a remote driver side that closed in order (the
+             * last split-learning client) is the end of the run, not a failure */
+            if (pz_link_peer_closed(s->prev) && s->index == p->first && p->first > 0) {
+                st = PZ_OK;
+                if (s->next) pz_link_send(s->next, TAG_STOP, "", 0);
+            }
+            break;
+        }
         if (tag == TAG_STOP) {
-            if (s->next) pz_link_send(s->next, TAG_STOP, "", 0);
+            /* a split-learning client ends its turn: the server's stages stay */
+            if (s->next && !(p->cfg.session && s->index == p->last)) pz_link_send(s->next, TAG_STOP, "", 0);
             break;
         }
         if (tag == TAG_ERROR) {
@@ -405,6 +453,7 @@ static void *stage_main(void *arg) {
         else if (tag == TAG_STATS) st = stage_stats(s, &b.msg, &b.cap, len);
         else if (tag == TAG_SAVE) st = stage_save(s, &b.msg, &b.cap, len);
         else if (tag == TAG_WARMUP) st = stage_warmup(s, b.msg, len);
+        else if (tag == TAG_PUT_STATE || tag == TAG_GET_STATE) st = stage_handoff(s, tag, &b.msg, &b.cap, len);
         else if (first && tag == TAG_BATCH) st = train_step(s, &b, b.msg, len);
         else if (!first && tag == TAG_META) st = train_step(s, &b, NULL, len > 0 ? len : 1);
         else st = pz_fail(PZ_ERR_STATE, "unexpected message %d from %s", tag, pz_link_name(s->prev));
@@ -767,6 +816,26 @@ pz_status pz_pipe_set_warmup(pz_pipe *p, int on) {
     return driver_recv(p, TAG_WARMUP_SET, &n);
 }
 
+pz_status pz_pipe_hand_on(pz_pipe *p) {
+    if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver");
+    pz_status st = pz_link_send(p->to_first, TAG_PUT_STATE, "", 0);
+    if (st) return driver_error(p, st);
+    size_t n;
+    return driver_recv(p, TAG_KEPT, &n);
+}
+
+pz_status pz_pipe_fetch(pz_pipe *p, int *found) {
+    if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver");
+    pz_status st = pz_link_send(p->to_first, TAG_GET_STATE, "", 0);
+    if (st) return driver_error(p, st);
+    size_t n;
+    PZ_TRY(driver_recv(p, TAG_STATE, &n));
+    int32_t f = 0;
+    if (n == 4) memcpy(&f, p->buf, 4);
+    *found = f;
+    return PZ_OK;
+}
+
 pz_status pz_pipe_wait(pz_pipe *p) {
     for (int i = p->first; i <= p->last; i++)
         if (p->st[i].running) pthread_join(p->st[i].thread, NULL), p->st[i].running = 0;
@@ -791,6 +860,7 @@ void pz_pipe_free(pz_pipe *p) {
         pz_codec_free(s->eval_tx), pz_codec_free(s->eval_rx), pz_codec_free(s->plain_tx), pz_codec_free(s->plain_rx);
         pz_link_free(s->prev);
         pz_link_free(s->next);
+        free(s->kept);
     }
     pz_link_free(p->to_first);
     free(p->buf);

@@ -42,6 +42,8 @@ typedef struct {
     int local_set, first_local, last_local;
     pz_link *prev_link, *next_link; /* to the remote stages around the local ones (the pipe takes them) */
     const char *resume;     /* a checkpoint directory to start from (NULL: fresh) */
+    int session;            /* split-learning client: the remote stages outlive this process (STOP is not sent
+                               to them; closing the link ends this client's turn) */
 } pz_pipe_config;
 
 /* Per boundary, summed over the run so far. */
@@ -94,6 +96,12 @@ double pz_pipe_clock(pz_pipe *p);
 pz_status pz_pipe_set_warmup(pz_pipe *p, int on);
 /* Every stage writes DIR/stage-<i>.bin (atomically); returns once all did. */
 pz_status pz_pipe_save(pz_pipe *p, const char *dir);
+/* Split learning, several clients taking turns: the first stage hands its
+ * state (weights, optimizer, codec states) to the remote stage after it,
+ * which keeps it for the next client; fetch loads what the previous client
+ * left (*found = 0 when none did). */
+pz_status pz_pipe_hand_on(pz_pipe *p);
+pz_status pz_pipe_fetch(pz_pipe *p, int *found);
 /* No driver here: run the local stages until the driver stops them (OK)
  * or one fails (its error). */
 pz_status pz_pipe_wait(pz_pipe *p);
@@ -107,5 +115,11 @@ pz_status pz_checkpoint_write(const char *path, int stage, const pz_model *m, in
                               const pz_optim *opt, pz_codec *const *codecs, int n_codecs);
 pz_status pz_checkpoint_read(const char *path, int stage, pz_model *m, int64_t p0, int64_t p1, pz_optim *opt,
                              pz_codec **codecs, int n_codecs);
+
+/* The same in memory (path only names it in errors). */
+pz_status pz_checkpoint_pack(uint8_t **out, size_t *len, int stage, const pz_model *m, int64_t p0, int64_t p1,
+                             const pz_optim *opt, pz_codec *const *codecs, int n_codecs);
+pz_status pz_checkpoint_unpack(const uint8_t *data, size_t len, const char *path, int stage, pz_model *m, int64_t p0,
+                               int64_t p1, pz_optim *opt, pz_codec **codecs, int n_codecs);
 
 #endif

@@ -1,0 +1,91 @@
+/* cmd_serve.c — `pipezip serve` (the server side of split learning) and
+ * `pipezip keygen` (CURVE key pairs for it). */
+#include "cli.h"
+#include "args.h"
+#include "exp/run.h"
+#include "link/link.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char serve_usage[] =
+    "Usage: pipezip serve [OPTIONS]\n"
+    "\n"
+    "Split learning over ZeroMQ: run the stages after the first cut (the upper\n"
+    "layers and the loss) for clients that hold the lower layers and the data.\n"
+    "Clients run `pipezip train --link zmq --connect tcp://HOST:PORT` with the same\n"
+    "model, cuts, codecs, batch and optimizer flags; labels travel with the\n"
+    "activations. With --clients N, N clients take turns (each its whole run),\n"
+    "every client starting from the client-side weights the previous one left.\n"
+    "\n"
+    "Example:\n"
+    "  pipezip keygen server.key; pipezip keygen client.key\n"
+    "  pipezip serve --cuts layer1 --bind tcp://0.0.0.0:5555 --server-key server.key --client-key client.key.pub\n"
+    "  pipezip train --cuts layer1 --link zmq --connect tcp://server:5555 --client-key client.key --server-key server.key.pub\n";
+
+int cmd_serve(int argc, char **argv) {
+    pz_run_config c;
+    pz_run_config_default(&c);
+    const char *bind = "tcp://0.0.0.0:5555", *server_key = NULL, *client_key = NULL;
+    int clients = 1;
+    const pz_opt opts[] = {
+        {"bind", OPT_STR, &bind, "ENDPOINT", "where to listen", 0, 0, NULL},
+        {"clients", OPT_INT, &clients, "N", "serve N clients in turn, then exit", 1, 1000000, NULL},
+        {"server-key", OPT_STR, &server_key, "FILE", "this server's CURVE secret key (pipezip keygen): encrypt and authenticate", 0, 0, NULL},
+        {"client-key", OPT_STR, &client_key, "FILE", "the public key (FILE.pub) of the client allowed in", 0, 0, NULL},
+        {"model", OPT_STR, &c.model, "NAME", "model preset (as the clients)", 0, 0, "mlp|lenet5|resnet8|resnet20"},
+        {"data", OPT_STR, &c.data, "NAME", "the clients' dataset (for its input shape; the server holds no data)", 0, 0, "fashion-mnist|mnist|cifar10|synthetic"},
+        {"stages", OPT_INT, &c.stages, "S", "stages balanced by compute (stage 0 is the client's)", 1, 16, NULL},
+        {"cuts", OPT_STR, &c.cuts, "LIST", "cut after these layers (the first cut is the client/server split)", 0, 0, NULL},
+        {"fwd", OPT_STR, &c.fwd, "SPEC", "activation codecs per boundary", 0, 0, NULL},
+        {"bwd", OPT_STR, &c.bwd, "SPEC", "gradient codecs per boundary", 0, 0, NULL},
+        {"batch", OPT_INT, &c.batch, "N", "largest batch the clients send", 1, 65536, NULL},
+        {"micro-batches", OPT_INT, &c.micro_batches, "M", "GPipe micro-batches (as the clients)", 1, 16, NULL},
+        {"optimizer", OPT_STR, &c.optimizer, "NAME", "optimizer", 0, 0, "sgd|adamw"},
+        {"momentum", OPT_FLOAT, &c.momentum, "X", "SGD momentum", 0, 0.999999, NULL},
+        {"nesterov", OPT_BOOL, &c.nesterov, NULL, "Nesterov momentum (SGD)", 0, 0, NULL},
+        {"weight-decay", OPT_FLOAT, &c.weight_decay, "X", "weight decay", 0, 10, NULL},
+        {"seed", OPT_U64, &c.seed, "N", "seed for the server-side initialisation (as the clients)", 0, 0, NULL},
+        {"threads", OPT_INT, &c.threads, "N", "threads (0 = all cores)", 0, 1024, NULL},
+        {"timeout", OPT_FLOAT64, &c.timeout, "SECONDS", "a client silent this long in the middle of a step is dead", 0.001, 1e6, NULL},
+    };
+    int rc = pz_parse_args("pipezip serve", opts, (int)(sizeof opts / sizeof *opts), argc, argv, 2, serve_usage, NULL, 0, NULL);
+    if (rc == 1) return 0;
+    if (rc) return 2;
+    if (!(c.cuts && *c.cuts) && c.stages < 2) {
+        fprintf(stderr, "pipezip serve: give the split: --cuts LAYER (e.g. layer1) or --stages S >= 2\n");
+        return 2;
+    }
+    pz_status st = pz_run_serve(&c, bind, server_key, client_key, clients);
+    if (st) {
+        fprintf(stderr, "pipezip serve: %s\n", pz_last_error());
+        return st == PZ_ERR_ARG ? 2 : 1;
+    }
+    fprintf(stderr, "pipezip serve: served %d client%s\n", clients, clients == 1 ? "" : "s");
+    return 0;
+}
+
+static const char keygen_usage[] =
+    "Usage: pipezip keygen FILE\n"
+    "\n"
+    "Make a CURVE key pair for pipezip serve / train --link zmq: FILE holds the\n"
+    "secret key (mode 0600, keep it), FILE.pub the public key (give it to the\n"
+    "other side).\n";
+
+int cmd_keygen(int argc, char **argv) {
+    char *pos[1];
+    int npos = 0;
+    int rc = pz_parse_args("pipezip keygen", NULL, 0, argc, argv, 2, keygen_usage, pos, 1, &npos);
+    if (rc == 1) return 0;
+    if (rc) return 2;
+    if (npos != 1) {
+        fprintf(stderr, "pipezip keygen: expected one FILE\n%s", keygen_usage);
+        return 2;
+    }
+    if (pz_zmq_keygen(pos[0])) {
+        fprintf(stderr, "pipezip keygen: %s\n", pz_last_error());
+        return 1;
+    }
+    printf("secret key: %s\npublic key: %s.pub\n", pos[0], pos[0]);
+    return 0;
+}
