@@ -280,8 +280,9 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     pz_optim opt = {0};
     pz_loader loader = {0};
     pz_metrics steps_m = {0}, epochs_m = {0}, bounds_m = {0};
-    pz_status st = pz_model_preset(&model, cfg->model, (pz_shape){train.c, train.h, train.w}, train.n_classes,
-                                   cfg->batch, cfg->seed);
+    /* pipelined, the stages hold the model; this copy only names layers and cuts */
+    pz_status st = pz_model_preset_range(&model, cfg->model, (pz_shape){train.c, train.h, train.w}, train.n_classes,
+                                         cfg->batch, cfg->seed, 0, use_pipe(cfg) ? 0 : 1 << 30);
     if (st) {
         pz_dataset_free(&train), pz_dataset_free(&test);
         return st;
@@ -589,7 +590,11 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
                         PZ_NUM("resumed_from", res->resumed_from)};
         st = write_json(out_dir, "summary.json", f, (int)(sizeof f / sizeof *f));
     }
+    /* cleaning up may fail quietly (a dead peer cannot be told to stop): keep the reason */
+    char why[1024];
+    snprintf(why, sizeof why, "%s", st ? pz_last_error() : "");
     pz_pipe_free(pipe);
+    if (st) pz_fail(st, "%s", why);
     pz_metrics_close(&steps_m);
     pz_metrics_close(&epochs_m);
     pz_metrics_close(&bounds_m);

@@ -96,6 +96,34 @@ static pz_status inproc_send(pz_link *link, int tag, double stamp, const void *m
     return PZ_OK;
 }
 
+/* hand the caller's buffer over; give back a spare */
+static pz_status inproc_send_take(pz_link *link, int tag, double stamp, uint8_t **buf, size_t *bcap, size_t len, size_t *wire) {
+    end *l = link->impl;
+    channel *ch = l->ch;
+    queue *q = &ch->q[1 - l->side];
+    pthread_mutex_lock(&ch->mu);
+    while (q->count == q->cap && !ch->q[l->side].closed && !q->closed) pthread_cond_wait(&ch->changed, &ch->mu);
+    if (ch->q[l->side].closed || q->closed) {
+        pthread_mutex_unlock(&ch->mu);
+        return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link; cannot send", ch->name);
+    }
+    q->slots[(q->head + q->count) % q->cap] = (message){tag, stamp, len, *bcap, *buf};
+    q->count++;
+    *buf = NULL, *bcap = 0;
+    if (ch->pooled) { /* the largest spare */
+        int best = 0;
+        for (int i = 1; i < ch->pooled; i++)
+            if (ch->pool_cap[i] > ch->pool_cap[best]) best = i;
+        *buf = ch->pool[best], *bcap = ch->pool_cap[best];
+        ch->pool[best] = ch->pool[ch->pooled - 1], ch->pool_cap[best] = ch->pool_cap[ch->pooled - 1];
+        ch->pooled--;
+    }
+    *wire = len;
+    pthread_cond_broadcast(&ch->changed);
+    pthread_mutex_unlock(&ch->mu);
+    return PZ_OK;
+}
+
 static pz_status inproc_recv(pz_link *link, int *tag, double *stamp, uint8_t **buf, size_t *cap, size_t *len,
                              size_t *wire, double timeout_s) {
     end *l = link->impl;
@@ -166,4 +194,4 @@ static void inproc_free(pz_link *link) {
     free(l);
 }
 
-static const link_ops inproc_ops = {inproc_send, inproc_recv, inproc_close, inproc_free};
+static const link_ops inproc_ops = {inproc_send, inproc_recv, inproc_send_take, inproc_close, inproc_free};

@@ -38,7 +38,7 @@ void pz_link_set_emulation(pz_link *l, const pz_link_emu *emu) {
     else memset(&l->emu, 0, sizeof l->emu);
 }
 
-pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len) {
+static pz_status send_any(pz_link *l, int tag, const void *msg, uint8_t **buf, size_t *cap, size_t len) {
     double stamp = 0.0, busy = 0.0;
     if (l->clock) {
         pz_clock_charge(l->clock);
@@ -50,7 +50,8 @@ pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len) {
         stamp = l->free_at + l->emu.latency;
     }
     size_t wire = 0;
-    const pz_status st = l->ops->send(l, tag, stamp, msg, len, &wire);
+    const pz_status st = buf && l->ops->send_take ? l->ops->send_take(l, tag, stamp, buf, cap, len, &wire)
+                                                  : l->ops->send(l, tag, stamp, buf ? *buf : msg, len, &wire);
     if (!st) {
         pthread_mutex_lock(&l->mu);
         l->stats.messages_sent++;
@@ -67,6 +68,12 @@ pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len) {
         l->clock->mark = now;
     }
     return st;
+}
+
+pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len) { return send_any(l, tag, msg, NULL, NULL, len); }
+
+pz_status pz_link_send_buf(pz_link *l, int tag, uint8_t **buf, size_t *cap, size_t len) {
+    return send_any(l, tag, NULL, buf, cap, len);
 }
 
 static void sleep_until(double t) {

@@ -87,6 +87,11 @@ void pz_link_set_emulation(pz_link *l, const pz_link_emu *emu);
  * the transport is full; PZ_ERR_STATE if the peer has closed. */
 pz_status pz_link_send(pz_link *l, int tag, const void *msg, size_t len);
 
+/* The same for a message in a malloc'd buffer the sender can give up: the
+ * in-process link hands *buf itself to the receiver (no copy) and leaves a
+ * spare buffer (or NULL) in *buf / *cap; other links copy as pz_link_send. */
+pz_status pz_link_send_buf(pz_link *l, int tag, uint8_t **buf, size_t *cap, size_t len);
+
 /* Receive the next message into *buf (*cap its capacity): the link may
  * replace *buf with its own buffer (the old one is recycled or freed), so
  * pass a buffer from malloc, or NULL; free it when done. Waits at most

@@ -11,6 +11,8 @@ typedef struct {
     pz_status (*send)(pz_link *l, int tag, double stamp, const void *msg, size_t len, size_t *wire);
     pz_status (*recv)(pz_link *l, int *tag, double *stamp, uint8_t **buf, size_t *cap, size_t *len, size_t *wire,
                       double timeout_s);
+    /* optional: send by taking *buf (len bytes of *cap), giving back a spare in *buf and *cap */
+    pz_status (*send_take)(pz_link *l, int tag, double stamp, uint8_t **buf, size_t *cap, size_t len, size_t *wire);
     void (*close)(pz_link *l);
     void (*free)(pz_link *l); /* the transport's part; the generic part is freed after */
 } link_ops;

@@ -111,7 +111,7 @@ static void mpi_close(pz_link *l) {
 
 static void mpi_free(pz_link *l) { free(l->impl); }
 
-static const link_ops mpi_ops = {mpi_send, mpi_recv, mpi_close, mpi_free};
+static const link_ops mpi_ops = {mpi_send, mpi_recv, NULL, mpi_close, mpi_free};
 
 pz_status pz_link_mpi(pz_link **l, int peer, const char *name) {
     int size;

@@ -212,7 +212,7 @@ static void zmq_free_end(pz_link *l) {
     free(z);
 }
 
-static const link_ops zmq_ops = {zmq_send_msg, zmq_recv_msg, zmq_close_end, zmq_free_end};
+static const link_ops zmq_ops = {zmq_send_msg, zmq_recv_msg, NULL, zmq_close_end, zmq_free_end};
 
 /* ---- keys ------------------------------------------------------------------- */
 /* A key file: Z85 text, "public\nsecret\n" (secret files) or "public\n". */

@@ -146,6 +146,8 @@ typedef struct {
     pz_model *m;
     int64_t p, b; /* next parameter / buffer offset */
     pz_rng rng;
+    int B;        /* batch rows for the buffers of the layer being allocated */
+    int depth, from, to; /* top-level layers [from, to) get batch_max rows, the others one */
 } alloc_ctx;
 
 static void kaiming_normal(float *w, int64_t n, int fan_in, pz_rng *rng) {
@@ -157,7 +159,7 @@ static void alloc_seq(pz_seq *s, alloc_ctx *a);
 
 static void alloc_layer(pz_layer *l, alloc_ctx *a) {
     pz_model *m = a->m;
-    const int B = m->batch_max;
+    const int B = a->B;
     switch (l->kind) {
     case PZ_LAYER_CONV: {
         const int64_t nw = (int64_t)l->out.c * l->in.c * l->k * l->k;
@@ -215,20 +217,27 @@ static int64_t count_buffers(const pz_seq *s) {
 }
 
 static void alloc_seq(pz_seq *s, alloc_ctx *a) {
-    const int B = a->m->batch_max;
+    const int top = a->depth++ == 0;
     int64_t biggest = pz_shape_numel(s->in);
     s->act = pz_calloc(s->n ? s->n : 1, sizeof(float *));
     for (int i = 0; i < s->n; i++) {
         pz_layer *l = &s->layers[i];
+        if (top) a->B = i >= a->from && i < a->to ? a->m->batch_max : 1;
         alloc_layer(l, a);
-        s->act[i] = pz_floats((size_t)B * pz_shape_numel(l->out));
+        s->act[i] = pz_floats((size_t)a->B * pz_shape_numel(l->out));
         if (pz_shape_numel(l->out) > biggest) biggest = pz_shape_numel(l->out);
     }
-    s->grad[0] = pz_floats((size_t)B * biggest);
-    s->grad[1] = pz_floats((size_t)B * biggest);
+    if (top) a->B = a->m->batch_max;
+    s->grad[0] = pz_floats((size_t)a->B * biggest);
+    s->grad[1] = pz_floats((size_t)a->B * biggest);
+    a->depth--;
 }
 
 pz_status pz_model_finalize(pz_model *m, int batch_max, int n_classes, uint64_t seed) {
+    return pz_model_finalize_range(m, batch_max, n_classes, seed, 0, m->net.n);
+}
+
+pz_status pz_model_finalize_range(pz_model *m, int batch_max, int n_classes, uint64_t seed, int from, int to) {
     if (batch_max < 1) return pz_fail(PZ_ERR_ARG, "batch size must be at least 1, got %d", batch_max);
     pz_shape out = pz_seq_out(&m->net);
     if (pz_shape_numel(out) != n_classes)
@@ -243,7 +252,7 @@ pz_status pz_model_finalize(pz_model *m, int batch_max, int n_classes, uint64_t 
     m->grads = pz_floats((size_t)m->n_params);
     m->buffers = pz_floats((size_t)m->n_buffers);
     m->dlogits = pz_floats((size_t)batch_max * n_classes);
-    alloc_ctx a = {.m = m};
+    alloc_ctx a = {.m = m, .B = batch_max, .from = from, .to = to};
     pz_rng_seed(&a.rng, seed);
     alloc_seq(&m->net, &a);
     return PZ_OK;

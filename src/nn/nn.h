@@ -83,6 +83,10 @@ pz_status pz_add_basic_block(pz_seq *s, const char *name, int oc, int stride);
  * to batch_max, and initialize (Kaiming normal for conv/linear weights, zero
  * biases, bn gamma 1 beta 0) from seed. Call pz_set_threads() first. */
 pz_status pz_model_finalize(pz_model *m, int batch_max, int n_classes, uint64_t seed);
+/* The same, with activation buffers for batch_max samples only in top-level
+ * layers [from, to) (the others get one row: a pipeline stage runs only its
+ * own layers); parameters are initialised identically. */
+pz_status pz_model_finalize_range(pz_model *m, int batch_max, int n_classes, uint64_t seed, int from, int to);
 void pz_model_free(pz_model *m);
 /* Make dst (built from the same preset) use src's parameters, gradients and
  * running statistics: a second set of activation buffers over one model
@@ -92,6 +96,8 @@ void pz_model_share(pz_model *dst, const pz_model *src);
 /* Presets: mlp, lenet5, resnet8, resnet20 (CIFAR-style, widths 16/32/64). */
 pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_classes,
                           int batch_max, uint64_t seed);
+pz_status pz_model_preset_range(pz_model *m, const char *preset, pz_shape in, int n_classes, int batch_max, uint64_t seed,
+                                int from, int to);
 const char *const *pz_model_preset_names(void);
 const char *pz_layer_kind_name(pz_layer_kind k);
 

@@ -69,6 +69,11 @@ static pz_status build_resnet(pz_seq *s, int n, int n_classes) {
 
 pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_classes,
                           int batch_max, uint64_t seed) {
+    return pz_model_preset_range(m, preset, in, n_classes, batch_max, seed, 0, 1 << 30);
+}
+
+pz_status pz_model_preset_range(pz_model *m, const char *preset, pz_shape in, int n_classes, int batch_max, uint64_t seed,
+                                int from, int to) {
     memset(m, 0, sizeof *m);
     if (in.c < 1 || in.h < 1 || in.w < 1) return pz_fail(PZ_ERR_ARG, "input shape %dx%dx%d is empty", in.c, in.h, in.w);
     if (n_classes < 2) return pz_fail(PZ_ERR_ARG, "need at least 2 classes, got %d", n_classes);
@@ -79,7 +84,7 @@ pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_cl
     else if (!strcmp(preset, "resnet8")) st = build_resnet(&m->net, 1, n_classes);
     else if (!strcmp(preset, "resnet20")) st = build_resnet(&m->net, 3, n_classes);
     else return pz_fail(PZ_ERR_ARG, "unknown model '%s' (expected mlp, lenet5, resnet8 or resnet20)", preset);
-    if (st == PZ_OK) st = pz_model_finalize(m, batch_max, n_classes, seed);
+    if (st == PZ_OK) st = pz_model_finalize_range(m, batch_max, n_classes, seed, from, to);
     if (st != PZ_OK) {
         pz_model_free(m);
         return st;

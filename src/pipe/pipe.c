@@ -353,7 +353,7 @@ static pz_status train_step(stage *s, stage_bufs *b, const uint8_t *batch, size_
             s->rep.act_bytes += meta_bytes(Bm) + flen;
             s->rep.act_frames++;
             PZ_TRY(pz_link_send(s->next, TAG_META, b->hdr, meta_bytes(Bm)));
-            PZ_TRY(pz_link_send(s->next, TAG_ACT, b->frame, flen));
+            PZ_TRY(pz_link_send_buf(s->next, TAG_ACT, &b->frame, &b->frame_cap, flen));
         }
     }
     /* ---- the loss travels back first ---- */
@@ -399,7 +399,7 @@ static pz_status train_step(stage *s, stage_bufs *b, const uint8_t *batch, size_
             if (measure) s->rep.grad_err_sum += cs.rel_error, s->rep.grad_err_n++;
             s->rep.grad_bytes += flen, s->rep.grad_frames++;
             s->rep.grad_elements += (uint64_t)(Bm * in_per);
-            PZ_TRY(pz_link_send(s->prev, TAG_GRAD, b->frame, flen));
+            PZ_TRY(pz_link_send_buf(s->prev, TAG_GRAD, &b->frame, &b->frame_cap, flen));
         }
     }
     const double t0 = pz_now();
@@ -594,13 +594,15 @@ static pz_status stage_setup(pz_pipe *p, int i) {
     const pz_pipe_config *cfg = &p->cfg;
     stage *s = &p->st[i];
     s->pipe = p, s->index = i, s->M = cfg->micro_batches;
+    /* buffers for this stage's layers only */
+    const int from = i ? cfg->cuts[i - 1] + 1 : 0, to = i == p->S - 1 ? 1 << 30 : cfg->cuts[i] + 1;
     for (int m = 0; m < s->M; m++) {
-        PZ_TRY(pz_model_preset(&s->model[m], cfg->model, cfg->in, cfg->n_classes, p->mb_max, cfg->seed));
+        PZ_TRY(pz_model_preset_range(&s->model[m], cfg->model, cfg->in, cfg->n_classes, p->mb_max, cfg->seed, from, to));
         if (m) pz_model_share(&s->model[m], &s->model[0]);
     }
     const int n = s->model[0].net.n;
-    s->from = i ? cfg->cuts[i - 1] + 1 : 0;
-    s->to = i == p->S - 1 ? n : cfg->cuts[i] + 1;
+    s->from = from;
+    s->to = i == p->S - 1 ? n : to;
     if (s->to <= s->from || s->to > n)
         return pz_fail(PZ_ERR_ARG, "cut after layer %d does not leave stage %d any layers (the model has %d)", cfg->cuts[i], i, n);
     s->p0 = param_offset(&s->model[0].net, s->from);
@@ -705,7 +707,7 @@ static pz_status driver_error(pz_pipe *p, pz_status fallback) {
 /* receive on the driver's link; an ERROR names the stage that failed */
 static pz_status driver_recv(pz_pipe *p, int want, size_t *n) {
     int tag;
-    pz_status st = pz_link_recv(p->to_first, &tag, &p->buf, &p->cap, n, p->cfg.timeout_s * p->S);
+    pz_status st = pz_link_recv(p->to_first, &tag, &p->buf, &p->cap, n, p->cfg.timeout_s * (p->S + 1));
     if (st) return driver_error(p, st);
     if (tag == TAG_ERROR) return pz_fail(PZ_ERR_STATE, "%.*s", (int)(*n > 500 ? 500 : *n), (char *)p->buf);
     if (tag != want) return pz_fail(PZ_ERR_STATE, "stage 0 sent message %d, expected %d", tag, want);

@@ -1,0 +1,76 @@
+#!/bin/bash
+# test_zmq.sh PIPEZIP — split learning over ZeroMQ on loopback: a client and
+# `pipezip serve` give exactly the in-process run's losses, accuracies and
+# byte counts; CURVE admits the client whose key the server was given and
+# refuses another; two clients take turns, the second starting from the
+# weights the first handed on; a server killed mid-run stops the client
+# within its --timeout with a message, not a hang.
+. "$(dirname "$0")/lib.sh" zmq
+pz="$1"
+export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
+port=$((20000 + RANDOM % 20000))
+model=(--cuts layer2 --fwd "topk:0.3" --bwd q8 --batch 64 --threads 1 --seed 4)
+data=(--limit-train 512 --limit-test 200 --epochs 2 --progress none)
+
+wait_port() { for _ in $(seq 100); do grep -qs "on tcp" "$1" && return 0; sleep 0.1; done; return 1; }
+
+"$pz" train "${model[@]}" "${data[@]}" --out "$tmp/a" > "$tmp/a.log" 2>&1 && ok || bad "in-process run: $(tail -3 "$tmp/a.log")"
+"$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" > "$tmp/serve1.log" 2>&1 &
+srv=$!
+wait_port "$tmp/serve1.log" || bad "server did not start: $(cat "$tmp/serve1.log")"
+"$pz" train "${model[@]}" "${data[@]}" --link zmq --connect "tcp://127.0.0.1:$port" --out "$tmp/b" > "$tmp/b.log" 2>&1 \
+  && ok || bad "zmq client: $(tail -3 "$tmp/b.log")"
+wait "$srv" && ok || bad "server exit: $(tail -3 "$tmp/serve1.log")"
+python3 - "$tmp" <<'PY' && ok || bad "zmq and in-process runs differ"
+import json, sys
+t = sys.argv[1]
+a, b = ([json.loads(l) for l in open(f"{t}/{d}/epochs.jsonl")] for d in "ab")
+assert len(a) == len(b) == 2
+for x, y in zip(a, b):
+    for k in ("train_loss", "test_accuracy", "test_accuracy_compressed", "fwd_bytes", "bwd_bytes", "eval_bytes", "link_bytes"):
+        assert x[k] == y[k], (x["epoch"], k, x[k], y[k])
+PY
+
+# CURVE: the right key trains, a wrong one is refused; two clients in turn
+"$pz" keygen "$tmp/server.key" > /dev/null && "$pz" keygen "$tmp/client.key" > /dev/null && "$pz" keygen "$tmp/other.key" > /dev/null \
+  && ok || bad "keygen"
+[ "$(stat -c %a "$tmp/server.key")" = 600 ] && ok || bad "secret key file is not private"
+port=$((port + 1))
+"$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" --clients 2 --server-key "$tmp/server.key" \
+  --client-key "$tmp/client.key.pub" > "$tmp/serve2.log" 2>&1 &
+srv=$!
+wait_port "$tmp/serve2.log" || bad "CURVE server did not start: $(cat "$tmp/serve2.log")"
+curve=(--link zmq --connect "tcp://127.0.0.1:$port" --server-key "$tmp/server.key.pub")
+"$pz" train "${model[@]}" "${data[@]}" "${curve[@]}" --client-key "$tmp/client.key" --shard 1/2 --out "$tmp/c1" > "$tmp/c1.log" 2>&1 \
+  && ok || bad "CURVE client 1: $(tail -3 "$tmp/c1.log")"
+expect 1 "refused this client's key" -- "$pz" train "${model[@]}" "${data[@]}" "${curve[@]}" --client-key "$tmp/other.key" --timeout 3 --no-out
+grep -q "refused a client" "$tmp/serve2.log" && ok || bad "server did not report the refusal"
+"$pz" train "${model[@]}" "${data[@]}" "${curve[@]}" --client-key "$tmp/client.key" --shard 2/2 --out "$tmp/c2" > "$tmp/c2.log" 2>&1 \
+  && ok || bad "CURVE client 2: $(tail -3 "$tmp/c2.log")"
+wait "$srv" && ok || bad "two-client server exit: $(tail -3 "$tmp/serve2.log")"
+python3 - "$tmp" <<'PY' && ok || bad "the second client did not start from the first one's weights"
+import json, sys
+t = sys.argv[1]
+c1 = [json.loads(l) for l in open(f"{t}/c1/epochs.jsonl")]
+c2 = [json.loads(l) for l in open(f"{t}/c2/epochs.jsonl")]
+# starting from trained client-side weights, the second client's first epoch beats the first client's
+assert c2[0]["train_loss"] < c1[0]["train_loss"], (c1[0]["train_loss"], c2[0]["train_loss"])
+assert json.load(open(f"{t}/c2/summary.json"))["epochs"] == 2
+PY
+
+# a server that dies mid-run: the client stops within its timeout, naming the link
+port=$((port + 1))
+"$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" > "$tmp/serve3.log" 2>&1 &
+srv=$!
+wait_port "$tmp/serve3.log"
+start=$(date +%s)
+"$pz" train "${model[@]}" --limit-train 512 --epochs 100 --progress none --link zmq --connect "tcp://127.0.0.1:$port" --timeout 5 \
+  --out "$tmp/d" > "$tmp/d.log" 2>&1 &
+cli=$!
+for _ in $(seq 300); do [ -s "$tmp/d/steps.jsonl" ] && break; sleep 0.1; done
+kill -9 "$srv"
+wait "$cli"; rc=$?
+took=$(( $(date +%s) - start ))
+if [ "$rc" -eq 1 ] && [ "$took" -lt 60 ]; then ok; else bad "client after the server died: exit $rc after ${took}s"; fi
+grep -qE "server.*(no message|dead|closed)" "$tmp/d.log" && ok || bad "no reason given: $(tail -1 "$tmp/d.log")"
+finish test_zmq
