@@ -59,10 +59,12 @@ typedef struct {
     const char *out_dir;      /* run directory; NULL: no files written */
     const char *metrics_format; /* "jsonl" or "csv" */
     int log_every;            /* write a step record every N steps */
-    /* pipeline: more than one stage when stages > 1 or cuts is set */
-    int stages;               /* stages balanced by compute (1: no pipeline) */
+    /* pipeline: more than one stage when stages > 1 or cuts is set, or by default for resnets */
+    int stages;               /* stages balanced by compute (1: no pipeline; 0 = auto: resnets cut after each
+                                 residual group, as Paper A, other models one stage) */
     const char *cuts;         /* cut after these top-level layers: "3,4,5" or "layer1,layer2,layer3" */
-    const char *fwd, *bwd;    /* codec specs for activations / gradients at every boundary */
+    const char *fwd, *bwd;    /* codec specs for activations / gradients: "q4" (every boundary), "q8,1=q2" (boundary 1
+                                 differs); default q4 / q8 */
     const char *eval_compress;/* "both" (default), "on" or "off": test through compressed boundaries */
     int micro_batches;        /* GPipe micro-batches per step (1: none) */
     int aqsgd_warmup;         /* epochs that aqsgd(...) codecs send uncompressed, filling their buffers */

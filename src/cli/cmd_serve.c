@@ -35,7 +35,7 @@ int cmd_serve(int argc, char **argv) {
         {"client-key", OPT_STR, &client_key, "FILE", "the public key (FILE.pub) of the client allowed in", 0, 0, NULL},
         {"model", OPT_STR, &c.model, "NAME", "model preset (as the clients)", 0, 0, "mlp|lenet5|resnet8|resnet20"},
         {"data", OPT_STR, &c.data, "NAME", "the clients' dataset (for its input shape; the server holds no data)", 0, 0, "fashion-mnist|mnist|cifar10|synthetic"},
-        {"stages", OPT_INT, &c.stages, "S", "stages balanced by compute (stage 0 is the client's)", 1, 16, NULL},
+        {"stages", OPT_INT, &c.stages, "S", "stages balanced by compute (stage 0 is the client's; default as pipezip train)", 1, 16, NULL},
         {"cuts", OPT_STR, &c.cuts, "LIST", "cut after these layers (the first cut is the client/server split)", 0, 0, NULL},
         {"fwd", OPT_STR, &c.fwd, "SPEC", "activation codecs per boundary", 0, 0, NULL},
         {"bwd", OPT_STR, &c.bwd, "SPEC", "gradient codecs per boundary", 0, 0, NULL},
@@ -52,8 +52,8 @@ int cmd_serve(int argc, char **argv) {
     int rc = pz_parse_args("pipezip serve", opts, (int)(sizeof opts / sizeof *opts), argc, argv, 2, serve_usage, NULL, 0, NULL);
     if (rc == 1) return 0;
     if (rc) return 2;
-    if (!(c.cuts && *c.cuts) && c.stages < 2) {
-        fprintf(stderr, "pipezip serve: give the split: --cuts LAYER (e.g. layer1) or --stages S >= 2\n");
+    if (!(c.cuts && *c.cuts) && (c.stages == 1 || (c.stages == 0 && strncmp(c.model, "resnet", 6)))) {
+        fprintf(stderr, "pipezip serve: --stages 1 leaves nothing to serve: give the split, --cuts LAYER (e.g. layer1) or --stages S >= 2\n");
         return 2;
     }
     pz_status st = pz_run_serve(&c, bind, server_key, client_key, clients);
