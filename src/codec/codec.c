@@ -366,7 +366,8 @@ static size_t store_row_bytes(const sample_store *s) { return (size_t)s->row * (
 pz_status pz_codec_state_save(const pz_codec *c, uint8_t **out, size_t *len) {
     const int64_t rows = c->store_ready ? c->store.cap : 0;
     const size_t rb = c->store_ready ? store_row_bytes(&c->store) : 0;
-    const size_t n = 4 + 4 + 8 + 8 + 4 + 8 + 4 * (size_t)(c->state ? c->state_n : 0) + 4 + 8 + 4 + 8 + (size_t)rows * (1 + rb);
+    const uint32_t spec_len = (uint32_t)strlen(c->spec);
+    const size_t n = 4 + spec_len + 4 + 4 + 8 + 8 + 4 + 8 + 4 * (size_t)(c->state ? c->state_n : 0) + 4 + 8 + 4 + 8 + (size_t)rows * (1 + rb);
     uint8_t *b = malloc(n), *p = b;
     if (!b) return pz_fail(PZ_ERR_NOMEM, "out of memory for a %zu-byte codec state", n);
     const uint32_t magic = STATE_MAGIC, version = STATE_VERSION;
@@ -374,7 +375,9 @@ pz_status pz_codec_state_save(const pz_codec *c, uint8_t **out, size_t *len) {
     const int32_t warm = c->warmup, ready = c->store_ready, fp16 = c->store.fp16;
     const int64_t row = c->store.row;
 #define PUT(v) (memcpy(p, &(v), sizeof(v)), p += sizeof(v))
-    PUT(magic), PUT(version), PUT(c->seed), PUT(c->counter), PUT(warm), PUT(sn);
+    PUT(magic), PUT(version), PUT(spec_len);
+    memcpy(p, c->spec, spec_len), p += spec_len;
+    PUT(c->seed), PUT(c->counter), PUT(warm), PUT(sn);
     if (sn) memcpy(p, c->state, 4 * (size_t)sn), p += 4 * (size_t)sn;
     PUT(ready), PUT(row), PUT(fp16), PUT(rows);
 #undef PUT
@@ -395,6 +398,13 @@ pz_status pz_codec_state_load(pz_codec *c, const uint8_t *b, size_t len) {
     int64_t sn, row, rows;
     GET(magic); GET(version);
     if (magic != STATE_MAGIC || version != STATE_VERSION) return pz_fail(PZ_ERR_FORMAT, "not a pipezip codec state (or another version)");
+    uint32_t spec_len;
+    GET(spec_len);
+    if (spec_len > (size_t)(end - p)) goto short_blob;
+    if (spec_len != strlen(c->spec) || memcmp(p, c->spec, spec_len))
+        return pz_fail(PZ_ERR_ARG, "the saved state is codec '%.*s', this one is '%s'", (int)(spec_len < 200 ? spec_len : 200), (const char *)p,
+                       c->spec);
+    p += spec_len;
     GET(seed); GET(counter); GET(warm); GET(sn);
     if (sn < 0 || (uint64_t)sn > (uint64_t)(end - p) / 4) goto short_blob;
     if (sn) {

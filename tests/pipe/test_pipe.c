@@ -8,6 +8,12 @@
 #include "kernels/kernels.h"
 #include "pipezip/codec.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 enum { B = 16, STEPS = 4 };
 
 static void batch(float *x, int32_t *y, uint32_t *ids, int step) {
@@ -179,6 +185,130 @@ int main(void) {
               "%s", pz_last_error());
         CHECK(l1 == l2, "evaluating twice gives the same result (no error-feedback state involved)");
         pz_pipe_free(p);
+    }
+    { /* per-boundary codec specs: a default and overrides, commas inside specs */
+        char sp[PZ_MAX_STAGES][PZ_SPEC_MAX];
+        CHECK(pz_pipe_parse_specs("q8,2=ms:0.01,bits=2,3=q2", 3, sp, "--fwd") == PZ_OK && !strcmp(sp[0], "q8") &&
+                  !strcmp(sp[1], "ms:0.01,bits=2") && !strcmp(sp[2], "q2"),
+              "overrides: %s | %s | %s", sp[0], sp[1], sp[2]);
+        CHECK(pz_pipe_parse_specs("1=q2", 3, sp, "--fwd") == PZ_OK && !strcmp(sp[0], "q2") && !strcmp(sp[1], "none"),
+              "unnamed boundaries get none");
+        CHECK(pz_pipe_parse_specs("4=q2", 3, sp, "--fwd") == PZ_ERR_ARG && strstr(pz_last_error(), "boundary 4"), "%s", pz_last_error());
+        CHECK(pz_pipe_parse_specs("q4,q8", 3, sp, "--fwd") == PZ_ERR_ARG, "a second default is an error: %s", pz_last_error());
+        CHECK(pz_pipe_parse_specs("2=q99", 3, sp, "--bwd") == PZ_ERR_ARG && strstr(pz_last_error(), "--bwd"), "%s", pz_last_error());
+    }
+    /* an mlp (no batch norm: micro-batches change no statistic) */
+    enum { MB = 16 };
+    pz_pipe_config mc = {.model = "mlp", .in = {1, 28, 28}, .n_classes = 10, .batch_max = MB, .seed = 9, .n_stages = 4,
+                         .cuts = {1, 2, 3}, .optimizer = PZ_OPT_SGD, .momentum = 0.9f, .timeout_s = 30};
+    pz_pipe_parse_specs("none", 3, mc.fwd, "--fwd"), pz_pipe_parse_specs("none", 3, mc.bwd, "--bwd");
+    { /* GPipe micro-batches: the same losses as whole batches (up to summation order) */
+        float l1[4], l4[4];
+        for (int M = 1; M <= 4; M += 3) {
+            pz_pipe *p;
+            pz_pipe_config c = mc;
+            c.micro_batches = M;
+            CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
+            for (int t = 0; t < 4; t++) {
+                batch(x, y, ids, t);
+                int correct;
+                CHECK(pz_pipe_train_step(p, x, y, ids, MB, 0.05f, M == 1 ? &l1[t] : &l4[t], &correct) == PZ_OK, "%s", pz_last_error());
+            }
+            pz_pipe_free(p);
+        }
+        float worst = 0;
+        for (int t = 0; t < 4; t++) worst = fmaxf(worst, fabsf(l1[t] - l4[t]) / l1[t]);
+        CHECK(worst < 1e-5f, "4 micro-batches track whole batches: worst relative loss difference %.2g (%.6f vs %.6f at step 3)", worst,
+              l4[3], l1[3]);
+        CHECK(l1[3] != l1[0], "and training moves");
+    }
+    { /* the virtual clock: transfers at 2 Mbit/s dominate; micro-batches overlap them across the boundaries */
+        double clocks[2];
+        for (int k = 0; k < 2; k++) {
+            pz_pipe *p;
+            pz_pipe_config c = mc;
+            c.micro_batches = k ? 4 : 1;
+            c.emu = (pz_link_emu){.bandwidth = 2e6, .latency = 0.002};
+            CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
+            const double c0 = pz_pipe_clock(p), w0 = pz_now();
+            for (int t = 0; t < 3; t++) {
+                batch(x, y, ids, t);
+                float loss;
+                int correct;
+                CHECK(pz_pipe_train_step(p, x, y, ids, MB, 0.05f, &loss, &correct) == PZ_OK, "%s", pz_last_error());
+            }
+            clocks[k] = pz_pipe_clock(p) - c0;
+            const double wall = pz_now() - w0;
+            CHECK(pz_pipe_collect_stats(p) == PZ_OK, "%s", pz_last_error());
+            double busy = 0;
+            uint64_t msgs = 0;
+            for (int b = 0; b < 3; b++) {
+                const pz_boundary_stats bs = pz_pipe_boundary_stats(p, b);
+                busy += bs.busy_fwd_s + bs.busy_bwd_s;
+                CHECK(fabs(bs.busy_fwd_s - 8.0 * bs.link_fwd_bytes / 2e6) < 1e-9, "busy time is bytes / bandwidth");
+                msgs += bs.link_fwd_messages;
+            }
+            if (!k) /* one micro-batch: every transfer is on the critical path */
+                CHECK(clocks[0] >= busy + 3 * 6 * 0.002 && clocks[0] <= busy + 3 * 6 * 0.002 + wall + 0.01,
+                      "sequential schedule: clock %.3f s = transfers %.3f s + latencies + compute (wall %.3f s)", clocks[0], busy, wall);
+            CHECK(wall < clocks[k], "the virtual clock does not wait: %.3f s here for %.3f s emulated", wall, clocks[k]);
+            pz_pipe_free(p);
+        }
+        CHECK(clocks[1] < 0.75 * clocks[0], "4 micro-batches overlap transfers: %.3f s vs %.3f s", clocks[1], clocks[0]);
+    }
+    { /* --link-realtime really waits, as long as the virtual clock says */
+        double took[2];
+        for (int rt = 0; rt < 2; rt++) {
+            pz_pipe *p;
+            pz_pipe_config c = mc;
+            c.n_stages = 2, c.cuts[0] = 1;
+            c.emu = (pz_link_emu){.bandwidth = 4e6, .latency = 0.005};
+            c.realtime = rt;
+            CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
+            const double c0 = pz_pipe_clock(p), w0 = pz_now();
+            for (int t = 0; t < 4; t++) {
+                batch(x, y, ids, t);
+                float loss;
+                int correct;
+                CHECK(pz_pipe_train_step(p, x, y, ids, MB, 0.05f, &loss, &correct) == PZ_OK, "%s", pz_last_error());
+            }
+            took[rt] = rt ? pz_now() - w0 : pz_pipe_clock(p) - c0;
+            pz_pipe_free(p);
+        }
+        CHECK(fabs(took[1] - took[0]) < 0.25 * took[0], "real waiting %.3f s vs the virtual clock %.3f s", took[1], took[0]);
+    }
+    { /* checkpoints: save, go on; a pipeline resumed from the save repeats those steps exactly (EF state included) */
+        char dir[] = "/tmp/pz-test-pipe-XXXXXX";
+        CHECK(mkdtemp(dir) != NULL, "temp dir");
+        pz_pipe_config c = config("ef(q4)", "ef21(q8)");
+        pz_pipe *p;
+        float after[3], again[3];
+        CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
+        for (int t = 0; t < 5; t++) {
+            batch(x, y, ids, t);
+            float loss;
+            int correct;
+            if (t == 2) CHECK(pz_pipe_save(p, dir) == PZ_OK, "%s", pz_last_error());
+            CHECK(pz_pipe_train_step(p, x, y, ids, B, 0.05f, &loss, &correct) == PZ_OK, "%s", pz_last_error());
+            if (t >= 2) after[t - 2] = loss;
+        }
+        pz_pipe_free(p);
+        c.resume = dir;
+        CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
+        for (int t = 2; t < 5; t++) {
+            batch(x, y, ids, t);
+            int correct;
+            CHECK(pz_pipe_train_step(p, x, y, ids, B, 0.05f, &again[t - 2], &correct) == PZ_OK, "%s", pz_last_error());
+        }
+        pz_pipe_free(p);
+        CHECK(after[0] == again[0] && after[1] == again[1] && after[2] == again[2], "resumed losses %.7f %.7f %.7f, first time %.7f %.7f %.7f",
+              again[0], again[1], again[2], after[0], after[1], after[2]);
+        pz_pipe_config bad = config("q4", "q8");
+        bad.resume = dir;
+        CHECK(pz_pipe_create(&p, &bad) != PZ_OK && strstr(pz_last_error(), "stage"), "other codecs cannot resume: %s", pz_last_error());
+        char path[256];
+        for (int i = 0; i < 4; i++) snprintf(path, sizeof path, "%s/stage-%d.bin", dir, i), remove(path);
+        rmdir(dir);
     }
     free(x), free(ex);
     TEST_DONE();
