@@ -93,6 +93,12 @@ typedef struct {
     double emulated_seconds;               /* training time on the (emulated) links: the virtual clock */
     int resumed_from;                      /* the checkpoint's epoch when resuming (0: fresh) */
     int handed_over;                       /* split learning: started from the previous client's weights */
+    struct {                               /* per boundary (n_stages - 1 of them), this run's training traffic */
+        char after[48];                    /* the layer it follows */
+        char fwd[64], bwd[64];             /* codec specs (truncated) */
+        uint64_t fwd_bytes, bwd_bytes, fp32_fwd_bytes, fp32_bwd_bytes;
+        double fwd_error, bwd_error;       /* mean relative compression error */
+    } boundaries[15];
 } pz_run_result;
 
 typedef struct {

@@ -232,6 +232,13 @@ int cmd_train(int argc, char **argv) {
                r.n_stages, c.fwd, c.bwd, r.fwd_bytes / 1e6, r.bwd_bytes / 1e6,
                r.fwd_bytes + r.bwd_bytes ? (double)r.fp32_bytes / (double)(r.fwd_bytes + r.bwd_bytes) : 0.0,
                ((double)r.fp32_bytes - (double)(r.fwd_bytes + r.bwd_bytes)) / 1e6);
+        printf("  boundary  after       fwd codec            bytes   ratio  error   bwd codec            bytes   ratio  error\n");
+        for (int b = 0; b + 1 < r.n_stages && b < 15; b++) {
+            const __typeof__(r.boundaries[0]) *rb = &r.boundaries[b];
+            printf("  %8d  %-10s  %-16s %7.1fMB %6.2fx %6.4f   %-16s %7.1fMB %6.2fx %6.4f\n", b + 1, rb->after, rb->fwd,
+                   rb->fwd_bytes / 1e6, rb->fwd_bytes ? (double)rb->fp32_fwd_bytes / (double)rb->fwd_bytes : 0.0, rb->fwd_error, rb->bwd,
+                   rb->bwd_bytes / 1e6, rb->bwd_bytes ? (double)rb->fp32_bwd_bytes / (double)rb->bwd_bytes : 0.0, rb->bwd_error);
+        }
         char em[32];
         fmt_time(em, sizeof em, r.emulated_seconds);
         if (c.link_bandwidth || c.link_latency)

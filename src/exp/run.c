@@ -403,6 +403,8 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
         st = pz_pipe_collect_stats(pipe);
         for (int b = 0; !st && b + 1 < res->n_stages; b++) prev_b[b] = pz_pipe_boundary_stats(pipe, b);
     }
+    pz_boundary_stats first_b[PZ_MAX_STAGES];
+    memcpy(first_b, prev_b, sizeof first_b);
     for (int epoch = rs.epoch; epoch < cfg->epochs && !st && !res->stopped; epoch++) {
         const double te = pz_now();
         if (pipe && cfg->aqsgd_warmup > 0 && (epoch == rs.epoch || epoch == cfg->aqsgd_warmup) &&
@@ -505,6 +507,17 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
                     if ((st = pz_metrics_write(&bounds_m, f, (int)(sizeof f / sizeof *f)))) break;
                 }
                 prev_b[b] = bs;
+                /* this run's totals per boundary (resumed runs: since the resume) */
+                __typeof__(res->boundaries[0]) *rb = &res->boundaries[b];
+                snprintf(rb->after, sizeof rb->after, "%s", model.net.layers[pc.cuts[b]].name);
+                snprintf(rb->fwd, sizeof rb->fwd, "%s", pc.fwd[b]);
+                snprintf(rb->bwd, sizeof rb->bwd, "%s", pc.bwd[b]);
+                rb->fwd_bytes = bs.fwd_bytes - first_b[b].fwd_bytes, rb->bwd_bytes = bs.bwd_bytes - first_b[b].bwd_bytes;
+                rb->fp32_fwd_bytes = 4 * (bs.fwd_elements - first_b[b].fwd_elements);
+                rb->fp32_bwd_bytes = 4 * (bs.bwd_elements - first_b[b].bwd_elements);
+                const uint64_t fn = bs.fwd_err_n - first_b[b].fwd_err_n, bn = bs.bwd_err_n - first_b[b].bwd_err_n;
+                rb->fwd_error = fn ? (bs.fwd_err_sum - first_b[b].fwd_err_sum) / (double)fn : 0;
+                rb->bwd_error = bn ? (bs.bwd_err_sum - first_b[b].bwd_err_sum) / (double)bn : 0;
             }
             if (st) break;
             res->fwd_bytes = (uint64_t)tot_fwd, res->bwd_bytes = (uint64_t)tot_bwd;
