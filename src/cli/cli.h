@@ -9,6 +9,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_codec(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_keygen(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int bench_codecs(int argc, char **argv);
 
 #endif

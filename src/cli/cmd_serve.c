@@ -45,6 +45,8 @@ int cmd_serve(int argc, char **argv) {
         {"momentum", OPT_FLOAT, &c.momentum, "X", "SGD momentum", 0, 0.999999, NULL},
         {"nesterov", OPT_BOOL, &c.nesterov, NULL, "Nesterov momentum (SGD)", 0, 0, NULL},
         {"weight-decay", OPT_FLOAT, &c.weight_decay, "X", "weight decay", 0, 10, NULL},
+        {"lr", OPT_FLOAT, &c.lr, "X", "accepted for symmetry with the clients and ignored: their learning rate travels with every batch", 1e-9, 100, NULL},
+        {"schedule", OPT_STR, &c.schedule, "SPEC", "accepted and ignored, as --lr", 0, 0, NULL},
         {"seed", OPT_U64, &c.seed, "N", "seed for the server-side initialisation (as the clients)", 0, 0, NULL},
         {"threads", OPT_INT, &c.threads, "N", "threads (0 = all cores)", 0, 1024, NULL},
         {"timeout", OPT_FLOAT64, &c.timeout, "SECONDS", "a client silent this long in the middle of a step is dead", 0.001, 1e6, NULL},

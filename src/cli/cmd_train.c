@@ -100,58 +100,81 @@ static int on_progress(const pz_progress *p, void *user) {
     return 0;
 }
 
-int cmd_train(int argc, char **argv) {
+typedef struct {
     pz_run_config c;
-    pz_run_config_default(&c);
-    const char *progress = "auto";
-    const char *out = NULL;
-    int no_out = 0;
-    const char *shard = NULL;
-    const pz_opt opts[] = {
-        {"model", OPT_STR, &c.model, "NAME", "model preset (see pipezip models)", 0, 0, "mlp|lenet5|resnet8|resnet20"},
-        {"data", OPT_STR, &c.data, "NAME", "dataset", 0, 0, "fashion-mnist|mnist|cifar10|synthetic"},
-        {"data-dir", OPT_STR, &c.data_dir, "DIR", "dataset directory (default: fashion-mnist and mnist under /usr/share/datasets, cifar10 in data/cifar-10-batches-bin)", 0, 0, NULL},
-        {"limit-train", OPT_I64, &c.limit_train, "N", "use only the first N training examples (0 = all)", 0, 1e12, NULL},
-        {"limit-test", OPT_I64, &c.limit_test, "N", "use only the first N test examples (0 = all)", 0, 1e12, NULL},
-        {"epochs", OPT_INT, &c.epochs, "N", "training epochs", 1, 100000, NULL},
-        {"batch", OPT_INT, &c.batch, "N", "batch size", 1, 65536, NULL},
-        {"optimizer", OPT_STR, &c.optimizer, "NAME", "optimizer", 0, 0, "sgd|adamw"},
-        {"lr", OPT_FLOAT, &c.lr, "X", "peak learning rate", 1e-9, 100, NULL},
-        {"momentum", OPT_FLOAT, &c.momentum, "X", "SGD momentum", 0, 0.999999, NULL},
-        {"nesterov", OPT_BOOL, &c.nesterov, NULL, "Nesterov momentum (SGD)", 0, 0, NULL},
-        {"weight-decay", OPT_FLOAT, &c.weight_decay, "X", "weight decay (SGD: L2; AdamW: decoupled)", 0, 10, NULL},
-        {"schedule", OPT_STR, &c.schedule, "SPEC", "LR schedule: constant, cosine, step:EPOCHS,GAMMA, onecycle[:PCT]", 0, 0, NULL},
-        {"warmup", OPT_FLOAT, &c.warmup_epochs, "EPOCHS", "linear LR warm-up (constant, step, cosine)", 0, 1e6, NULL},
-        {"crop-pad", OPT_INT, &c.augment_pad, "PX", "random-crop padding in pixels (0 = no crop, -1 = dataset default: 4 for cifar10, else 0)", -1, 16, NULL},
-        {"flip", OPT_BOOL, &c.augment_flip, NULL, "random horizontal flips (default: on for fashion-mnist and cifar10)", 0, 0, NULL},
-        {"seed", OPT_U64, &c.seed, "N", "seed for initialisation, shuffling and augmentation", 0, 0, NULL},
-        {"threads", OPT_INT, &c.threads, "N", "threads (0 = all cores)", 0, 1024, NULL},
-        {"stages", OPT_INT, &c.stages, "S", "cut the model into S stages balanced by compute (1: no pipeline; default: resnets in 4 stages, a cut after each residual group as in Paper A; other models 1)", 1, 16, NULL},
-        {"cuts", OPT_STR, &c.cuts, "LIST", "cut after these layers (indices or names from pipezip models, e.g. layer1,layer2,layer3)", 0, 0, NULL},
-        {"fwd", OPT_STR, &c.fwd, "SPEC", "codec for activations: SPEC for every boundary, N=SPEC for boundary N (1 = first cut), e.g. q4 or q8,1=q2 (see pipezip codec --help)", 0, 0, NULL},
-        {"bwd", OPT_STR, &c.bwd, "SPEC", "codec for gradients, as --fwd", 0, 0, NULL},
-        {"eval-compress", OPT_STR, &c.eval_compress, "MODE", "test through compressed boundaries, plain ones, or both", 0, 0, "on|off|both"},
-        {"micro-batches", OPT_INT, &c.micro_batches, "M", "GPipe: split every batch into M micro-batches that flow through the stages in turn", 1, 16, NULL},
-        {"aqsgd-warmup", OPT_INT, &c.aqsgd_warmup, "EPOCHS", "aqsgd(...) codecs send uncompressed for the first EPOCHS epochs, filling their buffers", 0, 100000, NULL},
-        {"link", OPT_STR, &c.link, "KIND", "how stages talk: threads in this process, Open MPI ranks (mpirun -np S), or ZeroMQ to a pipezip serve", 0, 0, "inproc|mpi|zmq"},
-        {"connect", OPT_STR, &c.connect, "ENDPOINT", "--link zmq: the server, e.g. tcp://server:5555", 0, 0, NULL},
-        {"client-key", OPT_STR, &c.client_key, "FILE", "--link zmq: this client's CURVE secret key (pipezip keygen)", 0, 0, NULL},
-        {"server-key", OPT_STR, &c.server_key, "FILE", "--link zmq: the server's CURVE public key (FILE.pub from pipezip keygen)", 0, 0, NULL},
-        {"link-bandwidth", OPT_STR, &c.link_bandwidth, "RATE", "emulate this bandwidth at every boundary: 10mbit, 100mbit, 1gbit, 12.5MB/s", 0, 0, NULL},
-        {"link-latency", OPT_STR, &c.link_latency, "TIME", "emulate this one-way latency at every boundary: 10ms, 250us", 0, 0, NULL},
-        {"link-realtime", OPT_BOOL, &c.link_realtime, NULL, "really hold frames back (default: a virtual clock reports the time the run would take)", 0, 0, NULL},
-        {"timeout", OPT_FLOAT64, &c.timeout, "SECONDS", "a stage or peer silent this long stops the run with an error", 0.001, 1e6, NULL},
-        {"shard", OPT_STR, &shard, "K/N", "train on the K-th of N equal slices of the training set (split-learning clients)", 0, 0, NULL},
-        {"resume", OPT_STR, &c.resume, "DIR", "continue the run in DIR from its last checkpoint (same flags as the original run)", 0, 0, NULL},
-        {"out", OPT_STR, &out, "DIR", "run directory (default runs/DATE-MODEL-DATA)", 0, 0, NULL},
-        {"no-out", OPT_BOOL, &no_out, NULL, "write no run directory", 0, 0, NULL},
-        {"metrics", OPT_STR, &c.metrics_format, "FORMAT", "metrics file format", 0, 0, "jsonl|csv"},
-        {"log-every", OPT_INT, &c.log_every, "N", "write a step record every N steps", 1, 1000000, NULL},
-        {"progress", OPT_STR, &progress, "MODE", "progress display (auto: a bar on a terminal, lines otherwise)", 0, 0, "auto|bar|lines|none"},
+    const char *progress, *out, *shard;
+    int no_out;
+} train_args;
+
+/* the options of pipezip train, pointing into a */
+static int train_opts(pz_opt *opts, train_args *a) {
+    pz_run_config *cp = &a->c;
+    const pz_opt list[] = {
+        {"model", OPT_STR, &cp->model, "NAME", "model preset (see pipezip models)", 0, 0, "mlp|lenet5|resnet8|resnet20"},
+        {"data", OPT_STR, &cp->data, "NAME", "dataset", 0, 0, "fashion-mnist|mnist|cifar10|synthetic"},
+        {"data-dir", OPT_STR, &cp->data_dir, "DIR", "dataset directory (default: fashion-mnist and mnist under /usr/share/datasets, cifar10 in data/cifar-10-batches-bin)", 0, 0, NULL},
+        {"limit-train", OPT_I64, &cp->limit_train, "N", "use only the first N training examples (0 = all)", 0, 1e12, NULL},
+        {"limit-test", OPT_I64, &cp->limit_test, "N", "use only the first N test examples (0 = all)", 0, 1e12, NULL},
+        {"epochs", OPT_INT, &cp->epochs, "N", "training epochs", 1, 100000, NULL},
+        {"batch", OPT_INT, &cp->batch, "N", "batch size", 1, 65536, NULL},
+        {"optimizer", OPT_STR, &cp->optimizer, "NAME", "optimizer", 0, 0, "sgd|adamw"},
+        {"lr", OPT_FLOAT, &cp->lr, "X", "peak learning rate", 1e-9, 100, NULL},
+        {"momentum", OPT_FLOAT, &cp->momentum, "X", "SGD momentum", 0, 0.999999, NULL},
+        {"nesterov", OPT_BOOL, &cp->nesterov, NULL, "Nesterov momentum (SGD)", 0, 0, NULL},
+        {"weight-decay", OPT_FLOAT, &cp->weight_decay, "X", "weight decay (SGD: L2; AdamW: decoupled)", 0, 10, NULL},
+        {"schedule", OPT_STR, &cp->schedule, "SPEC", "LR schedule: constant, cosine, step:EPOCHS,GAMMA, onecycle[:PCT]", 0, 0, NULL},
+        {"warmup", OPT_FLOAT, &cp->warmup_epochs, "EPOCHS", "linear LR warm-up (constant, step, cosine)", 0, 1e6, NULL},
+        {"crop-pad", OPT_INT, &cp->augment_pad, "PX", "random-crop padding in pixels (0 = no crop, -1 = dataset default: 4 for cifar10, else 0)", -1, 16, NULL},
+        {"flip", OPT_BOOL, &cp->augment_flip, NULL, "random horizontal flips (default: on for fashion-mnist and cifar10)", 0, 0, NULL},
+        {"seed", OPT_U64, &cp->seed, "N", "seed for initialisation, shuffling and augmentation", 0, 0, NULL},
+        {"threads", OPT_INT, &cp->threads, "N", "threads (0 = all cores)", 0, 1024, NULL},
+        {"stages", OPT_INT, &cp->stages, "S", "cut the model into S stages balanced by compute (1: no pipeline; default: resnets in 4 stages, a cut after each residual group as in Paper A; other models 1)", 1, 16, NULL},
+        {"cuts", OPT_STR, &cp->cuts, "LIST", "cut after these layers (indices or names from pipezip models, e.g. layer1,layer2,layer3)", 0, 0, NULL},
+        {"fwd", OPT_STR, &cp->fwd, "SPEC", "codec for activations: SPEC for every boundary, N=SPEC for boundary N (1 = first cut), e.g. q4 or q8,1=q2 (see pipezip codec --help)", 0, 0, NULL},
+        {"bwd", OPT_STR, &cp->bwd, "SPEC", "codec for gradients, as --fwd", 0, 0, NULL},
+        {"eval-compress", OPT_STR, &cp->eval_compress, "MODE", "test through compressed boundaries, plain ones, or both", 0, 0, "on|off|both"},
+        {"micro-batches", OPT_INT, &cp->micro_batches, "M", "GPipe: split every batch into M micro-batches that flow through the stages in turn", 1, 16, NULL},
+        {"aqsgd-warmup", OPT_INT, &cp->aqsgd_warmup, "EPOCHS", "aqsgd(...) codecs send uncompressed for the first EPOCHS epochs, filling their buffers", 0, 100000, NULL},
+        {"link", OPT_STR, &cp->link, "KIND", "how stages talk: threads in this process, Open MPI ranks (mpirun -np S), or ZeroMQ to a pipezip serve", 0, 0, "inproc|mpi|zmq"},
+        {"connect", OPT_STR, &cp->connect, "ENDPOINT", "--link zmq: the server, e.g. tcp://server:5555", 0, 0, NULL},
+        {"client-key", OPT_STR, &cp->client_key, "FILE", "--link zmq: this client's CURVE secret key (pipezip keygen)", 0, 0, NULL},
+        {"server-key", OPT_STR, &cp->server_key, "FILE", "--link zmq: the server's CURVE public key (FILE.pub from pipezip keygen)", 0, 0, NULL},
+        {"link-bandwidth", OPT_STR, &cp->link_bandwidth, "RATE", "emulate this bandwidth at every boundary: 10mbit, 100mbit, 1gbit, 12.5MB/s", 0, 0, NULL},
+        {"link-latency", OPT_STR, &cp->link_latency, "TIME", "emulate this one-way latency at every boundary: 10ms, 250us", 0, 0, NULL},
+        {"link-realtime", OPT_BOOL, &cp->link_realtime, NULL, "really hold frames back (default: a virtual clock reports the time the run would take)", 0, 0, NULL},
+        {"timeout", OPT_FLOAT64, &cp->timeout, "SECONDS", "a stage or peer silent this long stops the run with an error", 0.001, 1e6, NULL},
+        {"shard", OPT_STR, &a->shard, "K/N", "train on the K-th of N equal slices of the training set (split-learning clients)", 0, 0, NULL},
+        {"resume", OPT_STR, &cp->resume, "DIR", "continue the run in DIR from its last checkpoint (same flags as the original run)", 0, 0, NULL},
+        {"out", OPT_STR, &a->out, "DIR", "run directory (default runs/DATE-MODEL-DATA)", 0, 0, NULL},
+        {"no-out", OPT_BOOL, &a->no_out, NULL, "write no run directory", 0, 0, NULL},
+        {"metrics", OPT_STR, &cp->metrics_format, "FORMAT", "metrics file format", 0, 0, "jsonl|csv"},
+        {"log-every", OPT_INT, &cp->log_every, "N", "write a step record every N steps", 1, 1000000, NULL},
+        {"progress", OPT_STR, &a->progress, "MODE", "progress display (auto: a bar on a terminal, lines otherwise)", 0, 0, "auto|bar|lines|none"},
     };
-    int rc = pz_parse_args("pipezip train", opts, (int)(sizeof opts / sizeof *opts), argc, argv, 2, usage, NULL, 0, NULL);
+    memcpy(opts, list, sizeof list);
+    return (int)(sizeof list / sizeof *list);
+}
+
+int train_option_known(const char *name) {
+    train_args a;
+    pz_opt opts[64];
+    const int n = train_opts(opts, &a);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(opts[i].name, name)) return 1;
+    return 0;
+}
+
+int cmd_train(int argc, char **argv) {
+    train_args ta = {.progress = "auto"};
+    pz_run_config_default(&ta.c);
+    pz_opt opts[64];
+    const int n_opts = train_opts(opts, &ta);
+    int rc = pz_parse_args("pipezip train", opts, n_opts, argc, argv, 2, usage, NULL, 0, NULL);
     if (rc == 1) return 0;
     if (rc) return 2;
+    pz_run_config c = ta.c;
+    const char *progress = ta.progress, *out = ta.out, *shard = ta.shard;
+    int no_out = ta.no_out;
 
     if (shard) {
         int k, n;

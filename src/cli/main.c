@@ -17,6 +17,8 @@ static const char usage[] =
     "  codec     encode, decode or inspect frames: `pipezip codec --help` lists the codecs\n"
     "  serve     split learning: the server side (upper stages and loss) over ZeroMQ\n"
     "  keygen    make a CURVE key pair for serve / train --link zmq\n"
+    "  sweep     run a grid of trainings from a configuration file (configs/), resumably\n"
+    "  report    Markdown tables and SVG plots from a sweep's results\n"
     "  bench     measure speed: `pipezip bench train` (training steps), `pipezip bench codecs`\n"
     "\n"
     "Run `pipezip COMMAND --help` for a command's options.\n";
@@ -41,6 +43,8 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "codec")) return cmd_codec(argc, argv);
     if (!strcmp(c, "serve")) return cmd_serve(argc, argv);
     if (!strcmp(c, "keygen")) return cmd_keygen(argc, argv);
-    fprintf(stderr, "pipezip: unknown command '%s' (expected train, models, codec, bench, serve or keygen; see pipezip --help)\n", c);
+    if (!strcmp(c, "sweep")) return cmd_sweep(argc, argv);
+    if (!strcmp(c, "report")) return cmd_report(argc, argv);
+    fprintf(stderr, "pipezip: unknown command '%s' (expected train, models, codec, bench, serve, keygen, sweep or report; see pipezip --help)\n", c);
     return 2;
 }

@@ -509,9 +509,9 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
                 prev_b[b] = bs;
                 /* this run's totals per boundary (resumed runs: since the resume) */
                 __typeof__(res->boundaries[0]) *rb = &res->boundaries[b];
-                snprintf(rb->after, sizeof rb->after, "%s", model.net.layers[pc.cuts[b]].name);
-                snprintf(rb->fwd, sizeof rb->fwd, "%s", pc.fwd[b]);
-                snprintf(rb->bwd, sizeof rb->bwd, "%s", pc.bwd[b]);
+                snprintf(rb->after, sizeof rb->after, "%.47s", model.net.layers[pc.cuts[b]].name);
+                snprintf(rb->fwd, sizeof rb->fwd, "%.63s", pc.fwd[b]);
+                snprintf(rb->bwd, sizeof rb->bwd, "%.63s", pc.bwd[b]);
                 rb->fwd_bytes = bs.fwd_bytes - first_b[b].fwd_bytes, rb->bwd_bytes = bs.bwd_bytes - first_b[b].bwd_bytes;
                 rb->fp32_fwd_bytes = 4 * (bs.fwd_elements - first_b[b].fwd_elements);
                 rb->fp32_bwd_bytes = 4 * (bs.bwd_elements - first_b[b].bwd_elements);

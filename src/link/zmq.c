@@ -103,9 +103,9 @@ static int recv_parts(zend *z, uint8_t *id, size_t *id_len, int *tag, double *st
         const int which = z->server ? idx : idx + 1; /* 0 identity, 1 envelope, 2 payload */
         if (which == 0) {
             *id_len = n < 256 ? n : 256;
-            memcpy(id, d, *id_len);
+            if (*id_len) memcpy(id, d, *id_len);
         } else if (which == 1) {
-            if (n != ENV) *tag = -1;
+            if (n != ENV || !d) *tag = -1;
             else {
                 uint32_t t;
                 memcpy(&t, d, 4), memcpy(stamp, d + 4, 8);
@@ -120,7 +120,7 @@ static int recv_parts(zend *z, uint8_t *id, size_t *id_len, int *tag, double *st
                 }
                 *buf = b, *cap = n ? n : 1;
             }
-            memcpy(*buf, d, n);
+            if (n) memcpy(*buf, d, n);
             *len = n;
         }
         more = zmq_msg_more(&part);
@@ -204,11 +204,15 @@ static void zmq_free_end(pz_link *l) {
         zmq_setsockopt(z->sock, ZMQ_LINGER, &linger, sizeof linger);
         zmq_close(z->sock);
     }
+    /* the ZAP thread owns its socket: shutting the context down wakes it
+     * with ETERM, it closes the socket, then the context can go */
     if (z->zap_running) {
-        zmq_close(z->zap_sock); /* ends the handler's poll */
+        zmq_ctx_shutdown(z->ctx);
+        pthread_join(z->zap, NULL);
+    } else if (z->zap_sock) {
+        zmq_close(z->zap_sock);
     }
     if (z->ctx) zmq_ctx_term(z->ctx);
-    if (z->zap_running) pthread_join(z->zap, NULL);
     free(z);
 }
 
@@ -257,7 +261,15 @@ static void *zap_main(void *arg) {
             if (zmq_msg_recv(&m, z->zap_sock, 0) < 0) {
                 zmq_msg_close(&m);
                 for (int i = 0; i < n; i++) zmq_msg_close(&parts[i]);
-                return NULL; /* socket closed: done */
+                if (errno == EINTR) {
+                    n = 0, more = 1;
+                    continue;
+                }
+                /* the context is shutting down (ETERM): close our socket, done */
+                const int zero = 0;
+                zmq_setsockopt(z->zap_sock, ZMQ_LINGER, &zero, sizeof zero);
+                zmq_close(z->zap_sock);
+                return NULL;
             }
             more = zmq_msg_more(&m);
             if (n < 8) parts[n++] = m;

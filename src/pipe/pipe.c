@@ -559,8 +559,8 @@ pz_status pz_pipe_parse_specs(const char *arg, int nb, char (*out)[PZ_SPEC_MAX],
         pz_codec_free(c);
         if (strlen(spec) >= PZ_SPEC_MAX) return pz_fail(PZ_ERR_ARG, "%s: spec '%s' is too long", flag, spec);
         if (target < 0)
-            for (int b = 0; b < nb; b++) snprintf(out[b], PZ_SPEC_MAX, "%s", spec);
-        else snprintf(out[target - 1], PZ_SPEC_MAX, "%s", spec);
+            for (int b = 0; b < nb; b++) snprintf(out[b], PZ_SPEC_MAX, "%.255s", spec);
+        else snprintf(out[target - 1], PZ_SPEC_MAX, "%.255s", spec);
         first_item = 0;
         p = end ? end + 1 : p + n;
     }

@@ -8,8 +8,8 @@
 pz="$1"; count="$2"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 # sanitizer builds: Open MPI's own allocations are not ours to report
-export ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:${ASAN_OPTIONS:-}"
-args=(--cuts layer1,layer2,layer3 --fwd q4 --bwd "q8,2=topk:0.2" --limit-train 600 --limit-test 200 --epochs 2
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0:verify_asan_link_order=0"
+args=(--model lenet5 --stages 4 --lr 0.05 --fwd q4 --bwd "q8,2=topk:0.2" --limit-train 600 --limit-test 200 --epochs 2
       --batch 64 --progress none --threads 1 --seed 3)
 
 "$pz" train "${args[@]}" --out "$tmp/a" > "$tmp/inproc.log" 2>&1 && ok || bad "in-process run: $(tail -3 "$tmp/inproc.log")"

@@ -5,7 +5,7 @@
 # for a one-stage run; --resume with other settings is refused.
 . "$(dirname "$0")/lib.sh" resume
 pz="$1"
-export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
+
 check() { # NAME ARGS...
   local name="$1"; shift
   "$pz" train "$@" --out "$tmp/$name-a" > "$tmp/$name-a.log" 2>&1 || { bad "$name: straight run failed: $(tail -3 "$tmp/$name-a.log")"; return; }

@@ -7,9 +7,9 @@
 # within its --timeout with a message, not a hang.
 . "$(dirname "$0")/lib.sh" zmq
 pz="$1"
-export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}"
 port=$((20000 + RANDOM % 20000))
-model=(--cuts layer2 --fwd "topk:0.3" --bwd q8 --batch 64 --threads 1 --seed 4)
+model=(--model lenet5 --cuts pool1 --fwd "topk:0.3" --bwd q8 --batch 64 --lr 0.05 --threads 1 --seed 4)
 data=(--limit-train 512 --limit-test 200 --epochs 2 --progress none)
 
 wait_port() { for _ in $(seq 100); do grep -qs "on tcp" "$1" && return 0; sleep 0.1; done; return 1; }

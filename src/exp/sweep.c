@@ -1,0 +1,560 @@
+/* sweep.c — `pipezip sweep`: expand a configuration into points, run each
+ * as a `pipezip train` process (up to `jobs` at once; a finished point is
+ * skipped, an interrupted one resumed from its checkpoint), then write
+ * results.csv with one row per run. See sweep.h for the file format. */
+#define _GNU_SOURCE
+#include "sweep.h"
+#include "ini.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+enum { MAX_KEYS = 64, MAX_VALUES = 32, MAX_GRID = 12 };
+
+typedef struct {
+    char key[64], value[512];
+} kv;
+
+typedef struct {
+    char id[160];
+    kv set[MAX_KEYS];
+    int n;
+} point;
+
+typedef struct {
+    pz_ini ini;
+    char variant[16];
+    kv base[MAX_KEYS];
+    int nbase;
+    struct {
+        char key[64];
+        char vals[MAX_VALUES][512];
+        int n;
+    } grid[MAX_GRID];
+    int ngrid;
+    point *pts;
+    int npts;
+} plan;
+
+static const char *sweep_keys[] = {"name", "description", "target", "rows", "cols", "jobs", "threads", NULL};
+
+static void kv_set(kv *list, int *n, const char *key, const char *value) {
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(list[i].key, key)) {
+            snprintf(list[i].value, sizeof list[i].value, "%s", value);
+            return;
+        }
+    if (*n >= MAX_KEYS) return;
+    snprintf(list[*n].key, sizeof list[*n].key, "%s", key);
+    snprintf(list[*n].value, sizeof list[*n].value, "%s", value);
+    (*n)++;
+}
+
+static char *trim(char *s) {
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+    return s;
+}
+
+static pz_status grid_set(plan *pl, const pz_ini_entry *e) {
+    int g = 0;
+    while (g < pl->ngrid && strcmp(pl->grid[g].key, e->key)) g++;
+    if (g == pl->ngrid) {
+        if (pl->ngrid == MAX_GRID) return pz_fail(PZ_ERR_ARG, "%s:%d: at most %d grid keys", pl->ini.path, e->line, MAX_GRID);
+        pl->ngrid++;
+        snprintf(pl->grid[g].key, sizeof pl->grid[g].key, "%s", e->key);
+    }
+    pl->grid[g].n = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", e->value);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, "|", &save); t; t = strtok_r(NULL, "|", &save)) {
+        if (pl->grid[g].n == MAX_VALUES) return pz_fail(PZ_ERR_ARG, "%s:%d: at most %d values", pl->ini.path, e->line, MAX_VALUES);
+        const char *v = trim(t);
+        if (!*v) return pz_fail(PZ_ERR_ARG, "%s:%d: an empty value in '%s'", pl->ini.path, e->line, e->value);
+        snprintf(pl->grid[g].vals[pl->grid[g].n++], 512, "%s", v);
+    }
+    if (!pl->grid[g].n) return pz_fail(PZ_ERR_ARG, "%s:%d: '%s' has no values", pl->ini.path, e->line, e->key);
+    return PZ_OK;
+}
+
+static void sanitize(char *out, size_t cap, const char *in) {
+    size_t n = 0;
+    for (; *in && n + 1 < cap; in++) out[n++] = isalnum((unsigned char)*in) || *in == '.' ? *in : '-';
+    out[n] = 0;
+}
+
+static pz_status plan_load(plan *pl, const char *path, const char *variant, pz_option_check_fn known) {
+    memset(pl, 0, sizeof *pl);
+    PZ_TRY(pz_ini_load(&pl->ini, path));
+    snprintf(pl->variant, sizeof pl->variant, "%s", variant ? variant : "full");
+    if (strcmp(pl->variant, "quick") && strcmp(pl->variant, "full"))
+        return pz_fail(PZ_ERR_ARG, "--variant '%s' (expected quick or full)", pl->variant);
+    char vbase[32], vgrid[40];
+    snprintf(vbase, sizeof vbase, "%s", pl->variant);
+    snprintf(vgrid, sizeof vgrid, "%s.grid", pl->variant);
+    /* validate every entry, then apply: base, grid, the variant's overrides */
+    for (int pass = 0; pass < 3; pass++)
+        for (int i = 0; i < pl->ini.n; i++) {
+            const pz_ini_entry *e = &pl->ini.e[i];
+            const char *s = e->section;
+            const int is_opt = !strcmp(s, "base") || !strcmp(s, "grid") || !strcmp(s, "quick") || !strcmp(s, "full") ||
+                               !strcmp(s, "quick.grid") || !strcmp(s, "full.grid");
+            if (pass == 0) {
+                if (!strcmp(s, "sweep")) {
+                    int ok = 0;
+                    for (const char **k = sweep_keys; *k; k++) ok |= !strcmp(*k, e->key);
+                    if (!ok)
+                        return pz_fail(PZ_ERR_ARG, "%s:%d: unknown key '%s' in [sweep] (expected name, description, target, rows, cols, jobs, threads)",
+                                       path, e->line, e->key);
+                } else if (!is_opt) {
+                    return pz_fail(PZ_ERR_ARG, "%s:%d: unknown section [%s] (expected sweep, base, grid, quick, full, quick.grid, full.grid)",
+                                   path, e->line, s);
+                } else if (known && !known(e->key)) {
+                    return pz_fail(PZ_ERR_ARG, "%s:%d: '%s' is not a pipezip train option (see pipezip train --help)", path, e->line, e->key);
+                } else if (!strcmp(e->key, "out") || !strcmp(e->key, "resume") || !strcmp(e->key, "progress")) {
+                    return pz_fail(PZ_ERR_ARG, "%s:%d: '%s' is set by the sweep itself", path, e->line, e->key);
+                }
+            } else if (pass == 1) {
+                if (!strcmp(s, "base")) kv_set(pl->base, &pl->nbase, e->key, e->value);
+                else if (!strcmp(s, "grid")) PZ_TRY(grid_set(pl, e));
+            } else {
+                if (!strcmp(s, vbase)) kv_set(pl->base, &pl->nbase, e->key, e->value);
+                else if (!strcmp(s, vgrid)) PZ_TRY(grid_set(pl, e));
+            }
+        }
+    /* a key both fixed and in the grid: the grid wins */
+    int total = 1;
+    for (int g = 0; g < pl->ngrid; g++) total *= pl->grid[g].n;
+    if (total > 10000) return pz_fail(PZ_ERR_ARG, "%s: %d points is too many", path, total);
+    pl->pts = pz_calloc((size_t)total, sizeof(point));
+    pl->npts = total;
+    for (int p = 0; p < total; p++) {
+        point *pt = &pl->pts[p];
+        for (int i = 0; i < pl->nbase; i++) kv_set(pt->set, &pt->n, pl->base[i].key, pl->base[i].value);
+        char id[160];
+        snprintf(id, sizeof id, "p%03d", p + 1);
+        int rest = p;
+        int idx[MAX_GRID];
+        for (int g = pl->ngrid - 1; g >= 0; g--) idx[g] = rest % pl->grid[g].n, rest /= pl->grid[g].n;
+        for (int g = 0; g < pl->ngrid; g++) {
+            const char *v = pl->grid[g].vals[idx[g]];
+            kv_set(pt->set, &pt->n, pl->grid[g].key, v);
+            if (pl->grid[g].n > 1) {
+                char part[64];
+                sanitize(part, sizeof part, v);
+                const size_t l = strlen(id);
+                snprintf(id + l, sizeof id - l, "_%.20s-%.30s", pl->grid[g].key, part);
+            }
+        }
+        snprintf(pt->id, sizeof pt->id, "%s", id);
+    }
+    return PZ_OK;
+}
+
+static void plan_free(plan *pl) {
+    pz_ini_free(&pl->ini);
+    free(pl->pts);
+}
+
+static int file_has(const char *path, const char *needle) {
+    uint8_t *d;
+    size_t n;
+    if (access(path, F_OK) != 0 || pz_read_file(path, &d, &n)) return 0;
+    char *t = pz_malloc(n + 1);
+    memcpy(t, d, n), t[n] = 0;
+    free(d);
+    const int r = strstr(t, needle) != NULL;
+    free(t);
+    return r;
+}
+
+/* ---- running ------------------------------------------------------------------ */
+typedef struct {
+    pid_t pid;
+    int point;
+} child;
+
+static pz_status spawn_point(const pz_sweep_opts *o, const plan *pl, int p, int threads, pid_t *pid, int dry) {
+    const point *pt = &pl->pts[p];
+    char run[4200], log[4300], thr[32];
+    snprintf(run, sizeof run, "%s/runs/%s", o->out_dir, pt->id);
+    snprintf(log, sizeof log, "%s/runs/%s.log", o->out_dir, pt->id);
+    snprintf(thr, sizeof thr, "--threads=%d", threads);
+    char *argv[MAX_KEYS + 12];
+    char args[MAX_KEYS][600];
+    int a = 0;
+    argv[a++] = (char *)"pipezip";
+    argv[a++] = (char *)"train";
+    char runarg[4300];
+    char ckpt[4300];
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint/latest.json", run);
+    const int resume = access(ckpt, F_OK) == 0;
+    snprintf(runarg, sizeof runarg, "--%s=%s", resume ? "resume" : "out", run);
+    argv[a++] = runarg;
+    argv[a++] = (char *)"--progress=none";
+    int has_threads = 0;
+    for (int i = 0; i < pt->n; i++) {
+        snprintf(args[i], sizeof args[i], "--%s=%s", pt->set[i].key, pt->set[i].value);
+        has_threads |= !strcmp(pt->set[i].key, "threads");
+        argv[a++] = args[i];
+    }
+    if (!has_threads) argv[a++] = thr;
+    argv[a] = NULL;
+    if (dry) {
+        printf("%s:", pt->id);
+        for (int i = 0; i < a; i++) printf(" %s", argv[i]);
+        printf("\n");
+        return PZ_OK;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    const int rc = posix_spawn(pid, o->exe, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc) return pz_fail(PZ_ERR_IO, "cannot start '%s': %s", o->exe, strerror(rc));
+    return PZ_OK;
+}
+
+static pz_status copy_file(const char *from, const char *to) {
+    uint8_t *d;
+    size_t n;
+    PZ_TRY(pz_read_file(from, &d, &n));
+    const pz_status s = pz_write_file_atomic(to, d, n);
+    free(d);
+    return s;
+}
+
+pz_status pz_sweep_run(const pz_sweep_opts *o, pz_option_check_fn known) {
+    plan pl;
+    pz_status st = plan_load(&pl, o->config, o->variant, known);
+    if (st) {
+        plan_free(&pl);
+        return st;
+    }
+    const char *cj = pz_ini_get(&pl.ini, "sweep", "jobs"), *ct = pz_ini_get(&pl.ini, "sweep", "threads");
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+    int jobs = o->jobs ? o->jobs : cj ? atoi(cj) : 1;
+    if (jobs < 1) jobs = 1;
+    int threads = o->threads ? o->threads : ct ? atoi(ct) : (int)(cores / jobs > 0 ? cores / jobs : 1);
+    if (threads < 1) threads = 1;
+    char path[4200];
+    if (!o->dry_run) {
+        snprintf(path, sizeof path, "%s/runs", o->out_dir);
+        st = pz_mkdir_p(path);
+        /* a sweep directory belongs to one configuration and variant */
+        char mine[4200], var[4200];
+        snprintf(mine, sizeof mine, "%s/sweep.ini", o->out_dir);
+        snprintf(var, sizeof var, "%s/variant", o->out_dir);
+        if (!st && access(var, F_OK) == 0 && !file_has(var, pl.variant))
+            st = pz_fail(PZ_ERR_ARG, "%s holds the other variant of a sweep: use another --out", o->out_dir);
+        if (!st) st = copy_file(o->config, mine);
+        if (!st) st = pz_write_file_atomic(var, pl.variant, strlen(pl.variant));
+    }
+    int done = 0, skipped = 0, failed = 0, next = 0, running = 0;
+    child kids[64];
+    if (jobs > 64) jobs = 64;
+    const double t0 = pz_now();
+    while (!st && (next < pl.npts || running)) {
+        while (next < pl.npts && running < jobs) {
+            const int p = next++;
+            snprintf(path, sizeof path, "%s/runs/%s/summary.json", o->out_dir, pl.pts[p].id);
+            if (!o->dry_run && file_has(path, "\"status\": \"finished\"")) {
+                skipped++;
+                continue;
+            }
+            pid_t pid = 0;
+            if ((st = spawn_point(o, &pl, p, threads, &pid, o->dry_run))) break;
+            if (o->dry_run) continue;
+            kids[running++] = (child){pid, p};
+            if (!o->quiet) fprintf(stderr, "sweep: started %s (%d/%d)\n", pl.pts[p].id, p + 1, pl.npts);
+        }
+        if (!running) break;
+        int status;
+        const pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            st = pz_fail(PZ_ERR_IO, "waitpid: %s", strerror(errno));
+            break;
+        }
+        for (int k = 0; k < running; k++)
+            if (kids[k].pid == pid) {
+                const int p = kids[k].point;
+                kids[k] = kids[--running];
+                const int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+                if (WIFEXITED(status) && WEXITSTATUS(status) == 130) {
+                    st = pz_fail(PZ_ERR_STATE, "interrupted: run the same command again to continue (finished points are skipped)");
+                } else if (!ok) {
+                    failed++;
+                    fprintf(stderr, "sweep: %s failed (exit %d); see %s/runs/%s.log\n", pl.pts[p].id,
+                            WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), o->out_dir, pl.pts[p].id);
+                } else {
+                    done++;
+                    if (!o->quiet)
+                        fprintf(stderr, "sweep: finished %s (%d done, %d skipped, %d failed, %.0f s)\n", pl.pts[p].id, done, skipped, failed,
+                                pz_now() - t0);
+                }
+                break;
+            }
+    }
+    /* stopping: let the running ones write their "stopped" summaries */
+    for (int k = 0; k < running; k++) {
+        kill(kids[k].pid, SIGINT);
+        waitpid(kids[k].pid, NULL, 0);
+    }
+    if (!st && !o->dry_run) st = pz_sweep_collect(o->out_dir);
+    if (!st && failed) st = pz_fail(PZ_ERR_STATE, "%d of %d points failed (their logs are in %s/runs)", failed, pl.npts, o->out_dir);
+    if (!o->quiet && !o->dry_run)
+        fprintf(stderr, "sweep: %d points: %d run, %d already done, %d failed; results in %s/results.csv\n", pl.npts, done, skipped, failed,
+                o->out_dir);
+    plan_free(&pl);
+    return st;
+}
+
+/* ---- results -------------------------------------------------------------------- */
+/* a number from one of our JSON records: "key": value */
+static int json_num(const char *text, const char *key, double *v) {
+    char pat[96];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *p = strstr(text, pat);
+    if (!p) return 0;
+    p += strlen(pat);
+    char *end;
+    *v = strtod(p, &end);
+    return end != p;
+}
+
+static int json_str(const char *text, const char *key, char *out, size_t cap) {
+    char pat[96];
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    const char *p = strstr(text, pat);
+    if (!p) return 0;
+    p += strlen(pat);
+    size_t n = 0;
+    while (*p && *p != '"' && n + 1 < cap) {
+        if (*p == '\\' && p[1]) p++;
+        out[n++] = *p++;
+    }
+    out[n] = 0;
+    return 1;
+}
+
+static char *slurp(const char *path) {
+    uint8_t *d;
+    size_t n;
+    if (access(path, F_OK) != 0 || pz_read_file(path, &d, &n)) return NULL;
+    char *t = pz_malloc(n + 1);
+    memcpy(t, d, n), t[n] = 0;
+    free(d);
+    return t;
+}
+
+static void csv_field(FILE *f, const char *s) {
+    if (strpbrk(s, ",\"\n")) {
+        fputc('"', f);
+        for (; *s; s++) {
+            if (*s == '"') fputc('"', f);
+            fputc(*s, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs(s, f);
+    }
+}
+
+static void csv_num(FILE *f, double v) {
+    if (isnan(v)) return; /* empty: not available */
+    if (v == floor(v) && fabs(v) < 1e15) fprintf(f, "%.0f", v);
+    else fprintf(f, "%.6g", v);
+}
+
+typedef struct {
+    char status[32], fwd[256], bwd[256];
+    double epochs, final_acc, best_acc, final_cacc, best_cacc, fwd_bytes, bwd_bytes, fp32_bytes, wall, emulated;
+    double fwd_bits, bwd_bits, fwd_err, bwd_err, fwd_ratio, bwd_ratio;
+    int n_ep;
+    double ep_acc[512], ep_time[512], ep_emu[512], ep_bytes[512];
+} run_result;
+
+static void read_run(const char *dir, run_result *r) {
+    memset(r, 0, sizeof *r);
+    const double nan = NAN;
+    r->final_acc = r->best_acc = r->final_cacc = r->best_cacc = r->fwd_bits = r->bwd_bits = r->fwd_err = r->bwd_err = nan;
+    r->fwd_ratio = r->bwd_ratio = r->emulated = r->wall = r->epochs = r->fwd_bytes = r->bwd_bytes = r->fp32_bytes = nan;
+    snprintf(r->status, sizeof r->status, "missing");
+    char path[4400];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    char *t = slurp(path);
+    if (t) {
+        json_str(t, "status", r->status, sizeof r->status);
+        json_num(t, "epochs", &r->epochs);
+        json_num(t, "final_test_accuracy", &r->final_acc);
+        json_num(t, "best_test_accuracy", &r->best_acc);
+        json_num(t, "final_test_accuracy_compressed", &r->final_cacc);
+        if (r->final_cacc < 0) r->final_cacc = nan;
+        json_num(t, "fwd_bytes", &r->fwd_bytes);
+        json_num(t, "bwd_bytes", &r->bwd_bytes);
+        json_num(t, "fp32_bytes", &r->fp32_bytes);
+        json_num(t, "wall_seconds", &r->wall);
+        if (!json_num(t, "emulated_seconds", &r->emulated) || r->emulated == 0) r->emulated = r->wall;
+        free(t);
+    } else {
+        snprintf(path, sizeof path, "%s/checkpoint/latest.json", dir);
+        if (access(path, F_OK) == 0) snprintf(r->status, sizeof r->status, "interrupted");
+    }
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if ((t = slurp(path))) {
+        json_str(t, "fwd", r->fwd, sizeof r->fwd);
+        json_str(t, "bwd", r->bwd, sizeof r->bwd);
+        double stages = 1;
+        json_num(t, "n_stages", &stages);
+        if (!strstr(t, "\"n_stages\"")) snprintf(r->fwd, sizeof r->fwd, "-"), snprintf(r->bwd, sizeof r->bwd, "-");
+        free(t);
+    }
+    snprintf(path, sizeof path, "%s/epochs.jsonl", dir);
+    if ((t = slurp(path))) {
+        double best_c = -1;
+        for (char *line = t, *nl; line && *line; line = nl) {
+            nl = strchr(line, '\n');
+            if (nl) *nl++ = 0;
+            double v;
+            if (r->n_ep >= 512) break;
+            const int e = r->n_ep++;
+            r->ep_acc[e] = json_num(line, "test_accuracy", &v) ? v : nan;
+            r->ep_time[e] = json_num(line, "time", &v) ? v : nan;
+            r->ep_emu[e] = json_num(line, "emulated_time", &v) ? v : r->ep_time[e];
+            double fb = 0, bb = 0;
+            json_num(line, "fwd_bytes", &fb), json_num(line, "bwd_bytes", &bb);
+            r->ep_bytes[e] = fb + bb;
+            if (json_num(line, "test_accuracy_compressed", &v) && v > best_c) best_c = v;
+        }
+        r->best_cacc = best_c >= 0 ? best_c : nan;
+        free(t);
+    }
+    snprintf(path, sizeof path, "%s/boundaries.jsonl", dir);
+    if ((t = slurp(path))) {
+        double fb = 0, bb = 0, fe = 0, be = 0, ferr = 0, berr = 0;
+        int rows = 0;
+        for (char *line = t, *nl; line && *line; line = nl) {
+            nl = strchr(line, '\n');
+            if (nl) *nl++ = 0;
+            double b1 = 0, b2 = 0, bits1 = 0, bits2 = 0, e1 = 0, e2 = 0;
+            json_num(line, "fwd_bytes", &b1), json_num(line, "bwd_bytes", &b2);
+            json_num(line, "fwd_bits_per_element", &bits1), json_num(line, "bwd_bits_per_element", &bits2);
+            json_num(line, "fwd_error", &e1), json_num(line, "bwd_error", &e2);
+            fb += b1, bb += b2;
+            if (bits1 > 0) fe += 8 * b1 / bits1;
+            if (bits2 > 0) be += 8 * b2 / bits2;
+            ferr += e1, berr += e2, rows++;
+        }
+        if (rows) {
+            r->fwd_bits = fe > 0 ? 8 * fb / fe : nan, r->bwd_bits = be > 0 ? 8 * bb / be : nan;
+            r->fwd_ratio = fb > 0 ? 4 * fe / fb : nan, r->bwd_ratio = bb > 0 ? 4 * be / bb : nan;
+            r->fwd_err = ferr / rows, r->bwd_err = berr / rows;
+        }
+        free(t);
+    }
+}
+
+pz_status pz_sweep_collect(const char *dir) {
+    char path[4300], var[64] = "full";
+    snprintf(path, sizeof path, "%s/variant", dir);
+    char *v = slurp(path);
+    if (v) snprintf(var, sizeof var, "%s", v), free(v);
+    snprintf(path, sizeof path, "%s/sweep.ini", dir);
+    plan pl;
+    pz_status st = plan_load(&pl, path, var, NULL);
+    if (st) {
+        plan_free(&pl);
+        return pz_fail(st, "%s is not a sweep directory: %s", dir, pz_last_error());
+    }
+    run_result *rr = pz_calloc((size_t)pl.npts, sizeof *rr);
+    for (int p = 0; p < pl.npts; p++) {
+        char rd[4300];
+        snprintf(rd, sizeof rd, "%s/runs/%s", dir, pl.pts[p].id);
+        read_run(rd, &rr[p]);
+    }
+    /* the target accuracy */
+    const char *ts = pz_ini_get(&pl.ini, "sweep", "target");
+    double target = NAN;
+    if (ts && !strncmp(ts, "uncompressed", 12)) {
+        const double minus = ts[12] == '-' ? atof(ts + 13) : 0.0;
+        double best = -1;
+        for (int p = 0; p < pl.npts; p++)
+            if ((!strcmp(rr[p].fwd, "none") && !strcmp(rr[p].bwd, "none")) || !strcmp(rr[p].fwd, "-"))
+                if (rr[p].final_acc > best) best = rr[p].final_acc;
+        if (best >= 0) target = best - minus;
+    } else if (ts) {
+        target = atof(ts);
+    }
+    /* every key any point sets, in order */
+    kv keys[MAX_KEYS];
+    int nk = 0;
+    for (int p = 0; p < pl.npts; p++)
+        for (int i = 0; i < pl.pts[p].n; i++) kv_set(keys, &nk, pl.pts[p].set[i].key, "");
+    snprintf(path, sizeof path, "%s/results.csv.tmp", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        free(rr);
+        plan_free(&pl);
+        return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    }
+    fputs("id,status", f);
+    for (int k = 0; k < nk; k++) fprintf(f, ",%s", keys[k].key);
+    fputs(",epochs,final_test_accuracy,best_test_accuracy,final_test_accuracy_compressed,best_test_accuracy_compressed,"
+          "fwd_bytes,bwd_bytes,fp32_bytes,compression_ratio,fwd_ratio,bwd_ratio,fwd_bits_per_element,bwd_bits_per_element,"
+          "fwd_error,bwd_error,wall_seconds,emulated_seconds,target_accuracy,epochs_to_target,time_to_target,"
+          "emulated_time_to_target,bytes_to_target\n",
+          f);
+    for (int p = 0; p < pl.npts; p++) {
+        const run_result *r = &rr[p];
+        csv_field(f, pl.pts[p].id);
+        fputc(',', f);
+        csv_field(f, r->status);
+        for (int k = 0; k < nk; k++) {
+            const char *val = "";
+            for (int i = 0; i < pl.pts[p].n; i++)
+                if (!strcmp(pl.pts[p].set[i].key, keys[k].key)) val = pl.pts[p].set[i].value;
+            fputc(',', f);
+            csv_field(f, val);
+        }
+        const double total = r->fwd_bytes + r->bwd_bytes;
+        const double vals[] = {r->epochs, r->final_acc, r->best_acc, r->final_cacc, r->best_cacc, r->fwd_bytes, r->bwd_bytes,
+                               r->fp32_bytes, total > 0 ? r->fp32_bytes / total : NAN, r->fwd_ratio, r->bwd_ratio, r->fwd_bits,
+                               r->bwd_bits, r->fwd_err, r->bwd_err, r->wall, r->emulated, target};
+        for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) fputc(',', f), csv_num(f, vals[i]);
+        int hit = -1;
+        for (int e = 0; e < r->n_ep && !isnan(target); e++)
+            if (r->ep_acc[e] >= target) {
+                hit = e;
+                break;
+            }
+        fputc(',', f), csv_num(f, hit >= 0 ? hit + 1 : NAN);
+        fputc(',', f), csv_num(f, hit >= 0 ? r->ep_time[hit] : NAN);
+        fputc(',', f), csv_num(f, hit >= 0 ? r->ep_emu[hit] : NAN);
+        fputc(',', f), csv_num(f, hit >= 0 ? r->ep_bytes[hit] : NAN);
+        fputc('\n', f);
+    }
+    const int bad = ferror(f);
+    fclose(f);
+    free(rr);
+    plan_free(&pl);
+    if (bad) return pz_fail(PZ_ERR_IO, "writing '%s' failed", path);
+    char final[4300];
+    snprintf(final, sizeof final, "%s/results.csv", dir);
+    if (rename(path, final) != 0) return pz_fail(PZ_ERR_IO, "cannot rename '%s': %s", path, strerror(errno));
+    return PZ_OK;
+}

@@ -1,0 +1,35 @@
+/* sweep.h — a grid of training runs from one configuration file, run as
+ * `pipezip train` processes (several at once), resumable, summarised in
+ * results.csv; and the report (Markdown tables, SVG plots) made from it.
+ *
+ * The configuration (INI, strict: unknown sections and keys are errors):
+ *   [sweep]  name, description, target (an accuracy, or "uncompressed-0.005":
+ *            the best final accuracy of the runs with fwd = bwd = none, minus
+ *            half a point), rows, cols (grid keys for the report's tables),
+ *            jobs (runs at once), threads (per run)
+ *   [base]   pipezip train options (without "--"): model = resnet8
+ *   [grid]   options with values separated by "|": fwd = none | q2 | q4
+ *   [quick] / [full]            overrides of [base] for a variant
+ *   [quick.grid] / [full.grid]  overrides of [grid] for a variant */
+#ifndef PZ_SWEEP_H
+#define PZ_SWEEP_H
+
+#include "base/base.h"
+
+/* Does `pipezip train` take this option? (the CLI knows) */
+typedef int (*pz_option_check_fn)(const char *name);
+
+typedef struct {
+    const char *config, *variant, *out_dir, *exe; /* exe: the pipezip binary to run points with */
+    int jobs, threads;  /* 0: from the config, else 1 and all cores / jobs */
+    int dry_run;        /* list the points and their commands, run nothing */
+    int quiet;
+} pz_sweep_opts;
+
+pz_status pz_sweep_run(const pz_sweep_opts *o, pz_option_check_fn known);
+/* DIR/results.csv from the runs under DIR/runs (called by pz_sweep_run). */
+pz_status pz_sweep_collect(const char *dir);
+/* DIR/report.md and DIR/plots/ *.svg from DIR/results.csv and the runs. */
+pz_status pz_sweep_report(const char *dir);
+
+#endif
