@@ -105,6 +105,7 @@ typedef struct {
     int n;
     double x[512], y[512];
     int dashed, points_only;
+    int color; /* palette index + 1; 0: by position */
 } series;
 
 static const char *palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -149,14 +150,16 @@ static pz_status plot(const char *path, const char *title, const char *xlabel, c
 #define PX(v) (L + ((v) - x0) / (x1 - x0) * pw)
 #define PY(v) (T + ph - ((v) - y0) / (y1 - y0) * ph)
     /* grid and ticks */
-    const double sx = nice_step(x1 - x0), sy = nice_step(y1 - y0);
-    for (double v = ceil(x0 / sx) * sx; v <= x1; v += sx) {
+    const double sx = logx ? log10(2.0) : nice_step(x1 - x0), sy = nice_step(y1 - y0);
+    /* log axes tick at powers of two (bits per element: 1, 2, 4, ... 32) */
+    for (double v = ceil(x0 / sx) * sx; v <= x1 + 1e-9; v += sx) {
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>\n", PX(v), T, PX(v), T + ph);
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.4g</text>\n", PX(v), T + ph + 16, logx ? pow(10, v) : v);
+        const double lab = logx ? pow(10, v) : v;
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.4g</text>\n", PX(v), T + ph + 16, fabs(lab) < 1e-12 ? 0.0 : lab);
     }
-    for (double v = ceil(y0 / sy) * sy; v <= y1; v += sy) {
+    for (double v = ceil(y0 / sy) * sy; v <= y1 + 1e-9; v += sy) {
         fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, PY(v), L + pw, PY(v));
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", L - 6, PY(v) + 4, v);
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", L - 6, PY(v) + 4, fabs(v) < 1e-12 ? 0.0 : v);
     }
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"black\"/>\n", L, T, pw, ph);
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", L + pw / 2, H - 14);
@@ -165,7 +168,7 @@ static pz_status plot(const char *path, const char *title, const char *xlabel, c
     xml_text(f, ylabel);
     fputs("</text>\n", f);
     for (int i = 0; i < ns; i++) {
-        const char *c = palette[i % 10];
+        const char *c = palette[(s[i].color ? s[i].color - 1 : i) % 10];
         if (!s[i].points_only) {
             fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", c, s[i].dashed ? " stroke-dasharray=\"5,3\"" : "");
             for (int j = 0; j < s[i].n; j++) {
@@ -181,8 +184,10 @@ static pz_status plot(const char *path, const char *title, const char *xlabel, c
         }
         const int ly = T + 8 + 16 * i;
         if (ly > H - 20) continue;
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", L + pw + 12, ly, L + pw + 32, ly, c,
-                s[i].dashed ? " stroke-dasharray=\"5,3\"" : "");
+        if (s[i].points_only) fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"%s\"/>\n", L + pw + 22, ly, c);
+        else
+            fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", L + pw + 12, ly, L + pw + 32, ly, c,
+                    s[i].dashed ? " stroke-dasharray=\"5,3\"" : "");
         fprintf(f, "<text x=\"%d\" y=\"%d\">", L + pw + 38, ly + 4);
         xml_text(f, s[i].label);
         fputs("</text>\n", f);
@@ -222,9 +227,18 @@ static void label_of(const table *t, int r, const pz_ini *ini, char *out, size_t
     out[0] = 0;
     for (int i = 0; i < ini->n; i++) {
         const pz_ini_entry *e = &ini->e[i];
-        if (strcmp(e->section, "grid") || !strchr(e->value, '|')) continue;
-        const size_t l = strlen(out);
-        snprintf(out + l, cap - l, "%s%s=%s", l ? " " : "", e->key, cell(t, r, e->key));
+        if ((strcmp(e->section, "grid") && !strstr(e->section, ".grid")) || !strchr(e->value, '|')) continue;
+        char keys[64];
+        snprintf(keys, sizeof keys, "%s", e->key);
+        char *save = NULL;
+        for (char *k = strtok_r(keys, "+", &save); k; k = strtok_r(NULL, "+", &save)) {
+            while (*k == ' ') k++;
+            char *end = k + strlen(k);
+            while (end > k && end[-1] == ' ') *--end = 0;
+            if (strstr(out, k) == out || (strstr(out, k) && strstr(out, k)[-1] == ' ')) continue; /* already there */
+            const size_t l = strlen(out);
+            snprintf(out + l, cap - l, "%s%s=%s", l ? " " : "", k, cell(t, r, k));
+        }
     }
     if (!out[0]) snprintf(out, cap, "%s", cell(t, r, "id"));
 }
@@ -369,6 +383,7 @@ pz_status pz_sweep_report(const char *dir) {
         snprintf(a->label, sizeof a->label, "%s", lab);
         snprintf(b->label, sizeof b->label, "%.80s (compr.)", lab);
         b->dashed = 1;
+        a->color = b->color = ns / 2 + 1; /* a run's two curves share a colour */
         for (char *line = text, *nl; line && *line; line = nl) {
             nl = strchr(line, '\n');
             if (nl) *nl++ = 0;

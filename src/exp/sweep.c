@@ -90,10 +90,36 @@ static pz_status grid_set(plan *pl, const pz_ini_entry *e) {
     return PZ_OK;
 }
 
+/* a file-name-safe form: letters, digits and dots; other runs become one '-' */
 static void sanitize(char *out, size_t cap, const char *in) {
     size_t n = 0;
-    for (; *in && n + 1 < cap; in++) out[n++] = isalnum((unsigned char)*in) || *in == '.' ? *in : '-';
+    for (; *in && n + 1 < cap; in++) {
+        const int ok = isalnum((unsigned char)*in) || *in == '.';
+        if (ok) out[n++] = *in;
+        else if (n && out[n - 1] != '-') out[n++] = '-';
+    }
+    while (n && out[n - 1] == '-') n--;
     out[n] = 0;
+}
+
+/* "fwd+bwd": several options set together, values "q4 + q8" */
+static int keys_known(const char *key, pz_option_check_fn known) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", key);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, "+", &save); t; t = strtok_r(NULL, "+", &save))
+        if (!known(trim(t))) return 0;
+    return 1;
+}
+
+static pz_status set_compound(point *pt, const char *key, const char *value, const char *path) {
+    char kb[64], vb[512];
+    snprintf(kb, sizeof kb, "%s", key);
+    snprintf(vb, sizeof vb, "%s", value);
+    char *ks = NULL, *vs = NULL, *k = strtok_r(kb, "+", &ks), *v = strtok_r(vb, "+", &vs);
+    for (; k && v; k = strtok_r(NULL, "+", &ks), v = strtok_r(NULL, "+", &vs)) kv_set(pt->set, &pt->n, trim(k), trim(v));
+    if (k || v) return pz_fail(PZ_ERR_ARG, "%s: '%s = %s': as many values joined by + as keys", path, key, value);
+    return PZ_OK;
 }
 
 static pz_status plan_load(plan *pl, const char *path, const char *variant, pz_option_check_fn known) {
@@ -122,7 +148,7 @@ static pz_status plan_load(plan *pl, const char *path, const char *variant, pz_o
                 } else if (!is_opt) {
                     return pz_fail(PZ_ERR_ARG, "%s:%d: unknown section [%s] (expected sweep, base, grid, quick, full, quick.grid, full.grid)",
                                    path, e->line, s);
-                } else if (known && !known(e->key)) {
+                } else if (known && !keys_known(e->key, known)) {
                     return pz_fail(PZ_ERR_ARG, "%s:%d: '%s' is not a pipezip train option (see pipezip train --help)", path, e->line, e->key);
                 } else if (!strcmp(e->key, "out") || !strcmp(e->key, "resume") || !strcmp(e->key, "progress")) {
                     return pz_fail(PZ_ERR_ARG, "%s:%d: '%s' is set by the sweep itself", path, e->line, e->key);
@@ -151,12 +177,14 @@ static pz_status plan_load(plan *pl, const char *path, const char *variant, pz_o
         for (int g = pl->ngrid - 1; g >= 0; g--) idx[g] = rest % pl->grid[g].n, rest /= pl->grid[g].n;
         for (int g = 0; g < pl->ngrid; g++) {
             const char *v = pl->grid[g].vals[idx[g]];
-            kv_set(pt->set, &pt->n, pl->grid[g].key, v);
+            PZ_TRY(set_compound(pt, pl->grid[g].key, v, path));
             if (pl->grid[g].n > 1) {
                 char part[64];
                 sanitize(part, sizeof part, v);
                 const size_t l = strlen(id);
-                snprintf(id + l, sizeof id - l, "_%.20s-%.30s", pl->grid[g].key, part);
+                char key[64];
+                sanitize(key, sizeof key, pl->grid[g].key);
+                snprintf(id + l, sizeof id - l, "_%.20s-%.30s", key, part);
             }
         }
         snprintf(pt->id, sizeof pt->id, "%s", id);
@@ -514,7 +542,7 @@ pz_status pz_sweep_collect(const char *dir) {
     }
     fputs("id,status", f);
     for (int k = 0; k < nk; k++) fprintf(f, ",%s", keys[k].key);
-    fputs(",epochs,final_test_accuracy,best_test_accuracy,final_test_accuracy_compressed,best_test_accuracy_compressed,"
+    fputs(",epochs_done,final_test_accuracy,best_test_accuracy,final_test_accuracy_compressed,best_test_accuracy_compressed,"
           "fwd_bytes,bwd_bytes,fp32_bytes,compression_ratio,fwd_ratio,bwd_ratio,fwd_bits_per_element,bwd_bits_per_element,"
           "fwd_error,bwd_error,wall_seconds,emulated_seconds,target_accuracy,epochs_to_target,time_to_target,"
           "emulated_time_to_target,bytes_to_target\n",
