@@ -44,6 +44,15 @@ typedef struct {
 
 static const link_ops inproc_ops;
 
+/* the smallest spare that holds len bytes (-1: none), so that small
+ * messages do not take the buffers large frames need */
+static int best_fit(const channel *ch, size_t len) {
+    int best = -1;
+    for (int i = 0; i < ch->pooled; i++)
+        if (ch->pool_cap[i] >= len && (best < 0 || ch->pool_cap[i] < ch->pool_cap[best])) best = i;
+    return best;
+}
+
 pz_status pz_link_inproc_pair(pz_link **a, pz_link **b, int capacity, const char *name) {
     if (capacity < 1) return pz_fail(PZ_ERR_ARG, "link capacity must be at least 1, got %d", capacity);
     channel *ch = pz_calloc(1, sizeof *ch);
@@ -71,13 +80,12 @@ static pz_status inproc_send(pz_link *link, int tag, double stamp, const void *m
     uint8_t *copy = NULL;
     size_t cap = 0;
     pthread_mutex_lock(&ch->mu);
-    for (int i = 0; i < ch->pooled; i++)
-        if (ch->pool_cap[i] >= len) {
-            copy = ch->pool[i], cap = ch->pool_cap[i];
-            ch->pool[i] = ch->pool[ch->pooled - 1], ch->pool_cap[i] = ch->pool_cap[ch->pooled - 1];
-            ch->pooled--;
-            break;
-        }
+    const int i = best_fit(ch, len);
+    if (i >= 0) {
+        copy = ch->pool[i], cap = ch->pool_cap[i];
+        ch->pool[i] = ch->pool[ch->pooled - 1], ch->pool_cap[i] = ch->pool_cap[ch->pooled - 1];
+        ch->pooled--;
+    }
     pthread_mutex_unlock(&ch->mu);
     if (!copy) copy = pz_malloc(len ? len : 1), cap = len ? len : 1;
     memcpy(copy, msg, len);
@@ -110,10 +118,13 @@ static pz_status inproc_send_take(pz_link *link, int tag, double stamp, uint8_t 
     q->slots[(q->head + q->count) % q->cap] = (message){tag, stamp, len, *bcap, *buf};
     q->count++;
     *buf = NULL, *bcap = 0;
-    if (ch->pooled) { /* the largest spare */
-        int best = 0;
-        for (int i = 1; i < ch->pooled; i++)
-            if (ch->pool_cap[i] > ch->pool_cap[best]) best = i;
+    if (ch->pooled) { /* a spare for the next frame: one as large as this one if there is, else the largest */
+        int best = best_fit(ch, len);
+        if (best < 0) {
+            best = 0;
+            for (int i = 1; i < ch->pooled; i++)
+                if (ch->pool_cap[i] > ch->pool_cap[best]) best = i;
+        }
         *buf = ch->pool[best], *bcap = ch->pool_cap[best];
         ch->pool[best] = ch->pool[ch->pooled - 1], ch->pool_cap[best] = ch->pool_cap[ch->pooled - 1];
         ch->pooled--;

@@ -148,6 +148,7 @@ typedef struct {
     pz_rng rng;
     int B;        /* batch rows for the buffers of the layer being allocated */
     int depth, from, to; /* top-level layers [from, to) get batch_max rows, the others one */
+    int active;          /* the layer being allocated is in [from, to) */
 } alloc_ctx;
 
 static void kaiming_normal(float *w, int64_t n, int fan_in, pz_rng *rng) {
@@ -167,7 +168,8 @@ static void alloc_layer(pz_layer *l, alloc_ctx *a) {
         kaiming_normal(l->weight, nw, l->in.c * l->k * l->k, &a->rng);
         a->p += nw;
         if (l->has_bias) l->bias = m->params + a->p, l->dbias = m->grads + a->p, a->p += l->out.c;
-        l->ws = pz_floats(conv2d_workspace_floats(l->in.c, l->in.h, l->in.w, l->out.c, l->k, l->stride, l->pad));
+        /* a layer outside the allocated range never runs: no workspace */
+        if (a->active) l->ws = pz_floats(conv2d_workspace_floats(l->in.c, l->in.h, l->in.w, l->out.c, l->k, l->stride, l->pad));
         break;
     }
     case PZ_LAYER_LINEAR: {
@@ -222,7 +224,7 @@ static void alloc_seq(pz_seq *s, alloc_ctx *a) {
     s->act = pz_calloc(s->n ? s->n : 1, sizeof(float *));
     for (int i = 0; i < s->n; i++) {
         pz_layer *l = &s->layers[i];
-        if (top) a->B = i >= a->from && i < a->to ? a->m->batch_max : 1;
+        if (top) a->active = i >= a->from && i < a->to, a->B = a->active ? a->m->batch_max : 1;
         alloc_layer(l, a);
         s->act[i] = pz_floats((size_t)a->B * pz_shape_numel(l->out));
         if (pz_shape_numel(l->out) > biggest) biggest = pz_shape_numel(l->out);
@@ -252,7 +254,7 @@ pz_status pz_model_finalize_range(pz_model *m, int batch_max, int n_classes, uin
     m->grads = pz_floats((size_t)m->n_params);
     m->buffers = pz_floats((size_t)m->n_buffers);
     m->dlogits = pz_floats((size_t)batch_max * n_classes);
-    alloc_ctx a = {.m = m, .B = batch_max, .from = from, .to = to};
+    alloc_ctx a = {.m = m, .B = batch_max, .from = from, .to = to, .active = 1};
     pz_rng_seed(&a.rng, seed);
     alloc_seq(&m->net, &a);
     return PZ_OK;

@@ -52,6 +52,7 @@ typedef struct {
      * wrapper's base codec: test samples have no buffers, and evaluating
      * must not move the training state), and fp32 for plain inference */
     pz_codec *eval_tx, *eval_rx, *plain_tx, *plain_rx;
+    int fwd_lossless, bwd_lossless; /* fwd_tx / bwd_tx are "none" */
     pz_clock clock;
     stage_report rep;
     uint8_t *kept;             /* split learning: the client state left by the last client */
@@ -342,11 +343,13 @@ static pz_status train_step(stage *s, stage_bufs *b, const uint8_t *batch, size_
             s->rep.compute_s += pz_now() - t0;
             size_t flen;
             pz_codec_stats cs;
-            const int measure = p->cfg.err_every > 0 && s->rep.act_frames % (uint64_t)p->cfg.err_every == 0;
+            /* the error of a sampled frame (none is lossless: exactly 0, not measured) */
+            const int sample = p->cfg.err_every > 0 && s->rep.act_frames % (uint64_t)p->cfg.err_every == 0;
+            const int measure = sample && !s->fwd_lossless;
             t0 = pz_now();
             PZ_TRY(encode_boundary(s->fwd_tx, out, Bm, out_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
             s->rep.act_encode_s += pz_now() - t0;
-            if (measure) s->rep.act_err_sum += cs.rel_error, s->rep.act_err_n++;
+            if (sample) s->rep.act_err_sum += measure ? cs.rel_error : 0.0, s->rep.act_err_n++;
             /* the batch header travels with the activations (labels included, as in split learning) */
             put_meta(b->hdr, Bm, b->ids[m], b->labels[m], lr, M);
             s->rep.act_elements += (uint64_t)(Bm * out_per);
@@ -392,11 +395,12 @@ static pz_status train_step(stage *s, stage_bufs *b, const uint8_t *batch, size_
         if (!first) {
             size_t flen;
             pz_codec_stats cs;
-            const int measure = p->cfg.err_every > 0 && s->rep.grad_frames % (uint64_t)p->cfg.err_every == 0;
+            const int sample = p->cfg.err_every > 0 && s->rep.grad_frames % (uint64_t)p->cfg.err_every == 0;
+            const int measure = sample && !s->bwd_lossless;
             const double t1 = pz_now();
             PZ_TRY(encode_boundary(s->bwd_tx, b->dx, Bm, in_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
             s->rep.grad_encode_s += pz_now() - t1;
-            if (measure) s->rep.grad_err_sum += cs.rel_error, s->rep.grad_err_n++;
+            if (sample) s->rep.grad_err_sum += measure ? cs.rel_error : 0.0, s->rep.grad_err_n++;
             s->rep.grad_bytes += flen, s->rep.grad_frames++;
             s->rep.grad_elements += (uint64_t)(Bm * in_per);
             PZ_TRY(pz_link_send_buf(s->prev, TAG_GRAD, &b->frame, &b->frame_cap, flen));
@@ -617,6 +621,7 @@ static pz_status stage_setup(pz_pipe *p, int i) {
         PZ_TRY(make_codec(&s->eval_rx, eval_spec, 0));
         PZ_TRY(make_codec(&s->plain_rx, "none", 0));
         pz_codec_set_seed(s->bwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i + 1);
+        s->bwd_lossless = !strcmp(pz_codec_spec(s->bwd_tx), "none");
     }
     if (i < p->S - 1) {
         PZ_TRY(make_codec(&s->fwd_tx, cfg->fwd[i], cfg->max_samples));
@@ -625,6 +630,7 @@ static pz_status stage_setup(pz_pipe *p, int i) {
         PZ_TRY(make_codec(&s->eval_tx, eval_spec, 0));
         PZ_TRY(make_codec(&s->plain_tx, "none", 0));
         pz_codec_set_seed(s->fwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i);
+        s->fwd_lossless = !strcmp(pz_codec_spec(s->fwd_tx), "none");
     }
     s->rep.stage = i;
     if (cfg->resume) {
