@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "sweep.h"
 #include "ini.h"
+#include "records.h"
 
 #include <errno.h>
 #include <math.h>
@@ -201,26 +202,7 @@ static pz_status plot(const char *path, const char *title, const char *xlabel, c
 }
 
 /* ---- the report ------------------------------------------------------------------- */
-static char *slurp(const char *path) {
-    uint8_t *d;
-    size_t n;
-    if (access(path, F_OK) != 0 || pz_read_file(path, &d, &n)) return NULL;
-    char *t = pz_malloc(n + 1);
-    memcpy(t, d, n), t[n] = 0;
-    free(d);
-    return t;
-}
 
-static int json_num(const char *text, const char *key, double *v) {
-    char pat[96];
-    snprintf(pat, sizeof pat, "\"%s\": ", key);
-    const char *p = strstr(text, pat);
-    if (!p) return 0;
-    p += strlen(pat);
-    char *end;
-    *v = strtod(p, &end);
-    return end != p;
-}
 
 /* a run's label: its grid settings that vary */
 static void label_of(const table *t, int r, const pz_ini *ini, char *out, size_t cap) {
@@ -331,7 +313,7 @@ pz_status pz_sweep_report(const char *dir) {
     }
     char variant[32] = "full";
     snprintf(path, sizeof path, "%s/variant", dir);
-    char *vtext = slurp(path);
+    char *vtext = pz_slurp(path);
     if (vtext) snprintf(variant, sizeof variant, "%s", vtext), free(vtext);
     const char *name = pz_ini_get(&ini, "sweep", "name"), *desc = pz_ini_get(&ini, "sweep", "description");
     const char *rk = pz_ini_get(&ini, "sweep", "rows"), *ck = pz_ini_get(&ini, "sweep", "cols");
@@ -374,7 +356,7 @@ pz_status pz_sweep_report(const char *dir) {
     int ns = 0;
     for (int r = 0; r < t->nrow && ns + 2 <= 20; r++) { /* accuracy per epoch */
         snprintf(path, sizeof path, "%s/runs/%s/epochs.jsonl", dir, cell(t, r, "id"));
-        char *text = slurp(path);
+        char *text = pz_slurp(path);
         if (!text) continue;
         series *a = &s[ns], *b = &s[ns + 1];
         memset(a, 0, sizeof *a), memset(b, 0, sizeof *b);
@@ -388,9 +370,9 @@ pz_status pz_sweep_report(const char *dir) {
             nl = strchr(line, '\n');
             if (nl) *nl++ = 0;
             double e, v;
-            if (!json_num(line, "epoch", &e) || a->n >= 512) continue;
-            if (json_num(line, "test_accuracy", &v)) a->x[a->n] = e, a->y[a->n++] = 100 * v;
-            if (json_num(line, "test_accuracy_compressed", &v) && v >= 0) b->x[b->n] = e, b->y[b->n++] = 100 * v;
+            if (!pz_json_num(line, "epoch", &e) || a->n >= 512) continue;
+            if (pz_json_num(line, "test_accuracy", &v)) a->x[a->n] = e, a->y[a->n++] = 100 * v;
+            if (pz_json_num(line, "test_accuracy_compressed", &v) && v >= 0) b->x[b->n] = e, b->y[b->n++] = 100 * v;
         }
         free(text);
         ns += b->n ? 2 : 1;
@@ -443,7 +425,7 @@ pz_status pz_sweep_report(const char *dir) {
     ns = 0;
     for (int r = 0; r < t->nrow && ns < 20; r++) {
         snprintf(path, sizeof path, "%s/runs/%s/epochs.jsonl", dir, cell(t, r, "id"));
-        char *text = slurp(path);
+        char *text = pz_slurp(path);
         if (!text) continue;
         series *a = &s[ns++];
         memset(a, 0, sizeof *a);
@@ -452,8 +434,8 @@ pz_status pz_sweep_report(const char *dir) {
             nl = strchr(line, '\n');
             if (nl) *nl++ = 0;
             double tm = 0, v;
-            if (a->n >= 512 || !json_num(line, "test_accuracy", &v)) continue;
-            if (!json_num(line, "emulated_time", &tm)) json_num(line, "time", &tm);
+            if (a->n >= 512 || !pz_json_num(line, "test_accuracy", &v)) continue;
+            if (!pz_json_num(line, "emulated_time", &tm)) pz_json_num(line, "time", &tm);
             a->x[a->n] = tm, a->y[a->n++] = 100 * v;
         }
         free(text);

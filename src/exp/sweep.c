@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "sweep.h"
 #include "ini.h"
+#include "records.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -353,42 +354,8 @@ pz_status pz_sweep_run(const pz_sweep_opts *o, pz_option_check_fn known) {
 }
 
 /* ---- results -------------------------------------------------------------------- */
-/* a number from one of our JSON records: "key": value */
-static int json_num(const char *text, const char *key, double *v) {
-    char pat[96];
-    snprintf(pat, sizeof pat, "\"%s\": ", key);
-    const char *p = strstr(text, pat);
-    if (!p) return 0;
-    p += strlen(pat);
-    char *end;
-    *v = strtod(p, &end);
-    return end != p;
-}
 
-static int json_str(const char *text, const char *key, char *out, size_t cap) {
-    char pat[96];
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *p = strstr(text, pat);
-    if (!p) return 0;
-    p += strlen(pat);
-    size_t n = 0;
-    while (*p && *p != '"' && n + 1 < cap) {
-        if (*p == '\\' && p[1]) p++;
-        out[n++] = *p++;
-    }
-    out[n] = 0;
-    return 1;
-}
 
-static char *slurp(const char *path) {
-    uint8_t *d;
-    size_t n;
-    if (access(path, F_OK) != 0 || pz_read_file(path, &d, &n)) return NULL;
-    char *t = pz_malloc(n + 1);
-    memcpy(t, d, n), t[n] = 0;
-    free(d);
-    return t;
-}
 
 static void csv_field(FILE *f, const char *s) {
     if (strpbrk(s, ",\"\n")) {
@@ -425,35 +392,35 @@ static void read_run(const char *dir, run_result *r) {
     snprintf(r->status, sizeof r->status, "missing");
     char path[4400];
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    char *t = slurp(path);
+    char *t = pz_slurp(path);
     if (t) {
-        json_str(t, "status", r->status, sizeof r->status);
-        json_num(t, "epochs", &r->epochs);
-        json_num(t, "final_test_accuracy", &r->final_acc);
-        json_num(t, "best_test_accuracy", &r->best_acc);
-        json_num(t, "final_test_accuracy_compressed", &r->final_cacc);
+        pz_json_str(t, "status", r->status, sizeof r->status);
+        pz_json_num(t, "epochs", &r->epochs);
+        pz_json_num(t, "final_test_accuracy", &r->final_acc);
+        pz_json_num(t, "best_test_accuracy", &r->best_acc);
+        pz_json_num(t, "final_test_accuracy_compressed", &r->final_cacc);
         if (r->final_cacc < 0) r->final_cacc = nan;
-        json_num(t, "fwd_bytes", &r->fwd_bytes);
-        json_num(t, "bwd_bytes", &r->bwd_bytes);
-        json_num(t, "fp32_bytes", &r->fp32_bytes);
-        json_num(t, "wall_seconds", &r->wall);
-        if (!json_num(t, "emulated_seconds", &r->emulated) || r->emulated == 0) r->emulated = r->wall;
+        pz_json_num(t, "fwd_bytes", &r->fwd_bytes);
+        pz_json_num(t, "bwd_bytes", &r->bwd_bytes);
+        pz_json_num(t, "fp32_bytes", &r->fp32_bytes);
+        pz_json_num(t, "wall_seconds", &r->wall);
+        if (!pz_json_num(t, "emulated_seconds", &r->emulated) || r->emulated == 0) r->emulated = r->wall;
         free(t);
     } else {
         snprintf(path, sizeof path, "%s/checkpoint/latest.json", dir);
         if (access(path, F_OK) == 0) snprintf(r->status, sizeof r->status, "interrupted");
     }
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if ((t = slurp(path))) {
-        json_str(t, "fwd", r->fwd, sizeof r->fwd);
-        json_str(t, "bwd", r->bwd, sizeof r->bwd);
+    if ((t = pz_slurp(path))) {
+        pz_json_str(t, "fwd", r->fwd, sizeof r->fwd);
+        pz_json_str(t, "bwd", r->bwd, sizeof r->bwd);
         double stages = 1;
-        json_num(t, "n_stages", &stages);
+        pz_json_num(t, "n_stages", &stages);
         if (!strstr(t, "\"n_stages\"")) snprintf(r->fwd, sizeof r->fwd, "-"), snprintf(r->bwd, sizeof r->bwd, "-");
         free(t);
     }
     snprintf(path, sizeof path, "%s/epochs.jsonl", dir);
-    if ((t = slurp(path))) {
+    if ((t = pz_slurp(path))) {
         double best_c = -1;
         for (char *line = t, *nl; line && *line; line = nl) {
             nl = strchr(line, '\n');
@@ -461,28 +428,28 @@ static void read_run(const char *dir, run_result *r) {
             double v;
             if (r->n_ep >= 512) break;
             const int e = r->n_ep++;
-            r->ep_acc[e] = json_num(line, "test_accuracy", &v) ? v : nan;
-            r->ep_time[e] = json_num(line, "time", &v) ? v : nan;
-            r->ep_emu[e] = json_num(line, "emulated_time", &v) ? v : r->ep_time[e];
+            r->ep_acc[e] = pz_json_num(line, "test_accuracy", &v) ? v : nan;
+            r->ep_time[e] = pz_json_num(line, "time", &v) ? v : nan;
+            r->ep_emu[e] = pz_json_num(line, "emulated_time", &v) ? v : r->ep_time[e];
             double fb = 0, bb = 0;
-            json_num(line, "fwd_bytes", &fb), json_num(line, "bwd_bytes", &bb);
+            pz_json_num(line, "fwd_bytes", &fb), pz_json_num(line, "bwd_bytes", &bb);
             r->ep_bytes[e] = fb + bb;
-            if (json_num(line, "test_accuracy_compressed", &v) && v > best_c) best_c = v;
+            if (pz_json_num(line, "test_accuracy_compressed", &v) && v > best_c) best_c = v;
         }
         r->best_cacc = best_c >= 0 ? best_c : nan;
         free(t);
     }
     snprintf(path, sizeof path, "%s/boundaries.jsonl", dir);
-    if ((t = slurp(path))) {
+    if ((t = pz_slurp(path))) {
         double fb = 0, bb = 0, fe = 0, be = 0, ferr = 0, berr = 0;
         int rows = 0;
         for (char *line = t, *nl; line && *line; line = nl) {
             nl = strchr(line, '\n');
             if (nl) *nl++ = 0;
             double b1 = 0, b2 = 0, bits1 = 0, bits2 = 0, e1 = 0, e2 = 0;
-            json_num(line, "fwd_bytes", &b1), json_num(line, "bwd_bytes", &b2);
-            json_num(line, "fwd_bits_per_element", &bits1), json_num(line, "bwd_bits_per_element", &bits2);
-            json_num(line, "fwd_error", &e1), json_num(line, "bwd_error", &e2);
+            pz_json_num(line, "fwd_bytes", &b1), pz_json_num(line, "bwd_bytes", &b2);
+            pz_json_num(line, "fwd_bits_per_element", &bits1), pz_json_num(line, "bwd_bits_per_element", &bits2);
+            pz_json_num(line, "fwd_error", &e1), pz_json_num(line, "bwd_error", &e2);
             fb += b1, bb += b2;
             if (bits1 > 0) fe += 8 * b1 / bits1;
             if (bits2 > 0) be += 8 * b2 / bits2;
@@ -500,7 +467,7 @@ static void read_run(const char *dir, run_result *r) {
 pz_status pz_sweep_collect(const char *dir) {
     char path[4300], var[64] = "full";
     snprintf(path, sizeof path, "%s/variant", dir);
-    char *v = slurp(path);
+    char *v = pz_slurp(path);
     if (v) snprintf(var, sizeof var, "%s", v), free(v);
     snprintf(path, sizeof path, "%s/sweep.ini", dir);
     plan pl;

@@ -1,0 +1,42 @@
+/* records.c — see records.h. */
+#include "records.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+char *pz_slurp(const char *path) {
+    uint8_t *d;
+    size_t n;
+    if (access(path, F_OK) != 0 || pz_read_file(path, &d, &n)) return NULL;
+    char *t = pz_malloc(n + 1);
+    memcpy(t, d, n), t[n] = 0;
+    free(d);
+    return t;
+}
+
+int pz_json_num(const char *text, const char *key, double *v) {
+    char pat[96];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *p = strstr(text, pat);
+    if (!p) return 0;
+    p += strlen(pat);
+    char *end;
+    *v = strtod(p, &end);
+    return end != p;
+}
+
+int pz_json_str(const char *text, const char *key, char *out, size_t cap) {
+    char pat[96];
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    const char *p = strstr(text, pat);
+    if (!p) return 0;
+    p += strlen(pat);
+    size_t n = 0;
+    while (*p && *p != '"' && n + 1 < cap) {
+        if (*p == '\\' && p[1]) p++;
+        out[n++] = *p++;
+    }
+    out[n] = 0;
+    return 1;
+}
