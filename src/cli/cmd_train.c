@@ -23,7 +23,7 @@ static const char usage[] =
     "Examples:\n"
     "  pipezip train                                   # the main job\n"
     "  pipezip train --stages 1                        # no pipeline\n"
-    "  pipezip train --cuts layer1 --fwd ms:0.01,bits=2 --bwd ef(topk:0.1)\n"
+    "  pipezip train --cuts layer1 --fwd ms:0.01,bits=2 --bwd 'ef(topk:0.1)'\n"
     "  pipezip train --link-bandwidth 100mbit --link-latency 5ms --micro-batches 4\n"
     "  mpirun -np 4 pipezip train --link mpi\n"
     "  pipezip train --link zmq --connect tcp://server:5555 --cuts layer1\n"

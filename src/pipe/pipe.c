@@ -21,7 +21,7 @@
 enum {
     TAG_BATCH = 1, TAG_META, TAG_ACT, TAG_GRAD, TAG_LOSS, TAG_STEPPED, TAG_STOP, TAG_EVAL, TAG_EVAL_META,
     TAG_EVAL_RESULT, TAG_STATS, TAG_STATS_REPLY, TAG_SAVE, TAG_SAVED, TAG_ERROR, TAG_WARMUP, TAG_WARMUP_SET,
-    TAG_PUT_STATE, TAG_GET_STATE, TAG_STATE, TAG_KEPT
+    TAG_PUT_STATE, TAG_GET_STATE, TAG_STATE, TAG_KEPT, TAG_CHECK, TAG_CHECKED
 };
 
 /* What a stage reports about its two boundaries (host byte order: every
@@ -64,6 +64,7 @@ typedef struct {
 
 struct pz_pipe {
     pz_pipe_config cfg;
+    char fingerprint[PZ_MAX_STAGES * 2 * PZ_SPEC_MAX + 512]; /* what every stage must agree on */
     int S, first, last, has_driver, started, mb_max;
     stage st[PZ_MAX_STAGES];
     pz_link *to_first; /* the driver's end */
@@ -72,6 +73,9 @@ struct pz_pipe {
     size_t cap;
     stage_report reports[PZ_MAX_STAGES];
 };
+
+static pz_status driver_error(struct pz_pipe *p, pz_status fallback);
+static pz_status driver_recv(struct pz_pipe *p, int want, size_t *n);
 
 /* the batch header: B, ids, labels, lr, micro-batches in this step */
 static size_t meta_bytes(int B) { return 4 + 8 * (size_t)B + 8; }
@@ -249,6 +253,27 @@ static pz_status stage_handoff(stage *s, int tag, uint8_t **buf, size_t *cap, si
     const int32_t found = n > 0;
     if (found) PZ_TRY(pz_checkpoint_unpack(*buf, n, "the previous client's state", 0, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4));
     return pz_link_send(s->prev, TAG_STATE, &found, 4);
+}
+
+/* Every stage (in whatever process) must run the same pipeline: compare
+ * the driver's settings with this stage's own, pass them on. */
+static pz_status stage_check(stage *s, uint8_t **buf, size_t *cap, size_t len) {
+    pz_pipe *p = s->pipe;
+    const size_t mine = strlen(p->fingerprint);
+    if (len != mine || memcmp(*buf, p->fingerprint, len)) {
+        /* name the first setting that differs */
+        const char *a = p->fingerprint, *b = (const char *)*buf;
+        size_t i = 0;
+        while (i < len && i < mine && a[i] == b[i]) i++;
+        while (i > 0 && a[i - 1] != ' ') i--;
+        return pz_fail(PZ_ERR_ARG, "started with other settings than the driver: here '%.60s...', the driver '%.*s...' (give every process the same model, cuts, codecs, batch and optimizer flags)",
+                       a + i, (int)(len - i < 60 ? len - i : 60), b + i);
+    }
+    if (!s->next) return pz_link_send(s->prev, TAG_CHECKED, "", 0);
+    PZ_TRY(pz_link_send(s->next, TAG_CHECK, *buf, len));
+    size_t n;
+    PZ_TRY(recv_expect(s, s->next, TAG_CHECKED, buf, cap, &n, p->cfg.timeout_s * (p->S - s->index)));
+    return pz_link_send(s->prev, TAG_CHECKED, "", 0);
 }
 
 typedef struct {
@@ -458,6 +483,7 @@ static void *stage_main(void *arg) {
         else if (tag == TAG_SAVE) st = stage_save(s, &b.msg, &b.cap, len);
         else if (tag == TAG_WARMUP) st = stage_warmup(s, b.msg, len);
         else if (tag == TAG_PUT_STATE || tag == TAG_GET_STATE) st = stage_handoff(s, tag, &b.msg, &b.cap, len);
+        else if (tag == TAG_CHECK) st = stage_check(s, &b.msg, &b.cap, len);
         else if (first && tag == TAG_BATCH) st = train_step(s, &b, b.msg, len);
         else if (!first && tag == TAG_META) st = train_step(s, &b, NULL, len > 0 ? len : 1);
         else st = pz_fail(PZ_ERR_STATE, "unexpected message %d from %s", tag, pz_link_name(s->prev));
@@ -660,6 +686,19 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     p->last = cfg->local_set ? cfg->last_local : p->S - 1;
     p->has_driver = p->first == 0;
     p->mb_max = (cfg->batch_max + M - 1) / M;
+    {
+        char *f = p->fingerprint;
+        const size_t cap = sizeof p->fingerprint;
+        size_t n = (size_t)snprintf(f, cap, "model=%s in=%dx%dx%d classes=%d batch=%d seed=%llu stages=%d micro=%d opt=%d mom=%g wd=%g nest=%d cuts=",
+                                    cfg->model, cfg->in.c, cfg->in.h, cfg->in.w, cfg->n_classes, cfg->batch_max,
+                                    (unsigned long long)cfg->seed, cfg->n_stages, M, (int)cfg->optimizer, cfg->momentum,
+                                    cfg->weight_decay, cfg->nesterov);
+        for (int b = 0; b + 1 < cfg->n_stages && n < cap; b++)
+            n += (size_t)snprintf(f + n, cap - n, "%d%s", cfg->cuts[b], b + 2 < cfg->n_stages ? "," : "");
+        for (int b = 0; b + 1 < cfg->n_stages && n < cap; b++)
+            n += (size_t)snprintf(f + n, cap - n, " fwd%d=%s bwd%d=%s", b + 1, cfg->fwd[b][0] ? cfg->fwd[b] : "none", b + 1,
+                                  cfg->bwd[b][0] ? cfg->bwd[b] : "none");
+    }
     pz_status st = PZ_OK;
     if (p->first < 0 || p->last >= p->S || p->first > p->last) st = pz_fail(PZ_ERR_ARG, "local stages %d..%d of %d", p->first, p->last, p->S);
     else if (p->first > 0 && !cfg->prev_link) st = pz_fail(PZ_ERR_ARG, "stage %d needs a link to stage %d", p->first, p->first - 1);
@@ -699,6 +738,18 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
         p->st[i].running = 1;
     }
     p->started = 1;
+    if (p->has_driver && p->S > 1) { /* every stage, wherever it runs, agrees on the pipeline */
+        st = pz_link_send(p->to_first, TAG_CHECK, p->fingerprint, strlen(p->fingerprint));
+        size_t n;
+        if (st) st = driver_error(p, st);
+        else st = driver_recv(p, TAG_CHECKED, &n);
+        if (st) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", pz_last_error());
+            pz_pipe_free(p);
+            return pz_fail(st, "%s", why);
+        }
+    }
     *out = p;
     return PZ_OK;
 }

@@ -81,6 +81,7 @@ int main(void) {
         /* byte accounting: per step and boundary, a header (4 + 8B + 4 bytes)
          * and a frame (64 + 4 * activation elements) forward, a frame back */
         const int64_t act[3] = {16 * 28 * 28, 32 * 14 * 14, 64 * 7 * 7};
+        uint64_t settings0 = 0;
         CHECK(pz_pipe_collect_stats(p) == PZ_OK, "%s", pz_last_error());
         for (int b = 0; b < 3; b++) {
             pz_boundary_stats s = pz_pipe_boundary_stats(p, b);
@@ -94,9 +95,12 @@ int main(void) {
                   (unsigned long long)ev);
             /* backward, besides the gradients: the loss (8 bytes a step) and
              * the evaluation results (12 bytes a batch) travel back */
-            CHECK(s.link_fwd_bytes == s.fwd_bytes + s.eval_bytes && s.link_bwd_bytes == s.bwd_bytes + 8 * STEPS + 12 * 6,
-                  "boundary %d: the link moved exactly what the stages report (%llu, %llu)", b,
-                  (unsigned long long)s.link_fwd_bytes, (unsigned long long)s.link_bwd_bytes);
+            /* forward, besides: the settings every stage checks once at the start (the same text at every boundary) */
+            const uint64_t settings = s.link_fwd_bytes - s.fwd_bytes - s.eval_bytes;
+            if (b == 0) settings0 = settings;
+            CHECK(settings == settings0 && settings > 50 && settings < 4000 && s.link_bwd_bytes == s.bwd_bytes + 8 * STEPS + 12 * 6,
+                  "boundary %d: the link moved exactly what the stages report (%llu, %llu; settings %llu)", b,
+                  (unsigned long long)s.link_fwd_bytes, (unsigned long long)s.link_bwd_bytes, (unsigned long long)settings);
             CHECK(s.fwd_err_n > 0 && s.fwd_err_sum == 0.0 && s.fwd_elements == STEPS * B * (uint64_t)act[b],
                   "boundary %d: codec none has no error", b);
         }
@@ -309,6 +313,19 @@ int main(void) {
         char path[256];
         for (int i = 0; i < 4; i++) snprintf(path, sizeof path, "%s/stage-%d.bin", dir, i), remove(path);
         rmdir(dir);
+    }
+    { /* stages started with other settings (as two processes could be) refuse the driver, naming the setting */
+        pz_link *a, *z;
+        CHECK(pz_link_inproc_pair(&a, &z, 8, "stage 1 <-> stage 2") == PZ_OK, "pair");
+        pz_pipe_config lo = config("q4", "q8"), hi = config("q2", "q8");
+        lo.local_set = 1, lo.first_local = 0, lo.last_local = 1, lo.next_link = a;
+        hi.local_set = 1, hi.first_local = 2, hi.last_local = 3, hi.prev_link = z;
+        pz_pipe *ph, *pl;
+        CHECK(pz_pipe_create(&ph, &hi) == PZ_OK, "%s", pz_last_error());
+        CHECK(pz_pipe_create(&pl, &lo) != PZ_OK && strstr(pz_last_error(), "stage 2") && strstr(pz_last_error(), "fwd1=q2"),
+              "mismatch: %s", pz_last_error());
+        CHECK(pz_pipe_wait(ph) != PZ_OK, "the remote half stops too");
+        pz_pipe_free(ph);
     }
     free(x), free(ex);
     TEST_DONE();
