@@ -41,6 +41,21 @@ assert payload([4]) == s["bwd_bytes"], (payload([4]), s["bwd_bytes"])
 print("mpi bytes:", payload([2, 3, 9]), payload([4]), "reported:", s["fwd_bytes"] + s["eval_bytes"], s["bwd_bytes"])
 PY
 
+# micro-batches and an emulated link across processes: the same numbers and bytes as in one process
+mb=(--micro-batches 2 --link-bandwidth 50mbit --link-latency 1ms --epochs 1)
+"$pz" train "${args[@]}" "${mb[@]}" --out "$tmp/c" > "$tmp/c.log" 2>&1 && ok || bad "in-process micro-batch run: $(tail -3 "$tmp/c.log")"
+timeout 600 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS "$pz" train "${args[@]}" "${mb[@]}" --link mpi --out "$tmp/d" > "$tmp/d.log" 2>&1 \
+  && ok || bad "mpi micro-batch run: $(tail -5 "$tmp/d.log")"
+python3 - "$tmp" <<'PY' && ok || bad "micro-batches over MPI differ from in-process"
+import json, sys
+t = sys.argv[1]
+a, b = (json.loads(open(f"{t}/{d}/epochs.jsonl").readline()) for d in "cd")
+for k in ("train_loss", "test_accuracy", "fwd_bytes", "bwd_bytes", "eval_bytes"):
+    assert a[k] == b[k], (k, a[k], b[k])
+# the emulated clock is at least the transfers' time at 50 Mbit/s
+assert b["emulated_time"] >= 8 * (b["fwd_bytes"] + b["bwd_bytes"]) / 50e6 / 3, b["emulated_time"]
+PY
+
 # a rank that dies: the run stops, names the failure, and does not hang
 start=$(date +%s)
 timeout 300 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS "$pz" train "${args[@]}" --epochs 50 --link mpi --out "$tmp/dead" \
