@@ -28,11 +28,14 @@ int cmd_serve(int argc, char **argv) {
     pz_run_config_default(&c);
     const char *bind = "tcp://0.0.0.0:5555", *server_key = NULL, *client_key = NULL;
     int clients = 1;
+    const char *save_dir = "serve-checkpoints", *resume = NULL;
     const pz_opt opts[] = {
         {"bind", OPT_STR, &bind, "ENDPOINT", "where to listen", 0, 0, NULL},
         {"clients", OPT_INT, &clients, "N", "serve N clients in turn, then exit", 1, 1000000, NULL},
         {"server-key", OPT_STR, &server_key, "FILE", "this server's CURVE secret key (pipezip keygen): encrypt and authenticate", 0, 0, NULL},
         {"client-key", OPT_STR, &client_key, "FILE", "the public key (FILE.pub) of the client allowed in", 0, 0, NULL},
+        {"checkpoint-dir", OPT_STR, &save_dir, "DIR", "where the server's stages write their checkpoints (DIR/epoch-E, when a client checkpoints)", 0, 0, NULL},
+        {"resume", OPT_STR, &resume, "DIR", "start the server's stages from a checkpoint, e.g. serve-checkpoints/epoch-3 (with a client resuming the same epoch)", 0, 0, NULL},
         {"model", OPT_STR, &c.model, "NAME", "model preset (as the clients)", 0, 0, "mlp|lenet5|resnet8|resnet20"},
         {"data", OPT_STR, &c.data, "NAME", "the clients' dataset (for its input shape; the server holds no data)", 0, 0, "fashion-mnist|mnist|cifar10|synthetic"},
         {"stages", OPT_INT, &c.stages, "S", "stages balanced by compute (stage 0 is the client's; default as pipezip train)", 1, 16, NULL},
@@ -58,7 +61,7 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "pipezip serve: --stages 1 leaves nothing to serve: give the split, --cuts LAYER (e.g. layer1) or --stages S >= 2\n");
         return 2;
     }
-    pz_status st = pz_run_serve(&c, bind, server_key, client_key, clients);
+    pz_status st = pz_run_serve(&c, bind, server_key, client_key, clients, save_dir, resume);
     if (st) {
         fprintf(stderr, "pipezip serve: %s\n", pz_last_error());
         return st == PZ_ERR_ARG ? 2 : 1;

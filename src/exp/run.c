@@ -624,7 +624,8 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
 }
 
 /* ---- the split-learning server ----------------------------------------------- */
-pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *server_key, const char *client_key, int clients) {
+pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *server_key, const char *client_key, int clients,
+                       const char *save_dir, const char *resume) {
     PZ_TRY(pz_run_config_check(cfg));
     pz_set_threads(cfg->threads);
     /* the server has no data: the input shape is the dataset's */
@@ -641,6 +642,8 @@ pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *s
     PZ_TRY(st);
     if (pc.n_stages < 2) return pz_fail(PZ_ERR_ARG, "pipezip serve needs a cut (--cuts LAYER or --stages S >= 2)");
     pc.local_set = 1, pc.first_local = 1, pc.last_local = pc.n_stages - 1;
+    pc.save_dir = save_dir;
+    pc.resume = resume;
     PZ_TRY(pz_link_zmq_listen(&pc.prev_link, bind, server_key, client_key, clients, "server <-> client"));
     pz_pipe *pipe;
     PZ_TRY(pz_pipe_create(&pipe, &pc));

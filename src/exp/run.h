@@ -10,7 +10,10 @@
 /* Checks every field; the error names the setting and what is accepted. */
 pz_status pz_run_config_check(const pz_run_config *cfg);
 /* `pipezip serve`: the stages after the first cut, for `clients` split-
- * learning clients in turn over ZeroMQ (CURVE when keys are given). */
-pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *server_key, const char *client_key, int clients);
+ * learning clients in turn over ZeroMQ (CURVE when keys are given); the
+ * stages' checkpoints go to save_dir/epoch-E, resume loads from a
+ * save_dir/epoch-E (NULL: fresh). */
+pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *server_key, const char *client_key, int clients,
+                       const char *save_dir, const char *resume);
 
 #endif

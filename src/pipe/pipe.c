@@ -191,9 +191,19 @@ static pz_status stage_stats(stage *s, uint8_t **buf, size_t *cap, size_t len) {
 
 static pz_status stage_save(stage *s, uint8_t **buf, size_t *cap, size_t len) {
     pz_pipe *p = s->pipe;
-    char path[4200];
+    char dir[4200], path[4300];
     if (len == 0 || len >= 4000) return pz_fail(PZ_ERR_STATE, "bad checkpoint request");
-    snprintf(path, sizeof path, "%.*s/stage-%d.bin", (int)len, (char *)*buf, s->index);
+    snprintf(dir, sizeof dir, "%.*s", (int)len, (char *)*buf);
+    if (p->cfg.save_dir) {
+        /* a split-learning server keeps its stages' files in its own directory,
+         * under the last component of the driver's ("epoch-E") */
+        const char *leaf = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+        char mine[4200];
+        snprintf(mine, sizeof mine, "%.2000s/%.100s", p->cfg.save_dir, leaf);
+        memcpy(dir, mine, sizeof dir);
+    }
+    PZ_TRY(pz_mkdir_p(dir)); /* a stage on another host writes on its own disk */
+    snprintf(path, sizeof path, "%s/stage-%d.bin", dir, s->index);
     pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
     pz_status st = pz_checkpoint_write(path, s->index, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4);
     if (st) return pz_fail(st, "checkpoint: %s", pz_last_error());

@@ -42,6 +42,7 @@ typedef struct {
     int local_set, first_local, last_local;
     pz_link *prev_link, *next_link; /* to the remote stages around the local ones (the pipe takes them) */
     const char *resume;     /* a checkpoint directory to start from (NULL: fresh) */
+    const char *save_dir;   /* NULL: checkpoints go where the driver says; else (a server) DIR/epoch-E */
     int session;            /* split-learning client: the remote stages outlive this process (STOP is not sent
                                to them; closing the link ends this client's turn) */
 } pz_pipe_config;

@@ -15,12 +15,15 @@ data=(--limit-train 512 --limit-test 200 --epochs 2 --progress none)
 wait_port() { for _ in $(seq 100); do grep -qs "on tcp" "$1" && return 0; sleep 0.1; done; return 1; }
 
 "$pz" train "${model[@]}" "${data[@]}" --out "$tmp/a" > "$tmp/a.log" 2>&1 && ok || bad "in-process run: $(tail -3 "$tmp/a.log")"
-"$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" > "$tmp/serve1.log" 2>&1 &
+"$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" --checkpoint-dir "$tmp/srv" > "$tmp/serve1.log" 2>&1 &
 srv=$!
 wait_port "$tmp/serve1.log" || bad "server did not start: $(cat "$tmp/serve1.log")"
 "$pz" train "${model[@]}" "${data[@]}" --link zmq --connect "tcp://127.0.0.1:$port" --out "$tmp/b" > "$tmp/b.log" 2>&1 \
   && ok || bad "zmq client: $(tail -3 "$tmp/b.log")"
 wait "$srv" && ok || bad "server exit: $(tail -3 "$tmp/serve1.log")"
+# each side checkpoints on its own disk: the client its stage, the server its stages
+[ -s "$tmp/b/checkpoint/epoch-2/stage-0.bin" ] && [ -s "$tmp/srv/epoch-2/stage-1.bin" ] && [ ! -e "$tmp/b/checkpoint/epoch-2/stage-1.bin" ] \
+  && ok || bad "checkpoints: $(ls -R "$tmp/srv" "$tmp/b/checkpoint" 2>&1 | head)"
 python3 - "$tmp" <<'PY' && ok || bad "zmq and in-process runs differ"
 import json, sys
 t = sys.argv[1]
@@ -37,7 +40,7 @@ PY
 [ "$(stat -c %a "$tmp/server.key")" = 600 ] && ok || bad "secret key file is not private"
 port=$((port + 1))
 "$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" --clients 2 --server-key "$tmp/server.key" \
-  --client-key "$tmp/client.key.pub" > "$tmp/serve2.log" 2>&1 &
+  --client-key "$tmp/client.key.pub" --checkpoint-dir "$tmp/srv2" > "$tmp/serve2.log" 2>&1 &
 srv=$!
 wait_port "$tmp/serve2.log" || bad "CURVE server did not start: $(cat "$tmp/serve2.log")"
 curve=(--link zmq --connect "tcp://127.0.0.1:$port" --server-key "$tmp/server.key.pub")
@@ -60,7 +63,7 @@ PY
 
 # a server that dies mid-run: the client stops within its timeout, naming the link
 port=$((port + 1))
-"$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" > "$tmp/serve3.log" 2>&1 &
+"$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" --checkpoint-dir "$tmp/srv3" > "$tmp/serve3.log" 2>&1 &
 srv=$!
 wait_port "$tmp/serve3.log"
 start=$(date +%s)
