@@ -20,6 +20,7 @@
 #ifdef PZ_HAVE_ZMQ
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -167,6 +168,7 @@ static pz_status zmq_recv_msg(pz_link *l, int *tag, double *stamp, uint8_t **buf
             if (!z->peer_len) {
                 memcpy(z->peer, id, id_len), z->peer_len = id_len;
                 send_to(z, id, id_len, TAG_WELCOME);
+                fprintf(stderr, "pipezip serve: client %d of %d connected\n", z->sessions_done + 1, z->sessions);
             } else {
                 send_to(z, id, id_len, current ? TAG_WELCOME : TAG_BUSY);
             }
@@ -178,6 +180,7 @@ static pz_status zmq_recv_msg(pz_link *l, int *tag, double *stamp, uint8_t **buf
         }
         if (*tag == TAG_CLOSE) {
             z->peer_len = 0;
+            fprintf(stderr, "pipezip serve: client %d of %d finished its turn\n", z->sessions_done + 1, z->sessions);
             if (++z->sessions_done >= z->sessions) {
                 z->peer_closed = 1;
                 l->peer_closed = 1;
