@@ -57,8 +57,8 @@ int cmd_serve(int argc, char **argv) {
     int rc = pz_parse_args("pipezip serve", opts, (int)(sizeof opts / sizeof *opts), argc, argv, 2, serve_usage, NULL, 0, NULL);
     if (rc == 1) return 0;
     if (rc) return 2;
-    if (!(c.cuts && *c.cuts) && (c.stages == 1 || (c.stages == 0 && strncmp(c.model, "resnet", 6)))) {
-        fprintf(stderr, "pipezip serve: --stages 1 leaves nothing to serve: give the split, --cuts LAYER (e.g. layer1) or --stages S >= 2\n");
+    if (!pz_run_uses_pipeline(&c)) {
+        fprintf(stderr, "pipezip serve: no cut, nothing to serve: give the split, --cuts LAYER (e.g. layer1) or --stages S >= 2\n");
         return 2;
     }
     pz_status st = pz_run_serve(&c, bind, server_key, client_key, clients, save_dir, resume);

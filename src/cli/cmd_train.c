@@ -3,6 +3,7 @@
 #include "args.h"
 #include "pipezip/pipezip.h"
 #include "link/link.h"
+#include "exp/run.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -207,7 +208,7 @@ int cmd_train(int argc, char **argv) {
     fprintf(stderr, "pipezip train: %s on %s, %d epochs, batch %d, %s lr %g (%s), seed %llu%s%s\n", c.model, c.data,
             c.epochs, c.batch, c.optimizer, c.lr, c.schedule, (unsigned long long)c.seed,
             c.out_dir ? ", run directory " : "", c.out_dir ? c.out_dir : "");
-    if (c.stages > 1 || c.cuts || (c.stages == 0 && !strncmp(c.model, "resnet", 6)) || strcmp(c.link, "inproc"))
+    if (pz_run_uses_pipeline(&c))
         fprintf(stderr, "pipeline: %s, activations %s, gradients %s%s%s\n",
                 c.cuts ? c.cuts : c.stages ? "balanced by compute" : "4 stages (resnets: after each residual group)", c.fwd, c.bwd,
                 strcmp(c.link, "inproc") ? ", link " : "", strcmp(c.link, "inproc") ? c.link : "");

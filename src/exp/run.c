@@ -236,9 +236,9 @@ static pz_status pipe_config(const pz_run_config *cfg, const pz_model *model, co
     return PZ_OK;
 }
 
-static int use_pipe(const pz_run_config *cfg) {
-    return (cfg->stages == 0 && !strncmp(cfg->model, "resnet", 6)) || cfg->stages > 1 || (cfg->cuts && *cfg->cuts) || strcmp(cfg->link, "inproc") || cfg->micro_batches > 1 ||
-           cfg->link_bandwidth || cfg->link_latency;
+int pz_run_uses_pipeline(const pz_run_config *cfg) {
+    return (cfg->stages == 0 && !strncmp(cfg->model, "resnet", 6)) || cfg->stages > 1 || (cfg->cuts && *cfg->cuts) ||
+           strcmp(cfg->link, "inproc") || cfg->micro_batches > 1 || cfg->link_bandwidth || cfg->link_latency;
 }
 
 pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress_fn on_progress, void *user) {
@@ -286,7 +286,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     pz_metrics steps_m = {0}, epochs_m = {0}, bounds_m = {0};
     /* pipelined, the stages hold the model; this copy only names layers and cuts */
     pz_status st = pz_model_preset_range(&model, cfg->model, (pz_shape){train.c, train.h, train.w}, train.n_classes,
-                                         cfg->batch, cfg->seed, 0, use_pipe(cfg) ? 0 : 1 << 30);
+                                         cfg->batch, cfg->seed, 0, pz_run_uses_pipeline(cfg) ? 0 : 1 << 30);
     if (st) {
         pz_dataset_free(&train), pz_dataset_free(&test);
         return st;
@@ -300,7 +300,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     opt.nesterov = cfg->nesterov;
     opt.weight_decay = cfg->weight_decay;
     pz_optim_init(&opt, !strcmp(cfg->optimizer, "adamw") ? PZ_OPT_ADAMW : PZ_OPT_SGD, model.n_params);
-    if (use_pipe(cfg)) {
+    if (pz_run_uses_pipeline(cfg)) {
         st = pipe_config(cfg, &model, &train, &pc, mpi_size);
         if (!st && cfg->resume) pc.resume = resume_dir;
         if (!st && mpi_size) {

@@ -9,6 +9,9 @@
 
 /* Checks every field; the error names the setting and what is accepted. */
 pz_status pz_run_config_check(const pz_run_config *cfg);
+/* Does this configuration run a pipeline (more than one stage, or a link,
+ * micro-batches or an emulated link)? By default resnets do, other models not. */
+int pz_run_uses_pipeline(const pz_run_config *cfg);
 /* `pipezip serve`: the stages after the first cut, for `clients` split-
  * learning clients in turn over ZeroMQ (CURVE when keys are given); the
  * stages' checkpoints go to save_dir/epoch-E, resume loads from a

@@ -72,67 +72,67 @@ pz_status pz_link_inproc_pair(pz_link **a, pz_link **b, int capacity, const char
     return PZ_OK;
 }
 
+/* remove spare i from the pool into *buf / *cap (mutex held) */
+static void pool_take(channel *ch, int i, uint8_t **buf, size_t *cap) {
+    *buf = ch->pool[i], *cap = ch->pool_cap[i];
+    ch->pool[i] = ch->pool[ch->pooled - 1], ch->pool_cap[i] = ch->pool_cap[ch->pooled - 1];
+    ch->pooled--;
+}
+
+/* queue m for the peer, waiting while its queue is full (mutex held) */
+static pz_status push_locked(end *l, message m) {
+    channel *ch = l->ch;
+    queue *q = &ch->q[1 - l->side];
+    while (q->count == q->cap && !ch->q[l->side].closed && !q->closed) pthread_cond_wait(&ch->changed, &ch->mu);
+    if (ch->q[l->side].closed || q->closed) /* the peer is gone, or we closed */
+        return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link; cannot send", ch->name);
+    q->slots[(q->head + q->count) % q->cap] = m;
+    q->count++;
+    pthread_cond_broadcast(&ch->changed);
+    return PZ_OK;
+}
+
 static pz_status inproc_send(pz_link *link, int tag, double stamp, const void *msg, size_t len, size_t *wire) {
     end *l = link->impl;
     channel *ch = l->ch;
-    queue *q = &ch->q[1 - l->side];
     /* a spare buffer if one is big enough, else a new one */
     uint8_t *copy = NULL;
     size_t cap = 0;
     pthread_mutex_lock(&ch->mu);
     const int i = best_fit(ch, len);
-    if (i >= 0) {
-        copy = ch->pool[i], cap = ch->pool_cap[i];
-        ch->pool[i] = ch->pool[ch->pooled - 1], ch->pool_cap[i] = ch->pool_cap[ch->pooled - 1];
-        ch->pooled--;
-    }
+    if (i >= 0) pool_take(ch, i, &copy, &cap);
     pthread_mutex_unlock(&ch->mu);
     if (!copy) copy = pz_malloc(len ? len : 1), cap = len ? len : 1;
     memcpy(copy, msg, len);
     pthread_mutex_lock(&ch->mu);
-    while (q->count == q->cap && !ch->q[l->side].closed && !q->closed) pthread_cond_wait(&ch->changed, &ch->mu);
-    if (ch->q[l->side].closed || q->closed) { /* the peer is gone, or we closed */
-        pthread_mutex_unlock(&ch->mu);
-        free(copy);
-        return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link; cannot send", ch->name);
-    }
-    q->slots[(q->head + q->count) % q->cap] = (message){tag, stamp, len, cap, copy};
-    q->count++;
-    *wire = len;
-    pthread_cond_broadcast(&ch->changed);
+    const pz_status st = push_locked(l, (message){tag, stamp, len, cap, copy});
     pthread_mutex_unlock(&ch->mu);
-    return PZ_OK;
+    if (st) free(copy);
+    else *wire = len;
+    return st;
 }
 
 /* hand the caller's buffer over; give back a spare */
 static pz_status inproc_send_take(pz_link *link, int tag, double stamp, uint8_t **buf, size_t *bcap, size_t len, size_t *wire) {
     end *l = link->impl;
     channel *ch = l->ch;
-    queue *q = &ch->q[1 - l->side];
     pthread_mutex_lock(&ch->mu);
-    while (q->count == q->cap && !ch->q[l->side].closed && !q->closed) pthread_cond_wait(&ch->changed, &ch->mu);
-    if (ch->q[l->side].closed || q->closed) {
-        pthread_mutex_unlock(&ch->mu);
-        return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link; cannot send", ch->name);
-    }
-    q->slots[(q->head + q->count) % q->cap] = (message){tag, stamp, len, *bcap, *buf};
-    q->count++;
-    *buf = NULL, *bcap = 0;
-    if (ch->pooled) { /* a spare for the next frame: one as large as this one if there is, else the largest */
-        int best = best_fit(ch, len);
-        if (best < 0) {
-            best = 0;
-            for (int i = 1; i < ch->pooled; i++)
-                if (ch->pool_cap[i] > ch->pool_cap[best]) best = i;
+    const pz_status st = push_locked(l, (message){tag, stamp, len, *bcap, *buf});
+    if (!st) {
+        *buf = NULL, *bcap = 0;
+        if (ch->pooled) { /* a spare for the next frame: one as large as this one if there is, else the largest */
+            int best = best_fit(ch, len);
+            if (best < 0) {
+                best = 0;
+                for (int i = 1; i < ch->pooled; i++)
+                    if (ch->pool_cap[i] > ch->pool_cap[best]) best = i;
+            }
+            pool_take(ch, best, buf, bcap);
         }
-        *buf = ch->pool[best], *bcap = ch->pool_cap[best];
-        ch->pool[best] = ch->pool[ch->pooled - 1], ch->pool_cap[best] = ch->pool_cap[ch->pooled - 1];
-        ch->pooled--;
+        *wire = len;
     }
-    *wire = len;
-    pthread_cond_broadcast(&ch->changed);
     pthread_mutex_unlock(&ch->mu);
-    return PZ_OK;
+    return st;
 }
 
 static pz_status inproc_recv(pz_link *link, int *tag, double *stamp, uint8_t **buf, size_t *cap, size_t *len,
