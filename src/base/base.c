@@ -114,6 +114,21 @@ pz_status pz_read_file(const char *path, uint8_t **data, size_t *len) {
     return PZ_OK;
 }
 
+pz_status pz_read_text(const char *path, char **text, size_t *len) {
+    uint8_t *d;
+    size_t n;
+    PZ_TRY(pz_read_file(path, &d, &n));
+    char *t = realloc(d, n + 1);
+    if (!t) {
+        free(d);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory reading '%s'", path);
+    }
+    t[n] = 0;
+    *text = t;
+    if (len) *len = n;
+    return PZ_OK;
+}
+
 pz_status pz_write_file_atomic(const char *path, const void *data, size_t len) {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)

@@ -32,6 +32,8 @@ float *pz_floats(size_t n);
  * Checked I/O: whole-file read (plain or gzip, decided by content) and an
  * atomic write (temp file, fsync, rename) so a crash never leaves a torn file. */
 pz_status pz_read_file(const char *path, uint8_t **data, size_t *len);
+/* The same as a NUL-terminated string (len may be NULL). */
+pz_status pz_read_text(const char *path, char **text, size_t *len);
 pz_status pz_write_file_atomic(const char *path, const void *data, size_t len);
 pz_status pz_mkdir_p(const char *path);
 

@@ -15,12 +15,8 @@ static char *trim(char *s) {
 pz_status pz_ini_load(pz_ini *ini, const char *path) {
     memset(ini, 0, sizeof *ini);
     snprintf(ini->path, sizeof ini->path, "%s", path);
-    uint8_t *data;
-    size_t len;
-    PZ_TRY(pz_read_file(path, &data, &len));
-    char *text = pz_malloc(len + 1);
-    memcpy(text, data, len), text[len] = 0;
-    free(data);
+    char *text;
+    PZ_TRY(pz_read_text(path, &text, NULL));
     char section[64] = "";
     int line = 0;
     pz_status st = PZ_OK;

@@ -6,12 +6,8 @@
 #include <unistd.h>
 
 char *pz_slurp(const char *path) {
-    uint8_t *d;
-    size_t n;
-    if (access(path, F_OK) != 0 || pz_read_file(path, &d, &n)) return NULL;
-    char *t = pz_malloc(n + 1);
-    memcpy(t, d, n), t[n] = 0;
-    free(d);
+    char *t;
+    if (access(path, F_OK) != 0 || pz_read_text(path, &t, NULL)) return NULL;
     return t;
 }
 

@@ -64,12 +64,7 @@ static int parse_line(char **p, char **out, int max) {
 
 static pz_status load_table(table *t, const char *path) {
     memset(t, 0, sizeof *t);
-    uint8_t *d;
-    size_t n;
-    PZ_TRY(pz_read_file(path, &d, &n));
-    t->text = pz_malloc(n + 1);
-    memcpy(t->text, d, n), t->text[n] = 0;
-    free(d);
+    PZ_TRY(pz_read_text(path, &t->text, NULL));
     char *p = t->text;
     t->ncol = parse_line(&p, t->head, MAX_COLS);
     while (*p && t->nrow < MAX_ROWS) {

@@ -171,13 +171,9 @@ static pz_status write_state(const char *dir, const run_state *s) {
 static pz_status read_state(const char *dir, run_state *s) {
     char path[4200];
     snprintf(path, sizeof path, "%s/checkpoint/latest.json", dir);
-    uint8_t *data;
-    size_t len;
     if (access(path, F_OK) != 0) return pz_fail(PZ_ERR_IO, "--resume %s: no checkpoint there (%s is missing)", dir, path);
-    PZ_TRY(pz_read_file(path, &data, &len));
-    char *t = pz_malloc(len + 1);
-    memcpy(t, data, len), t[len] = 0;
-    free(data);
+    char *t;
+    PZ_TRY(pz_read_text(path, &t, NULL));
     long long gs, sm;
     const int got = sscanf(t,
                            "{\"epoch\": %d, \"global_step\": %lld, \"samples\": %lld, \"best\": %lg, \"wall\": %lg, "

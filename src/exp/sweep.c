@@ -199,12 +199,8 @@ static void plan_free(plan *pl) {
 }
 
 static int file_has(const char *path, const char *needle) {
-    uint8_t *d;
-    size_t n;
-    if (access(path, F_OK) != 0 || pz_read_file(path, &d, &n)) return 0;
-    char *t = pz_malloc(n + 1);
-    memcpy(t, d, n), t[n] = 0;
-    free(d);
+    char *t = pz_slurp(path);
+    if (!t) return 0;
     const int r = strstr(t, needle) != NULL;
     free(t);
     return r;

@@ -53,23 +53,18 @@ static void put_env(uint8_t *e, int tag, double stamp) {
 }
 
 /* send [identity] envelope payload */
-static int send_parts_flags(zend *z, int tag, double stamp, const void *msg, size_t len, int flags) {
+/* send [identity] envelope payload; id NULL on the client (a DEALER has one peer) */
+static int send_env(zend *z, const uint8_t *id, size_t id_len, int tag, double stamp, const void *msg, size_t len, int flags) {
     uint8_t env[ENV];
     put_env(env, tag, stamp);
-    if (z->server && zmq_send(z->sock, z->peer, z->peer_len, ZMQ_SNDMORE | flags) < 0) return -1;
+    if (id && zmq_send(z->sock, id, id_len, ZMQ_SNDMORE | flags) < 0) return -1;
     if (zmq_send(z->sock, env, ENV, ZMQ_SNDMORE | flags) < 0) return -1;
     return zmq_send(z->sock, msg ? msg : "", len, flags) < 0 ? -1 : 0;
 }
 
-static int send_parts(zend *z, int tag, double stamp, const void *msg, size_t len) {
-    return send_parts_flags(z, tag, stamp, msg, len, 0);
-}
-
-static int send_to(zend *z, const uint8_t *id, size_t id_len, int tag) {
-    uint8_t env[ENV];
-    put_env(env, tag, 0.0);
-    if (zmq_send(z->sock, id, id_len, ZMQ_SNDMORE) < 0 || zmq_send(z->sock, env, ENV, ZMQ_SNDMORE) < 0) return -1;
-    return zmq_send(z->sock, "", 0, 0) < 0 ? -1 : 0;
+/* to the peer of this end: the server's current client, or the server */
+static int send_parts(zend *z, int tag, double stamp, const void *msg, size_t len, int flags) {
+    return send_env(z, z->server ? z->peer : NULL, z->peer_len, tag, stamp, msg, len, flags);
 }
 
 static pz_status zmq_send_msg(pz_link *l, int tag, double stamp, const void *msg, size_t len, size_t *wire) {
@@ -77,7 +72,7 @@ static pz_status zmq_send_msg(pz_link *l, int tag, double stamp, const void *msg
     if (z->closed_sent) return pz_fail(PZ_ERR_STATE, "%s: this end was closed; cannot send", l->name);
     if (z->peer_closed || (z->server && !z->peer_len))
         return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link; cannot send", l->name);
-    if (send_parts(z, tag, stamp, msg, len) < 0) return pz_fail(PZ_ERR_IO, "%s: zmq_send: %s", l->name, zmq_strerror(errno));
+    if (send_parts(z, tag, stamp, msg, len, 0) < 0) return pz_fail(PZ_ERR_IO, "%s: zmq_send: %s", l->name, zmq_strerror(errno));
     *wire = ENV + len;
     return PZ_OK;
 }
@@ -167,15 +162,15 @@ static pz_status zmq_recv_msg(pz_link *l, int *tag, double *stamp, uint8_t **buf
         if (*tag == TAG_HELLO) {
             if (!z->peer_len) {
                 memcpy(z->peer, id, id_len), z->peer_len = id_len;
-                send_to(z, id, id_len, TAG_WELCOME);
+                send_env(z, id, id_len, TAG_WELCOME, 0.0, "", 0, 0);
                 fprintf(stderr, "pipezip serve: client %d of %d connected\n", z->sessions_done + 1, z->sessions);
             } else {
-                send_to(z, id, id_len, current ? TAG_WELCOME : TAG_BUSY);
+                send_env(z, id, id_len, current ? TAG_WELCOME : TAG_BUSY, 0.0, "", 0, 0);
             }
             continue;
         }
         if (!current) { /* not in session: tell it to say HELLO first / wait */
-            send_to(z, id, id_len, TAG_BUSY);
+            send_env(z, id, id_len, TAG_BUSY, 0.0, "", 0, 0);
             continue;
         }
         if (*tag == TAG_CLOSE) {
@@ -197,7 +192,7 @@ static void zmq_close_end(pz_link *l) {
     zend *z = l->impl;
     if (z->closed_sent) return;
     z->closed_sent = 1;
-    if (!z->peer_closed && (!z->server || z->peer_len)) send_parts(z, TAG_CLOSE, 0.0, "", 0);
+    if (!z->peer_closed && (!z->server || z->peer_len)) send_parts(z, TAG_CLOSE, 0.0, "", 0, 0);
 }
 
 static void zmq_free_end(pz_link *l) {
@@ -224,14 +219,11 @@ static const link_ops zmq_ops = {zmq_send_msg, zmq_recv_msg, NULL, zmq_close_end
 /* ---- keys ------------------------------------------------------------------- */
 /* A key file: Z85 text, "public\nsecret\n" (secret files) or "public\n". */
 static pz_status read_keys(const char *path, char *pub, char *sec) {
-    uint8_t *d;
-    size_t n;
-    PZ_TRY(pz_read_file(path, &d, &n));
-    char text[256] = "";
-    memcpy(text, d, n < 255 ? n : 255);
-    free(d);
+    char *text;
+    PZ_TRY(pz_read_text(path, &text, NULL));
     char a[64] = "", b[64] = "";
     const int got = sscanf(text, "%63s %63s", a, b);
+    free(text);
     if (got < 1 || strlen(a) != 40 || (sec && (got < 2 || strlen(b) != 40)))
         return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip %s key file (pipezip keygen makes them)", path, sec ? "secret" : "public");
     if (pub) memcpy(pub, a, 41);
@@ -367,7 +359,7 @@ pz_status pz_link_zmq_connect(pz_link **l, const char *endpoint, const char *cli
     int busy = 0;
     while (!st) {
         /* not connected yet (or refused): the HELLO cannot even be queued */
-        if (send_parts_flags(z, TAG_HELLO, 0.0, "", 0, ZMQ_DONTWAIT) < 0 && errno != EAGAIN) {
+        if (send_parts(z, TAG_HELLO, 0.0, "", 0, ZMQ_DONTWAIT) < 0 && errno != EAGAIN) {
             st = pz_fail(PZ_ERR_IO, "%s: zmq_send: %s", name, zmq_strerror(errno));
             break;
         }

@@ -76,6 +76,7 @@ struct pz_pipe {
 
 static pz_status driver_error(struct pz_pipe *p, pz_status fallback);
 static pz_status driver_recv(struct pz_pipe *p, int want, size_t *n);
+static pz_status driver_ask(struct pz_pipe *p, int tag, const void *msg, size_t len, int reply, size_t *n);
 
 /* the batch header: B, ids, labels, lr, micro-batches in this step */
 static size_t meta_bytes(int B) { return 4 + 8 * (size_t)B + 8; }
@@ -123,59 +124,79 @@ static pz_shape in_shape(const stage *s) {
 }
 static pz_shape out_shape(const stage *s) { return s->model[0].net.layers[s->to - 1].out; }
 
+typedef struct {
+    float *x_in[PZ_MAX_STAGES], *dy[PZ_MAX_STAGES], *dx;
+    uint32_t *ids[PZ_MAX_STAGES];
+    int32_t *labels[PZ_MAX_STAGES];
+    int Bm[PZ_MAX_STAGES];
+    uint8_t *msg, *frame, *hdr;
+    size_t cap, frame_cap;
+} stage_bufs;
+
+/* The answer to a request this stage passed down the chain: take it from
+ * the next stage and pass it up. */
+static pz_status relay_back(stage *s, int reply, uint8_t **buf, size_t *cap) {
+    pz_pipe *p = s->pipe;
+    size_t n;
+    PZ_TRY(recv_expect(s, s->next, reply, buf, cap, &n, p->cfg.timeout_s * (p->S - s->index)));
+    return pz_link_send(s->prev, reply, *buf, n);
+}
+
+/* A request travelling down the chain (statistics, checkpoint, warm-up,
+ * settings): pass it on and its answer back; the last stage answers with
+ * answer[0..alen) itself. */
+static pz_status pass_on(stage *s, int tag, int reply, uint8_t **buf, size_t *cap, size_t len, const void *answer, size_t alen) {
+    if (!s->next) return pz_link_send(s->prev, reply, answer, alen);
+    PZ_TRY(pz_link_send(s->next, tag, *buf, len));
+    return relay_back(s, reply, buf, cap);
+}
+
 /* One evaluation batch at this stage. msg holds [B][compress][labels]
  * (stage 0: then the inputs). */
-static pz_status stage_eval(stage *s, const uint8_t *msg, size_t len, float *x_in, int32_t *labels, uint8_t **buf,
-                            size_t *cap, uint8_t **frame, size_t *frame_cap) {
+static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
     pz_pipe *p = s->pipe;
     const int first = s->index == 0, last = s->index == p->S - 1;
     pz_seq *net = &s->model[0].net;
     const int64_t in_per = pz_shape_numel(in_shape(s));
+    float *x_in = b->x_in[0];
+    int32_t *labels = b->labels[0];
     int B, compress;
-    memcpy(&B, msg, 4);
+    memcpy(&B, b->msg, 4);
     if (len < 8 || B < 1 || B > p->mb_max || len < 8 + 4 * (size_t)B) return pz_fail(PZ_ERR_STATE, "bad evaluation header");
-    memcpy(&compress, msg + 4, 4);
-    memcpy(labels, msg + 8, 4 * (size_t)B);
+    memcpy(&compress, b->msg + 4, 4);
+    memcpy(labels, b->msg + 8, 4 * (size_t)B);
+    /* the header goes on with the activation; b->msg receives it */
     const size_t hdr = 8 + 4 * (size_t)B;
-    uint8_t *header = pz_malloc(hdr);
-    memcpy(header, msg, hdr);
-    pz_status st = PZ_OK;
+    memcpy(b->hdr, b->msg, hdr);
     if (first) {
-        if (len != hdr + 4 * (size_t)(B * in_per)) st = pz_fail(PZ_ERR_STATE, "evaluation batch does not fit its header");
-        else memcpy(x_in, msg + hdr, 4 * (size_t)(B * in_per));
+        if (len != hdr + 4 * (size_t)(B * in_per)) return pz_fail(PZ_ERR_STATE, "evaluation batch does not fit its header");
+        memcpy(x_in, b->msg + hdr, 4 * (size_t)(B * in_per));
     } else {
         size_t n;
-        st = recv_expect(s, s->prev, TAG_ACT, buf, cap, &n, p->cfg.timeout_s);
-        if (!st) st = pz_codec_decode(compress ? s->eval_rx : s->plain_rx, *buf, n, x_in, (size_t)(p->mb_max * in_per), NULL, NULL);
+        PZ_TRY(recv_expect(s, s->prev, TAG_ACT, &b->msg, &b->cap, &n, p->cfg.timeout_s));
+        PZ_TRY(pz_codec_decode(compress ? s->eval_rx : s->plain_rx, b->msg, n, x_in, (size_t)(p->mb_max * in_per), NULL, NULL));
     }
-    if (!st) {
-        pz_seq_forward(net, s->from, s->to, x_in, B, 0);
-        const float *out = net->act[s->to - 1];
-        if (last) {
-            int correct = 0;
-            const float loss = softmax_xent_forward_backward(NULL, &correct, out, labels, B, s->model[0].n_classes);
-            uint8_t res[12];
-            const double sum = (double)loss * B;
-            memcpy(res, &sum, 8), memcpy(res + 8, &correct, 4);
-            st = pz_link_send(s->prev, TAG_EVAL_RESULT, res, 12);
-        } else {
-            size_t flen, n;
-            st = encode_boundary(compress ? s->eval_tx : s->plain_tx, out, B, out_shape(s), NULL, frame, frame_cap, &flen, NULL);
-            if (!st) s->rep.eval_bytes += hdr + flen;
-            if (!st) st = pz_link_send(s->next, TAG_EVAL_META, header, hdr);
-            if (!st) st = pz_link_send(s->next, TAG_ACT, *frame, flen);
-            if (!st) st = recv_expect(s, s->next, TAG_EVAL_RESULT, buf, cap, &n, p->cfg.timeout_s * (p->S - s->index));
-            if (!st) st = pz_link_send(s->prev, TAG_EVAL_RESULT, *buf, n);
-        }
+    pz_seq_forward(net, s->from, s->to, x_in, B, 0);
+    const float *out = net->act[s->to - 1];
+    if (last) {
+        int correct = 0;
+        const float loss = softmax_xent_forward_backward(NULL, &correct, out, labels, B, s->model[0].n_classes);
+        uint8_t res[12];
+        const double sum = (double)loss * B;
+        memcpy(res, &sum, 8), memcpy(res + 8, &correct, 4);
+        return pz_link_send(s->prev, TAG_EVAL_RESULT, res, 12);
     }
-    free(header);
-    return st;
+    size_t flen;
+    PZ_TRY(encode_boundary(compress ? s->eval_tx : s->plain_tx, out, B, out_shape(s), NULL, &b->frame, &b->frame_cap, &flen, NULL));
+    s->rep.eval_bytes += hdr + flen;
+    PZ_TRY(pz_link_send(s->next, TAG_EVAL_META, b->hdr, hdr));
+    PZ_TRY(pz_link_send(s->next, TAG_ACT, b->frame, flen));
+    return relay_back(s, TAG_EVAL_RESULT, &b->msg, &b->cap);
 }
 
 /* Fill the report's link counters and clock, append it to the message and
  * pass it on (or, at the last stage, turn it back). */
 static pz_status stage_stats(stage *s, uint8_t **buf, size_t *cap, size_t len) {
-    pz_pipe *p = s->pipe;
     pz_clock_charge(&s->clock);
     s->rep.clock = s->clock.t;
     s->rep.prev = pz_link_get_stats(s->prev);
@@ -183,10 +204,7 @@ static pz_status stage_stats(stage *s, uint8_t **buf, size_t *cap, size_t len) {
     PZ_TRY(grow_buffer(buf, cap, len + sizeof s->rep));
     memcpy(*buf + len, &s->rep, sizeof s->rep);
     len += sizeof s->rep;
-    if (!s->next) return pz_link_send(s->prev, TAG_STATS_REPLY, *buf, len);
-    PZ_TRY(pz_link_send(s->next, TAG_STATS, *buf, len));
-    PZ_TRY(recv_expect(s, s->next, TAG_STATS_REPLY, buf, cap, &len, p->cfg.timeout_s * (p->S - s->index)));
-    return pz_link_send(s->prev, TAG_STATS_REPLY, *buf, len);
+    return pass_on(s, TAG_STATS, TAG_STATS_REPLY, buf, cap, len, *buf, len);
 }
 
 static pz_status stage_save(stage *s, uint8_t **buf, size_t *cap, size_t len) {
@@ -207,26 +225,16 @@ static pz_status stage_save(stage *s, uint8_t **buf, size_t *cap, size_t len) {
     pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
     pz_status st = pz_checkpoint_write(path, s->index, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4);
     if (st) return pz_fail(st, "checkpoint: %s", pz_last_error());
-    if (!s->next) return pz_link_send(s->prev, TAG_SAVED, "", 0);
-    PZ_TRY(pz_link_send(s->next, TAG_SAVE, *buf, len));
-    PZ_TRY(recv_expect(s, s->next, TAG_SAVED, buf, cap, &len, p->cfg.timeout_s * (p->S - s->index)));
-    return pz_link_send(s->prev, TAG_SAVED, "", 0);
+    return pass_on(s, TAG_SAVE, TAG_SAVED, buf, cap, len, "", 0);
 }
 
-static pz_status stage_warmup(stage *s, const uint8_t *msg, size_t len) {
-    pz_pipe *p = s->pipe;
+static pz_status stage_warmup(stage *s, uint8_t **buf, size_t *cap, size_t len) {
     int32_t on;
     if (len != 4) return pz_fail(PZ_ERR_STATE, "bad warm-up message");
-    memcpy(&on, msg, 4);
+    memcpy(&on, *buf, 4);
     if (s->fwd_tx) pz_codec_set_warmup(s->fwd_tx, on);
     if (s->bwd_tx) pz_codec_set_warmup(s->bwd_tx, on);
-    if (!s->next) return pz_link_send(s->prev, TAG_WARMUP_SET, "", 0);
-    uint8_t *buf = NULL;
-    size_t cap = 0, n;
-    pz_status st = pz_link_send(s->next, TAG_WARMUP, &on, 4);
-    if (!st) st = recv_expect(s, s->next, TAG_WARMUP_SET, &buf, &cap, &n, p->cfg.timeout_s * (p->S - s->index));
-    free(buf);
-    return st ? st : pz_link_send(s->prev, TAG_WARMUP_SET, "", 0);
+    return pass_on(s, TAG_WARMUP, TAG_WARMUP_SET, buf, cap, len, "", 0);
 }
 
 /* Client state handed from one split-learning client to the next. At the
@@ -254,8 +262,7 @@ static pz_status stage_handoff(stage *s, int tag, uint8_t **buf, size_t *cap, si
         pz_status st = pz_link_send(s->next, TAG_PUT_STATE, blob, n);
         free(blob);
         PZ_TRY(st);
-        PZ_TRY(recv_expect(s, s->next, TAG_KEPT, buf, cap, &n, tmo));
-        return pz_link_send(s->prev, TAG_KEPT, "", 0);
+        return relay_back(s, TAG_KEPT, buf, cap);
     }
     size_t n;
     PZ_TRY(pz_link_send(s->next, TAG_GET_STATE, "", 0));
@@ -279,21 +286,9 @@ static pz_status stage_check(stage *s, uint8_t **buf, size_t *cap, size_t len) {
         return pz_fail(PZ_ERR_ARG, "started with other settings than the driver: here '%.60s...', the driver '%.*s...' (give every process the same model, cuts, codecs, batch and optimizer flags)",
                        a + i, (int)(len - i < 60 ? len - i : 60), b + i);
     }
-    if (!s->next) return pz_link_send(s->prev, TAG_CHECKED, "", 0);
-    PZ_TRY(pz_link_send(s->next, TAG_CHECK, *buf, len));
-    size_t n;
-    PZ_TRY(recv_expect(s, s->next, TAG_CHECKED, buf, cap, &n, p->cfg.timeout_s * (p->S - s->index)));
-    return pz_link_send(s->prev, TAG_CHECKED, "", 0);
+    return pass_on(s, TAG_CHECK, TAG_CHECKED, buf, cap, len, "", 0);
 }
 
-typedef struct {
-    float *x_in[PZ_MAX_STAGES], *dy[PZ_MAX_STAGES], *dx;
-    uint32_t *ids[PZ_MAX_STAGES];
-    int32_t *labels[PZ_MAX_STAGES];
-    int Bm[PZ_MAX_STAGES];
-    uint8_t *msg, *frame, *hdr;
-    size_t cap, frame_cap;
-} stage_bufs;
 
 /* Receive micro-batch m's header (and, past stage 0, its activation). */
 static pz_status recv_micro(stage *s, stage_bufs *b, int m, float *lr, int *M, size_t pending) {
@@ -488,10 +483,10 @@ static void *stage_main(void *arg) {
             st = PZ_ERR_STATE;
             break;
         }
-        if (tag == (first ? TAG_EVAL : TAG_EVAL_META)) st = stage_eval(s, b.msg, len, b.x_in[0], b.labels[0], &b.msg, &b.cap, &b.frame, &b.frame_cap);
+        if (tag == (first ? TAG_EVAL : TAG_EVAL_META)) st = stage_eval(s, &b, len);
         else if (tag == TAG_STATS) st = stage_stats(s, &b.msg, &b.cap, len);
         else if (tag == TAG_SAVE) st = stage_save(s, &b.msg, &b.cap, len);
-        else if (tag == TAG_WARMUP) st = stage_warmup(s, b.msg, len);
+        else if (tag == TAG_WARMUP) st = stage_warmup(s, &b.msg, &b.cap, len);
         else if (tag == TAG_PUT_STATE || tag == TAG_GET_STATE) st = stage_handoff(s, tag, &b.msg, &b.cap, len);
         else if (tag == TAG_CHECK) st = stage_check(s, &b.msg, &b.cap, len);
         else if (first && tag == TAG_BATCH) st = train_step(s, &b, b.msg, len);
@@ -749,10 +744,8 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     }
     p->started = 1;
     if (p->has_driver && p->S > 1) { /* every stage, wherever it runs, agrees on the pipeline */
-        st = pz_link_send(p->to_first, TAG_CHECK, p->fingerprint, strlen(p->fingerprint));
         size_t n;
-        if (st) st = driver_error(p, st);
-        else st = driver_recv(p, TAG_CHECKED, &n);
+        st = driver_ask(p, TAG_CHECK, p->fingerprint, strlen(p->fingerprint), TAG_CHECKED, &n);
         if (st) {
             char why[1024];
             snprintf(why, sizeof why, "%s", pz_last_error());
@@ -781,19 +774,24 @@ static pz_status driver_recv(pz_pipe *p, int want, size_t *n) {
     return PZ_OK;
 }
 
+/* Send stage 0 a message (msg may be p->buf) and wait for the answer `reply`
+ * (into p->buf, *n bytes); errors name the stage where they started. */
+static pz_status driver_ask(pz_pipe *p, int tag, const void *msg, size_t len, int reply, size_t *n) {
+    if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver (stage 0 runs elsewhere)");
+    const pz_status st = pz_link_send(p->to_first, tag, msg, len);
+    return st ? driver_error(p, st) : driver_recv(p, reply, n);
+}
+
 pz_status pz_pipe_train_step(pz_pipe *p, const float *x, const int32_t *y, const uint32_t *ids, int B, float lr,
                              float *loss, int *correct) {
-    if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver (stage 0 runs elsewhere)");
     if (B < 1 || B > p->cfg.batch_max) return pz_fail(PZ_ERR_ARG, "batch of %d, the pipeline takes 1..%d", B, p->cfg.batch_max);
     const int64_t per = pz_shape_numel(p->cfg.in);
     const size_t len = meta_bytes(B) + 4 * (size_t)(B * per);
     PZ_TRY(grow_buffer(&p->buf, &p->cap, len));
     put_meta(p->buf, B, ids, y, lr, 1);
     memcpy(p->buf + meta_bytes(B), x, 4 * (size_t)(B * per));
-    pz_status st = pz_link_send(p->to_first, TAG_BATCH, p->buf, len);
-    if (st) return driver_error(p, st);
     size_t n;
-    PZ_TRY(driver_recv(p, TAG_LOSS, &n));
+    PZ_TRY(driver_ask(p, TAG_BATCH, p->buf, len, TAG_LOSS, &n));
     if (n != 8) return pz_fail(PZ_ERR_STATE, "a %zu-byte loss message", n);
     memcpy(loss, p->buf, 4), memcpy(correct, p->buf + 4, 4);
     return driver_recv(p, TAG_STEPPED, &n);
@@ -813,10 +811,8 @@ pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t
         memcpy(p->buf + 4, &compress, 4);
         memcpy(p->buf + 8, y + i, 4 * (size_t)B);
         memcpy(p->buf + hdr, x + i * per, 4 * (size_t)(B * per));
-        pz_status st = pz_link_send(p->to_first, TAG_EVAL, p->buf, len);
-        if (st) return driver_error(p, st);
         size_t n;
-        PZ_TRY(driver_recv(p, TAG_EVAL_RESULT, &n));
+        PZ_TRY(driver_ask(p, TAG_EVAL, p->buf, len, TAG_EVAL_RESULT, &n));
         if (n != 12) return pz_fail(PZ_ERR_STATE, "a %zu-byte evaluation result", n);
         double sum;
         int c;
@@ -829,11 +825,8 @@ pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t
 }
 
 pz_status pz_pipe_collect_stats(pz_pipe *p) {
-    if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver");
-    pz_status st = pz_link_send(p->to_first, TAG_STATS, "", 0);
-    if (st) return driver_error(p, st);
     size_t n;
-    PZ_TRY(driver_recv(p, TAG_STATS_REPLY, &n));
+    PZ_TRY(driver_ask(p, TAG_STATS, "", 0, TAG_STATS_REPLY, &n));
     if (n != (size_t)p->S * sizeof(stage_report)) return pz_fail(PZ_ERR_STATE, "statistics of %zu bytes for %d stages", n, p->S);
     for (int i = 0; i < p->S; i++) {
         stage_report r;
@@ -870,35 +863,24 @@ double pz_pipe_clock(pz_pipe *p) {
 pz_status pz_pipe_save(pz_pipe *p, const char *dir) {
     if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver");
     PZ_TRY(pz_mkdir_p(dir));
-    pz_status st = pz_link_send(p->to_first, TAG_SAVE, dir, strlen(dir));
-    if (st) return driver_error(p, st);
     size_t n;
-    return driver_recv(p, TAG_SAVED, &n);
+    return driver_ask(p, TAG_SAVE, dir, strlen(dir), TAG_SAVED, &n);
 }
 
 pz_status pz_pipe_set_warmup(pz_pipe *p, int on) {
-    if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver");
     const int32_t v = on;
-    pz_status st = pz_link_send(p->to_first, TAG_WARMUP, &v, 4);
-    if (st) return driver_error(p, st);
     size_t n;
-    return driver_recv(p, TAG_WARMUP_SET, &n);
+    return driver_ask(p, TAG_WARMUP, &v, 4, TAG_WARMUP_SET, &n);
 }
 
 pz_status pz_pipe_hand_on(pz_pipe *p) {
-    if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver");
-    pz_status st = pz_link_send(p->to_first, TAG_PUT_STATE, "", 0);
-    if (st) return driver_error(p, st);
     size_t n;
-    return driver_recv(p, TAG_KEPT, &n);
+    return driver_ask(p, TAG_PUT_STATE, "", 0, TAG_KEPT, &n);
 }
 
 pz_status pz_pipe_fetch(pz_pipe *p, int *found) {
-    if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver");
-    pz_status st = pz_link_send(p->to_first, TAG_GET_STATE, "", 0);
-    if (st) return driver_error(p, st);
     size_t n;
-    PZ_TRY(driver_recv(p, TAG_STATE, &n));
+    PZ_TRY(driver_ask(p, TAG_GET_STATE, "", 0, TAG_STATE, &n));
     int32_t f = 0;
     if (n == 4) memcpy(&f, p->buf, 4);
     *found = f;
