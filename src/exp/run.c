@@ -267,13 +267,11 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     if (cfg->limit_train > 0) pz_dataset_truncate(&train, cfg->limit_train);
     if (cfg->limit_test > 0) pz_dataset_truncate(&test, cfg->limit_test);
     if (cfg->shard_count > 0) {
-        const int64_t whole = train.n;
         pz_status s2 = pz_dataset_shard(&train, cfg->shard_index, cfg->shard_count);
         if (s2) {
             pz_dataset_free(&train), pz_dataset_free(&test);
             return s2;
         }
-        (void)whole;
     }
 
     pz_model model;
@@ -292,10 +290,6 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     res->final_test_accuracy_compressed = -1;
     pz_pipe *pipe = NULL;
     pz_pipe_config pc;
-    opt.momentum = cfg->momentum;
-    opt.nesterov = cfg->nesterov;
-    opt.weight_decay = cfg->weight_decay;
-    pz_optim_init(&opt, !strcmp(cfg->optimizer, "adamw") ? PZ_OPT_ADAMW : PZ_OPT_SGD, model.n_params);
     if (pz_run_uses_pipeline(cfg)) {
         st = pipe_config(cfg, &model, &train, &pc, mpi_size);
         if (!st && cfg->resume) pc.resume = resume_dir;
@@ -312,38 +306,28 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
             st = pz_link_zmq_connect(&pc.next_link, cfg->connect, cfg->client_key, cfg->server_key, cfg->timeout, "stage 0 <-> server");
         }
         if (!st) st = pz_pipe_create(&pipe, &pc);
-        if (!st && rank > 0) {
-            /* a stage without the driver: serve until rank 0 stops the pipeline */
-            st = pz_pipe_wait(pipe);
-            res->n_stages = pc.n_stages;
-            pz_pipe_free(pipe);
-            pz_optim_free(&opt);
-            pz_model_free(&model);
-            pz_dataset_free(&train), pz_dataset_free(&test);
-            return st;
-        }
-        if (st) {
-            pz_optim_free(&opt);
-            pz_model_free(&model);
-            pz_dataset_free(&train), pz_dataset_free(&test);
-            return st;
-        }
+        if (st) goto done;
         res->n_stages = pc.n_stages;
+        if (rank > 0) { /* a stage without the driver: serve until rank 0 stops the pipeline */
+            st = pz_pipe_wait(pipe);
+            goto done;
+        }
         if (!strcmp(cfg->link, "zmq") && !cfg->resume) {
             /* split learning: start from the client-side weights the previous client left */
             int found = 0;
-            st = pz_pipe_fetch(pipe, &found);
+            if ((st = pz_pipe_fetch(pipe, &found))) goto done;
             res->handed_over = found;
         }
-    } else if (cfg->resume) {
-        char path[4400];
-        snprintf(path, sizeof path, "%s/stage-0.bin", resume_dir);
-        st = pz_checkpoint_read(path, 0, &model, 0, model.n_params, &opt, NULL, 0);
-        if (st) {
-            pz_optim_free(&opt);
-            pz_model_free(&model);
-            pz_dataset_free(&train), pz_dataset_free(&test);
-            return st;
+    } else {
+        /* one stage: this process trains the model itself (the stages own their optimizers) */
+        opt.momentum = cfg->momentum;
+        opt.nesterov = cfg->nesterov;
+        opt.weight_decay = cfg->weight_decay;
+        pz_optim_init(&opt, !strcmp(cfg->optimizer, "adamw") ? PZ_OPT_ADAMW : PZ_OPT_SGD, model.n_params);
+        if (cfg->resume) {
+            char path[4400];
+            snprintf(path, sizeof path, "%s/stage-0.bin", resume_dir);
+            if ((st = pz_checkpoint_read(path, 0, &model, 0, model.n_params, &opt, NULL, 0))) goto done;
         }
     }
 
@@ -603,6 +587,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
                         PZ_NUM("resumed_from", res->resumed_from)};
         st = write_json(out_dir, "summary.json", f, (int)(sizeof f / sizeof *f));
     }
+done:;
     /* cleaning up may fail quietly (a dead peer cannot be told to stop): keep the reason */
     char why[1024];
     snprintf(why, sizeof why, "%s", st ? pz_last_error() : "");

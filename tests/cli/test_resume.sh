@@ -28,7 +28,9 @@ PY
 }
 common=(--limit-train 512 --limit-test 200 --epochs 4 --batch 64 --progress none --threads 1 --model lenet5 --lr 0.02)
 check pipe "${common[@]}" --stages 3 --fwd "ef(q4)" --bwd "ef21(q8)"
-check single "${common[@]}"
-expect 2 "other settings" -- "$pz" train "${common[@]}" --lr 0.05 --resume "$tmp/single-b"
+# one stage runs an epoch of 512 images faster than the poll above can catch
+# epoch 2: give it more images so that killing it after epoch 2 is not a race
+check single "${common[@]}" --limit-train 4096
+expect 2 "other settings" -- "$pz" train "${common[@]}" --limit-train 4096 --lr 0.05 --resume "$tmp/single-b"
 expect 1 "no checkpoint" -- "$pz" train "${common[@]}" --resume "$tmp/nothing"
 finish test_resume
