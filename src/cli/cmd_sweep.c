@@ -23,6 +23,9 @@ static const char sweep_usage[] =
     "threads), [base] (pipezip train options without --), [grid] (options with\n"
     "values separated by |), [quick]/[full] and [quick.grid]/[full.grid]\n"
     "(overrides for a variant). Unknown sections and keys are errors. See configs/.\n"
+    "Variants: quick (minutes, what CI runs), full (the configuration's [full]\n"
+    "overrides: the scale docs/RESULTS.md was measured at), paper ([base] and\n"
+    "[grid] alone: the papers' scale, all data and all epochs).\n"
     "\n"
     "Example:\n"
     "  pipezip sweep configs/a1_quantization.ini --variant quick --jobs 2\n";
@@ -31,7 +34,7 @@ int cmd_sweep(int argc, char **argv) {
     pz_sweep_opts o = {.variant = "full"};
     int dry = 0, quiet = 0;
     const pz_opt opts[] = {
-        {"variant", OPT_STR, &o.variant, "NAME", "which variant of the configuration", 0, 0, "quick|full"},
+        {"variant", OPT_STR, &o.variant, "NAME", "which variant of the configuration", 0, 0, "quick|full|paper"},
         {"out", OPT_STR, &o.out_dir, "DIR", "sweep directory (default sweeps/NAME-VARIANT)", 0, 0, NULL},
         {"jobs", OPT_INT, &o.jobs, "N", "runs at once (default: the config's, else 1)", 0, 64, NULL},
         {"threads", OPT_INT, &o.threads, "N", "threads per run (default: the config's, else cores / jobs)", 0, 1024, NULL},

@@ -10,7 +10,8 @@
  *   [base]   pipezip train options (without "--"): model = resnet8
  *   [grid]   options with values separated by "|": fwd = none | q2 | q4
  *   [quick] / [full]            overrides of [base] for a variant
- *   [quick.grid] / [full.grid]  overrides of [grid] for a variant */
+ *   [quick.grid] / [full.grid]  overrides of [grid] for a variant
+ * The variant "paper" is [base] and [grid] with no overrides. */
 #ifndef PZ_SWEEP_H
 #define PZ_SWEEP_H
 
