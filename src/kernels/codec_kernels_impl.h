@@ -119,11 +119,20 @@ static void K(quant_stoch)(const float *restrict x, size_t n, float lo, float in
     const float top = (float)levels;
     const float shift = sym ? (float)(levels / 2) : 0.0f;
     const float base = sym ? 0.0f : lo;
-#pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        float v = (x[i] - base) * inv_step + shift + pz_stoch_uniform(seed, index0 + (uint32_t)i);
-        v = v < 0.0f ? 0.0f : v;
-        v = v > top ? top : v;
+    /* the Weyl sequence of pz_stoch_uniform as a linear induction: an add
+     * per vector, not a multiply per element (n < 2^31) */
+    uint32_t w = index0 * 0x9E3779B9u + seed;
+    const int m = (int)n;
+#pragma omp simd linear(w : 0x9E3779B9u)
+    for (int i = 0; i < m; i++) {
+        uint32_t h = w;
+        w += 0x9E3779B9u;
+        h ^= h >> 16;
+        h *= 0x21F0AAADu;
+        h ^= h >> 15;
+        float v = (x[i] - base) * inv_step + shift + (float)(h >> 8) * (1.0f / 16777216.0f);
+        v = v > 0.0f ? v : 0.0f; /* max and min as the instructions define them */
+        v = v < top ? v : top;
         codes[i] = (uint8_t)(int)v;
     }
 }
@@ -256,16 +265,18 @@ static void K(f16_to_f32)(const uint16_t *restrict h, size_t n, float *restrict 
     for (; i < n; i++) x[i] = f16_to_f32_one(h[i]);
 }
 
+/* bfloat16: round to nearest even on the upper half; NaN stays a (quiet) NaN */
+static inline uint16_t f32_to_bf16_one(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    const uint32_t is_nan = (u & 0x7FFFFFFFu) > 0x7F800000u;
+    const uint32_t r = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    return (uint16_t)(is_nan ? ((u >> 16) | 0x40u) : r);
+}
+
 static void K(f32_to_bf16)(const float *restrict x, size_t n, uint16_t *restrict h) {
-    /* round to nearest even on the upper half; NaN stays a (quiet) NaN */
 #pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], 4);
-        const uint32_t is_nan = (u & 0x7FFFFFFFu) > 0x7F800000u;
-        const uint32_t r = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-        h[i] = (uint16_t)(is_nan ? ((u >> 16) | 0x40u) : r);
-    }
+    for (size_t i = 0; i < n; i++) h[i] = f32_to_bf16_one(x[i]);
 }
 
 static void K(bf16_to_f32)(const uint16_t *restrict h, size_t n, float *restrict x) {
@@ -274,6 +285,180 @@ static void K(bf16_to_f32)(const uint16_t *restrict h, size_t n, float *restrict
         const uint32_t u = (uint32_t)h[i] << 16;
         memcpy(&x[i], &u, 4);
     }
+}
+
+/* ---- fp16/bf16 conversion fused with the CRC-32C of the halves ----------
+ * One pass: each vector of halves is checksummed from the register it was
+ * made in (encode) or loaded into (decode), in three interleaved streams
+ * over the thirds of the range (the crc32 instruction's latency), joined
+ * as crc32c() does. With `stream`, the converted output goes out with
+ * non-temporal stores (aligned by converting a few leading elements one at
+ * a time): for outputs much larger than the caches this saves the
+ * read-for-ownership of every written line. */
+static uint32_t K(crc32c)(uint32_t crc, const void *data, size_t n);
+
+#ifdef PZ_USE_F16C
+#ifdef PZ_USE_AVX512
+enum { HV = 16 }; /* halves per vector */
+typedef __m256i hvec;
+static inline hvec half_enc_vec(const float *x, int bf16) {
+    const __m512 f = _mm512_loadu_ps(x);
+    if (!bf16) return _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
+    const __m512i u = _mm512_castps_si512(f), hi = _mm512_srli_epi32(u, 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)),
+                                                  _mm512_set1_epi32(0x7F800000));
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), _mm512_and_si512(hi, _mm512_set1_epi32(1)));
+    r = _mm512_mask_mov_epi32(_mm512_srli_epi32(r, 16), nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+    return _mm512_cvtepi32_epi16(r);
+}
+static inline void half_dec_vec(hvec v, float *x, int bf16, int stream) {
+    const __m512 f = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16)) : _mm512_cvtph_ps(v);
+    if (stream) _mm512_stream_ps(x, f);
+    else _mm512_storeu_ps(x, f);
+}
+static inline hvec half_load(const uint16_t *h) { return _mm256_loadu_si256((const __m256i *)h); }
+static inline void half_store(uint16_t *h, hvec v, int stream) {
+    if (stream) _mm256_stream_si256((__m256i *)h, v);
+    else _mm256_storeu_si256((__m256i *)h, v);
+}
+#else
+enum { HV = 8 };
+typedef __m128i hvec;
+static inline hvec half_enc_vec(const float *x, int bf16) {
+    const __m256 f = _mm256_loadu_ps(x);
+    if (!bf16) return _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
+    const __m256i u = _mm256_castps_si256(f), hi = _mm256_srli_epi32(u, 16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
+    __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), _mm256_and_si256(hi, _mm256_set1_epi32(1)));
+    r = _mm256_blendv_epi8(_mm256_srli_epi32(r, 16), _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+    /* 32-bit lanes (each < 2^16) to 16-bit: pack within 128-bit halves, then gather the halves */
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
+}
+static inline void half_dec_vec(hvec v, float *x, int bf16, int stream) {
+    const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)) : _mm256_cvtph_ps(v);
+    if (stream) _mm256_stream_ps(x, f);
+    else _mm256_storeu_ps(x, f);
+}
+static inline hvec half_load(const uint16_t *h) { return _mm_loadu_si128((const __m128i *)h); }
+static inline void half_store(uint16_t *h, hvec v, int stream) {
+    if (stream) _mm_stream_si128((__m128i *)h, v);
+    else _mm_storeu_si128((__m128i *)h, v);
+}
+#endif
+
+static inline uint64_t crc_hvec(uint64_t c, hvec v) {
+    uint64_t w[sizeof(hvec) / 8];
+    memcpy(w, &v, sizeof w);
+    for (size_t k = 0; k < sizeof w / 8; k++) c = _mm_crc32_u64(c, w[k]);
+    return c;
+}
+
+/* x^(8 * len) mod P for the thirds' join, cached: chunks repeat lengths */
+static uint32_t K(third_shift)(size_t len) {
+    static _Thread_local size_t cached_len = 0;
+    static _Thread_local uint32_t cached = 0;
+    if (cached_len != len) cached = pz_crc32c_shift(len), cached_len = len;
+    return cached;
+}
+
+static inline float half_dec_one(uint16_t v, int bf16) {
+    if (!bf16) return f16_to_f32_one(v);
+    const uint32_t u = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+#endif
+
+static uint32_t K(half_encode)(const float *restrict x, size_t n, uint16_t *restrict h, int bf16, int stream) {
+#ifdef PZ_USE_F16C
+    uint32_t c = ~0u;
+    size_t i = 0;
+    for (; stream && i < n && ((uintptr_t)(h + i) & (sizeof(hvec) - 1)); i++) {
+        h[i] = bf16 ? f32_to_bf16_one(x[i]) : f32_to_f16_one(x[i]);
+        c = _mm_crc32_u16(c, h[i]);
+    }
+    const size_t third = (n - i) / (3 * HV) * HV;
+    if (third) {
+        const float *x0 = x + i, *x1 = x0 + third, *x2 = x1 + third;
+        uint16_t *h0 = h + i, *h1 = h0 + third, *h2 = h1 + third;
+        uint64_t c0 = c, c1 = 0, c2 = 0;
+        for (size_t j = 0; j < third; j += HV) {
+            const hvec v0 = half_enc_vec(x0 + j, bf16), v1 = half_enc_vec(x1 + j, bf16), v2 = half_enc_vec(x2 + j, bf16);
+            c0 = crc_hvec(c0, v0), c1 = crc_hvec(c1, v1), c2 = crc_hvec(c2, v2);
+            half_store(h0 + j, v0, stream), half_store(h1 + j, v1, stream), half_store(h2 + j, v2, stream);
+        }
+        const uint32_t shift = K(third_shift)(2 * third);
+        c = pz_crc32c_mul((uint32_t)c0, shift) ^ (uint32_t)c1;
+        c = pz_crc32c_mul(c, shift) ^ (uint32_t)c2;
+        i += 3 * third;
+    }
+    for (; i < n; i++) {
+        h[i] = bf16 ? f32_to_bf16_one(x[i]) : f32_to_f16_one(x[i]);
+        c = _mm_crc32_u16(c, h[i]);
+    }
+    if (stream) _mm_sfence();
+    return ~c;
+#else
+    (void)stream;
+    for (size_t i = 0; i < n; i++) h[i] = bf16 ? f32_to_bf16_one(x[i]) : f32_to_f16_one(x[i]);
+    return K(crc32c)(0, h, 2 * n);
+#endif
+}
+
+static uint32_t K(half_decode)(const uint16_t *restrict h, size_t n, float *restrict x, int bf16, int stream) {
+#ifdef PZ_USE_F16C
+    uint32_t c = ~0u;
+    size_t i = 0;
+    for (; stream && i < n && ((uintptr_t)(x + i) & (2 * sizeof(hvec) - 1)); i++) {
+        c = _mm_crc32_u16(c, h[i]);
+        x[i] = half_dec_one(h[i], bf16);
+    }
+    const size_t third = (n - i) / (3 * HV) * HV;
+    if (third) {
+        const uint16_t *h0 = h + i, *h1 = h0 + third, *h2 = h1 + third;
+        float *x0 = x + i, *x1 = x0 + third, *x2 = x1 + third;
+        uint64_t c0 = c, c1 = 0, c2 = 0;
+        for (size_t j = 0; j < third; j += HV) {
+            const hvec v0 = half_load(h0 + j), v1 = half_load(h1 + j), v2 = half_load(h2 + j);
+            c0 = crc_hvec(c0, v0), c1 = crc_hvec(c1, v1), c2 = crc_hvec(c2, v2);
+            half_dec_vec(v0, x0 + j, bf16, stream), half_dec_vec(v1, x1 + j, bf16, stream), half_dec_vec(v2, x2 + j, bf16, stream);
+        }
+        const uint32_t shift = K(third_shift)(2 * third);
+        c = pz_crc32c_mul((uint32_t)c0, shift) ^ (uint32_t)c1;
+        c = pz_crc32c_mul(c, shift) ^ (uint32_t)c2;
+        i += 3 * third;
+    }
+    for (; i < n; i++) {
+        c = _mm_crc32_u16(c, h[i]);
+        x[i] = half_dec_one(h[i], bf16);
+    }
+    if (stream) _mm_sfence();
+    return ~c;
+#else
+    (void)stream;
+    if (bf16) K(bf16_to_f32)(h, n, x);
+    else K(f16_to_f32)(h, n, x);
+    return K(crc32c)(0, h, 2 * n);
+#endif
+}
+
+/* memcpy with non-temporal stores (aligned after a short head), for
+ * outputs that would only be evicted from the caches */
+static void K(copy_stream)(void *restrict dst, const void *restrict src, size_t n) {
+#ifdef PZ_USE_F16C
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+    size_t head = (32 - ((uintptr_t)d & 31)) & 31;
+    head = head < n ? head : n;
+    memcpy(d, s, head);
+    d += head, s += head, n -= head;
+    for (; n >= 32; n -= 32, d += 32, s += 32) _mm256_stream_si256((__m256i *)d, _mm256_loadu_si256((const __m256i *)s));
+    memcpy(d, s, n);
+    _mm_sfence();
+#else
+    memcpy(dst, src, n);
+#endif
 }
 
 static size_t K(select_ge)(const float *restrict x, size_t n, float t, int by_value, uint32_t *restrict idx,
@@ -397,4 +582,7 @@ static const pz_codec_kernels K(table) = {
     .select_ge = K(select_ge),
     .select_band = K(select_band),
     .crc32c = K(crc32c),
+    .half_encode = K(half_encode),
+    .half_decode = K(half_decode),
+    .copy_stream = K(copy_stream),
 };
