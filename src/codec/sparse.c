@@ -91,8 +91,11 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
          * equal windows, at a pseudo-random place in the window (addresses
          * only move forward, so the prefetcher follows; the jitter keeps a
          * periodic layout such as NCHW planes from aliasing) */
-        const int S = m >= 65536 ? 8192 : (int)(m / 8) & ~15;
-        float sample[8192], stmp[8192];
+        /* big tensors: a bigger sample narrows the band the exact selection
+         * works on (its width goes as 1/sqrt(S)); the sample lives in keys
+         * and tmp, free until the band needs them */
+        const int S = m >= (1 << 21) ? 32768 : m >= 65536 ? 8192 : (int)(m / 8) & ~15;
+        float *sample = keys, *stmp = tmp;
         /* 16 consecutive elements (one cache line) from each of S/16
          * windows: a few hundred lines read instead of thousands */
         const uint64_t win = (uint64_t)m / (S / 16);
@@ -396,7 +399,29 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
             uint8_t *direct_f32 = p->value_type == VAL_F32 && no_extra ? body + bits_bytes((uint64_t)n, 1) : NULL;
             enum { TCH = 4096 };
             int64_t un = 0, next = 0;
-            for (int64_t c0 = 0; c0 < n; c0 += TCH) {
+            if (no_extra && (U == 1 || m % 8 == 0)) {
+                /* every unit starts on a byte of the bitmap and keeps every
+                 * key >= its T: one pass writes bits and values */
+                float cval[TCH];
+                for (int64_t c0 = 0; c0 < n; c0 += TCH) {
+                    const int64_t c1 = n - c0 < TCH ? n : c0 + TCH;
+                    for (int64_t i = c0; i < c1;) {
+                        while ((un + 1) * m <= i) un++, next = 0;
+                        const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
+                        float *dst = direct_f32 ? (float *)(void *)(direct_f32 + 4 * (size_t)(un * kk + next)) : vals + un * kk + next;
+                        const int room = kk - next >= end - i;
+                        const size_t cn = k->select_ge_bits(x + i, (size_t)(end - i), ths[un].T, by_value, bitmap + i / 8, room ? dst : cval);
+                        if (next + (int64_t)cn > kk) {
+                            free(ths);
+                            return pz_fail(PZ_ERR_STATE, "top-k kept more than %lld in unit %lld (internal error)", (long long)kk, (long long)un);
+                        }
+                        if (!room) memcpy(dst, cval, sizeof(float) * cn);
+                        next += (int64_t)cn;
+                        i = end;
+                    }
+                }
+            }
+            for (int64_t c0 = 0; c0 < (no_extra && (U == 1 || m % 8 == 0) ? 0 : n); c0 += TCH) {
                 const int64_t c1 = n - c0 < TCH ? n : c0 + TCH;
                 uint8_t flags[TCH];
                 uint32_t cidx[TCH];

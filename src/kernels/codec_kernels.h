@@ -57,6 +57,10 @@ typedef struct {
     uint32_t (*half_decode)(const uint16_t *h, size_t n, float *x, int bf16, int stream);
     /* memcpy through non-temporal stores (the scalar build: memcpy) */
     void (*copy_stream)(void *dst, const void *src, size_t n);
+    /* bit i of bits (LSB first) = key(x[i]) >= t, (n + 7) / 8 bytes written
+     * (spare bits 0); the passing values, ascending, into vals (room for n
+     * needed); returns their count */
+    size_t (*select_ge_bits)(const float *x, size_t n, float t, int by_value, uint8_t *bits, float *vals);
 } pz_codec_kernels;
 
 const pz_codec_kernels *pz_codec_kernels_scalar(void);

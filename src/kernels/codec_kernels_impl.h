@@ -461,6 +461,17 @@ static void K(copy_stream)(void *restrict dst, const void *restrict src, size_t 
 #endif
 }
 
+#ifdef PZ_USE_AVX512
+/* the lanes of m, packed to the front of a register, then stored with a mask
+ * of as many lanes: the compress-to-memory instruction is microcoded and
+ * many times slower on some CPUs (AMD Zen 4) */
+static inline void compress_store(uint32_t *idx, float *vals, __mmask16 m, __m512i pos, __m512 v) {
+    const __mmask16 head = (__mmask16)((1u << __builtin_popcount(m)) - 1);
+    _mm512_mask_storeu_epi32(idx, head, _mm512_maskz_compress_epi32(m, pos));
+    _mm512_mask_storeu_ps(vals, head, _mm512_maskz_compress_ps(m, v));
+}
+#endif
+
 static size_t K(select_ge)(const float *restrict x, size_t n, float t, int by_value, uint32_t *restrict idx,
                           float *restrict vals) {
     size_t c = 0, i = 0;
@@ -473,8 +484,7 @@ static size_t K(select_ge)(const float *restrict x, size_t n, float t, int by_va
         const __m512 v = _mm512_loadu_ps(x + i);
         const __m512 key = by_value ? v : _mm512_abs_ps(v);
         const __mmask16 m = _mm512_cmp_ps_mask(key, vt, _CMP_GE_OQ);
-        _mm512_mask_compressstoreu_epi32(idx + c, m, pos);
-        _mm512_mask_compressstoreu_ps(vals + c, m, v);
+        compress_store(idx + c, vals + c, m, pos, v);
         c += (size_t)__builtin_popcount(m);
         pos = _mm512_add_epi32(pos, step);
     }
@@ -484,6 +494,51 @@ static size_t K(select_ge)(const float *restrict x, size_t n, float t, int by_va
         idx[c] = (uint32_t)i;
         vals[c] = x[i];
         c += (by_value ? x[i] : fabsf(x[i])) >= t;
+    }
+    return c;
+}
+
+/* TopK's bitmap pass: bit i of bits (LSB first) = key(x[i]) >= t, and
+ * the values that pass, in order, into vals; returns their count. Writes
+ * (n + 7) / 8 bytes of bits (the last byte's spare bits 0). One pass: the
+ * comparison's mask is the bitmap. */
+static size_t K(select_ge_bits)(const float *restrict x, size_t n, float t, int by_value, uint8_t *restrict bits,
+                               float *restrict vals) {
+    size_t c = 0, i = 0;
+#ifdef PZ_USE_AVX512
+    const __m512 vt = _mm512_set1_ps(t);
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        const __m512 key = by_value ? v : _mm512_abs_ps(v);
+        const __mmask16 m = _mm512_cmp_ps_mask(key, vt, _CMP_GE_OQ);
+        const uint16_t mb = (uint16_t)m;
+        memcpy(bits + i / 8, &mb, 2);
+        _mm512_mask_storeu_ps(vals + c, (__mmask16)((1u << __builtin_popcount(m)) - 1), _mm512_maskz_compress_ps(m, v));
+        c += (size_t)__builtin_popcount(m);
+    }
+#elif defined(PZ_USE_F16C)
+    const __m256 vt = _mm256_set1_ps(t), sign = _mm256_set1_ps(-0.0f);
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 key = by_value ? v : _mm256_andnot_ps(sign, v);
+        const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(key, vt, _CMP_GE_OQ));
+        bits[i / 8] = (uint8_t)m;
+        for (int j = 0; j < 8; j++) { /* branch-free compaction */
+            vals[c] = x[i + j];
+            c += (m >> j) & 1u;
+        }
+    }
+#endif
+    for (; i < n; i += 8) {
+        unsigned byte = 0;
+        const size_t e = i + 8 < n ? i + 8 : n;
+        for (size_t j = i; j < e; j++) {
+            const unsigned pass = (by_value ? x[j] : fabsf(x[j])) >= t;
+            byte |= pass << (j - i);
+            vals[c] = x[j];
+            c += pass;
+        }
+        bits[i / 8] = (uint8_t)byte;
     }
     return c;
 }
@@ -501,8 +556,7 @@ static size_t K(select_band)(const float *restrict x, size_t n, float lo, float 
         const __mmask16 mh = _mm512_cmp_ps_mask(key, vhi, _CMP_GE_OQ);
         const __mmask16 mb = _mm512_cmp_ps_mask(key, vlo, _CMP_GE_OQ) & (__mmask16)~mh;
         above += (size_t)__builtin_popcount(mh);
-        _mm512_mask_compressstoreu_epi32(idx + c, mb, pos);
-        _mm512_mask_compressstoreu_ps(vals + c, mb, v);
+        compress_store(idx + c, vals + c, mb, pos, v);
         c += (size_t)__builtin_popcount(mb);
         pos = _mm512_add_epi32(pos, step);
     }
@@ -585,4 +639,5 @@ static const pz_codec_kernels K(table) = {
     .half_encode = K(half_encode),
     .half_decode = K(half_decode),
     .copy_stream = K(copy_stream),
+    .select_ge_bits = K(select_ge_bits),
 };

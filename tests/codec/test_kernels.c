@@ -110,6 +110,14 @@ static void compare(const pz_codec_kernels *ref, const pz_codec_kernels *k) {
             for (int bv = 0; bv < 2; bv++) {
                 const size_t na = ref->select_ge(x, n, 2.0f, bv, ia, va), nb = k->select_ge(x, n, 2.0f, bv, ib, vb);
                 NOTE(na != nb || !same_bits(ia, ib, 4 * na) || !same_bits(va, vb, 4 * na), "select_ge");
+                /* the bitmap form: bit i set exactly at the positions select_ge
+                 * names, the same values, spare bits of the last byte 0 */
+                memset(pb, 0xA5, (n + 7) / 8 + 2);
+                const size_t nbits = k->select_ge_bits(x, n, 2.0f, bv, pb, vb);
+                memset(pa, 0, (n + 7) / 8 + 2);
+                for (size_t j = 0; j < na; j++) pa[ia[j] / 8] |= (uint8_t)(1u << (ia[j] % 8));
+                NOTE(nbits != na || !same_bits(pa, pb, (n + 7) / 8) || !same_bits(va, vb, 4 * na) || pb[(n + 7) / 8] != 0xA5,
+                     "select_ge_bits");
             }
             NOTE(ref->crc32c(0, x, 4 * n) != k->crc32c(0, x, 4 * n), "crc32c");
             if (bad) {
