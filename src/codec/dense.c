@@ -240,6 +240,11 @@ pz_status dense_decode(const frame_header *h, const pz_codec_kernels *k, const u
 #pragma omp parallel for schedule(static) reduction(| : bad) if (n > PARALLEL_MIN)
     for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
         const int64_t c1 = n - c0 < CHUNK ? n : c0 + CHUNK;
+        if (u->U == 1 && !sym && (b == 1 || b == 2 || b == 4 || b == 8)) {
+            /* one unit, every code valid: unpack and dequantize together */
+            k->dequant_packed(codes_in + (size_t)(c0 / 8) * b, (size_t)(c1 - c0), b, dlo[0], dstep[0], x + c0);
+            continue;
+        }
         uint8_t codes[CHUNK];
         bits_read(k, codes_in + (size_t)(c0 / 8) * b, (size_t)(c1 - c0), b, codes);
         uint8_t mx = 0;

@@ -61,6 +61,9 @@ typedef struct {
      * (spare bits 0); the passing values, ascending, into vals (room for n
      * needed); returns their count */
     size_t (*select_ge_bits)(const float *x, size_t n, float t, int by_value, uint8_t *bits, float *vals);
+    /* x = lo + code * step for n codes of b = 1, 2, 4 or 8 bits as pack
+     * writes them: unpack and dequant in one pass */
+    void (*dequant_packed)(const uint8_t *in, size_t n, int b, float lo, float step, float *x);
 } pz_codec_kernels;
 
 const pz_codec_kernels *pz_codec_kernels_scalar(void);

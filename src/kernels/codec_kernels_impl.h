@@ -142,6 +142,55 @@ static void K(dequant)(const uint8_t *restrict codes, size_t n, float lo, float 
     for (size_t i = 0; i < n; i++) x[i] = lo + (float)codes[i] * step;
 }
 
+/* x[j] = lo + code_j * step for n codes of b = 1, 2, 4 or 8 bits packed LSB
+ * first in `in` (as pack writes them): unpack and dequantize in one pass,
+ * the same floats as unpack followed by dequant */
+static void K(dequant_packed)(const uint8_t *restrict in, size_t n, int b, float lo, float step, float *restrict x) {
+    size_t j = 0;
+    const unsigned mask = (1u << b) - 1;
+#ifdef PZ_USE_AVX512
+    {
+        /* 16 codes (2b bytes): each byte copied to the lanes of its codes,
+         * each lane shifted to its code */
+        const int per = 8 / b; /* codes per byte */
+        uint8_t rep[16];
+        uint32_t sh[16];
+        for (int l = 0; l < 16; l++) rep[l] = (uint8_t)(l / per), sh[l] = (uint32_t)((l % per) * b);
+        const __m128i vrep = _mm_loadu_si128((const __m128i *)rep);
+        const __m512i vsh = _mm512_loadu_si512(sh), vmask = _mm512_set1_epi32((int)mask);
+        const __m512 vlo = _mm512_set1_ps(lo), vstep = _mm512_set1_ps(step);
+        /* a 16-byte load for 8 bits, else 8 bytes (while 64 codes remain, so
+         * that all 8 exist) */
+        const size_t need = b == 8 ? 16 : 64;
+        for (; j + need <= n; j += 16) {
+            const __m128i v = b == 8 ? _mm_loadu_si128((const __m128i *)(in + j)) : _mm_loadl_epi64((const __m128i *)(in + j * b / 8));
+            const __m512i d = _mm512_and_si512(_mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(v, vrep)), vsh), vmask);
+            _mm512_storeu_ps(x + j, _mm512_add_ps(vlo, _mm512_mul_ps(_mm512_cvtepi32_ps(d), vstep)));
+        }
+    }
+#elif defined(PZ_USE_F16C)
+    {
+        const int per = 8 / b;
+        uint8_t rep[16] = {0};
+        uint32_t sh[8];
+        for (int l = 0; l < 8; l++) rep[l] = (uint8_t)(l / per), sh[l] = (uint32_t)((l % per) * b);
+        const __m128i vrep = _mm_loadu_si128((const __m128i *)rep);
+        const __m256i vsh = _mm256_loadu_si256((const __m256i *)sh), vmask = _mm256_set1_epi32((int)mask);
+        const __m256 vlo = _mm256_set1_ps(lo), vstep = _mm256_set1_ps(step);
+        const size_t need = 64 / (size_t)b; /* an 8-byte load: 8 bytes of codes remain */
+        for (; j + need <= n && j + 8 <= n; j += 8) {
+            const __m128i v = _mm_loadl_epi64((const __m128i *)(in + j * b / 8));
+            const __m256i d = _mm256_and_si256(_mm256_srlv_epi32(_mm256_cvtepu8_epi32(_mm_shuffle_epi8(v, vrep)), vsh), vmask);
+            _mm256_storeu_ps(x + j, _mm256_add_ps(vlo, _mm256_mul_ps(_mm256_cvtepi32_ps(d), vstep)));
+        }
+    }
+#endif
+    for (; j < n; j++) {
+        const unsigned code = (in[j * b / 8] >> ((j * b) & 7)) & mask;
+        x[j] = lo + (float)code * step;
+    }
+}
+
 static void K(pack)(const uint8_t *restrict codes, size_t n, int b, uint8_t *restrict out) {
     /* byte-wise forms for 1, 2, 4 and 8 bits vectorise; 8 codes of any b
      * bits make exactly b bytes */
@@ -640,4 +689,5 @@ static const pz_codec_kernels K(table) = {
     .half_decode = K(half_decode),
     .copy_stream = K(copy_stream),
     .select_ge_bits = K(select_ge_bits),
+    .dequant_packed = K(dequant_packed),
 };

@@ -70,6 +70,10 @@ static void compare(const pz_codec_kernels *ref, const pz_codec_kernels *k) {
                 ref->dequant(ca, n, -1.0f, 0.37f, ya);
                 k->dequant(ca, n, -1.0f, 0.37f, yb);
                 NOTE(!same_bits(ya, yb, 4 * n), "dequant");
+                if (8 % b == 0) { /* unpack + dequant in one pass: the same floats */
+                    k->dequant_packed(pa, n8, b, -1.0f, 0.37f, yb);
+                    NOTE(!same_bits(ya, yb, 4 * n8), "dequant_packed");
+                }
             }
             for (int bv = 0; bv < 2; bv++) {
                 ref->ge_flags(x, n, 1.5f, bv, ca);
