@@ -116,6 +116,44 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
              * and a second pass takes everything at or above it */
             const float t_lo = radix_select_desc(sample, S, (int64_t)(r + margin), stmp);
             const float t_hi = r - margin >= 0 ? radix_select_desc(sample, S, (int64_t)(r - margin), stmp) : INFINITY;
+            if (!th && t_lo > -INFINITY) {
+                /* a list is wanted: one pass takes every candidate (key >=
+                 * t_lo), the exact threshold comes from the band among
+                 * them, and the candidates are trimmed in place (no second
+                 * pass over x) */
+                c = (int64_t)k->select_ge(x, (size_t)m, t_lo, by_value, idx, vals);
+                /* the band [t_lo, t_hi) among the candidates: its values
+                 * into keys (positions into tmp, unused) */
+                uint32_t *pos = (uint32_t *)(void *)tmp;
+                size_t above_sz = 0;
+                const int64_t nb = (int64_t)k->select_band(vals, (size_t)c, t_lo, t_hi, by_value, &above_sz, pos, keys);
+                const int64_t above = (int64_t)above_sz;
+                if (above < kk && above + nb >= kk) {
+                    if (!by_value)
+                        for (int64_t j = 0; j < nb; j++) keys[j] = fabsf(keys[j]);
+                    const float T = radix_select_desc(keys, nb, kk - 1 - above, tmp);
+                    int64_t greater = above, equal = 0;
+                    for (int64_t j = 0; j < nb; j++) greater += keys[j] > T, equal += keys[j] == T;
+                    int64_t ties = kk - greater, out = 0;
+                    if (ties == equal) { /* every key >= T is kept: one more vector pass */
+                        out = (int64_t)k->select_ge(vals, (size_t)c, T, by_value, pos, keys);
+                        for (int64_t o = 0; o < out && out == kk; o++) idx[o] = idx[pos[o]]; /* pos[o] >= o: in place */
+                        if (out == kk) memcpy(vals, keys, sizeof(float) * (size_t)kk);
+                    } else {
+                        for (int64_t j = 0; j < c; j++) { /* ties: the lower index first */
+                            const float key = by_value ? vals[j] : fabsf(vals[j]);
+                            const int64_t eq = key == T, keep = (key > T) | (eq & (ties > 0));
+                            idx[out] = idx[j], vals[out] = vals[j];
+                            out += keep;
+                            ties -= eq & keep;
+                        }
+                    }
+                    if (out != kk) return pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
+                    return PZ_OK;
+                }
+                if (c < kk) c = 0; /* the sample misjudged: all of x below */
+                goto candidates;
+            }
             size_t n_hi = 0;
             const int64_t band = t_lo > -INFINITY ? (int64_t)k->select_band(x, (size_t)m, t_lo, t_hi, by_value, &n_hi, idx, vals) : 0;
             if (t_lo > -INFINITY && (int64_t)n_hi < kk && (int64_t)n_hi + band >= kk) {
@@ -151,6 +189,7 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
             }
         }
     }
+candidates:
     if (c == 0) {
         for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i, vals[i] = x[i];
         c = m;

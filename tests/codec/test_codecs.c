@@ -223,6 +223,37 @@ static void test_topk(void) {
         }
         free(x), free(y), free(mag);
     }
+    { /* one unit of over 2^21 elements (the larger threshold sample), a
+       * smooth distribution and a 5-level one (ties at the k-th largest) */
+        const int64_t m = 2200003, shape1[] = {1, m};
+        float *x = malloc(sizeof(float) * m), *y = malloc(sizeof(float) * m), *mag = malloc(sizeof(float) * m);
+        for (int levels = 0; levels < 2; levels++) {
+            fill_gradient_like(x, m, 31);
+            if (levels)
+                for (int64_t i = 0; i < m; i++) x[i] = (float)((int)(fabsf(x[i]) * 7.0f) % 5) - 2.0f;
+            for (int64_t i = 0; i < m; i++) mag[i] = fabsf(x[i]);
+            qsort(mag, (size_t)m, sizeof(float), cmp_desc);
+            const double fr[] = {0.01, 0.07, 0.1, 0.3};
+            for (int f = 0; f < 4; f++) {
+                char spec[48];
+                snprintf(spec, sizeof spec, "topk:%g,per=tensor", fr[f]);
+                roundtrip(spec, x, 2, shape1, y, NULL);
+                const int64_t k = (int64_t)floor(fr[f] * m + 1e-9);
+                const float kth = mag[k - 1];
+                int64_t kept = 0, need_ties = k, ok = 1;
+                for (int64_t i = 0; i < m; i++) need_ties -= fabsf(x[i]) > kth;
+                for (int64_t i = 0; i < m; i++) { /* above kth: kept; at kth: the first need_ties; below: dropped */
+                    const float a = fabsf(x[i]);
+                    const int want = a > kth || (a == kth && need_ties-- > 0);
+                    ok &= want ? y[i] == x[i] : y[i] == 0.0f;
+                    kept += want;
+                }
+                CHECK(ok && kept == k, "%s on %lld elements (%s): exactly the k largest, ties to the lower index", spec, (long long)m,
+                      levels ? "5 levels" : "smooth");
+            }
+        }
+        free(x), free(y), free(mag);
+    }
     { /* many ties on large units (the sampled-threshold paths): values on
        * 5 levels, so the k-th largest is shared by thousands */
         const int64_t m = 50000, shape2[] = {2, m};
