@@ -71,6 +71,21 @@ static float radix_select_desc(const float *keys, int64_t c, int64_t r, float *t
     return f;
 }
 
+/* Keep, in place and in order, the candidates whose key beats T and the
+ * first `ties` whose key equals it (ties: the lower index first); returns
+ * how many were kept. Branch-free. */
+static int64_t keep_above(uint32_t *idx, float *vals, int64_t c, float T, int64_t ties, int by_value) {
+    int64_t out = 0;
+    for (int64_t j = 0; j < c; j++) {
+        const float key = by_value ? vals[j] : fabsf(vals[j]);
+        const int64_t eq = key == T, keep = (key > T) | (eq & (ties > 0));
+        idx[out] = idx[j], vals[out] = vals[j];
+        out += keep;
+        ties -= eq & keep;
+    }
+    return out;
+}
+
 pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
                          uint32_t *idx, float *vals, float *keys, float *tmp) {
     return topk_select(k, x, m, kk, by_value, idx, vals, keys, tmp, NULL);
@@ -134,19 +149,14 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
                     const float T = radix_select_desc(keys, nb, kk - 1 - above, tmp);
                     int64_t greater = above, equal = 0;
                     for (int64_t j = 0; j < nb; j++) greater += keys[j] > T, equal += keys[j] == T;
-                    int64_t ties = kk - greater, out = 0;
+                    const int64_t ties = kk - greater;
+                    int64_t out = 0;
                     if (ties == equal) { /* every key >= T is kept: one more vector pass */
                         out = (int64_t)k->select_ge(vals, (size_t)c, T, by_value, pos, keys);
                         for (int64_t o = 0; o < out && out == kk; o++) idx[o] = idx[pos[o]]; /* pos[o] >= o: in place */
                         if (out == kk) memcpy(vals, keys, sizeof(float) * (size_t)kk);
                     } else {
-                        for (int64_t j = 0; j < c; j++) { /* ties: the lower index first */
-                            const float key = by_value ? vals[j] : fabsf(vals[j]);
-                            const int64_t eq = key == T, keep = (key > T) | (eq & (ties > 0));
-                            idx[out] = idx[j], vals[out] = vals[j];
-                            out += keep;
-                            ties -= eq & keep;
-                        }
+                        out = keep_above(idx, vals, c, T, ties, by_value);
                     }
                     if (out != kk) return pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
                     return PZ_OK;
@@ -168,14 +178,7 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
                 }
                 const int64_t c2 = (int64_t)k->select_ge(x, (size_t)m, T, by_value, idx, vals);
                 if (c2 == kk) return PZ_OK; /* no ties beyond k: nothing to drop */
-                int64_t out = 0;
-                for (int64_t j = 0; j < c2; j++) { /* drop the ties beyond the first `ties` (lower index first) */
-                    const float key = by_value ? vals[j] : fabsf(vals[j]);
-                    const int64_t eq = key == T, keep = (key > T) | (eq & (ties > 0));
-                    idx[out] = idx[j], vals[out] = vals[j];
-                    out += keep;
-                    ties -= eq & keep;
-                }
+                const int64_t out = keep_above(idx, vals, c2, T, ties, by_value);
                 if (out != kk) return pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
                 return PZ_OK;
             }
@@ -438,29 +441,10 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
             uint8_t *direct_f32 = p->value_type == VAL_F32 && no_extra ? body + bits_bytes((uint64_t)n, 1) : NULL;
             enum { TCH = 4096 };
             int64_t un = 0, next = 0;
-            if (no_extra && (U == 1 || m % 8 == 0)) {
-                /* every unit starts on a byte of the bitmap and keeps every
-                 * key >= its T: one pass writes bits and values */
-                float cval[TCH];
-                for (int64_t c0 = 0; c0 < n; c0 += TCH) {
-                    const int64_t c1 = n - c0 < TCH ? n : c0 + TCH;
-                    for (int64_t i = c0; i < c1;) {
-                        while ((un + 1) * m <= i) un++, next = 0;
-                        const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
-                        float *dst = direct_f32 ? (float *)(void *)(direct_f32 + 4 * (size_t)(un * kk + next)) : vals + un * kk + next;
-                        const int room = kk - next >= end - i;
-                        const size_t cn = k->select_ge_bits(x + i, (size_t)(end - i), ths[un].T, by_value, bitmap + i / 8, room ? dst : cval);
-                        if (next + (int64_t)cn > kk) {
-                            free(ths);
-                            return pz_fail(PZ_ERR_STATE, "top-k kept more than %lld in unit %lld (internal error)", (long long)kk, (long long)un);
-                        }
-                        if (!room) memcpy(dst, cval, sizeof(float) * cn);
-                        next += (int64_t)cn;
-                        i = end;
-                    }
-                }
-            }
-            for (int64_t c0 = 0; c0 < (no_extra && (U == 1 || m % 8 == 0) ? 0 : n); c0 += TCH) {
+            /* every unit starts on a byte of the bitmap and keeps every key
+             * >= its T: one pass writes bits and values (no flags) */
+            const int fused = no_extra && (U == 1 || m % 8 == 0);
+            for (int64_t c0 = 0; c0 < n; c0 += TCH) {
                 const int64_t c1 = n - c0 < TCH ? n : c0 + TCH;
                 uint8_t flags[TCH];
                 uint32_t cidx[TCH];
@@ -470,12 +454,17 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
                     const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
                     const float T = ths[un].T;
                     if (ths[un].extra == 0) { /* every key >= T is kept: flags and values straight */
-                        k->ge_flags(x + i, (size_t)(end - i), T, by_value, flags + (i - c0));
                         /* values compress straight into their place (the frame's
                          * fp32 section, else vals) when the room is certain */
                         float *dst = direct_f32 ? (float *)(void *)(direct_f32 + 4 * (size_t)(un * kk + next)) : vals + un * kk + next;
                         const int room = kk - next >= end - i;
-                        const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, room ? dst : cval);
+                        size_t cn;
+                        if (fused) {
+                            cn = k->select_ge_bits(x + i, (size_t)(end - i), T, by_value, bitmap + i / 8, room ? dst : cval);
+                        } else {
+                            k->ge_flags(x + i, (size_t)(end - i), T, by_value, flags + (i - c0));
+                            cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, room ? dst : cval);
+                        }
                         if (next + (int64_t)cn > kk) {
                             free(ths);
                             return pz_fail(PZ_ERR_STATE, "top-k kept more than %lld in unit %lld (internal error)", (long long)kk, (long long)un);
@@ -503,7 +492,7 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
                     }
                     i = end;
                 }
-                bits_write(k, bitmap + c0 / 8, flags, (size_t)(c1 - c0), 1);
+                if (!fused) bits_write(k, bitmap + c0 / 8, flags, (size_t)(c1 - c0), 1);
             }
             free(ths);
             uint8_t *o = body + bits_bytes((uint64_t)n, 1);
