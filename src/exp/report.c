@@ -134,7 +134,16 @@ static pz_status plot(const char *path, const char *title, const char *xlabel, c
     if (y1 - y0 < 1e-12) y0 -= 0.05, y1 += 0.05;
     const double padx = (x1 - x0) * 0.04, pady = (y1 - y0) * 0.06;
     x0 -= padx, x1 += padx, y0 -= pady, y1 += pady;
-    const int W = 760, H = 440, L = 70, R = 230, T = 40, B = 55, pw = W - L - R, ph = H - T - B;
+    /* the legend's column as wide as its longest label (about 7 px a
+     * character at 12 px), the picture as tall as the legend */
+    size_t longest = 0;
+    int integral_x = !logx;
+    for (int i = 0; i < ns; i++) {
+        longest = strlen(s[i].label) > longest ? strlen(s[i].label) : longest;
+        for (int j = 0; j < s[i].n; j++) integral_x &= !isfinite(s[i].x[j]) || s[i].x[j] == floor(s[i].x[j]);
+    }
+    const int L = 70, T = 40, B = 55, pw = 460, ph = 345, R = 50 + 7 * (int)(longest > 26 ? longest : 26);
+    const int W = L + pw + R, H = T + ph + B > T + 16 * ns + 28 ? T + ph + B : T + 16 * ns + 28;
     FILE *f = fopen(path, "w");
     if (!f) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
@@ -146,7 +155,9 @@ static pz_status plot(const char *path, const char *title, const char *xlabel, c
 #define PX(v) (L + ((v) - x0) / (x1 - x0) * pw)
 #define PY(v) (T + ph - ((v) - y0) / (y1 - y0) * ph)
     /* grid and ticks */
-    const double sx = logx ? log10(2.0) : nice_step(x1 - x0), sy = nice_step(y1 - y0);
+    double sx = logx ? log10(2.0) : nice_step(x1 - x0);
+    if (integral_x && sx < 1) sx = 1; /* epochs: whole ticks */
+    const double sy = nice_step(y1 - y0);
     /* log axes tick at powers of two (bits per element: 1, 2, 4, ... 32) */
     for (double v = ceil(x0 / sx) * sx; v <= x1 + 1e-9; v += sx) {
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>\n", PX(v), T, PX(v), T + ph);
@@ -158,7 +169,7 @@ static pz_status plot(const char *path, const char *title, const char *xlabel, c
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", L - 6, PY(v) + 4, fabs(v) < 1e-12 ? 0.0 : v);
     }
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"black\"/>\n", L, T, pw, ph);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", L + pw / 2, H - 14);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", L + pw / 2, T + ph + B - 14);
     xml_text(f, xlabel);
     fprintf(f, "%s</text>\n<text transform=\"translate(18,%d) rotate(-90)\" text-anchor=\"middle\">", logx ? " (log scale)" : "", T + ph / 2);
     xml_text(f, ylabel);
@@ -179,7 +190,6 @@ static pz_status plot(const char *path, const char *title, const char *xlabel, c
                     s[i].points_only ? "4" : "2.2", c);
         }
         const int ly = T + 8 + 16 * i;
-        if (ly > H - 20) continue;
         if (s[i].points_only) fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"%s\"/>\n", L + pw + 22, ly, c);
         else
             fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", L + pw + 12, ly, L + pw + 32, ly, c,
