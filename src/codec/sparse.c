@@ -435,10 +435,13 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
             uint8_t *bitmap = body;
             const size_t vbytes = value_bytes(p->value_type, h->value_bits, U, U * kk);
             /* fp32 values without ties beyond k go straight into the frame
-             * (the section may start at any byte: unaligned stores) */
+             * when their section starts on a float's alignment (the bitmap
+             * before it has any number of bytes) */
             int no_extra = 1;
             for (int64_t u2 = 0; u2 < U; u2++) no_extra &= ths[u2].extra == 0;
-            uint8_t *direct_f32 = p->value_type == VAL_F32 && no_extra ? body + bits_bytes((uint64_t)n, 1) : NULL;
+            uint8_t *direct_f32 = p->value_type == VAL_F32 && no_extra && ((uintptr_t)(body + bits_bytes((uint64_t)n, 1)) & 3) == 0
+                                      ? body + bits_bytes((uint64_t)n, 1)
+                                      : NULL; /* only where floats may be stored: else through vals */
             enum { TCH = 4096 };
             int64_t un = 0, next = 0;
             /* every unit starts on a byte of the bitmap and keeps every key
