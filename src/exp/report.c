@@ -158,8 +158,21 @@ static pz_status plot(const char *path, const char *title, const char *xlabel, c
     double sx = logx ? log10(2.0) : nice_step(x1 - x0);
     if (integral_x && sx < 1) sx = 1; /* epochs: whole ticks */
     const double sy = nice_step(y1 - y0);
-    /* log axes tick at powers of two (bits per element: 1, 2, 4, ... 32) */
-    for (double v = ceil(x0 / sx) * sx; v <= x1 + 1e-9; v += sx) {
+    /* log axes tick at powers of two (logx 1: bits per element 1, 2, 4, ...
+     * 32) or at 1, 2, 5 per decade (logx 2: seconds) */
+    double ticks[64];
+    int nt = 0;
+    if (logx == 2) {
+        for (double d = floor(x0); d <= ceil(x1) && nt < 60; d += 1)
+            for (int m = 0; m < 3; m++) {
+                const double v = d + log10(m == 0 ? 1.0 : m == 1 ? 2.0 : 5.0);
+                if (v >= x0 - 1e-9 && v <= x1 + 1e-9) ticks[nt++] = v;
+            }
+    } else {
+        for (double v = ceil(x0 / sx) * sx; v <= x1 + 1e-9 && nt < 64; v += sx) ticks[nt++] = v;
+    }
+    for (int i = 0; i < nt; i++) {
+        const double v = ticks[i];
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>\n", PX(v), T, PX(v), T + ph);
         const double lab = logx ? pow(10, v) : v;
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.4g</text>\n", PX(v), T + ph + 16, fabs(lab) < 1e-12 ? 0.0 : lab);
@@ -175,9 +188,13 @@ static pz_status plot(const char *path, const char *title, const char *xlabel, c
     xml_text(f, ylabel);
     fputs("</text>\n", f);
     for (int i = 0; i < ns; i++) {
-        const char *c = palette[(s[i].color ? s[i].color - 1 : i) % 10];
+        const int ci = s[i].color ? s[i].color - 1 : i;
+        const char *c = palette[ci % 10];
+        /* past the palette's ten colours, other dash patterns tell runs apart */
+        const char *dash = (ci / 10) % 2 ? (s[i].dashed ? " stroke-dasharray=\"2,2\"" : " stroke-dasharray=\"9,2,2,2\"")
+                                         : (s[i].dashed ? " stroke-dasharray=\"5,3\"" : "");
         if (!s[i].points_only) {
-            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", c, s[i].dashed ? " stroke-dasharray=\"5,3\"" : "");
+            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", c, dash);
             for (int j = 0; j < s[i].n; j++) {
                 if (!isfinite(s[i].x[j]) || !isfinite(s[i].y[j]) || (logx && s[i].x[j] <= 0)) continue;
                 fprintf(f, "%.1f,%.1f ", PX(logx ? log10(s[i].x[j]) : s[i].x[j]), PY(s[i].y[j]));
@@ -193,7 +210,7 @@ static pz_status plot(const char *path, const char *title, const char *xlabel, c
         if (s[i].points_only) fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"%s\"/>\n", L + pw + 22, ly, c);
         else
             fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", L + pw + 12, ly, L + pw + 32, ly, c,
-                    s[i].dashed ? " stroke-dasharray=\"5,3\"" : "");
+                    dash);
         fprintf(f, "<text x=\"%d\" y=\"%d\">", L + pw + 38, ly + 4);
         xml_text(f, s[i].label);
         fputs("</text>\n", f);
@@ -359,7 +376,7 @@ pz_status pz_sweep_report(const char *dir) {
     /* plots */
     series *s = pz_calloc(64, sizeof *s);
     int ns = 0;
-    for (int r = 0; r < t->nrow && ns + 2 <= 20; r++) { /* accuracy per epoch */
+    for (int r = 0; r < t->nrow && ns + 2 <= 64; r++) { /* accuracy per epoch */
         snprintf(path, sizeof path, "%s/runs/%s/epochs.jsonl", dir, cell(t, r, "id"));
         char *text = pz_slurp(path);
         if (!text) continue;
@@ -428,7 +445,7 @@ pz_status pz_sweep_report(const char *dir) {
     if (!st) st = plot(path, "Relative compression error against bits per element", "bits per element", "||x_hat - x|| / ||x||", s, ns, 1);
     /* accuracy against emulated time */
     ns = 0;
-    for (int r = 0; r < t->nrow && ns < 20; r++) {
+    for (int r = 0; r < t->nrow && ns < 64; r++) {
         snprintf(path, sizeof path, "%s/runs/%s/epochs.jsonl", dir, cell(t, r, "id"));
         char *text = pz_slurp(path);
         if (!text) continue;
@@ -446,7 +463,14 @@ pz_status pz_sweep_report(const char *dir) {
         free(text);
     }
     snprintf(path, sizeof path, "%s/plots/accuracy_vs_time.svg", dir);
-    if (!st) st = plot(path, "Test accuracy against training time on the (emulated) link", "seconds (virtual clock)", "test accuracy, %", s, ns, 0);
+    /* times spanning orders of magnitude (links of 10 Mbit/s to 1 Gbit/s): a log axis */
+    double tmin = INFINITY, tmax = 0;
+    for (int i = 0; i < ns; i++)
+        for (int j = 0; j < s[i].n; j++)
+            if (s[i].x[j] > 0) tmin = fmin(tmin, s[i].x[j]), tmax = fmax(tmax, s[i].x[j]);
+    if (!st)
+        st = plot(path, "Test accuracy against training time on the (emulated) link", "seconds (virtual clock)", "test accuracy, %", s, ns,
+                  tmax > 20 * tmin ? 2 : 0);
     free(s);
     fputs("\n![accuracy per epoch](plots/accuracy_per_epoch.svg)\n![accuracy vs bits](plots/accuracy_vs_bits.svg)\n"
           "![error vs bits](plots/error_vs_bits.svg)\n![accuracy vs time](plots/accuracy_vs_time.svg)\n",
