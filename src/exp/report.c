@@ -371,7 +371,10 @@ pz_status pz_sweep_report(const char *dir) {
         fputs(" |\n", f);
     }
     const double target = t->nrow ? num(t, 0, "target_accuracy") : NAN;
-    if (!isnan(target)) fprintf(f, "\nTarget accuracy for the time and traffic columns: %.2f%%.\n", 100 * target);
+    const char *ti = pz_ini_get(&ini, "sweep", "target-inference");
+    if (!isnan(target))
+        fprintf(f, "\nTarget accuracy for the time and traffic columns: %.2f%%, %s.\n", 100 * target,
+                ti && !strcmp(ti, "compressed") ? "inference through the compressed boundaries" : "plain inference");
 
     /* plots */
     series *s = pz_calloc(64, sizeof *s);

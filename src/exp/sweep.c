@@ -48,7 +48,7 @@ typedef struct {
     int npts;
 } plan;
 
-static const char *sweep_keys[] = {"name", "description", "target", "rows", "cols", "jobs", "threads", NULL};
+static const char *sweep_keys[] = {"name", "description", "target", "target-inference", "rows", "cols", "jobs", "threads", NULL};
 
 static void kv_set(kv *list, int *n, const char *key, const char *value) {
     for (int i = 0; i < *n; i++)
@@ -146,8 +146,10 @@ static pz_status plan_load(plan *pl, const char *path, const char *variant, pz_o
                     int ok = 0;
                     for (const char **k = sweep_keys; *k; k++) ok |= !strcmp(*k, e->key);
                     if (!ok)
-                        return pz_fail(PZ_ERR_ARG, "%s:%d: unknown key '%s' in [sweep] (expected name, description, target, rows, cols, jobs, threads)",
+                        return pz_fail(PZ_ERR_ARG, "%s:%d: unknown key '%s' in [sweep] (expected name, description, target, target-inference, rows, cols, jobs, threads)",
                                        path, e->line, e->key);
+                    if (!strcmp(e->key, "target-inference") && strcmp(e->value, "plain") && strcmp(e->value, "compressed"))
+                        return pz_fail(PZ_ERR_ARG, "%s:%d: target-inference = %s (expected plain or compressed)", path, e->line, e->value);
                 } else if (!is_opt) {
                     return pz_fail(PZ_ERR_ARG, "%s:%d: unknown section [%s] (expected sweep, base, grid, quick, full, quick.grid, full.grid)",
                                    path, e->line, s);
@@ -379,7 +381,7 @@ typedef struct {
     double epochs, final_acc, best_acc, final_cacc, best_cacc, fwd_bytes, bwd_bytes, fp32_bytes, wall, emulated;
     double fwd_bits, bwd_bits, fwd_err, bwd_err, fwd_ratio, bwd_ratio;
     int n_ep;
-    double ep_acc[512], ep_time[512], ep_emu[512], ep_bytes[512];
+    double ep_acc[512], ep_cacc[512], ep_time[512], ep_emu[512], ep_bytes[512];
 } run_result;
 
 static void read_run(const char *dir, run_result *r) {
@@ -427,6 +429,7 @@ static void read_run(const char *dir, run_result *r) {
             if (r->n_ep >= 512) break;
             const int e = r->n_ep++;
             r->ep_acc[e] = pz_json_num(line, "test_accuracy", &v) ? v : nan;
+            r->ep_cacc[e] = pz_json_num(line, "test_accuracy_compressed", &v) && v >= 0 ? v : r->ep_acc[e];
             r->ep_time[e] = pz_json_num(line, "time", &v) ? v : nan;
             r->ep_emu[e] = pz_json_num(line, "emulated_time", &v) ? v : r->ep_time[e];
             double fb = 0, bb = 0;
@@ -483,6 +486,16 @@ pz_status pz_sweep_collect(const char *dir) {
     /* the target accuracy */
     const char *ts = pz_ini_get(&pl.ini, "sweep", "target");
     double target = NAN;
+    /* which test accuracy the target is checked against: plain inference
+     * (Paper A's convergence) or through the compressed boundaries (Paper B
+     * evaluates with compression) */
+    const char *ti = pz_ini_get(&pl.ini, "sweep", "target-inference");
+    const int via_compressed = ti && !strcmp(ti, "compressed");
+    if (ti && !via_compressed && strcmp(ti, "plain")) {
+        free(rr);
+        plan_free(&pl);
+        return pz_fail(PZ_ERR_ARG, "%s: target-inference = %s (expected plain or compressed)", path, ti);
+    }
     if (ts && !strncmp(ts, "uncompressed", 12)) {
         const double minus = ts[12] == '-' ? atof(ts + 13) : 0.0;
         double best = -1;
@@ -531,7 +544,7 @@ pz_status pz_sweep_collect(const char *dir) {
         for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) fputc(',', f), csv_num(f, vals[i]);
         int hit = -1;
         for (int e = 0; e < r->n_ep && !isnan(target); e++)
-            if (r->ep_acc[e] >= target) {
+            if ((via_compressed ? r->ep_cacc[e] : r->ep_acc[e]) >= target) {
                 hit = e;
                 break;
             }

@@ -5,7 +5,9 @@
  * The configuration (INI, strict: unknown sections and keys are errors):
  *   [sweep]  name, description, target (an accuracy, or "uncompressed-0.005":
  *            the best final accuracy of the runs with fwd = bwd = none, minus
- *            half a point), rows, cols (grid keys for the report's tables),
+ *            half a point), target-inference (plain, the default, or
+ *            compressed: which test accuracy must reach the target), rows,
+ *            cols (grid keys for the report's tables),
  *            jobs (runs at once), threads (per run)
  *   [base]   pipezip train options (without "--"): model = resnet8
  *   [grid]   options with values separated by "|": fwd = none | q2 | q4
