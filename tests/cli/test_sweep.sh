@@ -70,7 +70,7 @@ expect 2 "unknown section \[sweeps\]" -- "$pz" sweep "$tmp/bad3.ini" --out "$tmp
 printf '[grid]\nfwd+bwd = q4 + q8 | q2\n' > "$tmp/bad4.ini"
 expect 2 "as many values" -- "$pz" sweep "$tmp/bad4.ini" --out "$tmp/bad4"
 printf '[sweep]\ntarget-inference = sideways\n' > "$tmp/bad5.ini"
-expect 2 "bad5.ini:2: target-inference = sideways (expected plain or compressed)" -- "$pz" sweep "$tmp/bad5.ini" --out "$tmp/bad5"
+expect 2 "bad5.ini:2: target-inference = sideways \(expected plain or compressed\)" -- "$pz" sweep "$tmp/bad5.ini" --out "$tmp/bad5"
 expect 2 "--variant .huge. is not one of: quick.full.paper" -- "$pz" sweep "$configs/a2_topk.ini" --variant huge --out "$tmp/bad6"
 expect 1 "not a sweep directory" -- "$pz" report "$tmp/nothing"
 finish test_sweep
