@@ -12,11 +12,6 @@
 
 #define CHUNK 4096
 #define PARALLEL_MIN (1 << 20)
-/* tensors of at least this many bytes of float32 have their fp16, bf16 and
- * quantized outputs written with non-temporal stores: far beyond the
- * caches, where keeping them would only cost every line's
- * read-for-ownership */
-#define STREAM_MIN ((uint64_t)16 << 20)
 
 static size_t scale_bytes(const frame_header *h, const units *u) {
     return (size_t)u->U * ((h->options & OPT_SYM) ? 4 : 8);
@@ -102,7 +97,6 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
         const int64_t chunks = (n + BIG - 1) / BIG;
         uint32_t crc_small[64], *crcs = chunks <= 64 ? crc_small : pz_malloc(sizeof(uint32_t) * (size_t)chunks);
         const int width = p->id == CODEC_NONE ? 4 : 2;
-        const int stream = (uint64_t)n * 4 >= STREAM_MIN;
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
         for (int64_t ci = 0; ci < chunks; ci++) {
             const int64_t c0 = ci * BIG;
@@ -112,7 +106,7 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
                 memcpy(o, x + c0, m * 4);
                 crcs[ci] = k->crc32c(0, o, m * 4);
             } else {
-                crcs[ci] = k->half_encode(x + c0, m, (uint16_t *)(void *)o, p->id == CODEC_BF16, stream);
+                crcs[ci] = k->half_encode(x + c0, m, (uint16_t *)(void *)o, p->id == CODEC_BF16);
             }
         }
         *body_crc = join_crcs(crcs, chunks, (size_t)BIG * width, (size_t)(n - (chunks - 1) * BIG) * width);
@@ -142,15 +136,10 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
     uint8_t *codes_out = body + scale_bytes(h, u);
     const uint32_t seed32 = (uint32_t)(seed ^ (seed >> 32));
     const int M = b >= 2 ? (1 << (b - 1)) - 1 : 0, L = (1 << b) - 1;
-    /* an input far beyond the caches evicts the codes before anyone reads
-     * them: pack each super-chunk on the stack, take its CRC there, and
-     * stream it out (no read-for-ownership of the output lines) */
-    const int stream = (uint64_t)n * 4 >= STREAM_MIN;
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
     for (int64_t ci = 0; ci < chunks; ci++) {
       const int64_t s0 = ci * SUPER, s1 = n - s0 < SUPER ? n : s0 + SUPER;
-      uint8_t packed[SUPER];
-      uint8_t *dst = codes_out + (size_t)(s0 / 8) * b, *buf = stream ? packed : dst;
+      uint8_t *dst = codes_out + (size_t)(s0 / 8) * b;
       for (int64_t c0 = s0; c0 < s1; c0 += CHUNK) {
         const int64_t c1 = s1 - c0 < CHUNK ? s1 : c0 + CHUNK;
         uint8_t codes[CHUNK];
@@ -172,11 +161,10 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
             }
             i = end;
         }
-        bits_write(k, buf + (size_t)((c0 - s0) / 8) * b, codes, (size_t)(c1 - c0), b);
+        bits_write(k, dst + (size_t)((c0 - s0) / 8) * b, codes, (size_t)(c1 - c0), b);
       }
       const size_t bytes = bits_bytes((uint64_t)(s1 - s0), b);
-      crcs[ci] = k->crc32c(0, buf, bytes);
-      if (stream) k->copy_stream(dst, buf, bytes);
+      crcs[ci] = k->crc32c(0, dst, bytes);
     }
     /* the body: scales, then the codes' super-chunks of SUPER * b / 8 bytes */
     const size_t sb = scale_bytes(h, u);
@@ -199,7 +187,6 @@ pz_status dense_decode(const frame_header *h, const pz_codec_kernels *k, const u
         enum { BIG = 65536 };
         const int width = h->codec == CODEC_NONE ? 4 : 2;
         const int64_t chunks = (n + BIG - 1) / BIG;
-        const int stream = (uint64_t)n * 4 >= STREAM_MIN;
         uint32_t crc_small[64], *crcs = chunks <= 64 ? crc_small : pz_malloc(sizeof(uint32_t) * (size_t)chunks);
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
         for (int64_t ci = 0; ci < chunks; ci++) {
@@ -211,7 +198,7 @@ pz_status dense_decode(const frame_header *h, const pz_codec_kernels *k, const u
                 if (h->crc_deferred) crcs[ci] = k->crc32c(0, in, m * 4);
                 memcpy(x + c0, in, m * 4);
             } else {
-                crcs[ci] = k->half_decode((const uint16_t *)(const void *)in, m, x + c0, h->codec == CODEC_BF16, stream);
+                crcs[ci] = k->half_decode((const uint16_t *)(const void *)in, m, x + c0, h->codec == CODEC_BF16);
             }
         }
         pz_status st = PZ_OK;

@@ -50,13 +50,10 @@ typedef struct {
                           float *vals);
     uint32_t (*crc32c)(uint32_t crc, const void *data, size_t n);
     /* h = fp16 (bf16 when bf16) of x, as f32_to_f16/f32_to_bf16; returns
-     * crc32c(0, h, 2n). stream: non-temporal stores (for outputs far larger
-     * than the caches; the same bytes) */
-    uint32_t (*half_encode)(const float *x, size_t n, uint16_t *h, int bf16, int stream);
+     * crc32c(0, h, 2n) */
+    uint32_t (*half_encode)(const float *x, size_t n, uint16_t *h, int bf16);
     /* x = the floats of h, as f16_to_f32/bf16_to_f32; returns crc32c(0, h, 2n) */
-    uint32_t (*half_decode)(const uint16_t *h, size_t n, float *x, int bf16, int stream);
-    /* memcpy through non-temporal stores (the scalar build: memcpy) */
-    void (*copy_stream)(void *dst, const void *src, size_t n);
+    uint32_t (*half_decode)(const uint16_t *h, size_t n, float *x, int bf16);
     /* bit i of bits (LSB first) = key(x[i]) >= t, (n + 7) / 8 bytes written
      * (spare bits 0); the passing values, ascending, into vals (room for n
      * needed); returns their count */

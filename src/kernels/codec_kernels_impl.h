@@ -340,10 +340,7 @@ static void K(bf16_to_f32)(const uint16_t *restrict h, size_t n, float *restrict
  * One pass: each vector of halves is checksummed from the register it was
  * made in (encode) or loaded into (decode), in three interleaved streams
  * over the thirds of the range (the crc32 instruction's latency), joined
- * as crc32c() does. With `stream`, the converted output goes out with
- * non-temporal stores (aligned by converting a few leading elements one at
- * a time): for outputs much larger than the caches this saves the
- * read-for-ownership of every written line. */
+ * as crc32c() does. */
 static uint32_t K(crc32c)(uint32_t crc, const void *data, size_t n);
 
 #ifdef PZ_USE_F16C
@@ -360,16 +357,11 @@ static inline hvec half_enc_vec(const float *x, int bf16) {
     r = _mm512_mask_mov_epi32(_mm512_srli_epi32(r, 16), nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
     return _mm512_cvtepi32_epi16(r);
 }
-static inline void half_dec_vec(hvec v, float *x, int bf16, int stream) {
-    const __m512 f = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16)) : _mm512_cvtph_ps(v);
-    if (stream) _mm512_stream_ps(x, f);
-    else _mm512_storeu_ps(x, f);
+static inline void half_dec_vec(hvec v, float *x, int bf16) {
+    _mm512_storeu_ps(x, bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16)) : _mm512_cvtph_ps(v));
 }
 static inline hvec half_load(const uint16_t *h) { return _mm256_loadu_si256((const __m256i *)h); }
-static inline void half_store(uint16_t *h, hvec v, int stream) {
-    if (stream) _mm256_stream_si256((__m256i *)h, v);
-    else _mm256_storeu_si256((__m256i *)h, v);
-}
+static inline void half_store(uint16_t *h, hvec v) { _mm256_storeu_si256((__m256i *)h, v); }
 #else
 enum { HV = 8 };
 typedef __m128i hvec;
@@ -383,23 +375,26 @@ static inline hvec half_enc_vec(const float *x, int bf16) {
     /* 32-bit lanes (each < 2^16) to 16-bit: pack within 128-bit halves, then gather the halves */
     return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
 }
-static inline void half_dec_vec(hvec v, float *x, int bf16, int stream) {
-    const __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)) : _mm256_cvtph_ps(v);
-    if (stream) _mm256_stream_ps(x, f);
-    else _mm256_storeu_ps(x, f);
+static inline void half_dec_vec(hvec v, float *x, int bf16) {
+    _mm256_storeu_ps(x, bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)) : _mm256_cvtph_ps(v));
 }
 static inline hvec half_load(const uint16_t *h) { return _mm_loadu_si128((const __m128i *)h); }
-static inline void half_store(uint16_t *h, hvec v, int stream) {
-    if (stream) _mm_stream_si128((__m128i *)h, v);
-    else _mm_storeu_si128((__m128i *)h, v);
-}
+static inline void half_store(uint16_t *h, hvec v) { _mm_storeu_si128((__m128i *)h, v); }
 #endif
 
+/* the lanes straight from the register (through memory, a wide store read
+ * back in 8-byte pieces can miss store forwarding) */
 static inline uint64_t crc_hvec(uint64_t c, hvec v) {
-    uint64_t w[sizeof(hvec) / 8];
-    memcpy(w, &v, sizeof w);
-    for (size_t k = 0; k < sizeof w / 8; k++) c = _mm_crc32_u64(c, w[k]);
-    return c;
+#ifdef PZ_USE_AVX512
+    const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+    c = _mm_crc32_u64(c, (uint64_t)_mm_cvtsi128_si64(lo));
+    c = _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(lo, 1));
+    c = _mm_crc32_u64(c, (uint64_t)_mm_cvtsi128_si64(hi));
+    return _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(hi, 1));
+#else
+    c = _mm_crc32_u64(c, (uint64_t)_mm_cvtsi128_si64(v));
+    return _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(v, 1));
+#endif
 }
 
 /* x^(8 * len) mod P for the thirds' join, cached: chunks repeat lengths */
@@ -419,14 +414,10 @@ static inline float half_dec_one(uint16_t v, int bf16) {
 }
 #endif
 
-static uint32_t K(half_encode)(const float *restrict x, size_t n, uint16_t *restrict h, int bf16, int stream) {
+static uint32_t K(half_encode)(const float *restrict x, size_t n, uint16_t *restrict h, int bf16) {
 #ifdef PZ_USE_F16C
     uint32_t c = ~0u;
     size_t i = 0;
-    for (; stream && i < n && ((uintptr_t)(h + i) & (sizeof(hvec) - 1)); i++) {
-        h[i] = bf16 ? f32_to_bf16_one(x[i]) : f32_to_f16_one(x[i]);
-        c = _mm_crc32_u16(c, h[i]);
-    }
     const size_t third = (n - i) / (3 * HV) * HV;
     if (third) {
         const float *x0 = x + i, *x1 = x0 + third, *x2 = x1 + third;
@@ -435,7 +426,7 @@ static uint32_t K(half_encode)(const float *restrict x, size_t n, uint16_t *rest
         for (size_t j = 0; j < third; j += HV) {
             const hvec v0 = half_enc_vec(x0 + j, bf16), v1 = half_enc_vec(x1 + j, bf16), v2 = half_enc_vec(x2 + j, bf16);
             c0 = crc_hvec(c0, v0), c1 = crc_hvec(c1, v1), c2 = crc_hvec(c2, v2);
-            half_store(h0 + j, v0, stream), half_store(h1 + j, v1, stream), half_store(h2 + j, v2, stream);
+            half_store(h0 + j, v0), half_store(h1 + j, v1), half_store(h2 + j, v2);
         }
         const uint32_t shift = K(third_shift)(2 * third);
         c = pz_crc32c_mul((uint32_t)c0, shift) ^ (uint32_t)c1;
@@ -446,23 +437,17 @@ static uint32_t K(half_encode)(const float *restrict x, size_t n, uint16_t *rest
         h[i] = bf16 ? f32_to_bf16_one(x[i]) : f32_to_f16_one(x[i]);
         c = _mm_crc32_u16(c, h[i]);
     }
-    if (stream) _mm_sfence();
     return ~c;
 #else
-    (void)stream;
     for (size_t i = 0; i < n; i++) h[i] = bf16 ? f32_to_bf16_one(x[i]) : f32_to_f16_one(x[i]);
     return K(crc32c)(0, h, 2 * n);
 #endif
 }
 
-static uint32_t K(half_decode)(const uint16_t *restrict h, size_t n, float *restrict x, int bf16, int stream) {
+static uint32_t K(half_decode)(const uint16_t *restrict h, size_t n, float *restrict x, int bf16) {
 #ifdef PZ_USE_F16C
     uint32_t c = ~0u;
     size_t i = 0;
-    for (; stream && i < n && ((uintptr_t)(x + i) & (2 * sizeof(hvec) - 1)); i++) {
-        c = _mm_crc32_u16(c, h[i]);
-        x[i] = half_dec_one(h[i], bf16);
-    }
     const size_t third = (n - i) / (3 * HV) * HV;
     if (third) {
         const uint16_t *h0 = h + i, *h1 = h0 + third, *h2 = h1 + third;
@@ -471,7 +456,7 @@ static uint32_t K(half_decode)(const uint16_t *restrict h, size_t n, float *rest
         for (size_t j = 0; j < third; j += HV) {
             const hvec v0 = half_load(h0 + j), v1 = half_load(h1 + j), v2 = half_load(h2 + j);
             c0 = crc_hvec(c0, v0), c1 = crc_hvec(c1, v1), c2 = crc_hvec(c2, v2);
-            half_dec_vec(v0, x0 + j, bf16, stream), half_dec_vec(v1, x1 + j, bf16, stream), half_dec_vec(v2, x2 + j, bf16, stream);
+            half_dec_vec(v0, x0 + j, bf16), half_dec_vec(v1, x1 + j, bf16), half_dec_vec(v2, x2 + j, bf16);
         }
         const uint32_t shift = K(third_shift)(2 * third);
         c = pz_crc32c_mul((uint32_t)c0, shift) ^ (uint32_t)c1;
@@ -482,31 +467,11 @@ static uint32_t K(half_decode)(const uint16_t *restrict h, size_t n, float *rest
         c = _mm_crc32_u16(c, h[i]);
         x[i] = half_dec_one(h[i], bf16);
     }
-    if (stream) _mm_sfence();
     return ~c;
 #else
-    (void)stream;
     if (bf16) K(bf16_to_f32)(h, n, x);
     else K(f16_to_f32)(h, n, x);
     return K(crc32c)(0, h, 2 * n);
-#endif
-}
-
-/* memcpy with non-temporal stores (aligned after a short head), for
- * outputs that would only be evicted from the caches */
-static void K(copy_stream)(void *restrict dst, const void *restrict src, size_t n) {
-#ifdef PZ_USE_F16C
-    uint8_t *d = dst;
-    const uint8_t *s = src;
-    size_t head = (32 - ((uintptr_t)d & 31)) & 31;
-    head = head < n ? head : n;
-    memcpy(d, s, head);
-    d += head, s += head, n -= head;
-    for (; n >= 32; n -= 32, d += 32, s += 32) _mm256_stream_si256((__m256i *)d, _mm256_loadu_si256((const __m256i *)s));
-    memcpy(d, s, n);
-    _mm_sfence();
-#else
-    memcpy(dst, src, n);
 #endif
 }
 
@@ -687,7 +652,6 @@ static const pz_codec_kernels K(table) = {
     .crc32c = K(crc32c),
     .half_encode = K(half_encode),
     .half_decode = K(half_decode),
-    .copy_stream = K(copy_stream),
     .select_ge_bits = K(select_ge_bits),
     .dequant_packed = K(dequant_packed),
 };
