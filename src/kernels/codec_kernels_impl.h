@@ -418,10 +418,10 @@ static uint32_t K(half_encode)(const float *restrict x, size_t n, uint16_t *rest
 #ifdef PZ_USE_F16C
     uint32_t c = ~0u;
     size_t i = 0;
-    const size_t third = (n - i) / (3 * HV) * HV;
+    const size_t third = n / (3 * HV) * HV;
     if (third) {
-        const float *x0 = x + i, *x1 = x0 + third, *x2 = x1 + third;
-        uint16_t *h0 = h + i, *h1 = h0 + third, *h2 = h1 + third;
+        const float *x0 = x, *x1 = x0 + third, *x2 = x1 + third;
+        uint16_t *h0 = h, *h1 = h0 + third, *h2 = h1 + third;
         uint64_t c0 = c, c1 = 0, c2 = 0;
         for (size_t j = 0; j < third; j += HV) {
             const hvec v0 = half_enc_vec(x0 + j, bf16), v1 = half_enc_vec(x1 + j, bf16), v2 = half_enc_vec(x2 + j, bf16);
@@ -448,10 +448,10 @@ static uint32_t K(half_decode)(const uint16_t *restrict h, size_t n, float *rest
 #ifdef PZ_USE_F16C
     uint32_t c = ~0u;
     size_t i = 0;
-    const size_t third = (n - i) / (3 * HV) * HV;
+    const size_t third = n / (3 * HV) * HV;
     if (third) {
-        const uint16_t *h0 = h + i, *h1 = h0 + third, *h2 = h1 + third;
-        float *x0 = x + i, *x1 = x0 + third, *x2 = x1 + third;
+        const uint16_t *h0 = h, *h1 = h0 + third, *h2 = h1 + third;
+        float *x0 = x, *x1 = x0 + third, *x2 = x1 + third;
         uint64_t c0 = c, c1 = 0, c2 = 0;
         for (size_t j = 0; j < third; j += HV) {
             const hvec v0 = half_load(h0 + j), v1 = half_load(h1 + j), v2 = half_load(h2 + j);
