@@ -86,6 +86,18 @@ static int64_t keep_above(uint32_t *idx, float *vals, int64_t c, float T, int64_
     return out;
 }
 
+/* The exact threshold from the band: keys[0..nb) are the keys between the
+ * sampled thresholds, `above` keys lie above the band, kk are wanted. T is
+ * the kk-th largest overall; *ties = how many keys equal to T are kept,
+ * *equal = how many there are in the band. */
+static float band_threshold(const float *keys, int64_t nb, int64_t above, int64_t kk, float *tmp, int64_t *ties, int64_t *equal) {
+    const float T = radix_select_desc(keys, nb, kk - 1 - above, tmp);
+    int64_t greater = above, eq = 0;
+    for (int64_t j = 0; j < nb; j++) greater += keys[j] > T, eq += keys[j] == T;
+    *ties = kk - greater, *equal = eq;
+    return T;
+}
+
 pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
                          uint32_t *idx, float *vals, float *keys, float *tmp) {
     return topk_select(k, x, m, kk, by_value, idx, vals, keys, tmp, NULL);
@@ -126,9 +138,9 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
         const double r = (double)kk * S / (double)m, margin = 4.5 * sqrt(r) + 16.0;
         if (kk * 20 >= m && r + margin < S) {
             /* dense (>= 5%): the k-th largest lies between two sampled
-             * thresholds; one pass counts what is surely in and keeps only
-             * the band between them, the exact threshold comes from the band,
-             * and a second pass takes everything at or above it */
+             * thresholds, and the exact threshold comes from the band
+             * between them: among the candidates for a list, from one pass
+             * that keeps only the band for a threshold */
             const float t_lo = radix_select_desc(sample, S, (int64_t)(r + margin), stmp);
             const float t_hi = r - margin >= 0 ? radix_select_desc(sample, S, (int64_t)(r - margin), stmp) : INFINITY;
             if (!th && t_lo > -INFINITY) {
@@ -146,10 +158,8 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
                 if (above < kk && above + nb >= kk) {
                     if (!by_value)
                         for (int64_t j = 0; j < nb; j++) keys[j] = fabsf(keys[j]);
-                    const float T = radix_select_desc(keys, nb, kk - 1 - above, tmp);
-                    int64_t greater = above, equal = 0;
-                    for (int64_t j = 0; j < nb; j++) greater += keys[j] > T, equal += keys[j] == T;
-                    const int64_t ties = kk - greater;
+                    int64_t ties, equal;
+                    const float T = band_threshold(keys, nb, above, kk, tmp, &ties, &equal);
                     int64_t out = 0;
                     if (ties == equal) { /* every key >= T is kept: one more vector pass */
                         out = (int64_t)k->select_ge(vals, (size_t)c, T, by_value, pos, keys);
@@ -164,23 +174,18 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
                 if (c < kk) c = 0; /* the sample misjudged: all of x below */
                 goto candidates;
             }
-            size_t n_hi = 0;
-            const int64_t band = t_lo > -INFINITY ? (int64_t)k->select_band(x, (size_t)m, t_lo, t_hi, by_value, &n_hi, idx, vals) : 0;
-            if (t_lo > -INFINITY && (int64_t)n_hi < kk && (int64_t)n_hi + band >= kk) {
-                for (int64_t j = 0; j < band; j++) keys[j] = by_value ? vals[j] : fabsf(vals[j]);
-                const float T = radix_select_desc(keys, band, kk - 1 - (int64_t)n_hi, tmp);
-                int64_t greater = (int64_t)n_hi, equal = 0;
-                for (int64_t j = 0; j < band; j++) greater += keys[j] > T, equal += keys[j] == T;
-                int64_t ties = kk - greater;
-                if (th) { /* the caller takes the elements itself in its own pass */
+            if (th && t_lo > -INFINITY) {
+                /* a threshold is wanted (the caller takes the elements in its
+                 * own pass): the band alone decides it */
+                size_t n_hi = 0;
+                const int64_t band = (int64_t)k->select_band(x, (size_t)m, t_lo, t_hi, by_value, &n_hi, idx, vals);
+                if ((int64_t)n_hi < kk && (int64_t)n_hi + band >= kk) {
+                    for (int64_t j = 0; j < band; j++) keys[j] = by_value ? vals[j] : fabsf(vals[j]);
+                    int64_t ties, equal;
+                    const float T = band_threshold(keys, band, (int64_t)n_hi, kk, tmp, &ties, &equal);
                     th->only = 1, th->T = T, th->ties = ties, th->extra = equal - ties;
                     return PZ_OK;
                 }
-                const int64_t c2 = (int64_t)k->select_ge(x, (size_t)m, T, by_value, idx, vals);
-                if (c2 == kk) return PZ_OK; /* no ties beyond k: nothing to drop */
-                const int64_t out = keep_above(idx, vals, c2, T, ties, by_value);
-                if (out != kk) return pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
-                return PZ_OK;
             }
         }
         const double rank = r + margin;
@@ -439,9 +444,8 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
              * before it has any number of bytes) */
             int no_extra = 1;
             for (int64_t u2 = 0; u2 < U; u2++) no_extra &= ths[u2].extra == 0;
-            uint8_t *direct_f32 = p->value_type == VAL_F32 && no_extra && ((uintptr_t)(body + bits_bytes((uint64_t)n, 1)) & 3) == 0
-                                      ? body + bits_bytes((uint64_t)n, 1)
-                                      : NULL; /* only where floats may be stored: else through vals */
+            uint8_t *values_at = body + bits_bytes((uint64_t)n, 1);
+            uint8_t *direct_f32 = p->value_type == VAL_F32 && no_extra && ((uintptr_t)values_at & 3) == 0 ? values_at : NULL;
             enum { TCH = 4096 };
             int64_t un = 0, next = 0;
             /* every unit starts on a byte of the bitmap and keeps every key
@@ -498,9 +502,8 @@ pz_status sparse_encode(const codec_params *p, const pz_codec_kernels *k, const 
                 if (!fused) bits_write(k, bitmap + c0 / 8, flags, (size_t)(c1 - c0), 1);
             }
             free(ths);
-            uint8_t *o = body + bits_bytes((uint64_t)n, 1);
-            if (!direct_f32) write_values(k, p->value_type, h->value_bits, vals, U, kk, o, sc);
-            *body_len = bits_bytes((uint64_t)n, 1) + vbytes;
+            if (!direct_f32) write_values(k, p->value_type, h->value_bits, vals, U, kk, values_at, sc);
+            *body_len = (size_t)(values_at - body) + vbytes;
             if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
             return PZ_OK;
         }
