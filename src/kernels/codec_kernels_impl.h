@@ -178,7 +178,7 @@ static void K(dequant_packed)(const uint8_t *restrict in, size_t n, int b, float
         const __m256i vsh = _mm256_loadu_si256((const __m256i *)sh), vmask = _mm256_set1_epi32((int)mask);
         const __m256 vlo = _mm256_set1_ps(lo), vstep = _mm256_set1_ps(step);
         const size_t need = 64 / (size_t)b; /* an 8-byte load: 8 bytes of codes remain */
-        for (; j + need <= n && j + 8 <= n; j += 8) {
+        for (; j + need <= n; j += 8) { /* need >= 8 */
             const __m128i v = _mm_loadl_epi64((const __m128i *)(in + j * b / 8));
             const __m256i d = _mm256_and_si256(_mm256_srlv_epi32(_mm256_cvtepu8_epi32(_mm_shuffle_epi8(v, vrep)), vsh), vmask);
             _mm256_storeu_ps(x + j, _mm256_add_ps(vlo, _mm256_mul_ps(_mm256_cvtepi32_ps(d), vstep)));
@@ -328,13 +328,31 @@ static void K(f32_to_bf16)(const float *restrict x, size_t n, uint16_t *restrict
     for (size_t i = 0; i < n; i++) h[i] = f32_to_bf16_one(x[i]);
 }
 
+static inline float bf16_to_f32_one(uint16_t v) {
+    const uint32_t u = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 static void K(bf16_to_f32)(const uint16_t *restrict h, size_t n, float *restrict x) {
 #pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        const uint32_t u = (uint32_t)h[i] << 16;
-        memcpy(&x[i], &u, 4);
-    }
+    for (size_t i = 0; i < n; i++) x[i] = bf16_to_f32_one(h[i]);
 }
+
+#ifdef PZ_USE_SSE42
+/* Three crc32 streams over consecutive thirds of `len` bytes each (the
+ * first started from the running register, the others from 0) joined into
+ * one register: c0 * x^(8 len) + c1, times x^(8 len), + c2. The shift is
+ * cached per thread: callers repeat the same lengths. */
+static uint32_t K(join_thirds)(uint64_t c0, uint64_t c1, uint64_t c2, size_t len) {
+    static _Thread_local size_t cached_len = 0;
+    static _Thread_local uint32_t cached = 0;
+    if (cached_len != len) cached = pz_crc32c_shift(len), cached_len = len;
+    const uint32_t c = pz_crc32c_mul((uint32_t)c0, cached) ^ (uint32_t)c1;
+    return pz_crc32c_mul(c, cached) ^ (uint32_t)c2;
+}
+#endif
 
 /* ---- fp16/bf16 conversion fused with the CRC-32C of the halves ----------
  * One pass: each vector of halves is checksummed from the register it was
@@ -397,21 +415,6 @@ static inline uint64_t crc_hvec(uint64_t c, hvec v) {
 #endif
 }
 
-/* x^(8 * len) mod P for the thirds' join, cached: chunks repeat lengths */
-static uint32_t K(third_shift)(size_t len) {
-    static _Thread_local size_t cached_len = 0;
-    static _Thread_local uint32_t cached = 0;
-    if (cached_len != len) cached = pz_crc32c_shift(len), cached_len = len;
-    return cached;
-}
-
-static inline float half_dec_one(uint16_t v, int bf16) {
-    if (!bf16) return f16_to_f32_one(v);
-    const uint32_t u = (uint32_t)v << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
 #endif
 
 static uint32_t K(half_encode)(const float *restrict x, size_t n, uint16_t *restrict h, int bf16) {
@@ -428,9 +431,7 @@ static uint32_t K(half_encode)(const float *restrict x, size_t n, uint16_t *rest
             c0 = crc_hvec(c0, v0), c1 = crc_hvec(c1, v1), c2 = crc_hvec(c2, v2);
             half_store(h0 + j, v0), half_store(h1 + j, v1), half_store(h2 + j, v2);
         }
-        const uint32_t shift = K(third_shift)(2 * third);
-        c = pz_crc32c_mul((uint32_t)c0, shift) ^ (uint32_t)c1;
-        c = pz_crc32c_mul(c, shift) ^ (uint32_t)c2;
+        c = K(join_thirds)(c0, c1, c2, 2 * third);
         i += 3 * third;
     }
     for (; i < n; i++) {
@@ -458,14 +459,12 @@ static uint32_t K(half_decode)(const uint16_t *restrict h, size_t n, float *rest
             c0 = crc_hvec(c0, v0), c1 = crc_hvec(c1, v1), c2 = crc_hvec(c2, v2);
             half_dec_vec(v0, x0 + j, bf16), half_dec_vec(v1, x1 + j, bf16), half_dec_vec(v2, x2 + j, bf16);
         }
-        const uint32_t shift = K(third_shift)(2 * third);
-        c = pz_crc32c_mul((uint32_t)c0, shift) ^ (uint32_t)c1;
-        c = pz_crc32c_mul(c, shift) ^ (uint32_t)c2;
+        c = K(join_thirds)(c0, c1, c2, 2 * third);
         i += 3 * third;
     }
     for (; i < n; i++) {
         c = _mm_crc32_u16(c, h[i]);
-        x[i] = half_dec_one(h[i], bf16);
+        x[i] = bf16 ? bf16_to_f32_one(h[i]) : f16_to_f32_one(h[i]);
     }
     return ~c;
 #else
@@ -479,10 +478,12 @@ static uint32_t K(half_decode)(const uint16_t *restrict h, size_t n, float *rest
 /* the lanes of m, packed to the front of a register, then stored with a mask
  * of as many lanes: the compress-to-memory instruction is microcoded and
  * many times slower on some CPUs (AMD Zen 4) */
+static inline void compress_store_ps(float *vals, __mmask16 m, __m512 v) {
+    _mm512_mask_storeu_ps(vals, (__mmask16)((1u << __builtin_popcount(m)) - 1), _mm512_maskz_compress_ps(m, v));
+}
 static inline void compress_store(uint32_t *idx, float *vals, __mmask16 m, __m512i pos, __m512 v) {
-    const __mmask16 head = (__mmask16)((1u << __builtin_popcount(m)) - 1);
-    _mm512_mask_storeu_epi32(idx, head, _mm512_maskz_compress_epi32(m, pos));
-    _mm512_mask_storeu_ps(vals, head, _mm512_maskz_compress_ps(m, v));
+    _mm512_mask_storeu_epi32(idx, (__mmask16)((1u << __builtin_popcount(m)) - 1), _mm512_maskz_compress_epi32(m, pos));
+    compress_store_ps(vals, m, v);
 }
 #endif
 
@@ -527,7 +528,7 @@ static size_t K(select_ge_bits)(const float *restrict x, size_t n, float t, int 
         const __mmask16 m = _mm512_cmp_ps_mask(key, vt, _CMP_GE_OQ);
         const uint16_t mb = (uint16_t)m;
         memcpy(bits + i / 8, &mb, 2);
-        _mm512_mask_storeu_ps(vals + c, (__mmask16)((1u << __builtin_popcount(m)) - 1), _mm512_maskz_compress_ps(m, v));
+        compress_store_ps(vals + c, m, v);
         c += (size_t)__builtin_popcount(m);
     }
 #elif defined(PZ_USE_F16C)
@@ -601,13 +602,7 @@ static uint32_t K(crc32c)(uint32_t crc, const void *data, size_t n) {
             memcpy(&v0, p + i, 8), memcpy(&v1, p1 + i, 8), memcpy(&v2, p2 + i, 8);
             c0 = _mm_crc32_u64(c0, v0), c1 = _mm_crc32_u64(c1, v1), c2 = _mm_crc32_u64(c2, v2);
         }
-        /* x^(8 * third) mod P, cached: callers repeat the same lengths */
-        static _Thread_local uint64_t cached_len = 0;
-        static _Thread_local uint32_t cached_shift = 0;
-        if (cached_len != third) cached_shift = pz_crc32c_shift(third), cached_len = third;
-        const uint32_t shift = cached_shift;
-        crc = pz_crc32c_mul((uint32_t)c0, shift) ^ (uint32_t)c1;
-        crc = pz_crc32c_mul(crc, shift) ^ (uint32_t)c2;
+        crc = K(join_thirds)(c0, c1, c2, third);
         p += 3 * third;
         n -= 3 * third;
     }
