@@ -41,13 +41,20 @@ static float K(max_abs)(const float *restrict x, size_t n) {
     return z != 0.0f ? NAN : m;
 }
 
+/* The sum of |x| in one fixed order, whatever the build: per chunk of 4096,
+ * eight lanes (lane j takes the elements i = j mod 8), added pairwise
+ * (0+4, 2+6, 1+5, 3+7, then those pairs), then the chunk's tail in order;
+ * chunks add up in double. An `omp simd reduction` would leave the order to
+ * the compiler, and the q1:sym scale in a frame would depend on -O. */
 static double K(sum_abs)(const float *restrict x, size_t n) {
     double total = 0.0;
     for (size_t i0 = 0; i0 < n; i0 += 4096) {
-        const size_t e = i0 + 4096 < n ? i0 + 4096 : n;
-        float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-        for (size_t i = i0; i < e; i++) s += fabsf(x[i]);
+        const size_t e = i0 + 4096 < n ? i0 + 4096 : n, body = i0 + ((e - i0) & ~(size_t)7);
+        float lane[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+        for (size_t i = i0; i < body; i += 8)
+            for (int j = 0; j < 8; j++) lane[j] += fabsf(x[i + j]);
+        float s = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+        for (size_t i = body; i < e; i++) s += fabsf(x[i]);
         total += s;
     }
     return total;

@@ -1,0 +1,430 @@
+#!/usr/bin/env python3
+"""A second decoder of pipezip frames, written from docs/FORMAT.md alone
+(numpy, no pipezip code), and the check that it agrees with pipezip.
+
+    python3 format_decoder.py GOLDEN_DIR
+
+For every case of GOLDEN_DIR/MANIFEST (written by test_golden --write) it
+decodes each committed frame NAME.S.pzf with a receiver of its own (the
+wrappers' state included) and compares the floats bit for bit with NAME.S.out,
+what pipezip's receiver produced. It also checks what the format promises
+about the values themselves against the inputs NAME.S.in (TopK keeps the
+largest magnitudes exactly, quantization is within half a step, ...).
+Exit status 0 when everything agrees, 1 otherwise."""
+import os
+import struct
+import sys
+
+import numpy as np
+
+F32 = np.float32
+
+# ---- conventions -----------------------------------------------------------
+
+def crc32c(data, crc=0):
+    """CRC-32C (Castagnoli, reflected, init and xor-out 0xFFFFFFFF)."""
+    table = crc32c.table
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def _crc_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+crc32c.table = _crc_table()
+
+
+def bit_stream(buf, count, width):
+    """count fields of `width` bits, LSB-first; returns (values, bytes used)."""
+    nbytes = (count * width + 7) // 8
+    if len(buf) < nbytes:
+        raise ValueError("bit stream truncated")
+    bits = np.unpackbits(np.frombuffer(bytes(buf[:nbytes]), dtype=np.uint8), bitorder="little")
+    if count == 0:
+        return np.zeros(0, dtype=np.int64), nbytes
+    fields = bits[: count * width].reshape(count, width).astype(np.int64)
+    values = fields @ (1 << np.arange(width, dtype=np.int64))
+    if bits[count * width:].any():
+        raise ValueError("unused high bits of a bit stream's last byte are not 0")
+    return values, nbytes
+
+
+def f32s(buf, count):
+    return np.frombuffer(bytes(buf[: 4 * count]), dtype="<f4").astype(F32), 4 * count
+
+
+def f16s(buf, count):
+    return np.frombuffer(bytes(buf[: 2 * count]), dtype="<f2").astype(F32), 2 * count
+
+
+def bf16s(buf, count):
+    u = np.frombuffer(bytes(buf[: 2 * count]), dtype="<u2").astype(np.uint32) << 16
+    return u.view(F32).copy(), 2 * count
+
+
+# ---- the header -------------------------------------------------------------
+
+class Header:
+    pass
+
+
+def parse(frame):
+    if len(frame) < 64:
+        raise ValueError("truncated")
+    if frame[:4] != b"PZFR":
+        raise ValueError("bad magic")
+    if frame[4] != 1:
+        raise ValueError("version")
+    h = Header()
+    h.codec, h.ndim, h.flags = frame[5], frame[6], frame[7]
+    dims = struct.unpack_from("<4I", frame, 8)
+    (h.bits, h.gran, h.options, h.value_type, h.index_coding, h.value_bits, h.wrapper, reserved0) = frame[24:32]
+    h.k, reserved1, h.seed, h.payload_len, h.crc, reserved2 = struct.unpack_from("<IIQQII", frame, 32)
+    if h.payload_len != len(frame) - 64:
+        raise ValueError("length mismatch")
+    if crc32c(frame[64:], crc32c(frame[:56])) != h.crc:
+        raise ValueError("checksum mismatch")
+    if not 1 <= h.ndim <= 4 or any(dims[h.ndim:]):
+        raise ValueError("impossible shape")
+    if reserved0 or reserved1 or reserved2 or h.flags & ~1 or h.options & ~31:
+        raise ValueError("reserved bits set")
+    h.dims = list(dims[: h.ndim])
+    h.n = int(np.prod(h.dims, dtype=np.int64))
+    payload = frame[64:]
+    h.ids = None
+    if h.flags & 1:
+        h.ids = np.frombuffer(bytes(payload[: 4 * h.dims[0]]), dtype="<u4")
+        payload = payload[4 * h.dims[0]:]
+    h.body = payload
+    return h
+
+
+def units(h, gran):
+    """unit index of every element (tensor order), and U"""
+    n, d = h.n, h.dims
+    if gran == 0:
+        return np.zeros(n, dtype=np.int64), 1
+    if gran == 1:
+        m = n // d[0] if d[0] else 0
+        return (np.arange(n) // max(m, 1)), d[0]
+    if gran == 2:
+        inner = int(np.prod(d[2:], dtype=np.int64)) if h.ndim > 2 else 1
+        return (np.arange(n) // max(inner, 1)) % d[1], d[1]
+    raise ValueError("granularity")
+
+
+# ---- codecs -----------------------------------------------------------------
+
+SYM, STOCH, SIGNED, UNBIASED, BYVALUE = 1, 2, 4, 8, 16
+
+
+def decode_quant(h):
+    b = h.bits
+    unit, U = units(h, h.gran)
+    sym = bool(h.options & SYM)
+    per = 1 if sym else 2
+    scales, used = f32s(h.body, per * U)
+    codes, cbytes = bit_stream(h.body[used:], h.n, b)
+    if used + cbytes != len(h.body):
+        raise ValueError("quant payload length")
+    if sym:
+        step = scales[unit]
+        if b == 1:
+            return np.where(codes == 1, step, -step).astype(F32)
+        M = (1 << (b - 1)) - 1
+        lo = (F32(-M) * step).astype(F32)
+    else:
+        lo, step = scales[0::2][unit], scales[1::2][unit]
+    return (lo + (codes.astype(F32) * step).astype(F32)).astype(F32)
+
+
+def read_values(h, buf, U, count_per_unit):
+    """the values section: U*k values; returns (values, bytes used)"""
+    cnt = U * count_per_unit
+    if h.value_type == 0:
+        return f32s(buf, cnt)
+    if h.value_type == 1:
+        return f16s(buf, cnt)
+    if h.value_type == 2:
+        return bf16s(buf, cnt)
+    vb = h.value_bits
+    steps, used = f32s(buf, U)
+    codes, cbytes = bit_stream(buf[used:], cnt, vb)
+    step = np.repeat(steps, count_per_unit)
+    if vb == 1:
+        vals = np.where(codes == 1, step, -step).astype(F32)
+    else:
+        M = (1 << (vb - 1)) - 1
+        vals = ((F32(-M) * step).astype(F32) + (codes.astype(F32) * step).astype(F32)).astype(F32)
+    return vals, used + cbytes
+
+
+def value_bytes(h, U, kk):
+    cnt = U * kk
+    if h.value_type == 0:
+        return 4 * cnt
+    if h.value_type in (1, 2):
+        return 2 * cnt
+    return 4 * U + (cnt * h.value_bits + 7) // 8
+
+
+def varints(buf):
+    pos = 0
+    while pos < len(buf):
+        v, shift = 0, 0
+        while True:
+            byte = buf[pos]
+            pos += 1
+            v |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+            if shift >= 35:
+                raise ValueError("varint longer than 5 bytes")
+        yield v
+
+
+def decode_topk(h):
+    unit, U = units(h, h.gran)
+    m, kk = h.n // U if U else 0, h.k
+    vb = value_bytes(h, U, kk)
+    idx_len = len(h.body) - vb
+    vals, _ = read_values(h, h.body[idx_len:], U, kk)
+    x = np.zeros(h.n, dtype=F32)
+    if h.index_coding == 1:
+        bits, _ = bit_stream(h.body[:idx_len], h.n, 1)
+        pos = np.nonzero(bits)[0]
+        if np.any(np.bincount(unit[pos], minlength=U) != kk):
+            raise ValueError("a unit's bitmap does not hold k positions")
+        x[pos] = vals
+    elif h.index_coding == 2:
+        it = varints(h.body[:idx_len])
+        for u in range(U):
+            prev = -1
+            for j in range(kk):
+                p = prev + 1 + next(it)
+                if p >= m:
+                    raise ValueError("position outside the unit")
+                x[u * m + p] = vals[u * kk + j]
+                prev = p
+    else:
+        raise ValueError("index coding")
+    return x
+
+
+MASK64 = (1 << 64) - 1
+
+
+class Xoshiro:
+    """xoshiro256**, its four words successive splitmix64 outputs from seed"""
+
+    def __init__(self, seed):
+        x = seed & MASK64
+        self.s = []
+        for _ in range(4):
+            x = (x + 0x9E3779B97F4A7C15) & MASK64
+            z = x
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+            self.s.append(z ^ (z >> 31))
+
+    def next(self):
+        s = self.s
+        rotl = lambda v, r: ((v << r) | (v >> (64 - r))) & MASK64
+        result = (rotl((s[1] * 5) & MASK64, 7) * 9) & MASK64
+        t = (s[1] << 17) & MASK64
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = rotl(s[3], 45)
+        return result
+
+    def below(self, bound):
+        while True:
+            p = (self.next() >> 32) * bound
+            low = p & 0xFFFFFFFF
+            if low < bound and low < ((1 << 32) - bound) % bound:
+                continue
+            return p >> 32
+
+
+def decode_randk(h):
+    unit, U = units(h, h.gran)
+    m, kk = h.n // U if U else 0, h.k
+    vals, used = read_values(h, h.body, U, kk)
+    if used != len(h.body):
+        raise ValueError("randk payload length")
+    scale = F32(m / kk) if (h.options & UNBIASED) and kk else F32(1)
+    x = np.zeros(h.n, dtype=F32)
+    for u in range(U):
+        rng = Xoshiro(h.seed ^ u)
+        marked = set()
+        for j in range(m - kk, m):
+            t = rng.below(j + 1)
+            marked.add(j if t in marked else t)
+        for j, p in enumerate(sorted(marked)):
+            x[u * m + p] = (vals[u * kk + j] * scale).astype(F32)
+    return x
+
+
+def decode_ms(h):
+    unit, U = units(h, h.gran)
+    m, kk, b = h.n // U if U else 0, h.k, h.bits
+    L = (1 << b) - 1
+    tmin, used = f32s(h.body, U)
+    vals, vused = read_values(h, h.body[used:], U, kk)
+    used += vused
+    codes, cused = bit_stream(h.body[used:], h.n, b)
+    used += cused
+    neg = np.zeros(h.n, dtype=np.int64)
+    if h.options & SIGNED:
+        neg, sused = bit_stream(h.body[used:], h.n, 1)
+        used += sused
+    if used != len(h.body):
+        raise ValueError("ms payload length")
+    step = (tmin / F32(L)).astype(F32)[unit]
+    v = (codes.astype(F32) * step).astype(F32)
+    x = np.where(neg == 1, -v, v).astype(F32)
+    kept = np.nonzero(codes == L)[0]
+    if np.any(np.bincount(unit[kept], minlength=U) != kk):
+        raise ValueError("a unit does not hold k codes L")
+    x[kept] = vals
+    return x
+
+
+def decode_base(h):
+    if h.wrapper == 4 or h.codec == 0:
+        x, used = f32s(h.body, h.n)
+    elif h.codec == 1:
+        x, used = f16s(h.body, h.n)
+    elif h.codec == 2:
+        x, used = bf16s(h.body, h.n)
+    elif h.codec == 3:
+        return decode_quant(h)
+    elif h.codec in (4, 6):
+        return decode_topk(h)
+    elif h.codec == 5:
+        return decode_randk(h)
+    elif h.codec == 7:
+        return decode_ms(h)
+    else:
+        raise ValueError("unknown codec %d" % h.codec)
+    if used != len(h.body):
+        raise ValueError("payload length")
+    return x
+
+
+class Receiver:
+    """the receiving end of one boundary: the wrappers' state"""
+
+    def __init__(self, store_fp16):
+        self.A = None  # ef21
+        self.m = {}  # aqsgd rows by sample id
+        self.store_fp16 = store_fp16
+
+    def decode(self, frame):
+        h = parse(frame)
+        d = decode_base(h)
+        if h.wrapper in (0, 1):  # none, ef: the payload is what the receiver uses
+            return d
+        if h.wrapper == 2:  # ef21: A += C(x - A)
+            self.A = d.copy() if self.A is None else (self.A + d).astype(F32)
+            return self.A.copy()
+        rows = d.reshape(h.dims[0], -1)  # aqsgd
+        out = np.empty_like(rows)
+        for b, i in enumerate(h.ids):
+            row = rows[b] if h.wrapper == 4 else (self.m.get(int(i), np.zeros_like(rows[b])) + rows[b]).astype(F32)
+            if self.store_fp16:
+                row = row.astype(np.float16).astype(F32)
+            self.m[int(i)] = row
+            out[b] = row
+        return out.reshape(-1)
+
+
+# ---- what the format promises about values, checked against the input -------
+
+def check_promises(spec, frame, x, got):
+    """returns a list of problems (empty when fine); stateless codecs only"""
+    h = parse(frame)
+    problems = []
+    if h.wrapper:
+        return problems
+    if h.codec == 0 and not np.array_equal(got.view(np.uint32), x.view(np.uint32)):
+        problems.append("none is not bit-exact")
+    if h.codec == 3 and not (h.options & STOCH) and h.bits > 1:
+        unit, U = units(h, h.gran)
+        for u in range(U):
+            xu, gu = x[unit == u], got[unit == u]
+            span = (xu.max() - xu.min()) if not (h.options & SYM) else 2 * np.abs(xu).max()
+            step = span / ((1 << h.bits) - (1 if not (h.options & SYM) else 2))
+            if np.abs(xu - gu).max() > 0.5 * step * (1 + 1e-5) + 1e-7:
+                problems.append("quantization error beyond half a step in unit %d" % u)
+    if h.codec == 4 and h.value_type == 0:
+        unit, U = units(h, h.gran)
+        key = x if h.options & BYVALUE else np.abs(x)
+        for u in range(U):
+            idx = np.nonzero(unit == u)[0]
+            # the k largest keys, ties to the lower index (a stable sort)
+            order = idx[np.argsort(-key[idx], kind="stable")][: h.k]
+            want = np.zeros(len(idx), dtype=F32)
+            want[order - idx[0]] = x[order]
+            if not np.array_equal(got[idx], want):
+                problems.append("topk unit %d does not keep exactly the k largest" % u)
+    return problems
+
+
+def main(argv):
+    directory = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(__file__), "golden")
+    failures = checked = 0
+    with open(os.path.join(directory, "MANIFEST")) as f:
+        lines = [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
+    for line in lines:
+        name, spec, shape, steps, warmup, ids = line.split("|")
+        receiver = Receiver(store_fp16="store=fp16" in spec)
+        for s in range(int(steps)):
+            base = os.path.join(directory, "%s.%d" % (name, s))
+            frame = open(base + ".pzf", "rb").read()
+            want = np.fromfile(base + ".out", dtype="<f4")
+            x = np.fromfile(base + ".in", dtype="<f4")
+            try:
+                got = receiver.decode(frame)
+            except (ValueError, StopIteration, IndexError) as e:
+                print("%s step %d (%s): decoder refused the frame: %s" % (name, s, spec, e))
+                failures += 1
+                continue
+            checked += 1
+            if got.shape != want.shape or not np.array_equal(got.view(np.uint32), want.view(np.uint32)):
+                diff = np.nonzero(got.view(np.uint32) != want.view(np.uint32))[0] if got.shape == want.shape else []
+                print("%s step %d (%s): decodes differently from pipezip at %d elements, first %s: %r vs %r"
+                      % (name, s, spec, len(diff), diff[:5], got[diff[:5]] if len(diff) else got.shape,
+                         want[diff[:5]] if len(diff) else want.shape))
+                failures += 1
+            for p in check_promises(spec, frame, x, got):
+                print("%s step %d (%s): %s" % (name, s, spec, p))
+                failures += 1
+            # the frame must be refused when any payload byte changes (the checksum)
+            bad = bytearray(frame)
+            bad[-1] ^= 0x40
+            try:
+                parse(bytes(bad))
+                print("%s: a corrupted frame was not refused" % name)
+                failures += 1
+            except ValueError:
+                pass
+    print("format_decoder: %d frames of %d cases decoded independently, %d problems" % (checked, len(lines), failures))
+    return 1 if failures or not checked else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
