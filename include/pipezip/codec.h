@@ -61,6 +61,24 @@ void pz_codec_free(pz_codec *codec);
 const char *pz_codec_spec(const pz_codec *codec);
 /* 1 for ef/ef21/aqsgd. */
 int pz_codec_is_stateful(const pz_codec *codec);
+/* 1 when a frame decodes to exactly the input (none). */
+int pz_codec_is_lossless(const pz_codec *codec);
+/* The canonical spec of the stateless base codec, what evaluation uses
+ * (test samples have no per-sample state and must not move the training
+ * state): "ef(topk:0.1),per=sample" -> "topk:0.1,per=sample,...". */
+void pz_codec_base_spec(const pz_codec *codec, char *buf, size_t cap);
+
+/* A spec per boundary from one argument: "SPEC" for every boundary, then
+ * "N=SPEC" overrides for boundary N (1-based), e.g. "q8,2=ms:0.01,bits=2"
+ * (an item ends at a comma followed by "N=": specs keep their commas).
+ * Boundaries not named get the first item, or "none". `what` names the
+ * argument in errors (e.g. "--fwd"). */
+#define PZ_CODEC_SPEC_MAX 256
+pz_status pz_codec_parse_list(const char *arg, int boundaries, char (*specs)[PZ_CODEC_SPEC_MAX], const char *what);
+
+/* Every codec and wrapper with its spec form and a line of help, generated
+ * from the codec table; returns the length it needed (as snprintf). */
+size_t pz_codec_help(char *buf, size_t cap);
 /* Seed for the codec's own randomness (stochastic rounding, randk positions,
  * randtopk draws); each encode advances it. Default 0x5EED. */
 void pz_codec_set_seed(pz_codec *codec, uint64_t seed);

@@ -66,14 +66,20 @@ void *pz_calloc_check(size_t n, size_t sz, const char *file, int line) {
     return p;
 }
 
-float *pz_floats(size_t n) {
+float *pz_floats_try(size_t n) {
     size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
     void *p = NULL;
-    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) {
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;
+    memset(p, 0, bytes);
+    return p;
+}
+
+float *pz_floats(size_t n) {
+    float *p = pz_floats_try(n);
+    if (!p) {
         fprintf(stderr, "pipezip: out of memory allocating %zu floats\n", n);
         exit(2);
     }
-    memset(p, 0, bytes);
     return p;
 }
 

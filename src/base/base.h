@@ -27,6 +27,8 @@ void *pz_calloc_check(size_t n, size_t sz, const char *file, int line);
 #define pz_calloc(n, sz) pz_calloc_check((n), (sz), __FILE__, __LINE__)
 /* 64-byte aligned, zeroed float buffer (SIMD-friendly); free with free(). */
 float *pz_floats(size_t n);
+/* the same, but NULL when out of memory (library code that returns a status) */
+float *pz_floats_try(size_t n);
 
 /* ---------------------------------------------------------------------------
  * Checked I/O: whole-file read (plain or gzip, decided by content) and an

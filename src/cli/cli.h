@@ -3,6 +3,8 @@
 #ifndef PZ_CLI_H
 #define PZ_CLI_H
 
+#include <stdio.h>
+
 int cmd_train(int argc, char **argv);
 int cmd_models(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
@@ -12,5 +14,8 @@ int cmd_keygen(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int bench_codecs(int argc, char **argv);
+
+/* the codec spec grammar, generated from the codec table (cmd_codec.c) */
+void pz_print_codec_grammar(FILE *out);
 
 #endif

@@ -8,28 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char grammar[] =
-    "Codec specs:\n"
-    "  none | fp32           float32, bit-exact\n"
-    "  fp16 | bf16           half precision (round to nearest even)\n"
-    "  qB[:OPTS]             uniform quantization, B = 1..8 bits; OPTS (comma-separated):\n"
-    "                          asym (min-max, default) | sym (max-abs; q1:sym = scaled sign)\n"
-    "                          nearest (default) | stoch (stochastic rounding, unbiased)\n"
-    "                          per=tensor (default) | per=sample | per=channel\n"
-    "  topk:F[,OPTS]         keep the fraction F of largest magnitudes; OPTS:\n"
-    "                          per=sample (default) | per=tensor, by=magnitude | by=value,\n"
-    "                          values=fp32 | fp16 | bf16 | q1..q8, index=auto | bitmap | delta\n"
-    "  randk:F[,OPTS]        F of the positions at random (seeded, no indices sent);\n"
-    "                          unbiased (scale by d/k) | biased, per=, values=\n"
-    "  randtopk:F[,OPTS]     randomized TopK (Zheng et al.), alpha=0.1 (default), per=, values=, index=\n"
-    "  ms:F[,OPTS]           mask-encoded sparsification (Paper B), F = kept fraction (1 - r);\n"
-    "                          bits=2 (default, 1..8), per=tensor (default) | per=sample,\n"
-    "                          auto (default) | signed | unsigned, values=fp32 | fp16 | bf16\n"
-    "  ef(BASE)[,per=boundary|sample]      error feedback around BASE\n"
-    "  ef21(BASE)                          EF21 around BASE\n"
-    "  aqsgd(BASE)[,store=fp32|fp16][,mmap=DIR]   AQ-SGD: BASE applied to x - m(sample)\n"
-    "Examples: q4  q8:sym,stoch  topk:0.1  ms:0.01,bits=2  ef(topk:0.1)  aqsgd(q2),store=fp16\n";
-
 static const char usage[] =
     "Usage: pipezip codec encode --codec SPEC [--shape DIMS] [--ids FILE] IN OUT\n"
     "       pipezip codec decode FRAME OUT\n"
@@ -41,7 +19,18 @@ static const char usage[] =
     "frame's size, bits per element and relative error ||x_hat - x|| / ||x||.\n"
     "\n";
 
-static void print_usage(void) { printf("%s%s", usage, grammar); }
+/* the spec grammar, generated from the codec table */
+void pz_print_codec_grammar(FILE *out) {
+    char buf[8192];
+    pz_codec_help(buf, sizeof buf);
+    fprintf(out, "Codec specs:\n%s", buf);
+    fprintf(out, "Examples: q4  q8:sym,stoch  topk:0.1  ms:0.01,bits=2  ef(topk:0.1)  aqsgd(q2),store=fp16\n");
+}
+
+static void print_usage(void) {
+    printf("%s", usage);
+    pz_print_codec_grammar(stdout);
+}
 
 static int encode(int argc, char **argv) {
     const char *spec = NULL, *shape = NULL, *ids_path = NULL;

@@ -171,7 +171,11 @@ int cmd_train(int argc, char **argv) {
     pz_opt opts[64];
     const int n_opts = train_opts(opts, &ta);
     int rc = pz_parse_args("pipezip train", opts, n_opts, argc, argv, 2, usage, NULL, 0, NULL);
-    if (rc == 1) return 0;
+    if (rc == 1) { /* --help: the options, then the codecs --fwd and --bwd take */
+        printf("\n");
+        pz_print_codec_grammar(stdout);
+        return 0;
+    }
     if (rc) return 2;
     pz_run_config c = ta.c;
     const char *progress = ta.progress, *out = ta.out, *shard = ta.shard;

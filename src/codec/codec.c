@@ -1,7 +1,7 @@
 /* codec.c — the codec object: create from a spec, encode a tensor into a
- * frame and decode it back, with the stateful wrappers (error feedback,
- * EF21, AQ-SGD) around any base codec. */
-#include "codec_internal.h"
+ * frame and decode it back, through the family table (family.h) and the
+ * stateful wrappers (wrappers.c). Nothing here knows a particular codec. */
+#include "object.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -35,12 +35,12 @@ void pz_codec_free(pz_codec *c) {
 }
 
 const char *pz_codec_spec(const pz_codec *c) { return c->spec; }
-int pz_codec_is_stateful(const pz_codec *c) { return c->wrapper != WRAP_NONE; }
+int pz_codec_is_stateful(const pz_codec *c) { return c->wrap != NULL; }
 void pz_codec_set_seed(pz_codec *c, uint64_t seed) { c->seed = seed, c->counter = 0; }
 void pz_codec_set_warmup(pz_codec *c, int on) { c->warmup = on; }
 void pz_codec_set_max_samples(pz_codec *c, uint32_t max_samples) { c->max_samples = max_samples; }
 
-static int needs_ids(const pz_codec *c) { return c->wrapper == WRAP_AQSGD || (c->wrapper == WRAP_EF && c->per_sample); }
+static int needs_ids(const pz_codec *c) { return c->wrap && c->wrap->needs_ids(c); }
 
 static pz_status check_shape(int ndim, const int64_t *shape, int64_t *n) {
     if (ndim < 1 || ndim > 4) return pz_fail(PZ_ERR_ARG, "a tensor has 1..4 dimensions, got %d", ndim);
@@ -53,58 +53,39 @@ static pz_status check_shape(int ndim, const int64_t *shape, int64_t *n) {
     return PZ_OK;
 }
 
-static pz_status base_units(const codec_params *p, int ndim, const int64_t *shape, units *u) {
-    if (p->gran == GRAN_SAMPLE && ndim < 1) return pz_fail(PZ_ERR_ARG, "per-sample needs a batch dimension");
-    return units_of(u, p->gran, ndim, shape);
-}
-
 size_t pz_codec_max_frame_bytes(const pz_codec *c, int ndim, const int64_t *shape) {
     int64_t n = 0;
     units u;
-    if (check_shape(ndim, shape, &n) || base_units(&c->p, ndim, shape, &u)) return 0;
-    frame_header h = {.options = c->p.options, .bits = c->p.bits};
-    size_t body = c->p.id <= CODEC_QUANT ? dense_body_bytes(&c->p, &h, &u)
-                                         : sparse_max_body_bytes(&c->p, &u, sparse_k(&c->p, u.m));
+    if (check_shape(ndim, shape, &n) || units_of(&u, c->p.gran, ndim, shape)) return 0;
+    size_t body = c->p.fam->max_body(&c->p, &u);
     const size_t warm = (size_t)n * 4; /* aqsgd warm-up sends fp32 */
-    if (c->wrapper == WRAP_AQSGD && warm > body) body = warm;
+    if (c->wrap && c->wrap->wire_id == WRAP_AQSGD && warm > body) body = warm;
     return PZ_FRAME_HEADER_BYTES + (needs_ids(c) ? 4 * (size_t)shape[0] : 0) + body;
 }
 
-/* Encode t with the base codec p (or plain fp32 when as_none). */
-static pz_status base_encode(pz_codec *c, const codec_params *p, const float *t, int ndim, const int64_t *shape,
-                             const uint32_t *ids, int wrapper, uint64_t seed, uint8_t *frame, size_t cap, size_t *len) {
+/* Encode t with the base codec p into a frame marked with `wrapper`. */
+static pz_status base_encode(pz_codec *c, const codec_params *p, const float *t, int ndim, const int64_t *shape, const uint32_t *ids,
+                             int wrapper, uint64_t seed, uint8_t *frame, size_t cap, size_t *len) {
     units u;
-    PZ_TRY(base_units(p, ndim, shape, &u));
-    frame_header h = {.codec = p->id, .ndim = ndim, .gran = p->gran, .bits = p->id == CODEC_QUANT ? p->bits : 0,
-                      .options = p->id == CODEC_QUANT ? (p->options & (OPT_SYM | OPT_STOCH))
-                                 : p->id == CODEC_TOPK ? (p->options & OPT_BYVALUE)
-                                 : p->id == CODEC_RANDK ? (p->options & OPT_UNBIASED) : 0,
-                      .wrapper = wrapper, .seed = p->id == CODEC_QUANT ? seed : 0};
-    if (p->id <= CODEC_BF16) h.gran = 0;
+    PZ_TRY(units_of(&u, p->gran, ndim, shape));
+    frame_header h = {.codec = p->fam->wire_id, .ndim = ndim, .gran = p->gran, .wrapper = wrapper};
     for (int i = 0; i < ndim; i++) h.dims[i] = shape[i];
     const size_t id_bytes = ids ? 4 * (size_t)shape[0] : 0;
-    if (ids) h.flags |= 1;
+    if (ids) h.flags |= FLAG_IDS;
+    const size_t bound = p->fam->max_body(p, &u);
+    if (PZ_FRAME_HEADER_BYTES + id_bytes + bound > cap)
+        return pz_fail(PZ_ERR_ARG, "frame buffer of %zu bytes is too small (need %zu)", cap, PZ_FRAME_HEADER_BYTES + id_bytes + bound);
     uint8_t *body = frame + PZ_FRAME_HEADER_BYTES + id_bytes;
-    size_t body_len;
+    size_t body_len = 0;
     uint32_t body_crc = 0;
     int have_crc = 0;
-    if (p->id <= CODEC_QUANT) {
-        body_len = dense_body_bytes(p, &h, &u);
-        if (PZ_FRAME_HEADER_BYTES + id_bytes + body_len > cap)
-            return pz_fail(PZ_ERR_ARG, "frame buffer of %zu bytes is too small (need %zu)", cap, PZ_FRAME_HEADER_BYTES + id_bytes + body_len);
-        PZ_TRY(dense_encode(p, c->k, t, &u, seed, body, &h, &body_crc));
-        have_crc = 1;
-    } else {
-        const size_t bound = sparse_max_body_bytes(p, &u, sparse_k(p, u.m));
-        if (PZ_FRAME_HEADER_BYTES + id_bytes + bound > cap)
-            return pz_fail(PZ_ERR_ARG, "frame buffer of %zu bytes is too small (need %zu)", cap, PZ_FRAME_HEADER_BYTES + id_bytes + bound);
-        PZ_TRY(sparse_encode(p, c->k, t, &u, seed, body, bound, &body_len, &h, &c->sc));
-    }
+    const codec_io io = {.k = c->k, .sc = &c->sc};
+    PZ_TRY(p->fam->encode(p, &io, t, &u, seed, body, bound, &body_len, &h, &body_crc, &have_crc));
     if (ids) memcpy(frame + PZ_FRAME_HEADER_BYTES, ids, id_bytes);
     h.payload_len = id_bytes + body_len;
-    if (have_crc) { /* payload = ids || body */
+    if (have_crc && id_bytes) { /* payload = ids || body */
         const uint32_t ids_crc = c->k->crc32c(0, frame + PZ_FRAME_HEADER_BYTES, id_bytes);
-        body_crc = id_bytes ? pz_crc32c_combine(ids_crc, body_crc, body_len) : body_crc;
+        body_crc = pz_crc32c_combine(ids_crc, body_crc, body_len);
     }
     frame_write_header_crc(frame, &h, body_crc, have_crc);
     *len = PZ_FRAME_HEADER_BYTES + h.payload_len;
@@ -113,41 +94,22 @@ static pz_status base_encode(pz_codec *c, const codec_params *p, const float *t,
 
 /* Decode a parsed frame's base payload into x (n floats). */
 static pz_status base_decode(const frame_header *h, const pz_codec_kernels *k, float *x, codec_scratch *sc) {
+    const codec_family *fam = codec_family_by_wire(h->codec); /* frame_parse knows it */
+    if (h->wrapper == WRAP_AQSGD_WARMUP && fam != &codec_none)
+        return frame_error(PZ_FRAME_PARAM, "an AQ-SGD warm-up frame must carry fp32 (codec none)");
+    PZ_TRY(fam->check(h));
     units u;
-    if (h->codec <= CODEC_BF16 || h->wrapper == WRAP_AQSGD_WARMUP) {
-        if (h->codec != CODEC_NONE && h->wrapper == WRAP_AQSGD_WARMUP)
-            return frame_error(PZ_FRAME_PARAM, "an AQ-SGD warm-up frame must carry fp32 (codec none)");
-        if (h->bits || h->gran || h->options || h->value_type || h->index_coding || h->k)
-            return frame_error(PZ_FRAME_PARAM, "%s takes no parameters", codec_name(h->codec));
-    } else if (h->codec == CODEC_QUANT) {
-        if (h->bits < 1 || h->bits > 8) return frame_error(PZ_FRAME_PARAM, "quantization width %d is not in 1..8", h->bits);
-        if (h->options & ~(OPT_SYM | OPT_STOCH) || h->value_type || h->index_coding || h->k)
-            return frame_error(PZ_FRAME_PARAM, "parameters that quantization does not take are set");
-    } else {
-        if (h->gran > GRAN_SAMPLE) return frame_error(PZ_FRAME_PARAM, "%s works per tensor or per sample, not granularity %d", codec_name(h->codec), h->gran);
-        if (h->codec != CODEC_MS && h->bits) return frame_error(PZ_FRAME_PARAM, "%s takes no code width", codec_name(h->codec));
-        if (h->codec == CODEC_RANDK && h->index_coding) return frame_error(PZ_FRAME_PARAM, "randk sends no positions");
-        if (h->codec == CODEC_MS && h->index_coding) return frame_error(PZ_FRAME_PARAM, "ms sends no index section");
-        const int allowed = h->codec == CODEC_TOPK ? OPT_BYVALUE : h->codec == CODEC_RANDK ? OPT_UNBIASED : h->codec == CODEC_MS ? OPT_SIGNED : 0;
-        if (h->options & ~allowed) return frame_error(PZ_FRAME_PARAM, "option bits 0x%02x do not apply to %s", h->options, codec_name(h->codec));
-    }
-    PZ_TRY(units_of(&u, h->codec <= CODEC_BF16 ? GRAN_TENSOR : h->gran, h->ndim, h->dims));
-    if (h->codec <= CODEC_QUANT) {
-        frame_header hh = *h;
-        codec_params p = {.id = h->codec, .bits = h->bits};
-        const size_t need = dense_body_bytes(&p, &hh, &u);
-        if (h->body_len != need)
-            return frame_error(PZ_FRAME_PAYLOAD, "a %s payload of this shape has %zu bytes, not %llu", codec_name(h->codec), need,
-                               (unsigned long long)h->body_len);
-        return dense_decode(h, k, &u, x);
-    }
-    return sparse_decode(h, k, &u, x, sc);
+    PZ_TRY(units_of(&u, h->gran, h->ndim, h->dims));
+    const codec_io io = {.k = k, .sc = sc};
+    return fam->decode(h, &io, &u, x);
 }
 
-static float *scratch(pz_codec *c, int64_t n) {
+float *codec_tmp(pz_codec *c, int64_t n) {
     if (!c->tmp || c->tmp_n < n) {
+        float *t = pz_floats_try((size_t)(2 * n + 2));
+        if (!t) return NULL;
         free(c->tmp);
-        c->tmp = pz_floats((size_t)(2 * n + 2));
+        c->tmp = t;
         c->tmp_n = n;
     }
     return c->tmp;
@@ -155,9 +117,10 @@ static float *scratch(pz_codec *c, int64_t n) {
 
 /* the per-boundary state (ef, ef21): grown to the largest tensor seen, the
  * first n entries used (sender and receiver see the same sizes) */
-static float *boundary_state(pz_codec *c, int64_t n) {
+float *codec_boundary_state(pz_codec *c, int64_t n) {
     if (!c->state || c->state_n < n) {
-        float *s = pz_floats((size_t)(n ? n : 1));
+        float *s = pz_floats_try((size_t)(n ? n : 1));
+        if (!s) return NULL;
         if (c->state) memcpy(s, c->state, sizeof(float) * (size_t)c->state_n);
         free(c->state);
         c->state = s;
@@ -166,14 +129,14 @@ static float *boundary_state(pz_codec *c, int64_t n) {
     return c->state;
 }
 
-static pz_status ensure_store(pz_codec *c, int64_t row) {
+pz_status codec_ensure_store(pz_codec *c, int64_t row) {
     if (c->store_ready) {
         if (c->store.row != row)
-            return pz_fail(PZ_ERR_STATE, "per-sample buffers hold %lld elements per sample, this tensor has %lld",
-                           (long long)c->store.row, (long long)row);
+            return pz_fail(PZ_ERR_STATE, "per-sample buffers hold %lld elements per sample, this tensor has %lld", (long long)c->store.row,
+                           (long long)row);
         return PZ_OK;
     }
-    PZ_TRY(store_init(&c->store, row, c->store_fp16, c->wrapper == WRAP_AQSGD ? c->mmap_path : NULL));
+    PZ_TRY(store_init(&c->store, row, c->store_fp16, c->mmap_path));
     c->store_ready = 1;
     return PZ_OK;
 }
@@ -187,8 +150,8 @@ static double rel_error(const float *a, const float *ref, int64_t n) {
     return r > 0 ? sqrt(e / r) : sqrt(e);
 }
 
-pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *shape, const uint32_t *ids,
-                          uint8_t *frame, size_t cap, size_t *len, pz_codec_stats *stats) {
+pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *shape, const uint32_t *ids, uint8_t *frame, size_t cap,
+                          size_t *len, pz_codec_stats *stats) {
     int64_t n = 0;
     *len = 0;
     PZ_TRY(check_shape(ndim, shape, &n));
@@ -197,92 +160,25 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
     if (frame_ids)
         for (int64_t b = 0; b < shape[0]; b++)
             if (ids[b] >= c->max_samples)
-                return pz_fail(PZ_ERR_ARG, "sample id %u is not below the codec's %u samples (pz_codec_set_max_samples)", ids[b],
-                               c->max_samples);
+                return pz_fail(PZ_ERR_ARG, "sample id %u is not below the codec's %u samples (pz_codec_set_max_samples)", ids[b], c->max_samples);
     uint64_t z = c->seed + 0x9E3779B97F4A7C15ull * ++c->counter;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     const uint64_t seed = z ^ (z >> 31);
-    const int64_t B = shape[0], row = B ? n / B : 0;
-    float *t = scratch(c, n), *that = t + n;
+    float *t = codec_tmp(c, n);
+    if (!t) return pz_fail(PZ_ERR_NOMEM, "out of memory for a codec buffer of %lld floats", (long long)n);
+    float *hat = t + n;
     const float *src = x;
-    int wrapper = c->wrapper;
+    int wire = c->wrap ? c->wrap->wire_id : WRAP_NONE;
     codec_params p = c->p;
-    if (c->wrapper == WRAP_EF) {
-        /* Paper A's error feedback: send C(x + e), keep e <- (x + e) - C(x + e) */
-        if (c->per_sample) {
-            PZ_TRY(ensure_store(c, row));
-            for (int64_t b = 0; b < B; b++) {
-                void *r;
-                PZ_TRY(store_row(&c->store, ids[b], &r));
-                store_get(&c->store, r, t + b * row);
-                for (int64_t i = 0; i < row; i++) t[b * row + i] += x[b * row + i];
-            }
-        } else {
-            const float *e = boundary_state(c, n);
-            for (int64_t i = 0; i < n; i++) t[i] = x[i] + e[i];
-        }
-        src = t;
-    } else if (c->wrapper == WRAP_EF21) {
-        /* EF21: send C(x - A), A <- A + C(x - A) */
-        const float *A = boundary_state(c, n);
-        for (int64_t i = 0; i < n; i++) t[i] = x[i] - A[i];
-        src = t;
-    } else if (c->wrapper == WRAP_AQSGD) {
-        PZ_TRY(ensure_store(c, row));
-        if (c->warmup) {
-            wrapper = WRAP_AQSGD_WARMUP;
-            p = (codec_params){.id = CODEC_NONE};
-        } else {
-            /* AQ-SGD: send C(x_i - m(xi)) */
-            for (int64_t b = 0; b < B; b++) {
-                void *r;
-                PZ_TRY(store_row(&c->store, ids[b], &r));
-                store_get(&c->store, r, t + b * row);
-                for (int64_t i = 0; i < row; i++) t[b * row + i] = x[b * row + i] - t[b * row + i];
-            }
-            src = t;
-        }
-    }
-    PZ_TRY(base_encode(c, &p, src, ndim, shape, frame_ids, wrapper, seed, frame, cap, len));
-    const int need_hat = c->wrapper != WRAP_NONE || stats;
-    if (need_hat) {
+    if (c->wrap) PZ_TRY(c->wrap->prepare(c, x, shape, n, ids, t, &src, &p, &wire));
+    PZ_TRY(base_encode(c, &p, src, ndim, shape, frame_ids, wire, seed, frame, cap, len));
+    const float *received = hat; /* what the receiver will use */
+    if (c->wrap || stats) {
         frame_header h;
         PZ_TRY(frame_parse(frame, *len, &h));
-        PZ_TRY(base_decode(&h, c->k, that, &c->sc));
+        PZ_TRY(base_decode(&h, c->k, hat, &c->sc));
     }
-    const float *received = that; /* what the receiver will use */
-    if (c->wrapper == WRAP_EF) {
-        if (c->per_sample) {
-            for (int64_t b = 0; b < B; b++) {
-                void *r;
-                PZ_TRY(store_row(&c->store, ids[b], &r));
-                float *e = t + b * row; /* e = (x + e) - C(x + e), in place */
-                for (int64_t i = 0; i < row; i++) e[i] -= that[b * row + i];
-                store_put(&c->store, r, e);
-            }
-        } else {
-            float *e = boundary_state(c, n);
-            for (int64_t i = 0; i < n; i++) e[i] = t[i] - that[i];
-        }
-    } else if (c->wrapper == WRAP_EF21) {
-        float *A = boundary_state(c, n);
-        for (int64_t i = 0; i < n; i++) A[i] += that[i];
-        received = A;
-    } else if (c->wrapper == WRAP_AQSGD) {
-        for (int64_t b = 0; b < B; b++) {
-            void *r;
-            PZ_TRY(store_row(&c->store, ids[b], &r));
-            float *m = t + b * row;
-            if (c->warmup) memcpy(m, that + b * row, sizeof(float) * (size_t)row);
-            else {
-                store_get(&c->store, r, m);
-                for (int64_t i = 0; i < row; i++) m[i] += that[b * row + i];
-            }
-            store_put(&c->store, r, m);
-            store_get(&c->store, r, m); /* as stored (fp16 rounds), as the receiver will have it */
-        }
-        received = t;
-    }
+    if (c->wrap) PZ_TRY(c->wrap->update(c, x, shape, n, ids, t, hat, &received));
     if (stats) {
         stats->elements = (uint64_t)n;
         stats->bytes = *len;
@@ -300,6 +196,12 @@ static pz_status parse_for_decode(const uint8_t *frame, size_t len, size_t cap, 
     return PZ_OK;
 }
 
+static void give_shape(const frame_header *h, int *ndim, int64_t *shape) {
+    if (ndim) *ndim = h->ndim;
+    if (shape)
+        for (int i = 0; i < 4; i++) shape[i] = h->dims[i];
+}
+
 pz_status pz_frame_decode(const uint8_t *frame, size_t len, float *x, size_t cap, int *ndim, int64_t *shape) {
     frame_header h;
     PZ_TRY(parse_for_decode(frame, len, cap, &h));
@@ -307,132 +209,28 @@ pz_status pz_frame_decode(const uint8_t *frame, size_t len, float *x, size_t cap
     const pz_status st = base_decode(&h, pz_codec_kernels_best(), x, &sc);
     scratch_release(&sc);
     PZ_TRY(st);
-    if (ndim) *ndim = h.ndim;
-    if (shape)
-        for (int i = 0; i < 4; i++) shape[i] = h.dims[i];
+    give_shape(&h, ndim, shape);
     return PZ_OK;
 }
 
 pz_status pz_codec_decode(pz_codec *c, const uint8_t *frame, size_t len, float *x, size_t cap, int *ndim, int64_t *shape) {
     frame_header h;
     PZ_TRY(parse_for_decode(frame, len, cap, &h));
-    const int fw = h.wrapper == WRAP_AQSGD_WARMUP ? WRAP_AQSGD : h.wrapper;
-    if ((fw == WRAP_EF21 || fw == WRAP_AQSGD || c->wrapper == WRAP_EF21 || c->wrapper == WRAP_AQSGD) && fw != c->wrapper)
+    /* a receiver that keeps state takes only frames of its own wrapper, and
+     * frames of such a wrapper reach only such a receiver */
+    const wrapper_kind *fw = wrapper_by_wire(h.wrapper);
+    if (((fw && fw->receiver_state) || (c->wrap && c->wrap->receiver_state)) && fw != c->wrap)
         return frame_error(PZ_FRAME_STATE, "a frame of wrapper %d reached a '%s' receiver", h.wrapper, c->spec);
-    if (fw == WRAP_AQSGD && !(h.flags & 1)) return frame_error(PZ_FRAME_PAYLOAD, "an AQ-SGD frame without sample ids");
-    const int64_t n = h.n, B = h.dims[0], row = B ? n / B : 0;
-    if (c->wrapper == WRAP_NONE || c->wrapper == WRAP_EF) {
+    if (!c->wrap || !c->wrap->receive) {
         PZ_TRY(base_decode(&h, c->k, x, &c->sc));
-    } else if (c->wrapper == WRAP_EF21) {
-        float *d = scratch(c, n);
-        PZ_TRY(base_decode(&h, c->k, d, &c->sc));
-        float *A = boundary_state(c, n);
-        for (int64_t i = 0; i < n; i++) A[i] += d[i], x[i] = A[i];
     } else {
-        float *d = scratch(c, n);
+        if (c->wrap->needs_ids(c) && !(h.flags & FLAG_IDS))
+            return frame_error(PZ_FRAME_PAYLOAD, "a frame without sample ids reached a '%s' receiver (it keeps per-sample state)", c->spec);
+        float *d = codec_tmp(c, h.n);
+        if (!d) return pz_fail(PZ_ERR_NOMEM, "out of memory for a codec buffer of %lld floats", (long long)h.n);
         PZ_TRY(base_decode(&h, c->k, d, &c->sc));
-        PZ_TRY(ensure_store(c, row));
-        for (int64_t b = 0; b < B; b++) {
-            uint32_t id;
-            memcpy(&id, (const uint8_t *)h.ids + 4 * b, 4);
-            if (id >= c->max_samples)
-                return frame_error(PZ_FRAME_PAYLOAD, "sample id %u is not below the receiver's %u samples", id, c->max_samples);
-            void *r;
-            PZ_TRY(store_row(&c->store, id, &r));
-            float *m = x + b * row;
-            if (h.wrapper == WRAP_AQSGD_WARMUP) memcpy(m, d + b * row, sizeof(float) * (size_t)row);
-            else {
-                store_get(&c->store, r, m);
-                for (int64_t i = 0; i < row; i++) m[i] += d[b * row + i];
-            }
-            store_put(&c->store, r, m);
-            store_get(&c->store, r, m);
-        }
+        PZ_TRY(c->wrap->receive(c, &h, d, x));
     }
-    if (ndim) *ndim = h.ndim;
-    if (shape)
-        for (int i = 0; i < 4; i++) shape[i] = h.dims[i];
+    give_shape(&h, ndim, shape);
     return PZ_OK;
-}
-
-/* ---- state for checkpoints -------------------------------------------------
- * [u32 magic "PZCS"][u32 version 1][u64 seed][u64 counter][i32 warmup]
- * [i64 state_n][state_n f32][i32 store_ready][i64 row][i32 fp16][i64 rows]
- * [rows u8 present][rows * row_bytes data] */
-enum { STATE_MAGIC = 0x53435A50u, STATE_VERSION = 1 };
-
-static size_t store_row_bytes(const sample_store *s) { return (size_t)s->row * (s->fp16 ? 2 : 4); }
-
-pz_status pz_codec_state_save(const pz_codec *c, uint8_t **out, size_t *len) {
-    const int64_t rows = c->store_ready ? c->store.cap : 0;
-    const size_t rb = c->store_ready ? store_row_bytes(&c->store) : 0;
-    const uint32_t spec_len = (uint32_t)strlen(c->spec);
-    const size_t n = 4 + spec_len + 4 + 4 + 8 + 8 + 4 + 8 + 4 * (size_t)(c->state ? c->state_n : 0) + 4 + 8 + 4 + 8 + (size_t)rows * (1 + rb);
-    uint8_t *b = malloc(n), *p = b;
-    if (!b) return pz_fail(PZ_ERR_NOMEM, "out of memory for a %zu-byte codec state", n);
-    const uint32_t magic = STATE_MAGIC, version = STATE_VERSION;
-    const int64_t sn = c->state ? c->state_n : 0;
-    const int32_t warm = c->warmup, ready = c->store_ready, fp16 = c->store.fp16;
-    const int64_t row = c->store.row;
-#define PUT(v) (memcpy(p, &(v), sizeof(v)), p += sizeof(v))
-    PUT(magic), PUT(version), PUT(spec_len);
-    memcpy(p, c->spec, spec_len), p += spec_len;
-    PUT(c->seed), PUT(c->counter), PUT(warm), PUT(sn);
-    if (sn) memcpy(p, c->state, 4 * (size_t)sn), p += 4 * (size_t)sn;
-    PUT(ready), PUT(row), PUT(fp16), PUT(rows);
-#undef PUT
-    if (rows) {
-        memcpy(p, c->store.present, (size_t)rows), p += rows;
-        memcpy(p, c->store.data, (size_t)rows * rb), p += (size_t)rows * rb;
-    }
-    *out = b, *len = (size_t)(p - b);
-    return PZ_OK;
-}
-
-pz_status pz_codec_state_load(pz_codec *c, const uint8_t *b, size_t len) {
-    const uint8_t *p = b, *end = b + len;
-#define GET(v) do { if ((size_t)(end - p) < sizeof(v)) goto short_blob; memcpy(&(v), p, sizeof(v)); p += sizeof(v); } while (0)
-    uint32_t magic, version;
-    uint64_t seed, counter;
-    int32_t warm, ready, fp16;
-    int64_t sn, row, rows;
-    GET(magic); GET(version);
-    if (magic != STATE_MAGIC || version != STATE_VERSION) return pz_fail(PZ_ERR_FORMAT, "not a pipezip codec state (or another version)");
-    uint32_t spec_len;
-    GET(spec_len);
-    if (spec_len > (size_t)(end - p)) goto short_blob;
-    if (spec_len != strlen(c->spec) || memcmp(p, c->spec, spec_len))
-        return pz_fail(PZ_ERR_ARG, "the saved state is codec '%.*s', this one is '%s'", (int)(spec_len < 200 ? spec_len : 200), (const char *)p,
-                       c->spec);
-    p += spec_len;
-    GET(seed); GET(counter); GET(warm); GET(sn);
-    if (sn < 0 || (uint64_t)sn > (uint64_t)(end - p) / 4) goto short_blob;
-    if (sn) {
-        free(c->state);
-        c->state = pz_floats((size_t)sn);
-        c->state_n = sn;
-        memcpy(c->state, p, 4 * (size_t)sn), p += 4 * (size_t)sn;
-    }
-    GET(ready); GET(row); GET(fp16); GET(rows);
-#undef GET
-    if (ready) {
-        if (row < 1 || rows < 0) return pz_fail(PZ_ERR_FORMAT, "codec state: bad per-sample store shape");
-        if (c->store_ready) store_free(&c->store), c->store_ready = 0;
-        if (!!fp16 != !!c->store_fp16) return pz_fail(PZ_ERR_FORMAT, "codec state: rows stored as %s, the codec keeps %s", fp16 ? "fp16" : "fp32", c->store_fp16 ? "fp16" : "fp32");
-        PZ_TRY(ensure_store(c, row));
-        const size_t rb = store_row_bytes(&c->store);
-        if ((uint64_t)rows > (uint64_t)(end - p) / (1 + rb)) goto short_blob;
-        for (int64_t i = 0; i < rows; i++) {
-            if (!p[i]) continue;
-            void *r;
-            PZ_TRY(store_row(&c->store, (uint32_t)i, &r));
-            memcpy(r, p + rows + (size_t)i * rb, rb);
-        }
-        p += (size_t)rows * (1 + rb);
-    }
-    if (p != end) return pz_fail(PZ_ERR_FORMAT, "codec state: %zu bytes left over", (size_t)(end - p));
-    c->seed = seed, c->counter = counter, c->warmup = warm;
-    return PZ_OK;
-short_blob:
-    return pz_fail(PZ_ERR_FORMAT, "codec state is truncated");
 }

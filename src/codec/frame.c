@@ -1,7 +1,8 @@
 /* frame.c — the frame header of docs/FORMAT.md: writing it, parsing and
- * validating it (every field, the length, the CRC-32C), units, bit streams,
- * and inspecting a frame. */
-#include "codec_internal.h"
+ * validating it (every field, the length, the CRC-32C), and inspecting a
+ * frame. */
+#include "frame.h"
+#include "family.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -28,11 +29,6 @@ pz_status frame_error(pz_frame_error e, const char *fmt, ...) {
     return pz_fail(PZ_ERR_FORMAT, "bad frame (%s): %s", pz_frame_error_name(e), msg);
 }
 
-const char *codec_name(int id) {
-    static const char *const names[] = {"none", "fp16", "bf16", "quant", "topk", "randk", "randtopk", "ms"};
-    return id >= 0 && id < CODEC_COUNT ? names[id] : "?";
-}
-
 static void put_u32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
 static void put_u64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
 static uint32_t get_u32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
@@ -43,8 +39,6 @@ static const uint8_t MAGIC[4] = {'P', 'Z', 'F', 'R'};
 /* Writes the header; the checksum covers bytes 0..55 and the payload, which
  * must already be in place after the header (or whose CRC-32C the encoder
  * computed while writing it: payload_crc, when have_payload_crc). */
-void frame_write_header(uint8_t *f, const frame_header *h) { frame_write_header_crc(f, h, 0, 0); }
-
 void frame_write_header_crc(uint8_t *f, const frame_header *h, uint32_t payload_crc, int have_payload_crc) {
     memset(f, 0, PZ_FRAME_HEADER_BYTES);
     memcpy(f, MAGIC, 4);
@@ -70,29 +64,6 @@ void frame_write_header_crc(uint8_t *f, const frame_header *h, uint32_t payload_
     put_u32(f + 56, crc);
 }
 
-pz_status units_of(units *u, int gran, int ndim, const int64_t *dims) {
-    memset(u, 0, sizeof *u);
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= dims[i];
-    u->n = n;
-    u->gran = gran;
-    if (gran == GRAN_TENSOR) {
-        u->U = 1, u->m = n, u->plane_len = n, u->planes = 1;
-    } else if (gran == GRAN_SAMPLE) {
-        u->U = dims[0], u->m = dims[0] ? n / dims[0] : 0, u->plane_len = u->m, u->planes = dims[0];
-    } else if (gran == GRAN_CHANNEL) {
-        if (ndim < 2) return frame_error(PZ_FRAME_PARAM, "per-channel granularity needs at least 2 dimensions, the tensor has %d", ndim);
-        u->channels = dims[1];
-        u->U = dims[1];
-        u->m = dims[1] ? n / dims[1] : 0;
-        u->planes = dims[0] * dims[1];
-        u->plane_len = u->planes ? n / u->planes : 0;
-    } else {
-        return frame_error(PZ_FRAME_PARAM, "granularity %d is not 0 (tensor), 1 (sample) or 2 (channel)", gran);
-    }
-    return PZ_OK;
-}
-
 pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
     memset(h, 0, sizeof *h);
     if (!f || len < PZ_FRAME_HEADER_BYTES)
@@ -106,7 +77,8 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
     const pz_codec_kernels *k = pz_codec_kernels_best();
     h->crc = get_u32(f + 56);
     uint32_t crc = k->crc32c(0, f, 56);
-    const int defer = f[5] <= CODEC_BF16 && !(f[7] & ~1);
+    const codec_family *fam = codec_family_by_wire(f[5]);
+    const int defer = fam && fam->plain_payload && !(f[7] & ~FLAG_IDS);
     if (!defer) {
         crc = k->crc32c(crc, f + PZ_FRAME_HEADER_BYTES, h->payload_len);
         if (crc != h->crc) return frame_error(PZ_FRAME_CHECKSUM, "CRC-32C is %08x, header says %08x", crc, h->crc);
@@ -128,8 +100,8 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
     h->index_coding = f[28], h->value_bits = f[29], h->wrapper = f[30];
     h->k = get_u32(f + 32);
     h->seed = get_u64(f + 40);
-    if (h->codec >= CODEC_COUNT) return frame_error(PZ_FRAME_PARAM, "unknown codec id %d", h->codec);
-    if (h->flags & ~1) return frame_error(PZ_FRAME_PARAM, "unknown flags 0x%02x", h->flags);
+    if (!fam) return frame_error(PZ_FRAME_PARAM, "unknown codec id %d", h->codec);
+    if (h->flags & ~FLAG_IDS) return frame_error(PZ_FRAME_PARAM, "unknown flags 0x%02x", h->flags);
     if (h->wrapper > WRAP_AQSGD_WARMUP) return frame_error(PZ_FRAME_PARAM, "unknown wrapper %d", h->wrapper);
     if (f[31] || get_u32(f + 36) || get_u32(f + 60)) return frame_error(PZ_FRAME_PARAM, "reserved bytes are not zero");
     if (h->options & ~OPT_ALL) return frame_error(PZ_FRAME_PARAM, "unknown option bits 0x%02x", h->options);
@@ -140,7 +112,7 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
         return frame_error(PZ_FRAME_PARAM, "value bits %d do not fit value type %d", h->value_bits, h->value_type);
     const uint8_t *p = f + PZ_FRAME_HEADER_BYTES;
     uint64_t left = h->payload_len;
-    if (h->flags & 1) {
+    if (h->flags & FLAG_IDS) {
         const uint64_t need = 4 * (uint64_t)h->dims[0];
         if (left < need) return frame_error(PZ_FRAME_PAYLOAD, "the sample-id section needs %llu bytes, the payload has %llu",
                                             (unsigned long long)need, (unsigned long long)left);
@@ -167,35 +139,13 @@ pz_status frame_verify_deferred(const frame_header *h) {
     return frame_check_crc(h, pz_codec_kernels_best()->crc32c(0, h->body, h->body_len));
 }
 
-void bits_write(const pz_codec_kernels *k, uint8_t *out, const uint8_t *codes, size_t n, int b) {
-    const size_t full = n & ~(size_t)7;
-    k->pack(codes, full, b, out);
-    if (full < n) {
-        uint8_t tail[8] = {0}, packed[8];
-        memcpy(tail, codes + full, n - full);
-        k->pack(tail, 8, b, packed);
-        memcpy(out + full / 8 * b, packed, bits_bytes(n - full, b));
-    }
-}
-
-void bits_read(const pz_codec_kernels *k, const uint8_t *in, size_t n, int b, uint8_t *codes) {
-    const size_t full = n & ~(size_t)7;
-    k->unpack(in, full, b, codes);
-    if (full < n) {
-        uint8_t packed[8] = {0}, tail[8];
-        memcpy(packed, in + full / 8 * b, bits_bytes(n - full, b));
-        k->unpack(packed, 8, b, tail);
-        memcpy(codes + full, tail, n - full);
-    }
-}
-
 pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info) {
     frame_header h;
     memset(info, 0, sizeof *info);
     PZ_TRY(frame_parse(frame, len, &h));
     PZ_TRY(frame_verify_deferred(&h));
     info->codec_id = h.codec;
-    info->codec_name = codec_name(h.codec);
+    info->codec_name = codec_wire_name(h.codec);
     info->ndim = h.ndim;
     for (int i = 0; i < 4; i++) info->shape[i] = h.dims[i];
     info->elements = h.n;
@@ -207,21 +157,15 @@ pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info
     info->payload_bytes = h.payload_len;
     info->frame_bytes = len;
     info->checksum = h.crc;
-    info->has_ids = h.flags & 1;
+    info->has_ids = h.flags & FLAG_IDS;
     return PZ_OK;
 }
 
-void *scratch_get(codec_scratch *s, int slot, size_t bytes) {
-    if (bytes == 0) bytes = 1;
-    if (s->cap[slot] < bytes) {
-        free(s->p[slot]);
-        s->p[slot] = pz_malloc(bytes);
-        s->cap[slot] = bytes;
-    }
-    return s->p[slot];
-}
-
-void scratch_release(codec_scratch *s) {
-    for (int i = 0; i < SC_SLOTS; i++) free(s->p[i]);
-    memset(s, 0, sizeof *s);
+uint32_t crc_join_chunks(const uint32_t *crcs, int64_t count, size_t chunk_bytes, size_t last_bytes) {
+    if (count == 0) return 0;
+    const uint32_t shift = pz_crc32c_shift(chunk_bytes);
+    uint32_t crc = crcs[0];
+    for (int64_t i = 1; i < count; i++)
+        crc = i == count - 1 ? pz_crc32c_combine(crc, crcs[i], last_bytes) : pz_crc32c_mul(crc, shift) ^ crcs[i];
+    return crc;
 }

@@ -2,7 +2,8 @@
  * feedback), keyed by sample id: fp32 or fp16 rows, in memory or in a
  * memory-mapped file (AQ-SGD's reference code keeps them in an fp16 mmap). */
 #define _GNU_SOURCE
-#include "codec_internal.h"
+#include "store.h"
+#include "kernels/codec_kernels.h"
 
 #include <errno.h>
 #include <fcntl.h>

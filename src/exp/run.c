@@ -74,8 +74,8 @@ pz_status pz_run_config_check(const pz_run_config *c) {
     if (strcmp(c->eval_compress, "both") && strcmp(c->eval_compress, "on") && strcmp(c->eval_compress, "off"))
         return pz_fail(PZ_ERR_ARG, "--eval-compress '%s' (expected on, off or both)", c->eval_compress);
     char specs[PZ_MAX_STAGES][PZ_SPEC_MAX];
-    PZ_TRY(pz_pipe_parse_specs(c->fwd, PZ_MAX_STAGES - 1, specs, "--fwd"));
-    PZ_TRY(pz_pipe_parse_specs(c->bwd, PZ_MAX_STAGES - 1, specs, "--bwd"));
+    PZ_TRY(pz_codec_parse_list(c->fwd, PZ_MAX_STAGES - 1, specs, "--fwd"));
+    PZ_TRY(pz_codec_parse_list(c->bwd, PZ_MAX_STAGES - 1, specs, "--bwd"));
     if (c->micro_batches < 1 || c->micro_batches > PZ_MAX_STAGES || c->micro_batches > c->batch)
         return pz_fail(PZ_ERR_ARG, "--micro-batches must be in 1..%d and at most --batch, got %d", PZ_MAX_STAGES, c->micro_batches);
     if (c->aqsgd_warmup < 0 || c->aqsgd_warmup > c->epochs) return pz_fail(PZ_ERR_ARG, "--aqsgd-warmup must be in 0..epochs, got %d", c->aqsgd_warmup);
@@ -224,8 +224,8 @@ static pz_status pipe_config(const pz_run_config *cfg, const pz_model *model, co
     if (mpi_size > 0 && pc->n_stages != mpi_size)
         return pz_fail(PZ_ERR_ARG, "--link mpi: %d stages need %d ranks, mpirun started %d (mpirun -np %d ...)", pc->n_stages,
                        pc->n_stages, mpi_size, pc->n_stages);
-    PZ_TRY(pz_pipe_parse_specs(cfg->fwd, pc->n_stages - 1, pc->fwd, "--fwd"));
-    PZ_TRY(pz_pipe_parse_specs(cfg->bwd, pc->n_stages - 1, pc->bwd, "--bwd"));
+    PZ_TRY(pz_codec_parse_list(cfg->fwd, pc->n_stages - 1, pc->fwd, "--fwd"));
+    PZ_TRY(pz_codec_parse_list(cfg->bwd, pc->n_stages - 1, pc->bwd, "--bwd"));
     if (cfg->link_bandwidth) PZ_TRY(pz_parse_bandwidth(cfg->link_bandwidth, &pc->emu.bandwidth));
     if (cfg->link_latency) PZ_TRY(pz_parse_duration(cfg->link_latency, &pc->emu.latency));
     pc->realtime = cfg->link_realtime;

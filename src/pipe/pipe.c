@@ -556,73 +556,24 @@ pz_status pz_pipe_resolve_cuts(const pz_model *model, const char *cuts, int stag
     return PZ_OK;
 }
 
-pz_status pz_pipe_parse_specs(const char *arg, int nb, char (*out)[PZ_SPEC_MAX], const char *flag) {
-    for (int b = 0; b < nb; b++) snprintf(out[b], PZ_SPEC_MAX, "none");
-    if (!arg || !*arg) return PZ_OK;
-    /* split at commas followed by "N=" */
-    const char *p = arg;
-    int first_item = 1;
-    while (*p) {
-        const char *end = p;
-        for (;;) {
-            end = strchr(end, ',');
-            if (!end) break;
-            const char *q = end + 1;
-            while (*q >= '0' && *q <= '9') q++;
-            if (q > end + 1 && *q == '=') break;
-            end++;
-        }
-        const size_t n = end ? (size_t)(end - p) : strlen(p);
-        char item[PZ_SPEC_MAX + 16];
-        if (n >= sizeof item) return pz_fail(PZ_ERR_ARG, "%s: '%.40s...' is too long", flag, p);
-        memcpy(item, p, n);
-        item[n] = 0;
-        const char *q = item;
-        while (*q >= '0' && *q <= '9') q++;
-        int target = -1;
-        const char *spec = item;
-        if (q > item && *q == '=') {
-            target = atoi(item);
-            spec = q + 1;
-            if (target < 1 || target > nb)
-                return pz_fail(PZ_ERR_ARG, "%s: boundary %d does not exist (this pipeline has boundaries 1..%d)", flag, target, nb);
-        } else if (!first_item) {
-            return pz_fail(PZ_ERR_ARG, "%s: '%s': only the first item may omit its boundary (write N=SPEC)", flag, item);
-        }
-        pz_codec *c;
-        if (pz_codec_create(&c, spec)) return pz_fail(PZ_ERR_ARG, "%s: %s", flag, pz_last_error());
-        pz_codec_free(c);
-        if (strlen(spec) >= PZ_SPEC_MAX) return pz_fail(PZ_ERR_ARG, "%s: spec '%s' is too long", flag, spec);
-        if (target < 0)
-            for (int b = 0; b < nb; b++) snprintf(out[b], PZ_SPEC_MAX, "%.255s", spec);
-        else snprintf(out[target - 1], PZ_SPEC_MAX, "%.255s", spec);
-        first_item = 0;
-        p = end ? end + 1 : p + n;
-    }
-    return PZ_OK;
-}
-
 static int64_t param_offset(const pz_seq *net, int layer) {
     int64_t off = 0;
     for (int i = 0; i < layer; i++) off += net->layers[i].n_params;
     return off;
 }
 
-/* evaluation uses the forward codec's base: "ef(topk:0.1),per=sample" -> "topk:0.1" */
-static void base_spec(const char *spec, char *out, size_t cap) {
-    snprintf(out, cap, "%s", spec && *spec ? spec : "none");
-    const char *open = strchr(out, '('), *close = strrchr(out, ')');
-    if (open && close && close > open) {
-        const size_t nlen = (size_t)(close - open - 1);
-        memmove(out, open + 1, nlen);
-        out[nlen] = 0;
-    }
-}
-
 static pz_status make_codec(pz_codec **c, const char *spec, uint32_t max_samples) {
     PZ_TRY(pz_codec_create(c, spec && *spec ? spec : "none"));
     if (max_samples) pz_codec_set_max_samples(*c, max_samples);
     return PZ_OK;
+}
+
+/* evaluation uses the forward codec's stateless base (an EF/EF21/AQ-SGD
+ * wrapper's base codec) */
+static pz_status make_eval_codec(pz_codec **c, const pz_codec *fwd) {
+    char spec[PZ_SPEC_MAX];
+    pz_codec_base_spec(fwd, spec, sizeof spec);
+    return make_codec(c, spec, 0);
 }
 
 static pz_status stage_setup(pz_pipe *p, int i) {
@@ -644,24 +595,21 @@ static pz_status stage_setup(pz_pipe *p, int i) {
     s->p1 = param_offset(&s->model[0].net, s->to);
     s->opt = (pz_optim){.momentum = cfg->momentum, .nesterov = cfg->nesterov, .weight_decay = cfg->weight_decay};
     pz_optim_init(&s->opt, cfg->optimizer, s->p1 - s->p0);
-    char eval_spec[PZ_SPEC_MAX];
     if (i > 0) {
         PZ_TRY(make_codec(&s->fwd_rx, cfg->fwd[i - 1], cfg->max_samples));
         PZ_TRY(make_codec(&s->bwd_tx, cfg->bwd[i - 1], cfg->max_samples));
-        base_spec(cfg->fwd[i - 1], eval_spec, sizeof eval_spec);
-        PZ_TRY(make_codec(&s->eval_rx, eval_spec, 0));
+        PZ_TRY(make_eval_codec(&s->eval_rx, s->fwd_rx));
         PZ_TRY(make_codec(&s->plain_rx, "none", 0));
         pz_codec_set_seed(s->bwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i + 1);
-        s->bwd_lossless = !strcmp(pz_codec_spec(s->bwd_tx), "none");
+        s->bwd_lossless = pz_codec_is_lossless(s->bwd_tx);
     }
     if (i < p->S - 1) {
         PZ_TRY(make_codec(&s->fwd_tx, cfg->fwd[i], cfg->max_samples));
         PZ_TRY(make_codec(&s->bwd_rx, cfg->bwd[i], cfg->max_samples));
-        base_spec(cfg->fwd[i], eval_spec, sizeof eval_spec);
-        PZ_TRY(make_codec(&s->eval_tx, eval_spec, 0));
+        PZ_TRY(make_eval_codec(&s->eval_tx, s->fwd_tx));
         PZ_TRY(make_codec(&s->plain_tx, "none", 0));
         pz_codec_set_seed(s->fwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i);
-        s->fwd_lossless = !strcmp(pz_codec_spec(s->fwd_tx), "none");
+        s->fwd_lossless = pz_codec_is_lossless(s->fwd_tx);
     }
     s->rep.stage = i;
     if (cfg->resume) {

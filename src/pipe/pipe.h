@@ -14,7 +14,7 @@
 #include "pipezip/codec.h"
 
 #define PZ_MAX_STAGES 16
-#define PZ_SPEC_MAX 256
+#define PZ_SPEC_MAX PZ_CODEC_SPEC_MAX
 
 typedef struct {
     const char *model;      /* preset */
@@ -24,7 +24,7 @@ typedef struct {
     int n_stages;
     int cuts[PZ_MAX_STAGES]; /* stage s ends after top-level layer cuts[s] (s < n_stages - 1) */
     /* codec specs per boundary b (between stage b and b+1): activations and
-     * gradients; empty = "none" (pz_pipe_parse_specs fills them) */
+     * gradients; empty = "none" (pz_codec_parse_list fills them) */
     char fwd[PZ_MAX_STAGES][PZ_SPEC_MAX], bwd[PZ_MAX_STAGES][PZ_SPEC_MAX];
     pz_optim_kind optimizer;
     float momentum, weight_decay;
@@ -70,11 +70,11 @@ typedef struct pz_pipe pz_pipe;
  * balanced by forward FLOPs. Fills cfg->cuts and cfg->n_stages. */
 pz_status pz_pipe_resolve_cuts(const pz_model *model, const char *cuts, int stages, pz_pipe_config *cfg);
 
-/* "q4" (every boundary), "1=q2,2=q4" (boundaries numbered from 1; the rest
- * get "none"), "q8,2=q2" (q8 everywhere but boundary 2). Specs may contain
- * commas themselves ("ms:0.01,bits=2"): an override starts at "N=". Each
- * spec is checked. */
-pz_status pz_pipe_parse_specs(const char *arg, int n_boundaries, char (*out)[PZ_SPEC_MAX], const char *flag);
+/* The per-boundary spec lists are the codec grammar's (pz_codec_parse_list);
+ * this name stays for the pipeline's callers and tests. */
+static inline pz_status pz_pipe_parse_specs(const char *arg, int n_boundaries, char (*out)[PZ_SPEC_MAX], const char *flag) {
+    return pz_codec_parse_list(arg, n_boundaries, out, flag);
+}
 
 pz_status pz_pipe_create(pz_pipe **p, const pz_pipe_config *cfg);
 /* One training step of a batch through every stage; *loss and *correct from

@@ -1,10 +1,10 @@
-/* dense.c — codecs that keep every element: none (fp32), fp16, bf16 and
- * uniform b-bit quantization (asymmetric min-max as in Paper A, symmetric
- * max-abs as in AQ-SGD; per tensor, sample or channel; nearest or
- * stochastic rounding). Work is done in chunks of CHUNK elements (a multiple
- * of 8, so each chunk's codes start on a byte), chunks spread over OpenMP
- * threads for large tensors. */
-#include "codec_internal.h"
+/* quant.c — uniform b-bit quantization, b = 1..8: asymmetric min-max
+ * (Paper A) or symmetric max-abs (AQ-SGD); per tensor, sample or channel;
+ * nearest or stochastic rounding (unbiased). Work is done in chunks of CHUNK
+ * elements (a multiple of 8, so each chunk's codes start on a byte), chunks
+ * spread over OpenMP threads for large tensors. */
+#include "family.h"
+#include "bits.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -13,18 +13,7 @@
 #define CHUNK 4096
 #define PARALLEL_MIN (1 << 20)
 
-static size_t scale_bytes(const frame_header *h, const units *u) {
-    return (size_t)u->U * ((h->options & OPT_SYM) ? 4 : 8);
-}
-
-size_t dense_body_bytes(const codec_params *p, const frame_header *h, const units *u) {
-    switch (p->id) {
-    case CODEC_NONE: return (size_t)u->n * 4;
-    case CODEC_FP16:
-    case CODEC_BF16: return (size_t)u->n * 2;
-    default: return scale_bytes(h, u) + bits_bytes((uint64_t)u->n, h->bits);
-    }
-}
+static size_t scale_bytes(int options, const units *u) { return (size_t)u->U * ((options & OPT_SYM) ? 4 : 8); }
 
 static void put_f32(uint8_t *p, float v) { memcpy(p, &v, 4); }
 static float get_f32(const uint8_t *p) { float v; memcpy(&v, p, 4); return v; }
@@ -75,54 +64,24 @@ static void decode_affine(int sym, int b, float lo, float step, float *dlo, floa
     else *dlo = -(float)((1 << (b - 1)) - 1) * step, *dstep = step;
 }
 
-/* The CRC of a body written in chunks of `chunk_bytes` (the last may be
- * shorter): per-chunk CRCs (computed by the writers while the chunk is in
- * cache, possibly on several threads) joined in order. */
-static uint32_t join_crcs(const uint32_t *crcs, int64_t count, size_t chunk_bytes, size_t last_bytes) {
-    if (count == 0) return 0;
-    const uint32_t shift = pz_crc32c_shift(chunk_bytes);
-    uint32_t crc = crcs[0];
-    for (int64_t i = 1; i < count; i++)
-        crc = i == count - 1 ? pz_crc32c_combine(crc, crcs[i], last_bytes) : pz_crc32c_mul(crc, shift) ^ crcs[i];
-    return crc;
-}
-
-pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const float *x, const units *u,
-                       uint64_t seed, uint8_t *body, frame_header *h, uint32_t *body_crc) {
+static pz_status encode(const codec_params *p, const codec_io *io, const float *x, const units *u, uint64_t seed, uint8_t *body,
+                        size_t cap, size_t *body_len, frame_header *h, uint32_t *body_crc, int *have_crc) {
+    const pz_codec_kernels *k = io->k;
     const int64_t n = u->n;
-    if (p->id == CODEC_NONE || p->id == CODEC_FP16 || p->id == CODEC_BF16) {
-        /* chunks of 64k elements: the output of one stays in L2 for its CRC,
-         * long enough for the CRC's three interleaved streams */
-        enum { BIG = 65536 };
-        const int64_t chunks = (n + BIG - 1) / BIG;
-        uint32_t crc_small[64], *crcs = chunks <= 64 ? crc_small : pz_malloc(sizeof(uint32_t) * (size_t)chunks);
-        const int width = p->id == CODEC_NONE ? 4 : 2;
-#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
-        for (int64_t ci = 0; ci < chunks; ci++) {
-            const int64_t c0 = ci * BIG;
-            const size_t m = (size_t)(n - c0 < BIG ? n - c0 : BIG);
-            uint8_t *o = body + (size_t)width * c0; /* 2-aligned: the body starts at 64 + 4 * ids */
-            if (p->id == CODEC_NONE) {
-                memcpy(o, x + c0, m * 4);
-                crcs[ci] = k->crc32c(0, o, m * 4);
-            } else {
-                crcs[ci] = k->half_encode(x + c0, m, (uint16_t *)(void *)o, p->id == CODEC_BF16);
-            }
-        }
-        *body_crc = join_crcs(crcs, chunks, (size_t)BIG * width, (size_t)(n - (chunks - 1) * BIG) * width);
-        if (crcs != crc_small) free(crcs);
-        return PZ_OK;
-    }
+    h->bits = p->bits;
+    h->options = p->options & (OPT_SYM | OPT_STOCH);
+    h->seed = seed;
     /* quant: super-chunks of 16 chunks; each chunk's codes go through a
      * small stack buffer, the CRC runs once per super-chunk (long enough for
      * its interleaved streams) while the output is still in cache */
     enum { SUPER = 16 * CHUNK };
     const int64_t chunks = (n + SUPER - 1) / SUPER;
-    uint32_t crc_small[64], *crcs = chunks <= 64 ? crc_small : pz_malloc(sizeof(uint32_t) * (size_t)chunks);
+    uint32_t crc_small[64], *crcs = chunks <= 64 ? crc_small : malloc(sizeof(uint32_t) * (size_t)chunks);
     const int b = p->bits, sym = (p->options & OPT_SYM) != 0, stoch = (p->options & OPT_STOCH) != 0;
-    float *lo = pz_malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
-    float *step = pz_malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
-    pz_status st = unit_scales(p, k, x, u, sym, lo, step);
+    float *lo = malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
+    float *step = malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
+    pz_status st = !crcs || !lo || !step ? pz_fail(PZ_ERR_NOMEM, "out of memory for the scales of %lld units", (long long)u->U)
+                                         : unit_scales(p, k, x, u, sym, lo, step);
     if (st) {
         free(lo), free(step);
         if (crcs != crc_small) free(crcs);
@@ -133,7 +92,7 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
         if (sym) put_f32(sp, step[un]), sp += 4;
         else put_f32(sp, lo[un]), put_f32(sp + 4, step[un]), sp += 8;
     }
-    uint8_t *codes_out = body + scale_bytes(h, u);
+    uint8_t *codes_out = body + scale_bytes(h->options, u);
     const uint32_t seed32 = (uint32_t)(seed ^ (seed >> 32));
     const int M = b >= 2 ? (1 << (b - 1)) - 1 : 0, L = (1 << b) - 1;
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
@@ -165,51 +124,32 @@ pz_status dense_encode(const codec_params *p, const pz_codec_kernels *k, const f
       crcs[ci] = k->crc32c(0, codes_out + (size_t)(s0 / 8) * b, bits_bytes((uint64_t)(s1 - s0), b));
     }
     /* the body: scales, then the codes' super-chunks of SUPER * b / 8 bytes */
-    const size_t sb = scale_bytes(h, u);
+    const size_t sb = scale_bytes(h->options, u);
     uint32_t crc = k->crc32c(0, body, sb);
     if (chunks)
-        crc = pz_crc32c_combine(crc, join_crcs(crcs, chunks, (size_t)SUPER * b / 8, bits_bytes((uint64_t)(n - (chunks - 1) * SUPER), b)),
+        crc = pz_crc32c_combine(crc, crc_join_chunks(crcs, chunks, (size_t)SUPER * b / 8, bits_bytes((uint64_t)(n - (chunks - 1) * SUPER), b)),
                              bits_bytes((uint64_t)n, b));
     *body_crc = crc;
+    *have_crc = 1;
+    *body_len = sb + bits_bytes((uint64_t)n, b);
     if (crcs != crc_small) free(crcs);
     free(lo), free(step);
     return PZ_OK;
 }
 
-pz_status dense_decode(const frame_header *h, const pz_codec_kernels *k, const units *u, float *x) {
+static pz_status decode(const frame_header *h, const codec_io *io, const units *u, float *x) {
+    const pz_codec_kernels *k = io->k;
     const int64_t n = u->n;
-    if (h->codec <= CODEC_BF16) {
-        /* convert in chunks of 64k elements, each chunk's CRC taken while
-         * its bytes are in cache; the frame is refused if they do not join
-         * to the header's (the destination then holds garbage) */
-        enum { BIG = 65536 };
-        const int width = h->codec == CODEC_NONE ? 4 : 2;
-        const int64_t chunks = (n + BIG - 1) / BIG;
-        uint32_t crc_small[64], *crcs = chunks <= 64 ? crc_small : pz_malloc(sizeof(uint32_t) * (size_t)chunks);
-#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
-        for (int64_t ci = 0; ci < chunks; ci++) {
-            const int64_t c0 = ci * BIG;
-            const size_t m = (size_t)(n - c0 < BIG ? n - c0 : BIG);
-            const uint8_t *in = h->body + (size_t)width * c0;
-            /* the body starts at 64 + 4 * ids bytes: 2-aligned for halves */
-            if (h->codec == CODEC_NONE) {
-                if (h->crc_deferred) crcs[ci] = k->crc32c(0, in, m * 4);
-                memcpy(x + c0, in, m * 4);
-            } else {
-                /* the fused conversion is no slower than the plain one: its
-                 * CRC comes along even for a frame verified already */
-                crcs[ci] = k->half_decode((const uint16_t *)(const void *)in, m, x + c0, h->codec == CODEC_BF16);
-            }
-        }
-        pz_status st = PZ_OK;
-        if (h->crc_deferred)
-            st = frame_check_crc(h, chunks ? join_crcs(crcs, chunks, (size_t)BIG * width, (size_t)(n - (chunks - 1) * BIG) * width) : 0);
-        if (crcs != crc_small) free(crcs);
-        return st;
-    }
+    const size_t need = scale_bytes(h->options, u) + bits_bytes((uint64_t)n, h->bits);
+    if (h->body_len != need)
+        return frame_error(PZ_FRAME_PAYLOAD, "a quant payload of this shape has %zu bytes, not %llu", need, (unsigned long long)h->body_len);
     const int b = h->bits, sym = (h->options & OPT_SYM) != 0;
-    float *dlo = pz_malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
-    float *dstep = pz_malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
+    float *dlo = malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
+    float *dstep = malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
+    if (!dlo || !dstep) {
+        free(dlo), free(dstep);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory for the scales of %lld units", (long long)u->U);
+    }
     const uint8_t *sp = h->body;
     for (int64_t un = 0; un < u->U; un++) {
         float lo = 0.0f, step;
@@ -248,3 +188,54 @@ pz_status dense_decode(const frame_header *h, const pz_codec_kernels *k, const u
     if (bad) return frame_error(PZ_FRAME_PAYLOAD, "a symmetric %d-bit code exceeds %d", b, max_code);
     return PZ_OK;
 }
+
+static size_t max_body(const codec_params *p, const units *u) { return scale_bytes(p->options, u) + bits_bytes((uint64_t)u->n, p->bits); }
+
+static pz_status check(const frame_header *h) {
+    if (h->bits < 1 || h->bits > 8) return frame_error(PZ_FRAME_PARAM, "quantization width %d is not in 1..8", h->bits);
+    if (h->options & ~(OPT_SYM | OPT_STOCH) || h->value_type || h->index_coding || h->k)
+        return frame_error(PZ_FRAME_PARAM, "parameters that quantization does not take are set");
+    return PZ_OK;
+}
+
+/* ---- the spec ------------------------------------------------------------ */
+
+static int match(const char *name, codec_params *p) {
+    if (name[0] != 'q' || name[1] < '1' || name[1] > '8' || name[2]) return 0;
+    p->bits = name[1] - '0';
+    p->gran = GRAN_TENSOR;
+    return 1;
+}
+
+static pz_status option(codec_params *p, const char *key, const char *val, const char *spec) {
+    if (!strcmp(key, "per") && val) return spec_per(p, val, 1, spec);
+    if (!val && (!strcmp(key, "sym") || !strcmp(key, "asym"))) {
+        p->options = (p->options & ~OPT_SYM) | (key[0] == 's' ? OPT_SYM : 0);
+        return PZ_OK;
+    }
+    if (!val && (!strcmp(key, "stoch") || !strcmp(key, "nearest"))) {
+        p->options = (p->options & ~OPT_STOCH) | (key[0] == 's' ? OPT_STOCH : 0);
+        return PZ_OK;
+    }
+    return spec_unknown_option(spec, "q", key, val);
+}
+
+static pz_status finish(codec_params *p, const char *spec) {
+    if (p->bits == 1 && (p->options & OPT_SYM) && (p->options & OPT_STOCH))
+        return spec_bad(spec, "q1:sym is a scaled sign and has no stochastic variant");
+    return PZ_OK;
+}
+
+static void canonical(const codec_params *p, char *buf, size_t cap) {
+    snprintf(buf, cap, "q%d:%s,%s,per=%s", p->bits, p->options & OPT_SYM ? "sym" : "asym", p->options & OPT_STOCH ? "stoch" : "nearest",
+             gran_name(p->gran));
+}
+
+const codec_family codec_quant = {
+    .name = "quant", .wire_id = 3,
+    .usage = "qB[:asym|sym,nearest|stoch,per=tensor|sample|channel]",
+    .help = "uniform quantization, B = 1..8 bits: min-max (asym, Paper A) or max-abs (sym, AQ-SGD); stochastic rounding is unbiased. "
+            "B bits + a scale per unit",
+    .match = match, .option = option, .finish = finish, .canonical = canonical, .max_body = max_body,
+    .encode = encode, .check = check, .decode = decode,
+};

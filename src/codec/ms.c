@@ -1,0 +1,202 @@
+/* ms.c — Paper B's mask-encoded sparsification: per unit the k elements of
+ * largest magnitude kept exactly, every other element as a b-bit code of its
+ * magnitude below Top_min (the smallest kept one), the reserved code L = 2^b
+ * - 1 marking the kept positions, and sign bits when the tensor has
+ * negative values (or always, with `signed`). */
+#include "sparse.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pz_status encode(const codec_params *p, const codec_io *io, const float *x, const units *u, uint64_t seed, uint8_t *body,
+                        size_t cap, size_t *body_len, frame_header *h, uint32_t *body_crc, int *have_crc) {
+    const pz_codec_kernels *k = io->k;
+    const int64_t U = u->U, m = u->m, n = u->n, kk = kept_per_unit(p->fraction, m);
+    h->k = (uint32_t)kk;
+    h->value_type = p->value_type;
+    h->value_bits = 0;
+    const size_t vbytes = value_bytes(p->value_type, 0, U, U * kk);
+    unit_tops t;
+    PZ_TRY(select_units(io, x, u, kk, 0, 1, &t));
+    uint8_t *o = body;
+    const int b = p->bits, L = (1 << b) - 1;
+    h->bits = b;
+    h->index_coding = IDX_NONE;
+    /* Top_min per unit, then one pass in chunks of 4096 elements (a
+     * multiple of 8, so each chunk's codes start on a byte): codes below
+     * Top_min, L at the kept positions, sign bits, packed while in cache */
+    float *tmin = malloc(sizeof(float) * (size_t)(U ? U : 1));
+    uint8_t *sign_bits = scratch_get(io->sc, SC_NEG, bits_bytes((uint64_t)n, 1));
+    if (!tmin || !sign_bits) {
+        free(tmin), free(t.ths);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory for MS's Top_min and signs");
+    }
+    for (int64_t un = 0; un < U; un++) {
+        float T = INFINITY;
+        if (t.ths[un].only) T = t.ths[un].T; /* the k-th largest magnitude is the smallest kept */
+        else
+            for (int64_t j = 0; j < kk; j++) {
+                const float a = fabsf(t.vals[un * kk + j]);
+                T = a < T ? a : T;
+            }
+        tmin[un] = kk ? T : 0.0f;
+        memcpy(o + 4 * un, &tmin[un], 4);
+    }
+    o += 4 * U;
+    uint8_t *values_out = o;
+    o += vbytes;
+    uint8_t *codes_out = o;
+    enum { MCH = 4096 };
+    int any_negative = 0;
+    int64_t un = 0, next = 0; /* the unit of the chunk's first element, its next kept position */
+    for (int64_t c0 = 0; c0 < n; c0 += MCH) {
+        const int64_t c1 = n - c0 < MCH ? n : c0 + MCH;
+        uint8_t codes[MCH], neg[MCH];
+        uint32_t cidx[MCH];
+        float cval[MCH];
+        for (int64_t i = c0; i < c1;) {
+            while ((un + 1) * m <= i) un++, next = 0;
+            const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
+            const float T = tmin[un];
+            k->quant_abs(x + i, (size_t)(end - i), T > 0.0f ? (float)L / T : 0.0f, L - 1, codes + (i - c0));
+            k->negative(x + i, (size_t)(end - i), neg + (i - c0));
+            if (t.ths[un].only) { /* take the kept elements here, in order */
+                const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, 0, cidx, cval);
+                for (size_t j = 0; j < cn; j++) {
+                    const float a = fabsf(cval[j]);
+                    if (a == T) {
+                        if (t.ths[un].ties <= 0) continue; /* a tie beyond k: an ordinary code */
+                        t.ths[un].ties--;
+                    }
+                    if (next < kk) t.vals[un * kk + next] = cval[j];
+                    next++;
+                    codes[i - c0 + cidx[j]] = (uint8_t)L;
+                }
+            } else {
+                const uint32_t *pu = t.pos + un * kk;
+                while (next < kk && un * m + (int64_t)pu[next] < end) codes[un * m + pu[next] - c0] = (uint8_t)L, next++;
+            }
+            i = end;
+            if (t.ths[un].only && i == (un + 1) * m && next != kk) {
+                free(tmin), free(t.ths);
+                return pz_fail(PZ_ERR_STATE, "MS kept %lld of %lld in unit %lld (internal error)", (long long)next, (long long)kk, (long long)un);
+            }
+        }
+        uint8_t any = 0;
+        for (int64_t j = 0; j < c1 - c0; j++) any |= neg[j];
+        any_negative |= any;
+        bits_write(k, codes_out + (size_t)(c0 / 8) * b, codes, (size_t)(c1 - c0), b);
+        bits_write(k, sign_bits + c0 / 8, neg, (size_t)(c1 - c0), 1);
+    }
+    free(tmin), free(t.ths);
+    PZ_TRY(write_values(k, p->value_type, h->value_bits, t.vals, U, kk, values_out, io->sc));
+    const int is_signed = p->ms_sign == MS_SIGN_SIGNED || (p->ms_sign == MS_SIGN_AUTO && any_negative);
+    if (p->ms_sign == MS_SIGN_UNSIGNED && any_negative)
+        return pz_fail(PZ_ERR_ARG, "ms:unsigned got a tensor with negative values (use signed or auto)");
+    h->options = (p->options & ~OPT_SIGNED) | (is_signed ? OPT_SIGNED : 0);
+    o += bits_bytes((uint64_t)n, b);
+    if (is_signed) {
+        memcpy(o, sign_bits, bits_bytes((uint64_t)n, 1));
+        o += bits_bytes((uint64_t)n, 1);
+    }
+    *body_len = (size_t)(o - body);
+    if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
+    return PZ_OK;
+}
+
+static pz_status decode(const frame_header *h, const codec_io *io, const units *u, float *x) {
+    const pz_codec_kernels *k = io->k;
+    const int64_t U = u->U, m = u->m, kk = h->k, n = u->n;
+    if (kk > m) return frame_error(PZ_FRAME_PARAM, "k = %lld exceeds the %lld elements of a unit", (long long)kk, (long long)m);
+    if (h->bits < 1 || h->bits > 8) return frame_error(PZ_FRAME_PARAM, "MS code width %d is not in 1..8", h->bits);
+    if (h->value_type == VAL_QUANT) return frame_error(PZ_FRAME_PARAM, "MS values cannot be quantized");
+    const size_t vbytes = value_bytes(h->value_type, h->value_bits, U, U * kk);
+    float *vals = scratch_get(io->sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));
+    if (!vals) return pz_fail(PZ_ERR_NOMEM, "out of memory for %lld values", (long long)(U * kk));
+    const uint8_t *b = h->body;
+    pz_status st = PZ_OK;
+    const int bb = h->bits, L = (1 << bb) - 1, is_signed = (h->options & OPT_SIGNED) != 0;
+    const size_t need = (size_t)U * 4 + vbytes + bits_bytes((uint64_t)n, bb) + (is_signed ? bits_bytes((uint64_t)n, 1) : 0);
+    if (h->body_len != need)
+        return frame_error(PZ_FRAME_PAYLOAD, "an MS payload of this shape has %zu bytes, not %llu", need, (unsigned long long)h->body_len);
+    const uint8_t *tmins = b;
+    b += 4 * U;
+    PZ_TRY(read_values(k, h->value_type, h->value_bits, b, U, kk, vals, io->sc));
+    b += vbytes;
+    uint8_t *codes = scratch_get(io->sc, SC_CODES, (size_t)n), *neg = scratch_get(io->sc, SC_NEG, (size_t)n);
+    if (!codes || !neg) return pz_fail(PZ_ERR_NOMEM, "out of memory for %lld MS codes", (long long)n);
+    bits_read(k, b, (size_t)n, bb, codes);
+    b += bits_bytes((uint64_t)n, bb);
+    if (is_signed) bits_read(k, b, (size_t)n, 1, neg);
+    else memset(neg, 0, (size_t)n);
+    for (int64_t un = 0; un < U && !st; un++) {
+        float T;
+        memcpy(&T, tmins + 4 * un, 4);
+        if (!isfinite(T) || T < 0.0f) {
+            st = frame_error(PZ_FRAME_PAYLOAD, "Top_min %g of unit %lld", T, (long long)un);
+            break;
+        }
+        const float step = T / (float)L;
+        /* every element as a code below Top_min (vectorises), then the
+         * kept values in order where the code is L */
+        const uint8_t *cu = codes + un * m, *nu = neg + un * m;
+        float *xu = x + un * m;
+        for (int64_t i = 0; i < m; i++) {
+            const float v = (float)cu[i] * step;
+            xu[i] = nu[i] ? -v : v;
+        }
+        int64_t next = 0;
+        for (int64_t i = 0; i < m; i++)
+            if (cu[i] == L) {
+                if (next == kk) { next++; break; }
+                xu[i] = vals[un * kk + next++];
+            }
+        if (next != kk) st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld marks %s %lld kept values", (long long)un,
+                                         next < kk ? "fewer than" : "more than", (long long)kk);
+    }
+    return st;
+}
+
+static pz_status check(const frame_header *h) { return sparse_check(h, OPT_SIGNED, 1, 0, "ms sends no index section"); }
+
+static size_t max_body(const codec_params *p, const units *u) {
+    const int64_t kept = u->U * kept_per_unit(p->fraction, u->m);
+    return (size_t)u->U * 4 + value_bytes(p->value_type, p->value_bits, u->U, kept) + bits_bytes((uint64_t)u->n, p->bits) +
+           bits_bytes((uint64_t)u->n, 1);
+}
+
+static int match(const char *name, codec_params *p) { return !strcmp(name, "ms") ? (p->gran = GRAN_TENSOR, p->bits = 2, 1) : 0; }
+
+static pz_status option(codec_params *p, const char *key, const char *val, const char *spec) {
+    if (!strcmp(key, "per") && val) return spec_per(p, val, 0, spec);
+    if (!strcmp(key, "values") && val) return spec_values(p, val, 0, spec);
+    if (!strcmp(key, "bits") && val) {
+        char *end;
+        long b = strtol(val, &end, 10);
+        if (end == val || *end || b < 1 || b > 8) return spec_bad(spec, "bits= takes 1..8");
+        p->bits = (int)b;
+        return PZ_OK;
+    }
+    if (!val && (!strcmp(key, "signed") || !strcmp(key, "unsigned") || !strcmp(key, "auto"))) {
+        p->ms_sign = key[0] == 's' ? MS_SIGN_SIGNED : key[0] == 'u' ? MS_SIGN_UNSIGNED : MS_SIGN_AUTO;
+        return PZ_OK;
+    }
+    return spec_unknown_option(spec, "ms", key, val);
+}
+
+static void canonical(const codec_params *p, char *buf, size_t cap) {
+    char v[8];
+    values_name(p, v, sizeof v);
+    snprintf(buf, cap, "ms:%g,bits=%d,per=%s,values=%s,%s", p->fraction, p->bits, gran_name(p->gran), v,
+             p->ms_sign == MS_SIGN_SIGNED ? "signed" : p->ms_sign == MS_SIGN_UNSIGNED ? "unsigned" : "auto");
+}
+
+const codec_family codec_ms = {
+    .name = "ms", .wire_id = 7, .fraction = 1,
+    .usage = "ms:F[,bits=2,per=tensor|sample,auto|signed|unsigned,values=fp32|fp16|bf16]",
+    .help = "Paper B's mask-encoded sparsification: F = 1 - r kept exactly, the rest as b-bit codes below Top_min; "
+            "b (+1 sign bit if signed) + 32F bits per element",
+    .match = match, .option = option, .canonical = canonical, .max_body = max_body,
+    .encode = encode, .check = check, .decode = decode,
+};

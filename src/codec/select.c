@@ -1,0 +1,284 @@
+/* select.c — which k elements a unit keeps: TopK's selection (never a
+ * sort: a sampled threshold and one filtering pass find a small candidate
+ * set, an exact radix selection among the candidates fixes k, ties to the
+ * lower index) and Rand-K's uniform positions. */
+#include "sparse.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int64_t kept_per_unit(double fraction, int64_t m) {
+    if (m <= 0) return 0;
+    int64_t k = (int64_t)floor(fraction * (double)m + 1e-9); /* PAPERS.md: k = floor((1 - r) d) */
+    if (k < 1) k = 1;
+    if (k > m) k = m;
+    return k;
+}
+
+
+static inline float key_of(float v, int by_value) {
+    const float k = by_value ? v : fabsf(v);
+    return k != k ? -INFINITY : k; /* NaN never wins */
+}
+
+/* float -> uint32 with the same order (negative floats flipped) */
+static inline uint32_t ordered_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u ^ ((uint32_t)((int32_t)u >> 31) | 0x80000000u);
+}
+
+/* The r-th largest (0-based) of keys[0..c) by radix selection on the
+ * ordered bit patterns: a histogram per digit, the keys of the chosen bucket
+ * copied to tmp so later digits see only those. No sorting, no
+ * data-dependent branches in the counting. Few keys: 8-bit digits (small
+ * histograms); many: 11-bit digits (fewer passes). */
+static float radix_select_desc(const float *keys, int64_t c, int64_t r, float *tmp) {
+    const int w = c < 32768 ? 8 : 11;
+    uint32_t prefix = 0;
+    const float *src = keys;
+    int64_t n = c;
+    for (int sh = 32 - w; ; sh = sh > w ? sh - w : 0) {
+        uint32_t hist[2048];
+        const int width = sh + w > 32 ? 32 - sh : w;
+        const uint32_t bmask = (1u << width) - 1;
+        memset(hist, 0, sizeof(uint32_t) * (bmask + 1));
+        for (int64_t j = 0; j < n; j++) hist[(ordered_bits(src[j]) >> sh) & bmask]++;
+        int64_t above = 0;
+        int b = (int)bmask;
+        for (; b > 0 && above + hist[b] <= r; b--) above += hist[b];
+        r -= above;
+        prefix |= (uint32_t)b << sh;
+        if (sh == 0) break;
+        /* keep the keys whose bits so far match the prefix */
+        const uint32_t keep_mask = ~((1u << sh) - 1);
+        int64_t m = 0;
+        for (int64_t j = 0; j < n; j++) {
+            tmp[m] = src[j];
+            m += (ordered_bits(src[j]) & keep_mask) == prefix;
+        }
+        src = tmp;
+        n = m;
+    }
+    /* back from ordered bits to the float */
+    const uint32_t u = prefix & 0x80000000u ? prefix ^ 0x80000000u : ~prefix;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Keep, in place and in order, the candidates whose key beats T and the
+ * first `ties` whose key equals it (ties: the lower index first); returns
+ * how many were kept. Branch-free. */
+static int64_t keep_above(uint32_t *idx, float *vals, int64_t c, float T, int64_t ties, int by_value) {
+    int64_t out = 0;
+    for (int64_t j = 0; j < c; j++) {
+        const float key = by_value ? vals[j] : fabsf(vals[j]);
+        const int64_t eq = key == T, keep = (key > T) | (eq & (ties > 0));
+        idx[out] = idx[j], vals[out] = vals[j];
+        out += keep;
+        ties -= eq & keep;
+    }
+    return out;
+}
+
+/* The exact threshold from the band: keys[0..nb) are the keys between the
+ * sampled thresholds, `above` keys lie above the band, kk are wanted. T is
+ * the kk-th largest overall; *ties = how many keys equal to T are kept,
+ * *equal = how many there are in the band. */
+static float band_threshold(const float *keys, int64_t nb, int64_t above, int64_t kk, float *tmp, int64_t *ties, int64_t *equal) {
+    const float T = radix_select_desc(keys, nb, kk - 1 - above, tmp);
+    int64_t greater = above, eq = 0;
+    for (int64_t j = 0; j < nb; j++) greater += keys[j] > T, eq += keys[j] == T;
+    *ties = kk - greater, *equal = eq;
+    return T;
+}
+
+pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
+                         uint32_t *idx, float *vals, float *keys, float *tmp) {
+    return topk_select(k, x, m, kk, by_value, idx, vals, keys, tmp, NULL);
+}
+
+pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
+                      uint32_t *idx, float *vals, float *keys, float *tmp, topk_threshold *th) {
+    if (th) th->only = 0;
+    if (kk <= 0) return PZ_OK;
+    if (kk >= m) {
+        for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i, vals[i] = x[i];
+        return PZ_OK;
+    }
+    int64_t c = 0;
+    if (m >= 4096) {
+        /* a threshold from S samples, a few standard deviations below the
+         * expected k-th largest so it keeps >= k: one sample in each of S
+         * equal windows, at a pseudo-random place in the window (addresses
+         * only move forward, so the prefetcher follows; the jitter keeps a
+         * periodic layout such as NCHW planes from aliasing) */
+        /* big tensors: a bigger sample narrows the band the exact selection
+         * works on (its width goes as 1/sqrt(S)); the sample lives in keys
+         * and tmp, free until the band needs them */
+        const int S = m >= (1 << 21) ? 32768 : m >= 65536 ? 8192 : (int)(m / 8) & ~15;
+        float *sample = keys, *stmp = tmp;
+        /* 16 consecutive elements (one cache line) from each of S/16
+         * windows: a few hundred lines read instead of thousands */
+        const uint64_t win = (uint64_t)m / (S / 16);
+        uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)m;
+        for (int j = 0; j < S / 16; j++) {
+            h = h * 6364136223846793005ull + 1442695040888963407ull;
+            const uint64_t off = ((h >> 32) * (win - 15)) >> 32; /* uniform in [0, win - 16] */
+            const float *xs = x + (uint64_t)j * win + off;
+            for (int e = 0; e < 16; e++) sample[16 * j + e] = key_of(xs[e], by_value);
+        }
+        /* samples from one line are correlated: a wider margin than the
+         * binomial 4 sigma */
+        const double r = (double)kk * S / (double)m, margin = 4.5 * sqrt(r) + 16.0;
+        if (kk * 20 >= m && r + margin < S) {
+            /* dense (>= 5%): the k-th largest lies between two sampled
+             * thresholds, and the exact threshold comes from the band
+             * between them: among the candidates for a list, from one pass
+             * that keeps only the band for a threshold */
+            const float t_lo = radix_select_desc(sample, S, (int64_t)(r + margin), stmp);
+            const float t_hi = r - margin >= 0 ? radix_select_desc(sample, S, (int64_t)(r - margin), stmp) : INFINITY;
+            if (!th && t_lo > -INFINITY) {
+                /* a list is wanted: one pass takes every candidate (key >=
+                 * t_lo), the exact threshold comes from the band among
+                 * them, and the candidates are trimmed in place (no second
+                 * pass over x) */
+                c = (int64_t)k->select_ge(x, (size_t)m, t_lo, by_value, idx, vals);
+                /* the band [t_lo, t_hi) among the candidates: its values
+                 * into keys (positions into tmp, unused) */
+                uint32_t *pos = (uint32_t *)(void *)tmp;
+                size_t above_sz = 0;
+                const int64_t nb = (int64_t)k->select_band(vals, (size_t)c, t_lo, t_hi, by_value, &above_sz, pos, keys);
+                const int64_t above = (int64_t)above_sz;
+                if (above < kk && above + nb >= kk) {
+                    if (!by_value)
+                        for (int64_t j = 0; j < nb; j++) keys[j] = fabsf(keys[j]);
+                    int64_t ties, equal;
+                    const float T = band_threshold(keys, nb, above, kk, tmp, &ties, &equal);
+                    int64_t out = 0;
+                    if (ties == equal) { /* every key >= T is kept: one more vector pass */
+                        out = (int64_t)k->select_ge(vals, (size_t)c, T, by_value, pos, keys);
+                        for (int64_t o = 0; o < out && out == kk; o++) idx[o] = idx[pos[o]]; /* pos[o] >= o: in place */
+                        if (out == kk) memcpy(vals, keys, sizeof(float) * (size_t)kk);
+                    } else {
+                        out = keep_above(idx, vals, c, T, ties, by_value);
+                    }
+                    if (out != kk) return pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
+                    return PZ_OK;
+                }
+                if (c < kk) c = 0; /* the sample misjudged: all of x below */
+                goto candidates;
+            }
+            if (th && t_lo > -INFINITY) {
+                /* a threshold is wanted (the caller takes the elements in its
+                 * own pass): the band alone decides it */
+                size_t n_hi = 0;
+                const int64_t band = (int64_t)k->select_band(x, (size_t)m, t_lo, t_hi, by_value, &n_hi, idx, vals);
+                if ((int64_t)n_hi < kk && (int64_t)n_hi + band >= kk) {
+                    for (int64_t j = 0; j < band; j++) keys[j] = by_value ? vals[j] : fabsf(vals[j]);
+                    int64_t ties, equal;
+                    const float T = band_threshold(keys, band, (int64_t)n_hi, kk, tmp, &ties, &equal);
+                    th->only = 1, th->T = T, th->ties = ties, th->extra = equal - ties;
+                    return PZ_OK;
+                }
+            }
+        }
+        const double rank = r + margin;
+        if (rank < S) {
+            const float t = radix_select_desc(sample, S, (int64_t)rank, stmp);
+            if (t > -INFINITY) {
+                c = (int64_t)k->select_ge(x, (size_t)m, t, by_value, idx, vals);
+                if (c < kk) c = 0; /* the sample misjudged: exact fallback */
+            }
+        }
+    }
+candidates:
+    if (c == 0) {
+        for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i, vals[i] = x[i];
+        c = m;
+    }
+    if (by_value)
+        for (int64_t j = 0; j < c; j++) keys[j] = vals[j] != vals[j] ? -INFINITY : vals[j];
+    else
+        for (int64_t j = 0; j < c; j++) keys[j] = vals[j] != vals[j] ? -INFINITY : fabsf(vals[j]);
+    const float T = radix_select_desc(keys, c, kk - 1, tmp);
+    int64_t greater = 0;
+    for (int64_t j = 0; j < c; j++) greater += keys[j] > T;
+    int64_t ties = kk - greater, out = 0;
+    /* branch-free compaction: keep what beats T and the first `ties` equal
+     * to it (ties: lower index first) */
+    for (int64_t j = 0; j < c; j++) {
+        const int64_t eq = keys[j] == T, keep = (keys[j] > T) | (eq & (ties > 0));
+        idx[out] = idx[j], vals[out] = vals[j];
+        out += keep;
+        ties -= eq & keep;
+    }
+    if (out != kk) return pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
+    return PZ_OK;
+}
+
+/* k of m positions, a uniformly random k-subset, ascending: Floyd's
+ * algorithm (for j = m-k .. m-1: t = below(j+1); take t, or j if t is taken)
+ * on a bitmap, then the bitmap read in order. O(k) draws plus m/64 words. */
+pz_status sample_positions(pz_rng *r, int64_t m, int64_t k, uint32_t *out) {
+    if (k <= 0) return PZ_OK;
+    const int64_t words = (m + 63) / 64;
+    uint64_t *bits = calloc((size_t)words, sizeof(uint64_t));
+    if (!bits) return pz_fail(PZ_ERR_NOMEM, "out of memory drawing %lld of %lld positions", (long long)k, (long long)m);
+    for (int64_t j = m - k; j < m; j++) {
+        const uint32_t t = pz_rng_below(r, (uint32_t)(j + 1));
+        const uint64_t bit = 1ull << (t & 63);
+        if (bits[t >> 6] & bit) bits[j >> 6] |= 1ull << (j & 63);
+        else bits[t >> 6] |= bit;
+    }
+    int64_t c = 0;
+    for (int64_t w = 0; w < words; w++)
+        for (uint64_t v = bits[w]; v; v &= v - 1) out[c++] = (uint32_t)(w * 64 + __builtin_ctzll(v));
+    free(bits);
+    return PZ_OK;
+}
+
+pz_status select_units(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, int thresholds, unit_tops *t) {
+    const int64_t U = u->U, m = u->m, n = u->n;
+    codec_scratch *sc = io->sc;
+    memset(t, 0, sizeof *t);
+    t->pos = scratch_get(sc, SC_POS, sizeof(uint32_t) * (size_t)(U * kk + 1));
+    t->vals = scratch_get(sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));
+    t->idx = scratch_get(sc, SC_IDX, sizeof(uint32_t) * (size_t)(n + 1));
+    t->keys = scratch_get(sc, SC_KEYS, sizeof(float) * (size_t)(n + 1));
+    t->tmp = scratch_get(sc, SC_TMP, sizeof(float) * (size_t)(n + 1));
+    t->cvals = scratch_get(sc, SC_CVALS, sizeof(float) * (size_t)(n + 1));
+    t->ths = thresholds ? calloc((size_t)(U ? U : 1), sizeof(topk_threshold)) : NULL;
+    if (!t->pos || !t->vals || !t->idx || !t->keys || !t->tmp || !t->cvals || (thresholds && !t->ths)) {
+        free(t->ths), t->ths = NULL;
+        return pz_fail(PZ_ERR_NOMEM, "out of memory selecting the top %lld of %lld units", (long long)kk, (long long)U);
+    }
+    pz_status st = PZ_OK;
+#pragma omp parallel for schedule(dynamic) if (U > 1 && n > (1 << 16))
+    for (int64_t un = 0; un < U; un++) {
+        uint32_t *idx = t->idx + un * m;
+        float *cv = t->cvals + un * m;
+        pz_status s = topk_select(io->k, x + un * m, m, kk, by_value, idx, cv, t->keys + un * m, t->tmp + un * m, t->ths ? &t->ths[un] : NULL);
+        if (s == PZ_OK && !(t->ths && t->ths[un].only)) {
+            memcpy(t->pos + un * kk, idx, sizeof(uint32_t) * (size_t)kk);
+            memcpy(t->vals + un * kk, cv, sizeof(float) * (size_t)kk);
+        }
+        if (s) {
+#pragma omp critical
+            st = s;
+        }
+    }
+    if (st) free(t->ths), t->ths = NULL;
+    return st;
+}
+
+pz_status unit_list_from_threshold(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, unit_tops *t,
+                                   int64_t un) {
+    const int64_t m = u->m;
+    PZ_TRY(topk_positions(io->k, x + un * m, m, kk, by_value, t->idx + un * m, t->cvals + un * m, t->keys + un * m, t->tmp + un * m));
+    memcpy(t->pos + un * kk, t->idx + un * m, sizeof(uint32_t) * (size_t)kk);
+    memcpy(t->vals + un * kk, t->cvals + un * m, sizeof(float) * (size_t)kk);
+    return PZ_OK;
+}

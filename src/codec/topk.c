@@ -1,0 +1,458 @@
+/* topk.c — the families that keep k elements per unit and send their
+ * values: TopK (Paper A; by magnitude or value, positions as a bitmap or
+ * delta varints, whichever is smaller), Rand-K (positions drawn from a seed
+ * in the header: none on the wire) and randomized TopK (Zheng et al.,
+ * IJCAI'23: k draws, top positions weighted (1-alpha)/k, others
+ * alpha/(m-k)). */
+#include "sparse.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Zheng et al.'s randomized TopK: k draws without replacement, each top-k
+ * position weighted (1-alpha)/k, each other alpha/(m-k). Within a class the
+ * weights are equal, so the draw is: how many come from the top class (a
+ * sequential urn), then uniform subsets of each class. */
+static pz_status randtopk_positions(pz_rng *r, const uint32_t *top, int64_t m, int64_t k, double alpha, uint32_t *out) {
+    const double wt = (1.0 - alpha) / (double)k, wo = m > k ? alpha / (double)(m - k) : 0.0;
+    int64_t a = k, b = m - k, from_top = 0;
+    for (int64_t t = 0; t < k; t++) {
+        const double pt = a * wt / (a * wt + b * wo);
+        const double u = (double)(pz_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
+        if (u < pt) from_top++, a--;
+        else b--;
+    }
+    const int64_t need = k - from_top;
+    uint32_t *ranks_top = malloc(sizeof(uint32_t) * (size_t)(k + 1));
+    uint32_t *ranks_other = malloc(sizeof(uint32_t) * (size_t)(need + 1));
+    pz_status st = !ranks_top || !ranks_other ? pz_fail(PZ_ERR_NOMEM, "out of memory drawing randomized top-k positions") : PZ_OK;
+    if (!st) st = sample_positions(r, k, from_top, ranks_top);    /* which of the top positions */
+    if (!st) st = sample_positions(r, m - k, need, ranks_other);  /* which of the others, by rank */
+    if (st) {
+        free(ranks_top), free(ranks_other);
+        return st;
+    }
+    /* merge: the q-th other position is q plus the top positions before it */
+    int64_t ti = 0, a_i = 0, b_i = 0, o = 0;
+    while (a_i < from_top || b_i < need) {
+        int64_t other = -1;
+        if (b_i < need) {
+            const int64_t q = ranks_other[b_i];
+            while (ti < k && (int64_t)top[ti] <= q + ti) ti++;
+            other = q + ti;
+        }
+        const int64_t tp = a_i < from_top ? (int64_t)top[ranks_top[a_i]] : -1;
+        if (other < 0 || (tp >= 0 && tp < other)) out[o++] = (uint32_t)tp, a_i++;
+        else out[o++] = (uint32_t)other, b_i++;
+    }
+    free(ranks_top), free(ranks_other);
+    return PZ_OK;
+}
+
+/* ---- encode --------------------------------------------------------------- */
+
+/* TopK from thresholds (every unit came back with one), the index section
+ * certainly a bitmap: per chunk of the flattened tensor, a flag per element
+ * (key >= T), the ties beyond k cleared, the flags packed into the bitmap and
+ * the kept values compressed, all in cache */
+static pz_status encode_bitmap_from_thresholds(const codec_params *p, const codec_io *io, const float *x, const units *u, int64_t kk,
+                                               unit_tops *t, uint8_t *body, size_t cap, size_t *body_len, frame_header *h) {
+    const pz_codec_kernels *k = io->k;
+    const int64_t U = u->U, m = u->m, n = u->n;
+    float *vals = t->vals;
+    h->index_coding = IDX_BITMAP;
+    h->value_type = p->value_type;
+    h->value_bits = p->value_type == VAL_QUANT ? p->value_bits : 0;
+    const int by_value = (p->options & OPT_BYVALUE) != 0;
+    uint8_t *bitmap = body;
+    const size_t vbytes = value_bytes(p->value_type, h->value_bits, U, U * kk);
+    /* fp32 values without ties beyond k go straight into the frame
+     * when their section starts on a float's alignment (the bitmap
+     * before it has any number of bytes) */
+    int no_extra = 1;
+    for (int64_t u2 = 0; u2 < U; u2++) no_extra &= t->ths[u2].extra == 0;
+    uint8_t *values_at = body + bits_bytes((uint64_t)n, 1);
+    uint8_t *direct_f32 = p->value_type == VAL_F32 && no_extra && ((uintptr_t)values_at & 3) == 0 ? values_at : NULL;
+    enum { TCH = 4096 };
+    int64_t un = 0, next = 0;
+    /* every unit starts on a byte of the bitmap and keeps every key
+     * >= its T: one pass writes bits and values (no flags) */
+    const int fused = no_extra && (U == 1 || m % 8 == 0);
+    for (int64_t c0 = 0; c0 < n; c0 += TCH) {
+        const int64_t c1 = n - c0 < TCH ? n : c0 + TCH;
+        uint8_t flags[TCH];
+        uint32_t cidx[TCH];
+        float cval[TCH];
+        for (int64_t i = c0; i < c1;) {
+            while ((un + 1) * m <= i) un++, next = 0;
+            const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
+            const float T = t->ths[un].T;
+            if (t->ths[un].extra == 0) { /* every key >= T is kept: flags and values straight */
+                /* values compress straight into their place (the frame's
+                 * fp32 section, else vals) when the room is certain */
+                float *dst = direct_f32 ? (float *)(void *)(direct_f32 + 4 * (size_t)(un * kk + next)) : vals + un * kk + next;
+                const int room = kk - next >= end - i;
+                size_t cn;
+                if (fused) {
+                    cn = k->select_ge_bits(x + i, (size_t)(end - i), T, by_value, bitmap + i / 8, room ? dst : cval);
+                } else {
+                    k->ge_flags(x + i, (size_t)(end - i), T, by_value, flags + (i - c0));
+                    cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, room ? dst : cval);
+                }
+                if (next + (int64_t)cn > kk) {
+                                        return pz_fail(PZ_ERR_STATE, "top-k kept more than %lld in unit %lld (internal error)", (long long)kk, (long long)un);
+                }
+                if (!room) memcpy(dst, cval, sizeof(float) * cn);
+                next += (int64_t)cn;
+                i = end;
+                continue;
+            }
+            const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, cval);
+            memset(flags + (i - c0), 0, (size_t)(end - i));
+            for (size_t j = 0; j < cn; j++) { /* drop ties beyond k, keep the order */
+                const float v = cval[j], key = by_value ? v : fabsf(v);
+                if (key == T) {
+                    if (t->ths[un].ties <= 0) continue;
+                    t->ths[un].ties--;
+                }
+                if (next == kk) { next++; break; }
+                vals[un * kk + next++] = v;
+                flags[i - c0 + cidx[j]] = 1;
+            }
+            if (next > kk) {
+                return pz_fail(PZ_ERR_STATE, "top-k kept more than %lld in unit %lld (internal error)", (long long)kk, (long long)un);
+            }
+            i = end;
+        }
+        if (!fused) bits_write(k, bitmap + c0 / 8, flags, (size_t)(c1 - c0), 1);
+    }
+    if (!direct_f32) PZ_TRY(write_values(k, p->value_type, h->value_bits, vals, U, kk, values_at, io->sc));
+    *body_len = (size_t)(values_at - body) + vbytes;
+    if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
+    return PZ_OK;
+}
+
+/* the index section (the smaller of a bitmap and delta varints unless the
+ * spec forced one) and the values of lists pos/vals */
+static pz_status write_index_and_values(const codec_params *p, const codec_io *io, const units *u, int64_t kk, const uint32_t *pos,
+                                        const float *vals, uint8_t *body, size_t cap, size_t *body_len, frame_header *h) {
+    const int64_t U = u->U, m = u->m, n = u->n;
+    h->value_type = p->value_type;
+    h->value_bits = p->value_type == VAL_QUANT ? p->value_bits : 0;
+    uint8_t *o = body;
+    /* a varint is at least a byte: with k >= n/8 the bitmap wins without counting */
+    const size_t bitmap = bits_bytes((uint64_t)n, 1);
+    int coding = p->index_coding;
+    if (coding == IDX_AUTO) {
+        size_t delta = 0;
+        if ((size_t)(U * kk) < bitmap)
+            for (int64_t un = 0; un < U; un++)
+                for (int64_t j = 0; j < kk; j++) {
+                    const uint32_t pp = pos[un * kk + j];
+                    delta += varint_len(j ? pp - pos[un * kk + j - 1] - 1 : pp);
+                }
+        coding = (size_t)(U * kk) < bitmap && delta < bitmap ? IDX_DELTA : IDX_BITMAP;
+    }
+    h->index_coding = coding;
+    if (coding == IDX_BITMAP) {
+        memset(o, 0, bitmap);
+        for (int64_t un = 0; un < U; un++)
+            for (int64_t j = 0; j < kk; j++) {
+                const uint64_t g = (uint64_t)un * m + pos[un * kk + j];
+                o[g >> 3] |= (uint8_t)(1u << (g & 7));
+            }
+        o += bitmap;
+    } else {
+        for (int64_t un = 0; un < U; un++)
+            for (int64_t j = 0; j < kk; j++) {
+                const uint32_t pp = pos[un * kk + j];
+                o += varint_put(o, j ? pp - pos[un * kk + j - 1] - 1 : pp);
+            }
+    }
+    PZ_TRY(write_values(io->k, p->value_type, h->value_bits, vals, U, kk, o, io->sc));
+    o += value_bytes(p->value_type, h->value_bits, U, U * kk);
+    *body_len = (size_t)(o - body);
+    if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
+    return PZ_OK;
+}
+
+static pz_status encode_topk(const codec_params *p, const codec_io *io, const float *x, const units *u, uint64_t seed, uint8_t *body,
+                             size_t cap, size_t *body_len, frame_header *h, uint32_t *body_crc, int *have_crc) {
+    const int64_t U = u->U, kk = kept_per_unit(p->fraction, u->m), n = u->n;
+    const int by_value = (p->options & OPT_BYVALUE) != 0;
+    h->k = (uint32_t)kk;
+    h->options = p->options & OPT_BYVALUE;
+    /* when the index section is certainly a bitmap, dense units may come
+     * back with thresholds, taken in one chunked pass */
+    const int bitmap_certain = p->index_coding == IDX_BITMAP || (p->index_coding == IDX_AUTO && (size_t)(U * kk) >= bits_bytes((uint64_t)n, 1));
+    unit_tops t;
+    PZ_TRY(select_units(io, x, u, kk, by_value, bitmap_certain, &t));
+    pz_status st = PZ_OK;
+    if (bitmap_certain) {
+        int all_only = 1;
+        for (int64_t un = 0; un < U; un++) all_only &= t.ths[un].only;
+        if (all_only) {
+            st = encode_bitmap_from_thresholds(p, io, x, u, kk, &t, body, cap, body_len, h);
+            free(t.ths);
+            return st;
+        }
+        /* some unit came back with a list: lists for all */
+        for (int64_t un = 0; un < U && !st; un++)
+            if (t.ths[un].only) st = unit_list_from_threshold(io, x, u, kk, by_value, &t, un);
+        free(t.ths);
+        PZ_TRY(st);
+    }
+    return write_index_and_values(p, io, u, kk, t.pos, t.vals, body, cap, body_len, h);
+}
+
+static pz_status encode_randtopk(const codec_params *p, const codec_io *io, const float *x, const units *u, uint64_t seed, uint8_t *body,
+                                 size_t cap, size_t *body_len, frame_header *h, uint32_t *body_crc, int *have_crc) {
+    const int64_t U = u->U, m = u->m, kk = kept_per_unit(p->fraction, m);
+    h->k = (uint32_t)kk;
+    unit_tops t;
+    PZ_TRY(select_units(io, x, u, kk, 0, 0, &t));
+    if (kk < m)
+        for (int64_t un = 0; un < U; un++) {
+            /* the draw from unit un's own stream, among its top list */
+            pz_rng r;
+            pz_rng_seed(&r, seed ^ (uint64_t)un);
+            PZ_TRY(randtopk_positions(&r, t.idx + un * m, m, kk, p->alpha, t.pos + un * kk));
+            for (int64_t j = 0; j < kk; j++) t.vals[un * kk + j] = x[un * m + t.pos[un * kk + j]];
+        }
+    return write_index_and_values(p, io, u, kk, t.pos, t.vals, body, cap, body_len, h);
+}
+
+static pz_status encode_randk(const codec_params *p, const codec_io *io, const float *x, const units *u, uint64_t seed, uint8_t *body,
+                              size_t cap, size_t *body_len, frame_header *h, uint32_t *body_crc, int *have_crc) {
+    const int64_t U = u->U, m = u->m, kk = kept_per_unit(p->fraction, m);
+    h->k = (uint32_t)kk;
+    h->options = p->options & OPT_UNBIASED;
+    h->index_coding = IDX_NONE;
+    h->seed = seed;
+    h->value_type = p->value_type;
+    h->value_bits = p->value_type == VAL_QUANT ? p->value_bits : 0;
+    uint32_t *pos = scratch_get(io->sc, SC_POS, sizeof(uint32_t) * (size_t)(U * kk + 1));
+    float *vals = scratch_get(io->sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));
+    if (!pos || !vals) return pz_fail(PZ_ERR_NOMEM, "out of memory for %lld positions", (long long)(U * kk));
+    for (int64_t un = 0; un < U; un++) {
+        pz_rng r;
+        pz_rng_seed(&r, seed ^ (uint64_t)un);
+        PZ_TRY(sample_positions(&r, m, kk, pos + un * kk));
+        for (int64_t j = 0; j < kk; j++) vals[un * kk + j] = x[un * m + pos[un * kk + j]];
+    }
+    PZ_TRY(write_values(io->k, p->value_type, h->value_bits, vals, U, kk, body, io->sc));
+    *body_len = value_bytes(p->value_type, h->value_bits, U, U * kk);
+    if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
+    return PZ_OK;
+}
+
+/* ---- decode --------------------------------------------------------------- */
+
+/* positions from a bitmap: every unit must have exactly kk set bits */
+static pz_status scatter_bitmap(const uint8_t *b, size_t idx_bytes, const units *u, int64_t kk, const float *vals, float *x) {
+    const int64_t U = u->U, m = u->m, n = u->n;
+    if (idx_bytes != bits_bytes((uint64_t)n, 1))
+        return frame_error(PZ_FRAME_PAYLOAD, "a bitmap of %lld elements has %zu bytes, not %zu", (long long)n, bits_bytes((uint64_t)n, 1),
+                           idx_bytes);
+    if (n % 8 && (b[n / 8] >> (n % 8))) return frame_error(PZ_FRAME_PAYLOAD, "bits set beyond the bitmap's end");
+    /* walk the set bits 64 at a time; count them per unit */
+    const uint64_t nbytes = bits_bytes((uint64_t)n, 1);
+    int64_t un = 0, got = 0, unit_end = m;
+    for (uint64_t w = 0; w * 8 < nbytes; w++) {
+        uint64_t v = 0;
+        memcpy(&v, b + w * 8, nbytes - w * 8 < 8 ? nbytes - w * 8 : 8);
+        for (; v; v &= v - 1) {
+            const int64_t g = (int64_t)(w * 64) + __builtin_ctzll(v);
+            while (g >= unit_end && un < U) { /* close the units before g */
+                if (got != kk) break;
+                un++, got = 0, unit_end += m;
+            }
+            if (got >= kk || un >= U)
+                return frame_error(PZ_FRAME_PAYLOAD, "unit %lld has more than %lld positions in its bitmap", (long long)un, (long long)kk);
+            x[g] = vals[un * kk + got++];
+        }
+    }
+    for (; un < U; un++, got = 0)
+        if (got != kk) return frame_error(PZ_FRAME_PAYLOAD, "unit %lld has fewer than %lld positions in its bitmap", (long long)un, (long long)kk);
+    return PZ_OK;
+}
+
+/* positions from delta varints: kk per unit, inside the unit, no bytes left */
+static pz_status scatter_delta(const uint8_t *b, size_t idx_bytes, const units *u, int64_t kk, const float *vals, float *x) {
+    const int64_t U = u->U, m = u->m;
+    const uint8_t *q = b, *qend = b + idx_bytes;
+    for (int64_t un = 0; un < U; un++) {
+        int64_t prev = -1;
+        for (int64_t j = 0; j < kk; j++) {
+            uint32_t v;
+            if (varint_get(&q, qend, &v)) return frame_error(PZ_FRAME_PAYLOAD, "a bad or truncated varint in unit %lld", (long long)un);
+            const int64_t p = prev + 1 + (int64_t)v;
+            if (p >= m)
+                return frame_error(PZ_FRAME_PAYLOAD, "position %lld is outside unit %lld of %lld elements", (long long)p, (long long)un,
+                                   (long long)m);
+            x[un * m + p] = vals[un * kk + j];
+            prev = p;
+        }
+    }
+    if (q != qend) return frame_error(PZ_FRAME_PAYLOAD, "%zu bytes left over after the positions", (size_t)(qend - q));
+    return PZ_OK;
+}
+
+static pz_status check_k(const frame_header *h, const units *u) {
+    if ((int64_t)h->k > u->m) return frame_error(PZ_FRAME_PARAM, "k = %lld exceeds the %lld elements of a unit", (long long)h->k, (long long)u->m);
+    return PZ_OK;
+}
+
+/* topk / randtopk: index section, then values */
+static pz_status decode_listed(const frame_header *h, const codec_io *io, const units *u, float *x) {
+    PZ_TRY(check_k(h, u));
+    const int64_t U = u->U, kk = h->k, n = u->n;
+    const size_t vbytes = value_bytes(h->value_type, h->value_bits, U, U * kk);
+    float *vals = scratch_get(io->sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));
+    if (!vals) return pz_fail(PZ_ERR_NOMEM, "out of memory for %lld values", (long long)(U * kk));
+    if (h->body_len < vbytes) return frame_error(PZ_FRAME_PAYLOAD, "the payload is shorter than its values section");
+    const size_t idx_bytes = h->body_len - vbytes;
+    PZ_TRY(read_values(io->k, h->value_type, h->value_bits, h->body + idx_bytes, U, kk, vals, io->sc));
+    memset(x, 0, sizeof(float) * (size_t)n);
+    if (h->index_coding == IDX_BITMAP) return scatter_bitmap(h->body, idx_bytes, u, kk, vals, x);
+    if (h->index_coding == IDX_DELTA) return scatter_delta(h->body, idx_bytes, u, kk, vals, x);
+    return frame_error(PZ_FRAME_PARAM, "a %s frame needs a bitmap or delta index section", codec_wire_name(h->codec));
+}
+
+static pz_status decode_randk(const frame_header *h, const codec_io *io, const units *u, float *x) {
+    PZ_TRY(check_k(h, u));
+    const int64_t U = u->U, m = u->m, kk = h->k, n = u->n;
+    const size_t vbytes = value_bytes(h->value_type, h->value_bits, U, U * kk);
+    float *vals = scratch_get(io->sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));
+    uint32_t *pos = scratch_get(io->sc, SC_POS, sizeof(uint32_t) * (size_t)(kk + 1));
+    if (!vals || !pos) return pz_fail(PZ_ERR_NOMEM, "out of memory for %lld values", (long long)(U * kk));
+    if (h->body_len != vbytes)
+        return frame_error(PZ_FRAME_PAYLOAD, "a randk payload of this shape has %zu bytes, not %llu", vbytes, (unsigned long long)h->body_len);
+    PZ_TRY(read_values(io->k, h->value_type, h->value_bits, h->body, U, kk, vals, io->sc));
+    memset(x, 0, sizeof(float) * (size_t)n);
+    const float scale = (h->options & OPT_UNBIASED) && kk ? (float)((double)m / (double)kk) : 1.0f;
+    for (int64_t un = 0; un < U; un++) {
+        pz_rng r;
+        pz_rng_seed(&r, h->seed ^ (uint64_t)un);
+        PZ_TRY(sample_positions(&r, m, kk, pos));
+        for (int64_t j = 0; j < kk; j++) x[un * m + pos[j]] = vals[un * kk + j] * scale;
+    }
+    return PZ_OK;
+}
+
+static pz_status check_topk(const frame_header *h) { return sparse_check(h, OPT_BYVALUE, 0, 1, ""); }
+static pz_status check_randtopk(const frame_header *h) { return sparse_check(h, 0, 0, 1, ""); }
+static pz_status check_randk(const frame_header *h) { return sparse_check(h, OPT_UNBIASED, 0, 0, "randk sends no positions"); }
+
+/* ---- sizes and specs -------------------------------------------------------- */
+
+/* the index coding is chosen per frame: bound by the larger of the two */
+static size_t max_body_listed(const codec_params *p, const units *u) {
+    const int64_t kept = u->U * kept_per_unit(p->fraction, u->m);
+    const size_t vals = value_bytes(p->value_type, p->value_bits, u->U, kept);
+    const size_t bitmap = bits_bytes((uint64_t)u->n, 1), delta = (size_t)kept * 5;
+    const size_t idx = p->index_coding == IDX_BITMAP ? bitmap : p->index_coding == IDX_DELTA ? delta : (bitmap > delta ? bitmap : delta);
+    return idx + vals;
+}
+
+static size_t max_body_randk(const codec_params *p, const units *u) {
+    return value_bytes(p->value_type, p->value_bits, u->U, u->U * kept_per_unit(p->fraction, u->m));
+}
+
+static int match_topk(const char *name, codec_params *p) { return !strcmp(name, "topk") ? (p->gran = GRAN_SAMPLE, 1) : 0; }
+static int match_randk(const char *name, codec_params *p) { return !strcmp(name, "randk") ? (p->gran = GRAN_SAMPLE, 1) : 0; }
+static int match_randtopk(const char *name, codec_params *p) {
+    return !strcmp(name, "randtopk") ? (p->gran = GRAN_SAMPLE, p->alpha = 0.1, 1) : 0;
+}
+
+static pz_status option_index(codec_params *p, const char *val, const char *spec) {
+    if (!strcmp(val, "auto")) p->index_coding = IDX_AUTO;
+    else if (!strcmp(val, "bitmap")) p->index_coding = IDX_BITMAP;
+    else if (!strcmp(val, "delta")) p->index_coding = IDX_DELTA;
+    else return spec_bad(spec, "index= takes auto, bitmap or delta");
+    return PZ_OK;
+}
+
+static pz_status option_topk(codec_params *p, const char *key, const char *val, const char *spec) {
+    if (!strcmp(key, "per") && val) return spec_per(p, val, 0, spec);
+    if (!strcmp(key, "values") && val) return spec_values(p, val, 1, spec);
+    if (!strcmp(key, "index") && val) return option_index(p, val, spec);
+    if (!strcmp(key, "by") && val) {
+        if (!strcmp(val, "magnitude")) p->options &= ~OPT_BYVALUE;
+        else if (!strcmp(val, "value")) p->options |= OPT_BYVALUE;
+        else return spec_bad(spec, "by= takes magnitude or value");
+        return PZ_OK;
+    }
+    return spec_unknown_option(spec, "topk", key, val);
+}
+
+static pz_status option_randk(codec_params *p, const char *key, const char *val, const char *spec) {
+    if (!strcmp(key, "per") && val) return spec_per(p, val, 0, spec);
+    if (!strcmp(key, "values") && val) return spec_values(p, val, 1, spec);
+    if (!val && (!strcmp(key, "unbiased") || !strcmp(key, "biased"))) {
+        p->options = (p->options & ~OPT_UNBIASED) | (key[0] == 'u' ? OPT_UNBIASED : 0);
+        return PZ_OK;
+    }
+    return spec_unknown_option(spec, "randk", key, val);
+}
+
+static pz_status option_randtopk(codec_params *p, const char *key, const char *val, const char *spec) {
+    if (!strcmp(key, "per") && val) return spec_per(p, val, 0, spec);
+    if (!strcmp(key, "values") && val) return spec_values(p, val, 1, spec);
+    if (!strcmp(key, "index") && val) return option_index(p, val, spec);
+    if (!strcmp(key, "alpha") && val) {
+        char *end;
+        p->alpha = strtod(val, &end);
+        if (end == val || *end || !(p->alpha >= 0.0 && p->alpha <= 1.0)) return spec_bad(spec, "alpha= takes a number in [0, 1]");
+        return PZ_OK;
+    }
+    return spec_unknown_option(spec, "randtopk", key, val);
+}
+
+static const char *index_name(int coding) { return coding == IDX_BITMAP ? "bitmap" : coding == IDX_DELTA ? "delta" : "auto"; }
+
+static void canonical_topk(const codec_params *p, char *buf, size_t cap) {
+    char v[8];
+    values_name(p, v, sizeof v);
+    snprintf(buf, cap, "topk:%g,per=%s,values=%s,by=%s,index=%s", p->fraction, gran_name(p->gran), v,
+             p->options & OPT_BYVALUE ? "value" : "magnitude", index_name(p->index_coding));
+}
+
+static void canonical_randk(const codec_params *p, char *buf, size_t cap) {
+    char v[8];
+    values_name(p, v, sizeof v);
+    snprintf(buf, cap, "randk:%g,per=%s,values=%s,%s", p->fraction, gran_name(p->gran), v, p->options & OPT_UNBIASED ? "unbiased" : "biased");
+}
+
+static void canonical_randtopk(const codec_params *p, char *buf, size_t cap) {
+    char v[8];
+    values_name(p, v, sizeof v);
+    snprintf(buf, cap, "randtopk:%g,alpha=%g,per=%s,values=%s,index=%s", p->fraction, p->alpha, gran_name(p->gran), v,
+             index_name(p->index_coding));
+}
+
+const codec_family codec_topk = {
+    .name = "topk", .wire_id = 4, .fraction = 1,
+    .usage = "topk:F[,per=sample|tensor,by=magnitude|value,values=fp32|fp16|bf16|qB,index=auto|bitmap|delta]",
+    .help = "keep the fraction F of largest magnitudes (per sample by default, as Paper A); positions as a bitmap or delta varints, "
+            "whichever is smaller",
+    .match = match_topk, .option = option_topk, .canonical = canonical_topk, .max_body = max_body_listed,
+    .encode = encode_topk, .check = check_topk, .decode = decode_listed,
+};
+
+const codec_family codec_randk = {
+    .name = "randk", .wire_id = 5, .fraction = 1,
+    .usage = "randk:F[,unbiased,per=sample|tensor,values=...]",
+    .help = "F of the positions at random from a seed carried in the header: no positions on the wire; unbiased scales by d/k",
+    .match = match_randk, .option = option_randk, .canonical = canonical_randk, .max_body = max_body_randk,
+    .encode = encode_randk, .check = check_randk, .decode = decode_randk,
+};
+
+const codec_family codec_randtopk = {
+    .name = "randtopk", .wire_id = 6, .fraction = 1,
+    .usage = "randtopk:F[,alpha=0.1,per=...,values=...,index=...]",
+    .help = "randomized TopK (Zheng et al.): k draws, top positions weighted (1-alpha)/k, the others alpha/(d-k)",
+    .match = match_randtopk, .option = option_randtopk, .canonical = canonical_randtopk, .max_body = max_body_listed,
+    .encode = encode_randtopk, .check = check_randtopk, .decode = decode_listed,
+};
