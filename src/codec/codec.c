@@ -94,7 +94,7 @@ static pz_status base_encode(pz_codec *c, const codec_params *p, const float *t,
 
 /* Decode a parsed frame's base payload into x (n floats). */
 static pz_status base_decode(const frame_header *h, const pz_codec_kernels *k, float *x, codec_scratch *sc) {
-    const codec_family *fam = codec_family_by_wire(h->codec); /* frame_parse knows it */
+    const codec_family *fam = h->fam;
     if (h->wrapper == WRAP_AQSGD_WARMUP && fam != &codec_none)
         return frame_error(PZ_FRAME_PARAM, "an AQ-SGD warm-up frame must carry fp32 (codec none)");
     PZ_TRY(fam->check(h));

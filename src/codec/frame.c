@@ -101,6 +101,7 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
     h->k = get_u32(f + 32);
     h->seed = get_u64(f + 40);
     if (!fam) return frame_error(PZ_FRAME_PARAM, "unknown codec id %d", h->codec);
+    h->fam = fam;
     if (h->flags & ~FLAG_IDS) return frame_error(PZ_FRAME_PARAM, "unknown flags 0x%02x", h->flags);
     if (h->wrapper > WRAP_AQSGD_WARMUP) return frame_error(PZ_FRAME_PARAM, "unknown wrapper %d", h->wrapper);
     if (f[31] || get_u32(f + 36) || get_u32(f + 60)) return frame_error(PZ_FRAME_PARAM, "reserved bytes are not zero");
@@ -145,7 +146,7 @@ pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info
     PZ_TRY(frame_parse(frame, len, &h));
     PZ_TRY(frame_verify_deferred(&h));
     info->codec_id = h.codec;
-    info->codec_name = codec_wire_name(h.codec);
+    info->codec_name = h.fam->name;
     info->ndim = h.ndim;
     for (int i = 0; i < 4; i++) info->shape[i] = h.dims[i];
     info->elements = h.n;

@@ -15,9 +15,12 @@ enum { IDX_NONE = 0, IDX_BITMAP = 1, IDX_DELTA = 2, IDX_AUTO = 3 /* a spec's cho
 enum { WRAP_NONE = 0, WRAP_EF = 1, WRAP_EF21 = 2, WRAP_AQSGD = 3, WRAP_AQSGD_WARMUP = 4 };
 enum { FLAG_IDS = 1 };
 
+struct codec_family;
+
 /* A frame's header, parsed and validated. */
 typedef struct {
     int codec, ndim, flags;  /* codec: the family's wire id */
+    const struct codec_family *fam; /* parsed frames: the family of that id */
     int64_t dims[4];
     int64_t n;
     int bits, gran, options, value_type, index_coding, value_bits, wrapper;

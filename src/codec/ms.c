@@ -108,7 +108,7 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
 static pz_status decode(const frame_header *h, const codec_io *io, const units *u, float *x) {
     const pz_codec_kernels *k = io->k;
     const int64_t U = u->U, m = u->m, kk = h->k, n = u->n;
-    if (kk > m) return frame_error(PZ_FRAME_PARAM, "k = %lld exceeds the %lld elements of a unit", (long long)kk, (long long)m);
+    PZ_TRY(sparse_check_k(h, u));
     if (h->bits < 1 || h->bits > 8) return frame_error(PZ_FRAME_PARAM, "MS code width %d is not in 1..8", h->bits);
     if (h->value_type == VAL_QUANT) return frame_error(PZ_FRAME_PARAM, "MS values cannot be quantized");
     const size_t vbytes = value_bytes(h->value_type, h->value_bits, U, U * kk);

@@ -299,14 +299,9 @@ static pz_status scatter_delta(const uint8_t *b, size_t idx_bytes, const units *
     return PZ_OK;
 }
 
-static pz_status check_k(const frame_header *h, const units *u) {
-    if ((int64_t)h->k > u->m) return frame_error(PZ_FRAME_PARAM, "k = %lld exceeds the %lld elements of a unit", (long long)h->k, (long long)u->m);
-    return PZ_OK;
-}
-
 /* topk / randtopk: index section, then values */
 static pz_status decode_listed(const frame_header *h, const codec_io *io, const units *u, float *x) {
-    PZ_TRY(check_k(h, u));
+    PZ_TRY(sparse_check_k(h, u));
     const int64_t U = u->U, kk = h->k, n = u->n;
     const size_t vbytes = value_bytes(h->value_type, h->value_bits, U, U * kk);
     float *vals = scratch_get(io->sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));
@@ -321,7 +316,7 @@ static pz_status decode_listed(const frame_header *h, const codec_io *io, const 
 }
 
 static pz_status decode_randk(const frame_header *h, const codec_io *io, const units *u, float *x) {
-    PZ_TRY(check_k(h, u));
+    PZ_TRY(sparse_check_k(h, u));
     const int64_t U = u->U, m = u->m, kk = h->k, n = u->n;
     const size_t vbytes = value_bytes(h->value_type, h->value_bits, U, U * kk);
     float *vals = scratch_get(io->sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));

@@ -88,3 +88,8 @@ pz_status sparse_check(const frame_header *h, int allowed, int bits_ok, int inde
     if (h->options & ~allowed) return frame_error(PZ_FRAME_PARAM, "option bits 0x%02x do not apply to %s", h->options, name);
     return PZ_OK;
 }
+
+pz_status sparse_check_k(const frame_header *h, const units *u) {
+    if ((int64_t)h->k > u->m) return frame_error(PZ_FRAME_PARAM, "k = %lld exceeds the %lld elements of a unit", (long long)h->k, (long long)u->m);
+    return PZ_OK;
+}
