@@ -1,7 +1,6 @@
 /* api.c — the public network API of include/pipezip/pipezip.h over src/nn. */
 #include "pipezip/pipezip.h"
 #include "nn/nn.h"
-#include "kernels/kernels.h"
 
 #include <stdlib.h>
 #include <string.h>

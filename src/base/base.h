@@ -64,6 +64,17 @@ float pz_rng_uniform(pz_rng *r);                /* uniform in [0, 1) */
 float pz_rng_normal(pz_rng *r);                 /* standard normal */
 
 /* ---------------------------------------------------------------------------
+ * Threads: how many the process computes with (OpenMP in the kernels and the
+ * BLAS library's own pool; 0 = every core). BLAS is kept single-threaded
+ * inside per-sample loops so the two never oversubscribe the cores. */
+void pz_set_threads(int n);
+int pz_get_threads(void);
+/* Call first in any other thread that runs kernels (a pipeline stage): the
+ * OpenMP thread count is per thread, and OpenBLAS's OpenMP build sizes its
+ * GEMMs by it, so without this a stage would use another summation order. */
+void pz_thread_attach(void);
+
+/* ---------------------------------------------------------------------------
  * Timing (monotonic clock, seconds). */
 double pz_now(void);
 double pz_median(double *v, int n); /* sorts v in place */

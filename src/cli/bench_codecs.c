@@ -7,7 +7,6 @@
 #include "args.h"
 #include "pipezip/codec.h"
 #include "base/base.h"
-#include "kernels/kernels.h"
 #include "kernels/codec_kernels.h"
 
 #include <math.h>

@@ -2,7 +2,6 @@
 #include "cli.h"
 #include "args.h"
 #include "nn/nn.h"
-#include "kernels/kernels.h"
 
 #include <string.h>
 

@@ -1,9 +1,12 @@
 /* metrics.h — metric records written as JSON Lines or CSV, one file per
- * stream (steps, epochs) in a run directory. Knows nothing of kernels. */
+ * stream (steps, epochs, boundaries) in a run directory, and the traffic
+ * accounting behind the boundary records. Knows nothing of kernels. */
 #ifndef PZ_METRICS_H
 #define PZ_METRICS_H
 
 #include "base/base.h"
+#include "pipe/pipe.h"
+#include "pipezip/pipezip.h"
 
 typedef struct {
     const char *key;
@@ -32,5 +35,24 @@ void pz_metrics_close(pz_metrics *m);
 
 /* A JSON object of the fields, into buf (for summary/config files). */
 int pz_fields_to_json(char *buf, size_t cap, const pz_field *fields, int n);
+
+/* ---- traffic: the per-boundary accounting of a pipeline run (traffic.c) ----
+ * The stages count what crossed each boundary since they started (a split-
+ * learning server's stages may have served other clients before); a run
+ * takes their counters when it starts and after every epoch and turns the
+ * differences into boundary records, run totals and per-boundary results. */
+typedef struct {
+    int n;                                 /* boundaries */
+    pz_boundary_stats first[PZ_MAX_STAGES], prev[PZ_MAX_STAGES];
+    /* bytes over every epoch of the run (a resumed run starts from its record's) */
+    double fwd, bwd, fp32, eval, link;
+} pz_traffic;
+
+/* Take the stages' counters as the run's start (totals as given). */
+pz_status pz_traffic_start(pz_traffic *t, pz_pipe *pipe, int n_boundaries);
+/* After an epoch: one record per boundary into m (when open), the totals
+ * and res->boundaries (this run's, since start) updated. */
+pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq *net, const pz_pipe_config *pc,
+                           pz_metrics *m, pz_run_result *res);
 
 #endif

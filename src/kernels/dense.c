@@ -1,24 +1,9 @@
 /* dense.c — linear layer, elementwise activations, residual add, softmax
- * cross-entropy, and the thread setting every kernel shares. */
+ * cross-entropy. */
 #include "kernels.h"
 #include "blas.h"
 
 #include <math.h>
-#include <omp.h>
-
-static int n_threads = 0;
-
-void pz_set_threads(int n) {
-    n_threads = n > 0 ? n : omp_get_num_procs();
-    omp_set_num_threads(n_threads);
-    openblas_set_num_threads(n_threads);
-}
-
-int pz_get_threads(void) { return n_threads > 0 ? n_threads : omp_get_max_threads(); }
-
-void pz_thread_attach(void) {
-    if (n_threads > 0) omp_set_num_threads(n_threads);
-}
 
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int B, int C, int OC) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, OC, C, 1.0f, inp, C, weight, C, 0.0f, out, OC);

@@ -12,14 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Threads used by the kernels (OpenMP); BLAS is kept single-threaded inside
- * per-sample loops so the two never oversubscribe the cores. */
-void pz_set_threads(int n);
-int pz_get_threads(void);
-/* Call first in any other thread that runs kernels (a pipeline stage): the
- * OpenMP thread count is per thread, and OpenBLAS's OpenMP build sizes its
- * GEMMs by it, so without this a stage would use another summation order. */
-void pz_thread_attach(void);
+#include "base/base.h"
+
+/* The thread setting they share (pz_set_threads, pz_get_threads,
+ * pz_thread_attach) is base's. */
 
 /* ---- convolution --------------------------------------------------------
  * out (B, OC, OH, OW) = conv(inp (B, C, H, W), weight (OC, C, K, K)) + bias (OC)

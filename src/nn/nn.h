@@ -152,6 +152,10 @@ float pz_schedule_lr(const pz_schedule *s, int64_t step);
 /* ---- training ------------------------------------------------------------- */
 /* zero_grad, forward (train mode), softmax cross-entropy, backward, step.
  * Returns the batch's mean loss; *correct counts argmax hits. */
+/* The model's loss over B samples of logits with their labels: the mean
+ * cross-entropy, its gradient into dlogits (NULL: none) and the number of
+ * correct predictions into *correct (NULL: not counted). */
+float pz_model_loss(const pz_model *m, float *dlogits, int *correct, const float *logits, const int32_t *y, int B);
 float pz_train_step(pz_model *m, pz_optim *o, float lr, const float *x, const int32_t *y, int B, int *correct);
 /* Forward in eval mode over N samples in batches; mean loss and accuracy. */
 void pz_evaluate(pz_model *m, const float *x, const int32_t *y, int64_t N, double *loss, double *accuracy);

@@ -2,6 +2,10 @@
 #include "nn.h"
 #include "kernels/kernels.h"
 
+float pz_model_loss(const pz_model *m, float *dlogits, int *correct, const float *logits, const int32_t *y, int B) {
+    return softmax_xent_forward_backward(dlogits, correct, logits, y, B, m->n_classes);
+}
+
 float pz_train_step(pz_model *m, pz_optim *o, float lr, const float *x, const int32_t *y, int B, int *correct) {
     pz_seq *s = &m->net;
     pz_model_zero_grad(m);

@@ -12,7 +12,6 @@
  * sends ERROR with its reason both ways before closing its links, so the
  * driver names the stage where it started. */
 #include "pipe.h"
-#include "kernels/kernels.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -180,7 +179,7 @@ static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
     const float *out = net->act[s->to - 1];
     if (last) {
         int correct = 0;
-        const float loss = softmax_xent_forward_backward(NULL, &correct, out, labels, B, s->model[0].n_classes);
+        const float loss = pz_model_loss(&s->model[0], NULL, &correct, out, labels, B);
         uint8_t res[12];
         const double sum = (double)loss * B;
         memcpy(res, &sum, 8), memcpy(res + 8, &correct, 4);
@@ -207,6 +206,10 @@ static pz_status stage_stats(stage *s, uint8_t **buf, size_t *cap, size_t len) {
     return pass_on(s, TAG_STATS, TAG_STATS_REPLY, buf, cap, len, *buf, len);
 }
 
+/* the codec states in a stage's checkpoint: none in a pipeline of one (the
+ * file is then a whole model's, as pz_checkpoint_write documents) */
+static int stage_codecs(const stage *s) { return s->pipe->S > 1 ? 4 : 0; }
+
 static pz_status stage_save(stage *s, uint8_t **buf, size_t *cap, size_t len) {
     pz_pipe *p = s->pipe;
     char dir[4200], path[4300];
@@ -223,7 +226,7 @@ static pz_status stage_save(stage *s, uint8_t **buf, size_t *cap, size_t len) {
     PZ_TRY(pz_mkdir_p(dir)); /* a stage on another host writes on its own disk */
     snprintf(path, sizeof path, "%s/stage-%d.bin", dir, s->index);
     pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
-    pz_status st = pz_checkpoint_write(path, s->index, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4);
+    pz_status st = pz_checkpoint_write(path, s->index, &s->model[0], s->p0, s->p1, &s->opt, codecs, stage_codecs(s));
     if (st) return pz_fail(st, "checkpoint: %s", pz_last_error());
     return pass_on(s, TAG_SAVE, TAG_SAVED, buf, cap, len, "", 0);
 }
@@ -366,7 +369,7 @@ static pz_status train_step(stage *s, stage_bufs *b, const uint8_t *batch, size_
         const float *out = net->act[s->to - 1];
         if (last) {
             int correct = 0;
-            const float loss = softmax_xent_forward_backward(b->dy[m], &correct, out, b->labels[m], Bm, s->model[0].n_classes);
+            const float loss = pz_model_loss(&s->model[0], b->dy[m], &correct, out, b->labels[m], Bm);
             loss_sum += (double)loss * Bm, correct_sum += correct;
             s->rep.compute_s += pz_now() - t0;
         } else {
@@ -616,7 +619,7 @@ static pz_status stage_setup(pz_pipe *p, int i) {
         char path[4200];
         snprintf(path, sizeof path, "%s/stage-%d.bin", cfg->resume, i);
         pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
-        pz_status st = pz_checkpoint_read(path, i, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4);
+        pz_status st = pz_checkpoint_read(path, i, &s->model[0], s->p0, s->p1, &s->opt, codecs, stage_codecs(s));
         if (st) return pz_fail(st, "stage %d: %s", i, pz_last_error());
     }
     return PZ_OK;

@@ -1,0 +1,64 @@
+/* run_internal.h — the rooms of a training run, shared between run.c (the
+ * epoch loop), run_config.c (the configuration and the run directory) and
+ * placement.c (which link carries which boundary). Not installed. */
+#ifndef PZ_RUN_INTERNAL_H
+#define PZ_RUN_INTERNAL_H
+
+#include "run.h"
+#include "metrics.h"
+#include "nn/nn.h"
+#include "data/data.h"
+#include "pipe/pipe.h"
+
+/* ---- the run directory (run_config.c) ----------------------------------------
+ * OUT/config.json, OUT/{steps,epochs,boundaries}.{jsonl,csv}, OUT/summary.json,
+ * OUT/checkpoint/epoch-E/stage-<i>.bin and OUT/checkpoint/latest.json (atomic)
+ * naming E and the driver's counters; a run resumed from OUT continues after
+ * epoch E. */
+typedef struct {
+    int epoch;
+    int64_t global_step, samples;
+    double best, wall, emulated;
+    double fwd_bytes, bwd_bytes, fp32_bytes, eval_bytes, link_bytes;
+    char fingerprint[1024];
+} run_state;
+
+/* The settings a resumed run must share with the run it continues. */
+void run_fingerprint(const pz_run_config *c, char *out, size_t cap);
+pz_status run_state_write(const char *dir, const run_state *s);
+pz_status run_state_read(const char *dir, run_state *s);
+void run_checkpoint_dir(char *out, size_t cap, const char *dir, int epoch);
+void run_checkpoint_remove(const char *dir);
+/* config.json: the configuration and what the run derived from it */
+pz_status run_write_config(const char *dir, const pz_run_config *c, const pz_model *model, const pz_dataset *train,
+                           const pz_dataset *test, const pz_pipe_config *pc, int pipeline);
+pz_status run_write_json(const char *dir, const char *name, const pz_field *f, int n);
+/* The pipeline configuration of a run (model, cuts, codecs, optimizer,
+ * emulated link); `ranks` > 0 when every stage is a process of its own. */
+pz_status run_pipe_config(const pz_run_config *cfg, const pz_model *model, const pz_dataset *train, pz_pipe_config *pc,
+                          int ranks);
+
+/* ---- placement (placement.c) ---------------------------------------------------
+ * A transport puts the stages of a run somewhere: all in this process
+ * (inproc), one per Open MPI rank (mpi), or stage 0 here and the rest on a
+ * split-learning server (zmq). One table entry per transport. */
+typedef struct run_link {
+    const char *name;
+    int remote;     /* some stages run in other processes */
+    /* split learning: the client's state is fetched from and handed back to
+     * the server around the run */
+    int session;
+    /* the flags this transport needs (NULL: none) */
+    pz_status (*check)(const pz_run_config *cfg);
+    /* how many processes run this pipeline and which this one is (NULL: 1, 0) */
+    pz_status (*processes)(int *rank, int *size);
+    /* the local stages and the links to the remote ones into pc (NULL: all local) */
+    pz_status (*place)(const pz_run_config *cfg, int rank, int size, pz_pipe_config *pc);
+} run_link;
+
+/* The transport named name, or NULL. */
+const run_link *run_link_find(const char *name);
+/* "inproc, mpi or zmq", from the table */
+const char *run_link_names(void);
+
+#endif

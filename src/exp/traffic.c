@@ -1,0 +1,73 @@
+/* traffic.c — what crossed each pipeline boundary, per epoch and per run:
+ * boundary records (bytes, ratio, bits per element, compression error,
+ * codec and link time), the run's byte totals and its per-boundary results. */
+#include "metrics.h"
+
+#include <string.h>
+
+pz_status pz_traffic_start(pz_traffic *t, pz_pipe *pipe, int n_boundaries) {
+    t->n = n_boundaries;
+    memset(t->prev, 0, sizeof t->prev);
+    PZ_TRY(pz_pipe_collect_stats(pipe));
+    for (int b = 0; b < t->n; b++) t->prev[b] = pz_pipe_boundary_stats(pipe, b);
+    memcpy(t->first, t->prev, sizeof t->first);
+    return PZ_OK;
+}
+
+static double mean(double sum, uint64_t n) { return n ? sum / (double)n : 0; }
+static double ratio(double a, uint64_t b) { return b ? a / (double)b : 0; }
+
+pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq *net, const pz_pipe_config *pc,
+                           pz_metrics *m, pz_run_result *res) {
+    PZ_TRY(pz_pipe_collect_stats(pipe));
+    for (int b = 0; b < t->n; b++) {
+        const pz_boundary_stats bs = pz_pipe_boundary_stats(pipe, b), *o = &t->prev[b], *f0 = &t->first[b];
+        const char *after = net->layers[pc->cuts[b]].name;
+        /* this epoch's traffic */
+        const uint64_t fb = bs.fwd_bytes - o->fwd_bytes, bb = bs.bwd_bytes - o->bwd_bytes;
+        const uint64_t fe = bs.fwd_elements - o->fwd_elements, be = bs.bwd_elements - o->bwd_elements;
+        t->fwd += (double)fb, t->bwd += (double)bb;
+        t->fp32 += 4.0 * (double)(fe + be);
+        t->eval += (double)(bs.eval_bytes - o->eval_bytes);
+        t->link += (double)(bs.link_fwd_bytes - o->link_fwd_bytes + bs.link_bwd_bytes - o->link_bwd_bytes);
+        if (m && m->f) {
+            pz_field f[] = {
+                PZ_NUM("epoch", epoch), PZ_NUM("boundary", b + 1), PZ_STR("after", after),
+                PZ_STR("fwd", pc->fwd[b]), PZ_STR("bwd", pc->bwd[b]),
+                PZ_NUM("fwd_bytes", fb), PZ_NUM("bwd_bytes", bb),
+                PZ_NUM("fwd_ratio", ratio(4.0 * (double)fe, fb)),
+                PZ_NUM("bwd_ratio", ratio(4.0 * (double)be, bb)),
+                PZ_NUM("fwd_bits_per_element", ratio(8.0 * (double)fb, fe)),
+                PZ_NUM("bwd_bits_per_element", ratio(8.0 * (double)bb, be)),
+                PZ_NUM("fwd_error", mean(bs.fwd_err_sum - o->fwd_err_sum, bs.fwd_err_n - o->fwd_err_n)),
+                PZ_NUM("bwd_error", mean(bs.bwd_err_sum - o->bwd_err_sum, bs.bwd_err_n - o->bwd_err_n)),
+                PZ_NUM("fwd_encode_s", bs.fwd_encode_s - o->fwd_encode_s),
+                PZ_NUM("fwd_decode_s", bs.fwd_decode_s - o->fwd_decode_s),
+                PZ_NUM("bwd_encode_s", bs.bwd_encode_s - o->bwd_encode_s),
+                PZ_NUM("bwd_decode_s", bs.bwd_decode_s - o->bwd_decode_s),
+                PZ_NUM("eval_bytes", bs.eval_bytes - o->eval_bytes),
+                PZ_NUM("link_fwd_bytes", bs.link_fwd_bytes - o->link_fwd_bytes),
+                PZ_NUM("link_bwd_bytes", bs.link_bwd_bytes - o->link_bwd_bytes),
+                PZ_NUM("wire_fwd_bytes", bs.wire_fwd_bytes - o->wire_fwd_bytes),
+                PZ_NUM("wire_bwd_bytes", bs.wire_bwd_bytes - o->wire_bwd_bytes),
+                PZ_NUM("link_fwd_busy_s", bs.busy_fwd_s - o->busy_fwd_s),
+                PZ_NUM("link_bwd_busy_s", bs.busy_bwd_s - o->busy_bwd_s)};
+            PZ_TRY(pz_metrics_write(m, f, (int)(sizeof f / sizeof *f)));
+        }
+        t->prev[b] = bs;
+        /* this run's totals per boundary (a resumed run: since the resume) */
+        __typeof__(res->boundaries[0]) *rb = &res->boundaries[b];
+        snprintf(rb->after, sizeof rb->after, "%.47s", after);
+        snprintf(rb->fwd, sizeof rb->fwd, "%.63s", pc->fwd[b]);
+        snprintf(rb->bwd, sizeof rb->bwd, "%.63s", pc->bwd[b]);
+        rb->fwd_bytes = bs.fwd_bytes - f0->fwd_bytes, rb->bwd_bytes = bs.bwd_bytes - f0->bwd_bytes;
+        rb->fp32_fwd_bytes = 4 * (bs.fwd_elements - f0->fwd_elements);
+        rb->fp32_bwd_bytes = 4 * (bs.bwd_elements - f0->bwd_elements);
+        rb->fwd_error = mean(bs.fwd_err_sum - f0->fwd_err_sum, bs.fwd_err_n - f0->fwd_err_n);
+        rb->bwd_error = mean(bs.bwd_err_sum - f0->bwd_err_sum, bs.bwd_err_n - f0->bwd_err_n);
+    }
+    res->fwd_bytes = (uint64_t)t->fwd, res->bwd_bytes = (uint64_t)t->bwd;
+    res->fp32_bytes = (uint64_t)t->fp32, res->eval_bytes = (uint64_t)t->eval;
+    res->link_bytes = (uint64_t)t->link;
+    return PZ_OK;
+}
