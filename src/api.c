@@ -24,7 +24,11 @@ pz_status pz_net_create(pz_net **out, const char *preset, int channels, int heig
         return st;
     }
     n->opt.momentum = 0.9f;
-    pz_optim_init(&n->opt, PZ_OPT_SGD, n->model.n_params);
+    if ((st = pz_optim_init(&n->opt, PZ_OPT_SGD, n->model.n_params))) {
+        pz_model_free(&n->model);
+        free(n);
+        return st;
+    }
     *out = n;
     return PZ_OK;
 }

@@ -48,38 +48,11 @@ const char *pz_status_name(pz_status s) {
 /* ------------------------------------------------------------------------- */
 /* allocation */
 
-void *pz_malloc_check(size_t n, const char *file, int line) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "pipezip: out of memory allocating %zu bytes at %s:%d\n", n, file, line);
-        exit(2);
-    }
-    return p;
-}
-
-void *pz_calloc_check(size_t n, size_t sz, const char *file, int line) {
-    void *p = calloc(n ? n : 1, sz ? sz : 1);
-    if (!p) {
-        fprintf(stderr, "pipezip: out of memory allocating %zu x %zu bytes at %s:%d\n", n, sz, file, line);
-        exit(2);
-    }
-    return p;
-}
-
 float *pz_floats_try(size_t n) {
     size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
     void *p = NULL;
     if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;
     memset(p, 0, bytes);
-    return p;
-}
-
-float *pz_floats(size_t n) {
-    float *p = pz_floats_try(n);
-    if (!p) {
-        fprintf(stderr, "pipezip: out of memory allocating %zu floats\n", n);
-        exit(2);
-    }
     return p;
 }
 

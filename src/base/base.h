@@ -19,15 +19,9 @@ pz_status pz_fail(pz_status code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 #define PZ_TRY(expr) do { pz_status s_ = (expr); if (s_ != PZ_OK) return s_; } while (0)
 
-/* Allocation that cannot silently fail: aborts with file and line on OOM,
- * for the few places (model build) where there is no sane recovery. */
-void *pz_malloc_check(size_t n, const char *file, int line);
-void *pz_calloc_check(size_t n, size_t sz, const char *file, int line);
-#define pz_malloc(n) pz_malloc_check((n), __FILE__, __LINE__)
-#define pz_calloc(n, sz) pz_calloc_check((n), (sz), __FILE__, __LINE__)
-/* 64-byte aligned, zeroed float buffer (SIMD-friendly); free with free(). */
-float *pz_floats(size_t n);
-/* the same, but NULL when out of memory (library code that returns a status) */
+/* Allocation: 64-byte aligned, zeroed float buffer (SIMD-friendly), NULL
+ * when out of memory; free with free(). The library never exits: callers
+ * return PZ_ERR_NOMEM. */
 float *pz_floats_try(size_t n);
 
 /* ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@
  * throughput in GB/s of float32 input, bits per element and relative error;
  * and, in the same run, the machine's memory read bandwidth, with each
  * throughput as a fraction of it. Medians of repeated runs. */
+#include "cli/xalloc.h"
 #include "cli.h"
 #include "args.h"
 #include "pipezip/codec.h"
@@ -41,7 +42,7 @@ typedef struct {
 static void probe_init(probe *p, int threads) {
     p->n = (size_t)64 << 20;
     p->threads = threads;
-    p->w = (uint32_t *)(void *)pz_floats(p->n);
+    p->w = (uint32_t *)(void *)pz_xfloats(p->n);
 #pragma omp parallel for num_threads(threads)
     for (size_t i = 0; i < p->n; i++) p->w[i] = (uint32_t)(i & 1023);
 }
@@ -130,7 +131,7 @@ int bench_codecs(int argc, char **argv) {
                "bits/el", "rel.err", "read GB/s");
     for (int si = 0; si < n_sizes; si++) {
         const int64_t n = ns[si], shape[2] = {16, n / 16};
-        float *x = pz_floats((size_t)n), *y = pz_floats((size_t)n);
+        float *x = pz_xfloats((size_t)n), *y = pz_xfloats((size_t)n);
         uint32_t ids[16];
         for (int i = 0; i < 16; i++) ids[i] = (uint32_t)i;
         for (int kind = 0; kind < 2; kind++) {
@@ -142,15 +143,15 @@ int bench_codecs(int argc, char **argv) {
                 pz_codec_create(&tx, specs[s]);
                 pz_codec_create(&rx, specs[s]);
                 const size_t cap = pz_codec_max_frame_bytes(tx, 2, shape);
-                uint8_t *frame = pz_malloc(cap);
+                uint8_t *frame = pz_xmalloc(cap);
                 size_t len;
                 pz_codec_stats st;
                 if (pz_codec_encode(tx, x, 2, shape, ids, frame, cap, &len, &st)) {
                     fprintf(stderr, "pipezip bench codecs: %s: %s\n", specs[s], pz_last_error());
                     return 1;
                 }
-                double *te = pz_calloc((size_t)repeat, sizeof(double)), *td = pz_calloc((size_t)repeat, sizeof(double));
-                double *tb = pz_calloc((size_t)repeat, sizeof(double));
+                double *te = pz_xcalloc((size_t)repeat, sizeof(double)), *td = pz_xcalloc((size_t)repeat, sizeof(double));
+                double *tb = pz_xcalloc((size_t)repeat, sizeof(double));
                 for (int r = 0; r < repeat; r++) {
                     tb[r] = probe_pass(&pr);
                     double t0 = pz_now();

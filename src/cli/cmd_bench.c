@@ -1,4 +1,5 @@
 /* cmd_bench.c — `pipezip bench train`: median time of a training step. */
+#include "cli/xalloc.h"
 #include "cli.h"
 #include "args.h"
 #include "nn/nn.h"
@@ -39,13 +40,13 @@ static int bench_train(int argc, char **argv) {
     pz_optim o = {.momentum = 0.9f, .weight_decay = 5e-4f};
     pz_optim_init(&o, PZ_OPT_SGD, m.n_params);
     const size_t n = (size_t)batch * pz_shape_numel(in);
-    float *x = pz_floats(n);
-    int32_t *y = pz_calloc((size_t)batch, sizeof(int32_t));
+    float *x = pz_xfloats(n);
+    int32_t *y = pz_xcalloc((size_t)batch, sizeof(int32_t));
     pz_rng r;
     pz_rng_seed(&r, 7);
     for (size_t i = 0; i < n; i++) x[i] = pz_rng_normal(&r);
     for (int b = 0; b < batch; b++) y[b] = (int32_t)pz_rng_below(&r, 10);
-    double *t = pz_calloc((size_t)repeat, sizeof(double));
+    double *t = pz_xcalloc((size_t)repeat, sizeof(double));
     for (int i = 0; i < warmup + repeat; i++) {
         const double t0 = pz_now();
         pz_train_step(&m, &o, 0.01f, x, y, batch, NULL);

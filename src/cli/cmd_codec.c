@@ -1,5 +1,6 @@
 /* cmd_codec.c — `pipezip codec encode | decode | inspect`: check a codec
  * from outside, on raw float32 or .npy files. */
+#include "cli/xalloc.h"
 #include "cli.h"
 #include "args.h"
 #include "tensor_file.h"
@@ -74,11 +75,11 @@ static int encode(int argc, char **argv) {
         }
         ids = (uint32_t *)(void *)b;
     } else if (pz_codec_is_stateful(c)) {
-        ids = pz_calloc((size_t)t.shape[0], sizeof(uint32_t));
+        ids = pz_xcalloc((size_t)t.shape[0], sizeof(uint32_t));
         for (int64_t i = 0; i < t.shape[0]; i++) ids[i] = (uint32_t)i;
     }
     size_t cap = pz_codec_max_frame_bytes(c, t.ndim, t.shape), len;
-    uint8_t *frame = pz_malloc(cap);
+    uint8_t *frame = pz_xmalloc(cap);
     pz_codec_stats st;
     if (pz_codec_encode(c, t.data, t.ndim, t.shape, ids, frame, cap, &len, &st) || pz_write_file_atomic(pos[1], frame, len)) {
         fprintf(stderr, "pipezip codec encode: %s\n", pz_last_error());
@@ -142,7 +143,7 @@ static int decode(int argc, char **argv) {
     int ret = 0;
     t.ndim = info.ndim;
     for (int i = 0; i < info.ndim; i++) t.shape[i] = info.shape[i];
-    t.data = pz_floats((size_t)info.elements + 1);
+    t.data = pz_xfloats((size_t)info.elements + 1);
     if (pz_frame_decode(f, len, t.data, (size_t)info.elements, NULL, NULL) || pz_tensor_write(pos[1], &t)) {
         fprintf(stderr, "pipezip codec decode: '%s': %s\n", pos[0], pz_last_error());
         ret = 1;

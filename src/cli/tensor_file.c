@@ -1,4 +1,5 @@
 /* tensor_file.c — raw float32 and .npy tensor files for `pipezip codec`. */
+#include "cli/xalloc.h"
 #include "tensor_file.h"
 
 #include <stdlib.h>
@@ -79,7 +80,7 @@ pz_status pz_tensor_read(const char *path, const char *shape_spec, pz_tensor *t)
             st = pz_fail(PZ_ERR_FORMAT, "'%s' holds %zu bytes of data, a float32 tensor of %lld elements needs %lld", path, len - off,
                          (long long)n, (long long)n * 4);
         else {
-            t->data = pz_floats((size_t)n);
+            t->data = pz_xfloats((size_t)n);
             memcpy(t->data, b + off, (size_t)n * 4);
         }
     }
@@ -109,7 +110,7 @@ pz_status pz_tensor_write(const char *path, const pz_tensor *t) {
         header[10 + dl + pad] = '\n';
         hl = (size_t)(10 + hlen);
     }
-    uint8_t *buf = pz_malloc(hl + (size_t)n * 4);
+    uint8_t *buf = pz_xmalloc(hl + (size_t)n * 4);
     memcpy(buf, header, hl);
     memcpy(buf + hl, t->data, (size_t)n * 4);
     pz_status st = pz_write_file_atomic(path, buf, hl + (size_t)n * 4);

@@ -1,6 +1,7 @@
 /* frame.c — the frame header of docs/FORMAT.md: writing it, parsing and
  * validating it (every field, the length, the CRC-32C), and inspecting a
  * frame. */
+#include "base/wire.h"
 #include "frame.h"
 #include "family.h"
 
@@ -29,11 +30,6 @@ pz_status frame_error(pz_frame_error e, const char *fmt, ...) {
     return pz_fail(PZ_ERR_FORMAT, "bad frame (%s): %s", pz_frame_error_name(e), msg);
 }
 
-static void put_u32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static void put_u64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static uint32_t get_u32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint64_t get_u64(const uint8_t *p) { return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32; }
-
 static const uint8_t MAGIC[4] = {'P', 'Z', 'F', 'R'};
 
 /* Writes the header; the checksum covers bytes 0..55 and the payload, which
@@ -46,7 +42,7 @@ void frame_write_header_crc(uint8_t *f, const frame_header *h, uint32_t payload_
     f[5] = (uint8_t)h->codec;
     f[6] = (uint8_t)h->ndim;
     f[7] = (uint8_t)h->flags;
-    for (int i = 0; i < h->ndim; i++) put_u32(f + 8 + 4 * i, (uint32_t)h->dims[i]);
+    for (int i = 0; i < h->ndim; i++) pz_put_u32(f + 8 + 4 * i, (uint32_t)h->dims[i]);
     f[24] = (uint8_t)h->bits;
     f[25] = (uint8_t)h->gran;
     f[26] = (uint8_t)h->options;
@@ -54,14 +50,14 @@ void frame_write_header_crc(uint8_t *f, const frame_header *h, uint32_t payload_
     f[28] = (uint8_t)h->index_coding;
     f[29] = (uint8_t)h->value_bits;
     f[30] = (uint8_t)h->wrapper;
-    put_u32(f + 32, h->k);
-    put_u64(f + 40, h->seed);
-    put_u64(f + 48, h->payload_len);
+    pz_put_u32(f + 32, h->k);
+    pz_put_u64(f + 40, h->seed);
+    pz_put_u64(f + 48, h->payload_len);
     const pz_codec_kernels *k = pz_codec_kernels_best();
     uint32_t crc = k->crc32c(0, f, 56);
     if (have_payload_crc) crc = pz_crc32c_combine(crc, payload_crc, h->payload_len);
     else crc = k->crc32c(crc, f + PZ_FRAME_HEADER_BYTES, h->payload_len);
-    put_u32(f + 56, crc);
+    pz_put_u32(f + 56, crc);
 }
 
 pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
@@ -70,12 +66,12 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
         return frame_error(PZ_FRAME_TRUNCATED, "%zu bytes, a frame has at least %d", f ? len : 0, PZ_FRAME_HEADER_BYTES);
     if (memcmp(f, MAGIC, 4)) return frame_error(PZ_FRAME_MAGIC, "magic %02x %02x %02x %02x, expected 'PZFR'", f[0], f[1], f[2], f[3]);
     if (f[4] != 1) return frame_error(PZ_FRAME_VERSION, "version %d, this build reads version 1", f[4]);
-    h->payload_len = get_u64(f + 48);
+    h->payload_len = pz_get_u64(f + 48);
     if (h->payload_len != (uint64_t)(len - PZ_FRAME_HEADER_BYTES))
         return frame_error(PZ_FRAME_LENGTH, "header announces %llu payload bytes, %zu are present",
                            (unsigned long long)h->payload_len, len - PZ_FRAME_HEADER_BYTES);
     const pz_codec_kernels *k = pz_codec_kernels_best();
-    h->crc = get_u32(f + 56);
+    h->crc = pz_get_u32(f + 56);
     uint32_t crc = k->crc32c(0, f, 56);
     const codec_family *fam = codec_family_by_wire(f[5]);
     const int defer = fam && fam->plain_payload && !(f[7] & ~FLAG_IDS);
@@ -87,7 +83,7 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
     if (h->ndim < 1 || h->ndim > 4) return frame_error(PZ_FRAME_SHAPE, "ndim %d is not in 1..4", h->ndim);
     h->n = 1;
     for (int i = 0; i < 4; i++) {
-        const uint32_t d = get_u32(f + 8 + 4 * i);
+        const uint32_t d = pz_get_u32(f + 8 + 4 * i);
         if (i >= h->ndim) {
             if (d) return frame_error(PZ_FRAME_SHAPE, "dimension %d is %u beyond ndim %d", i, d, h->ndim);
             continue;
@@ -98,13 +94,13 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
     }
     h->bits = f[24], h->gran = f[25], h->options = f[26], h->value_type = f[27];
     h->index_coding = f[28], h->value_bits = f[29], h->wrapper = f[30];
-    h->k = get_u32(f + 32);
-    h->seed = get_u64(f + 40);
+    h->k = pz_get_u32(f + 32);
+    h->seed = pz_get_u64(f + 40);
     if (!fam) return frame_error(PZ_FRAME_PARAM, "unknown codec id %d", h->codec);
     h->fam = fam;
     if (h->flags & ~FLAG_IDS) return frame_error(PZ_FRAME_PARAM, "unknown flags 0x%02x", h->flags);
     if (h->wrapper > WRAP_AQSGD_WARMUP) return frame_error(PZ_FRAME_PARAM, "unknown wrapper %d", h->wrapper);
-    if (f[31] || get_u32(f + 36) || get_u32(f + 60)) return frame_error(PZ_FRAME_PARAM, "reserved bytes are not zero");
+    if (f[31] || pz_get_u32(f + 36) || pz_get_u32(f + 60)) return frame_error(PZ_FRAME_PARAM, "reserved bytes are not zero");
     if (h->options & ~OPT_ALL) return frame_error(PZ_FRAME_PARAM, "unknown option bits 0x%02x", h->options);
     if (h->gran > GRAN_CHANNEL) return frame_error(PZ_FRAME_PARAM, "granularity %d is not 0, 1 or 2", h->gran);
     if (h->value_type > VAL_QUANT) return frame_error(PZ_FRAME_PARAM, "value type %d is not 0..3", h->value_type);

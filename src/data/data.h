@@ -73,7 +73,7 @@ typedef struct {
  * README), nothing for mnist (digits are not mirror-symmetric) and synthetic. */
 pz_augment pz_default_augment(const char *dataset, int pad, int flip);
 
-void pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuffle, pz_augment aug, uint64_t seed);
+pz_status pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuffle, pz_augment aug, uint64_t seed);
 void pz_loader_start_epoch(pz_loader *l, int epoch);
 /* Fill the next batch; returns its size, 0 at the end of the epoch. */
 int pz_loader_next(pz_loader *l);

@@ -51,8 +51,12 @@ pz_status pz_load_idx(pz_dataset *d, const char *images_path, const char *labels
         snprintf(d->name, sizeof d->name, "%s", name);
         d->n = di[0], d->c = 1, d->h = (int)di[1], d->w = (int)di[2], d->n_classes = 10;
         const size_t per = (size_t)d->h * d->w;
-        d->x = pz_floats((size_t)d->n * per);
-        d->y = pz_calloc((size_t)d->n, sizeof(int32_t));
+        d->x = pz_floats_try((size_t)d->n * per);
+        d->y = calloc((size_t)d->n ? (size_t)d->n : 1, sizeof(int32_t));
+        if (!d->x || !d->y) st = pz_fail(PZ_ERR_NOMEM, "out of memory for the %lld images of '%s'", (long long)d->n, images_path);
+    }
+    if (!st) {
+        const size_t per = (size_t)d->h * d->w;
         for (size_t i = 0; i < (size_t)d->n * per; i++) d->x[i] = img[oi + i] * (1.0f / 255.0f);
         for (int64_t i = 0; i < d->n && !st; i++) {
             d->y[i] = lab[ol + i];
@@ -154,7 +158,8 @@ pz_status pz_make_synthetic(pz_dataset *train, pz_dataset *test, int64_t n_train
     pz_rng root;
     pz_rng_seed(&root, seed ^ 0x5EED5EEDull);
     const int64_t per = (int64_t)c * h * w;
-    float *proto = pz_floats((size_t)(n_classes * per));
+    float *proto = pz_floats_try((size_t)(n_classes * per));
+    if (!proto) return pz_fail(PZ_ERR_NOMEM, "synthetic dataset: out of memory");
     for (int k = 0; k < n_classes; k++) {
         pz_rng r = pz_rng_split(&root, (uint64_t)k);
         /* a few random Gaussian bumps per channel */
@@ -176,8 +181,15 @@ pz_status pz_make_synthetic(pz_dataset *train, pz_dataset *test, int64_t n_train
         memset(d, 0, sizeof *d);
         snprintf(d->name, sizeof d->name, "synthetic:%s", si ? "test" : "train");
         d->n = counts[si], d->c = c, d->h = h, d->w = w, d->n_classes = n_classes;
-        d->x = pz_floats((size_t)(d->n * per));
-        d->y = pz_calloc((size_t)d->n, sizeof(int32_t));
+        d->x = pz_floats_try((size_t)(d->n * per));
+        d->y = calloc((size_t)d->n, sizeof(int32_t));
+        if (!d->x || !d->y) {
+            free(proto);
+            pz_dataset_free(train);
+            if (si) pz_dataset_free(test);
+            else memset(test, 0, sizeof *test);
+            return pz_fail(PZ_ERR_NOMEM, "synthetic dataset: out of memory for %lld examples", (long long)counts[si]);
+        }
         pz_rng r = pz_rng_split(&root, 1000 + (uint64_t)si);
         for (int64_t i = 0; i < d->n; i++) {
             const int k = (int)pz_rng_below(&r, (uint32_t)n_classes);

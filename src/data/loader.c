@@ -10,18 +10,23 @@ pz_augment pz_default_augment(const char *dataset, int pad, int flip) {
     return a;
 }
 
-void pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuffle, pz_augment aug, uint64_t seed) {
+pz_status pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuffle, pz_augment aug, uint64_t seed) {
     memset(l, 0, sizeof *l);
     l->d = d;
     l->batch = batch;
     l->shuffle = shuffle;
     l->aug = aug;
     pz_rng_seed(&l->rng, seed);
-    l->order = pz_calloc((size_t)d->n, sizeof(uint32_t));
-    l->x = pz_floats((size_t)batch * d->c * d->h * d->w);
-    l->y = pz_calloc((size_t)batch, sizeof(int32_t));
-    l->ids = pz_calloc((size_t)batch, sizeof(uint32_t));
+    l->order = calloc((size_t)d->n ? (size_t)d->n : 1, sizeof(uint32_t));
+    l->x = pz_floats_try((size_t)batch * d->c * d->h * d->w);
+    l->y = calloc((size_t)batch, sizeof(int32_t));
+    l->ids = calloc((size_t)batch, sizeof(uint32_t));
+    if (!l->order || !l->x || !l->y || !l->ids) {
+        pz_loader_free(l);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory for batches of %d", batch);
+    }
     pz_loader_start_epoch(l, 0);
+    return PZ_OK;
 }
 
 void pz_loader_start_epoch(pz_loader *l, int epoch) {

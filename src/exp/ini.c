@@ -54,9 +54,13 @@ pz_status pz_ini_load(pz_ini *ini, const char *path) {
         else if (pz_ini_get(ini, section, key)) st = pz_fail(PZ_ERR_ARG, "%s:%d: '%s' is set twice in [%s]", path, line, key, section);
         if (st) break;
         if (ini->n == ini->cap) {
-            ini->cap = ini->cap ? 2 * ini->cap : 32;
-            ini->e = realloc(ini->e, sizeof *ini->e * (size_t)ini->cap);
-            if (!ini->e) abort();
+            const int cap = ini->cap ? 2 * ini->cap : 32;
+            pz_ini_entry *grown = realloc(ini->e, sizeof *ini->e * (size_t)cap);
+            if (!grown) {
+                st = pz_fail(PZ_ERR_NOMEM, "%s: out of memory at line %d", path, line);
+                break;
+            }
+            ini->e = grown, ini->cap = cap;
         }
         pz_ini_entry *e = &ini->e[ini->n++];
         snprintf(e->section, sizeof e->section, "%s", section);

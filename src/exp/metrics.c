@@ -117,7 +117,11 @@ pz_status pz_metrics_reopen(pz_metrics *m, const char *dir, const char *stem, co
     size_t len = 0;
     if (access(m->path, F_OK) == 0) PZ_TRY(pz_read_file(m->path, &data, &len));
     /* keep the header and the records of finished epochs; drop the rest */
-    char *kept = pz_malloc(len + 1);
+    char *kept = malloc(len + 1);
+    if (!kept) {
+        free(data);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory reading '%s'", m->path);
+    }
     size_t k = 0;
     int first = 1;
     for (size_t i = 0; i < len;) {

@@ -313,7 +313,12 @@ pz_status pz_sweep_report(const char *dir) {
     char path[4300];
     snprintf(path, sizeof path, "%s/results.csv", dir);
     if (access(path, F_OK) != 0) return pz_fail(PZ_ERR_IO, "%s has no results.csv (run pipezip sweep first)", dir);
-    table *t = pz_calloc(1, sizeof *t);
+    table *t = calloc(1, sizeof *t);
+    series *s = calloc(64, sizeof *s); /* the plots' curves */
+    if (!t || !s) {
+        free(t), free(s);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory reading %s", path);
+    }
     pz_status st = load_table(t, path);
     pz_ini ini = {0};
     snprintf(path, sizeof path, "%s/sweep.ini", dir);
@@ -329,7 +334,7 @@ pz_status pz_sweep_report(const char *dir) {
         if (!f) st = pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
     }
     if (st) {
-        free(t->text), free(t);
+        free(t->text), free(t), free(s);
         pz_ini_free(&ini);
         return st;
     }
@@ -377,7 +382,6 @@ pz_status pz_sweep_report(const char *dir) {
                 ti && !strcmp(ti, "compressed") ? "inference through the compressed boundaries" : "plain inference");
 
     /* plots */
-    series *s = pz_calloc(64, sizeof *s);
     int ns = 0;
     for (int r = 0; r < t->nrow && ns + 2 <= 64; r++) { /* accuracy per epoch */
         snprintf(path, sizeof path, "%s/runs/%s/epochs.jsonl", dir, cell(t, r, "id"));

@@ -113,7 +113,7 @@ static pz_status start(run *r) {
     pz_rng_seed(&root, cfg->seed);
     const pz_rng data_rng = pz_rng_split(&root, 0xDA7A);
     const pz_augment aug = pz_default_augment(cfg->data, cfg->augment_pad, cfg->augment_flip);
-    pz_loader_init(&r->loader, &r->train, cfg->batch, 1, aug, data_rng.s[0]);
+    PZ_TRY(pz_loader_init(&r->loader, &r->train, cfg->batch, 1, aug, data_rng.s[0]));
 
     pz_schedule_parse(&r->sched, cfg->schedule);
     r->sched.base_lr = cfg->lr;

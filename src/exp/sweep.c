@@ -170,7 +170,8 @@ static pz_status plan_load(plan *pl, const char *path, const char *variant, pz_o
     int total = 1;
     for (int g = 0; g < pl->ngrid; g++) total *= pl->grid[g].n;
     if (total > 10000) return pz_fail(PZ_ERR_ARG, "%s: %d points is too many", path, total);
-    pl->pts = pz_calloc((size_t)total, sizeof(point));
+    pl->pts = calloc((size_t)total, sizeof(point));
+    if (!pl->pts) return pz_fail(PZ_ERR_NOMEM, "%s: out of memory for %d points", path, total);
     pl->npts = total;
     for (int p = 0; p < total; p++) {
         point *pt = &pl->pts[p];
@@ -477,7 +478,11 @@ pz_status pz_sweep_collect(const char *dir) {
         plan_free(&pl);
         return pz_fail(st, "%s is not a sweep directory: %s", dir, pz_last_error());
     }
-    run_result *rr = pz_calloc((size_t)pl.npts, sizeof *rr);
+    run_result *rr = calloc((size_t)pl.npts ? (size_t)pl.npts : 1, sizeof *rr);
+    if (!rr) {
+        plan_free(&pl);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory collecting %s", dir);
+    }
     for (int p = 0; p < pl.npts; p++) {
         char rd[4300];
         snprintf(rd, sizeof rd, "%s/runs/%s", dir, pl.pts[p].id);

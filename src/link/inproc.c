@@ -55,20 +55,30 @@ static int best_fit(const channel *ch, size_t len) {
 
 pz_status pz_link_inproc_pair(pz_link **a, pz_link **b, int capacity, const char *name) {
     if (capacity < 1) return pz_fail(PZ_ERR_ARG, "link capacity must be at least 1, got %d", capacity);
-    channel *ch = pz_calloc(1, sizeof *ch);
+    *a = *b = NULL;
+    channel *ch = calloc(1, sizeof *ch);
+    end *ea = calloc(1, sizeof *ea), *eb = calloc(1, sizeof *eb);
+    if (ch) ch->q[0].slots = calloc((size_t)capacity, sizeof(message)), ch->q[1].slots = calloc((size_t)capacity, sizeof(message));
+    if (!ch || !ea || !eb || !ch->q[0].slots || !ch->q[1].slots) {
+        if (ch) free(ch->q[0].slots), free(ch->q[1].slots);
+        free(ch), free(ea), free(eb);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory for link '%s'", name ? name : "link");
+    }
     pthread_mutex_init(&ch->mu, NULL);
     pthread_cond_init(&ch->changed, NULL);
-    for (int i = 0; i < 2; i++) {
-        ch->q[i].slots = pz_calloc((size_t)capacity, sizeof(message));
-        ch->q[i].cap = capacity;
-    }
+    ch->q[0].cap = ch->q[1].cap = capacity;
     ch->refs = 2;
     snprintf(ch->name, sizeof ch->name, "%s", name ? name : "link");
-    end *ea = pz_calloc(1, sizeof *ea), *eb = pz_calloc(1, sizeof *eb);
     ea->ch = ch, ea->side = 0;
     eb->ch = ch, eb->side = 1;
+    /* a link that cannot be made releases its end; the channel goes with the last */
     *a = link_new(&inproc_ops, ea, ch->name);
     *b = link_new(&inproc_ops, eb, ch->name);
+    if (!*a || !*b) {
+        pz_link_free(*a), pz_link_free(*b);
+        *a = *b = NULL;
+        return PZ_ERR_NOMEM;
+    }
     return PZ_OK;
 }
 
@@ -102,7 +112,10 @@ static pz_status inproc_send(pz_link *link, int tag, double stamp, const void *m
     const int i = best_fit(ch, len);
     if (i >= 0) pool_take(ch, i, &copy, &cap);
     pthread_mutex_unlock(&ch->mu);
-    if (!copy) copy = pz_malloc(len ? len : 1), cap = len ? len : 1;
+    if (!copy) {
+        cap = len ? len : 1;
+        if (!(copy = malloc(cap))) return pz_fail(PZ_ERR_NOMEM, "%s: out of memory for a %zu-byte message", link->name, len);
+    }
     memcpy(copy, msg, len);
     pthread_mutex_lock(&ch->mu);
     const pz_status st = push_locked(l, (message){tag, stamp, len, cap, copy});

@@ -11,7 +11,14 @@
 #include <time.h>
 
 pz_link *link_new(const link_ops *ops, void *impl, const char *name) {
-    pz_link *l = pz_calloc(1, sizeof *l);
+    pz_link *l = calloc(1, sizeof *l);
+    if (!l) {
+        /* the transport's end goes with the link that could not be made */
+        pz_link tmp = {.ops = ops, .impl = impl};
+        ops->free(&tmp);
+        pz_fail(PZ_ERR_NOMEM, "out of memory for link '%s'", name ? name : "link");
+        return NULL;
+    }
     l->ops = ops, l->impl = impl;
     pthread_mutex_init(&l->mu, NULL);
     snprintf(l->name, sizeof l->name, "%s", name ? name : "link");

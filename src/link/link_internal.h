@@ -30,6 +30,8 @@ struct pz_link {
 };
 
 /* A new generic link around a transport. */
+/* A link over a transport's end; NULL when out of memory (the end is then
+ * freed with ops->free, and the error set). */
 pz_link *link_new(const link_ops *ops, void *impl, const char *name);
 
 #endif

@@ -6,6 +6,7 @@
  * (MPI_THREAD_SERIALIZED); receives poll with a short sleep so that
  * oversubscribed ranks leave the cores to the ones computing. */
 #include "link_internal.h"
+#include "base/wire.h"
 
 #ifdef PZ_HAVE_MPI
 #include <mpi.h>
@@ -48,9 +49,11 @@ static pz_status mpi_send(pz_link *l, int tag, double stamp, const void *msg, si
     if (e->closed_sent) return pz_fail(PZ_ERR_STATE, "%s: this end was closed; cannot send", l->name);
     if (e->peer_closed) return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link; cannot send", l->name);
     if (len > (size_t)INT32_MAX - 8) return pz_fail(PZ_ERR_ARG, "%s: a %zu-byte message is too large for MPI", l->name, len);
+    uint8_t trailer[8]; /* f64, little-endian */
+    pz_put_f64(trailer, stamp);
     MPI_Aint at[2];
-    MPI_Get_address(msg ? msg : (const void *)&stamp, &at[0]);
-    MPI_Get_address(&stamp, &at[1]);
+    MPI_Get_address(msg ? msg : (const void *)trailer, &at[0]);
+    MPI_Get_address(trailer, &at[1]);
     int lens[2] = {(int)len, 8};
     MPI_Datatype t;
     MPI_Type_create_hindexed(2, lens, at, MPI_BYTE, &t);
@@ -95,7 +98,7 @@ static pz_status mpi_recv(pz_link *l, int *tag, double *stamp, uint8_t **buf, si
     }
     if (MPI_Recv(*buf, count, MPI_BYTE, e->peer, status.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         return pz_fail(PZ_ERR_IO, "%s: MPI_Recv from rank %d failed", l->name, e->peer);
-    memcpy(stamp, *buf + count - 8, 8);
+    *stamp = pz_get_f64(*buf + count - 8);
     *tag = status.MPI_TAG;
     *len = (size_t)count - 8;
     *wire = (size_t)count;
@@ -117,10 +120,11 @@ pz_status pz_link_mpi(pz_link **l, int peer, const char *name) {
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (peer < 0 || peer >= size) return pz_fail(PZ_ERR_ARG, "MPI link to rank %d, but there are %d ranks", peer, size);
-    mpi_end *e = pz_calloc(1, sizeof *e);
+    mpi_end *e = calloc(1, sizeof *e);
+    if (!e) return pz_fail(PZ_ERR_NOMEM, "out of memory for link '%s'", name);
     e->peer = peer;
     *l = link_new(&mpi_ops, e, name);
-    return PZ_OK;
+    return *l ? PZ_OK : PZ_ERR_NOMEM;
 }
 
 #else

@@ -16,6 +16,7 @@
  * HELLO times out with a message saying so. */
 #define _GNU_SOURCE
 #include "link_internal.h"
+#include "base/wire.h"
 
 #ifdef PZ_HAVE_ZMQ
 #include <errno.h>
@@ -47,10 +48,7 @@ typedef struct {
 
 int pz_zmq_available(void) { return 1; }
 
-static void put_env(uint8_t *e, int tag, double stamp) {
-    const uint32_t t = (uint32_t)tag;
-    memcpy(e, &t, 4), memcpy(e + 4, &stamp, 8);
-}
+static void put_env(uint8_t *e, int tag, double stamp) { pz_put_u32(e, (uint32_t)tag), pz_put_f64(e + 4, stamp); }
 
 /* send [identity] envelope payload */
 /* send [identity] envelope payload; id NULL on the client (a DEALER has one peer) */
@@ -103,9 +101,9 @@ static int recv_parts(zend *z, uint8_t *id, size_t *id_len, int *tag, double *st
         } else if (which == 1) {
             if (n != ENV || !d) *tag = -1;
             else {
-                uint32_t t;
-                memcpy(&t, d, 4), memcpy(stamp, d + 4, 8);
-                *tag = (int)t;
+                const uint32_t t = pz_get_u32(d);
+                *stamp = pz_get_f64(d + 4);
+                *tag = t <= 255 ? (int)t : -1;
             }
         } else if (which == 2) {
             if (n > *cap) {
@@ -289,7 +287,9 @@ static void *zap_main(void *arg) {
 
 pz_status pz_link_zmq_listen(pz_link **l, const char *endpoint, const char *server_secret_file, const char *client_public_file,
                              int sessions, const char *name) {
-    zend *z = pz_calloc(1, sizeof *z);
+    *l = NULL;
+    zend *z = calloc(1, sizeof *z);
+    if (!z) return pz_fail(PZ_ERR_NOMEM, "out of memory for link '%s'", name);
     z->server = 1;
     z->sessions = sessions > 0 ? sessions : 1;
     z->ctx = zmq_ctx_new();
@@ -324,6 +324,7 @@ pz_status pz_link_zmq_listen(pz_link **l, const char *endpoint, const char *serv
     }
     if (!st && zmq_bind(z->sock, endpoint) != 0) st = pz_fail(PZ_ERR_IO, "cannot listen on '%s': %s", endpoint, zmq_strerror(errno));
     *l = link_new(&zmq_ops, z, name);
+    if (!*l) return PZ_ERR_NOMEM;
     if (st) {
         pz_link_free(*l);
         *l = NULL;
@@ -333,13 +334,16 @@ pz_status pz_link_zmq_listen(pz_link **l, const char *endpoint, const char *serv
 
 pz_status pz_link_zmq_connect(pz_link **l, const char *endpoint, const char *client_secret_file,
                               const char *server_public_file, double timeout_s, const char *name) {
-    zend *z = pz_calloc(1, sizeof *z);
+    *l = NULL;
+    zend *z = calloc(1, sizeof *z);
+    if (!z) return pz_fail(PZ_ERR_NOMEM, "out of memory for link '%s'", name);
     z->ctx = zmq_ctx_new();
     z->sock = zmq_socket(z->ctx, ZMQ_DEALER);
     const int sndtimeo = (int)(timeout_s * 1000), linger = 0;
     zmq_setsockopt(z->sock, ZMQ_SNDTIMEO, &sndtimeo, sizeof sndtimeo); /* a send to a dead server fails */
     zmq_setsockopt(z->sock, ZMQ_LINGER, &linger, sizeof linger);
     *l = link_new(&zmq_ops, z, name);
+    if (!*l) return PZ_ERR_NOMEM;
     pz_status st = PZ_OK;
     if (client_secret_file || server_public_file) {
         char pub[41], sec[41], spub[41];

@@ -22,7 +22,11 @@ static pz_layer *push(pz_seq *s, pz_layer_kind kind, const char *name) {
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 8;
         pz_layer *nl = realloc(s->layers, sizeof(pz_layer) * s->cap);
-        if (!nl) { fprintf(stderr, "pipezip: out of memory building a model\n"); exit(2); }
+        if (!nl) {
+            s->cap = s->n;
+            pz_fail(PZ_ERR_NOMEM, "out of memory building a model (layer '%s')", name);
+            return NULL;
+        }
         s->layers = nl;
     }
     pz_layer *l = &s->layers[s->n++];
@@ -49,6 +53,7 @@ pz_status pz_add_conv(pz_seq *s, const char *name, int oc, int k, int stride, in
     if (oc < 1) return pz_fail(PZ_ERR_ARG, "layer '%s': %d output channels", name, oc);
     PZ_TRY(check_window(s, name, k, stride, pad));
     pz_layer *l = push(s, PZ_LAYER_CONV, name);
+    if (!l) return PZ_ERR_NOMEM;
     l->k = k, l->stride = stride, l->pad = pad, l->has_bias = bias;
     l->out = (pz_shape){oc, pool_out(l->in.h, k, stride, pad), pool_out(l->in.w, k, stride, pad)};
     l->n_params = (int64_t)oc * l->in.c * k * k + (bias ? oc : 0);
@@ -58,13 +63,14 @@ pz_status pz_add_conv(pz_seq *s, const char *name, int oc, int k, int stride, in
 
 pz_status pz_add_batchnorm(pz_seq *s, const char *name) {
     pz_layer *l = push(s, PZ_LAYER_BATCHNORM, name);
+    if (!l) return PZ_ERR_NOMEM;
     l->n_params = 2 * l->in.c;
     l->macs = pz_shape_numel(l->in);
     return PZ_OK;
 }
 
 pz_status pz_add_relu(pz_seq *s, const char *name) {
-    push(s, PZ_LAYER_RELU, name);
+    if (!push(s, PZ_LAYER_RELU, name)) return PZ_ERR_NOMEM;
     return PZ_OK;
 }
 
@@ -72,6 +78,7 @@ pz_status pz_add_maxpool(pz_seq *s, const char *name, int k, int stride, int pad
     PZ_TRY(check_window(s, name, k, stride, pad));
     if (2 * pad > k) return pz_fail(PZ_ERR_ARG, "layer '%s': padding %d is more than half the window %d", name, pad, k);
     pz_layer *l = push(s, PZ_LAYER_MAXPOOL, name);
+    if (!l) return PZ_ERR_NOMEM;
     l->k = k, l->stride = stride, l->pad = pad;
     l->out = (pz_shape){l->in.c, pool_out(l->in.h, k, stride, pad), pool_out(l->in.w, k, stride, pad)};
     return PZ_OK;
@@ -80,6 +87,7 @@ pz_status pz_add_maxpool(pz_seq *s, const char *name, int k, int stride, int pad
 pz_status pz_add_avgpool(pz_seq *s, const char *name, int k, int stride, int pad) {
     PZ_TRY(check_window(s, name, k, stride, pad));
     pz_layer *l = push(s, PZ_LAYER_AVGPOOL, name);
+    if (!l) return PZ_ERR_NOMEM;
     l->k = k, l->stride = stride, l->pad = pad;
     l->out = (pz_shape){l->in.c, pool_out(l->in.h, k, stride, pad), pool_out(l->in.w, k, stride, pad)};
     l->macs = pz_shape_numel(l->out) * k * k;
@@ -88,6 +96,7 @@ pz_status pz_add_avgpool(pz_seq *s, const char *name, int k, int stride, int pad
 
 pz_status pz_add_global_avgpool(pz_seq *s, const char *name) {
     pz_layer *l = push(s, PZ_LAYER_GLOBAL_AVGPOOL, name);
+    if (!l) return PZ_ERR_NOMEM;
     l->out = (pz_shape){l->in.c, 1, 1};
     l->macs = pz_shape_numel(l->in);
     return PZ_OK;
@@ -95,6 +104,7 @@ pz_status pz_add_global_avgpool(pz_seq *s, const char *name) {
 
 pz_status pz_add_flatten(pz_seq *s, const char *name) {
     pz_layer *l = push(s, PZ_LAYER_FLATTEN, name);
+    if (!l) return PZ_ERR_NOMEM;
     l->out = (pz_shape){(int)pz_shape_numel(l->in), 1, 1};
     return PZ_OK;
 }
@@ -102,6 +112,7 @@ pz_status pz_add_flatten(pz_seq *s, const char *name) {
 pz_status pz_add_linear(pz_seq *s, const char *name, int out, int bias) {
     if (out < 1) return pz_fail(PZ_ERR_ARG, "layer '%s': %d outputs", name, out);
     pz_layer *l = push(s, PZ_LAYER_LINEAR, name);
+    if (!l) return PZ_ERR_NOMEM;
     int in = (int)pz_shape_numel(l->in);
     l->has_bias = bias;
     l->out = (pz_shape){out, 1, 1};
@@ -112,7 +123,11 @@ pz_status pz_add_linear(pz_seq *s, const char *name, int out, int bias) {
 
 pz_status pz_add_basic_block(pz_seq *s, const char *name, int oc, int stride) {
     pz_shape in = pz_seq_out(s);
-    pz_seq *main = pz_calloc(1, sizeof *main), *sc = pz_calloc(1, sizeof *sc);
+    pz_seq *main = calloc(1, sizeof *main), *sc = calloc(1, sizeof *sc);
+    if (!main || !sc) {
+        free(main), free(sc);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory building a model (block '%s')", name);
+    }
     pz_seq_init(main, in);
     pz_seq_init(sc, in);
     pz_status st = PZ_OK;
@@ -130,6 +145,10 @@ pz_status pz_add_basic_block(pz_seq *s, const char *name, int oc, int stride) {
         return st;
     }
     pz_layer *l = push(s, PZ_LAYER_BLOCK, name);
+    if (!l) {
+        free(main->layers), free(sc->layers), free(main), free(sc);
+        return PZ_ERR_NOMEM;
+    }
     l->main = main;
     l->shortcut = sc;
     l->out = pz_seq_out(main);
@@ -149,7 +168,14 @@ typedef struct {
     int B;        /* batch rows for the buffers of the layer being allocated */
     int depth, from, to; /* top-level layers [from, to) get batch_max rows, the others one */
     int active;          /* the layer being allocated is in [from, to) */
+    int oom;       /* an allocation failed: the model is freed and the build fails */
 } alloc_ctx;
+
+static float *floats(alloc_ctx *a, size_t n) {
+    float *f = pz_floats_try(n);
+    if (!f) a->oom = 1;
+    return f;
+}
 
 static void kaiming_normal(float *w, int64_t n, int fan_in, pz_rng *rng) {
     const float sd = sqrtf(2.0f / (float)fan_in);
@@ -169,7 +195,7 @@ static void alloc_layer(pz_layer *l, alloc_ctx *a) {
         a->p += nw;
         if (l->has_bias) l->bias = m->params + a->p, l->dbias = m->grads + a->p, a->p += l->out.c;
         /* a layer outside the allocated range never runs: no workspace */
-        if (a->active) l->ws = pz_floats(conv2d_workspace_floats(l->in.c, l->in.h, l->in.w, l->out.c, l->k, l->stride, l->pad));
+        if (a->active) l->ws = floats(a, conv2d_workspace_floats(l->in.c, l->in.h, l->in.w, l->out.c, l->k, l->stride, l->pad));
         break;
     }
     case PZ_LAYER_LINEAR: {
@@ -190,18 +216,19 @@ static void alloc_layer(pz_layer *l, alloc_ctx *a) {
         l->run_mean = m->buffers + a->b, l->run_var = l->run_mean + C;
         for (int c = 0; c < C; c++) l->run_mean[c] = 0.0f, l->run_var[c] = 1.0f;
         a->b += 2 * C;
-        l->mean = pz_floats(2 * (size_t)C);
-        l->rstd = l->mean + C;
+        l->mean = floats(a, 2 * (size_t)C);
+        if (l->mean) l->rstd = l->mean + C;
         break;
     }
     case PZ_LAYER_MAXPOOL:
-        l->argmax = pz_calloc((size_t)B * pz_shape_numel(l->out), sizeof(int32_t));
+        l->argmax = calloc((size_t)B * (size_t)pz_shape_numel(l->out), sizeof(int32_t));
+        if (!l->argmax) a->oom = 1;
         break;
     case PZ_LAYER_BLOCK:
         alloc_seq(l->main, a);
         alloc_seq(l->shortcut, a);
-        l->dz = pz_floats((size_t)B * pz_shape_numel(l->out));
-        l->dmain = pz_floats((size_t)B * pz_shape_numel(l->in));
+        l->dz = floats(a, (size_t)B * pz_shape_numel(l->out));
+        l->dmain = floats(a, (size_t)B * pz_shape_numel(l->in));
         break;
     default:
         break;
@@ -221,17 +248,22 @@ static int64_t count_buffers(const pz_seq *s) {
 static void alloc_seq(pz_seq *s, alloc_ctx *a) {
     const int top = a->depth++ == 0;
     int64_t biggest = pz_shape_numel(s->in);
-    s->act = pz_calloc(s->n ? s->n : 1, sizeof(float *));
+    s->act = calloc(s->n ? s->n : 1, sizeof(float *));
+    if (!s->act) {
+        a->oom = 1;
+        a->depth--;
+        return;
+    }
     for (int i = 0; i < s->n; i++) {
         pz_layer *l = &s->layers[i];
         if (top) a->active = i >= a->from && i < a->to, a->B = a->active ? a->m->batch_max : 1;
         alloc_layer(l, a);
-        s->act[i] = pz_floats((size_t)a->B * pz_shape_numel(l->out));
+        s->act[i] = floats(a, (size_t)a->B * pz_shape_numel(l->out));
         if (pz_shape_numel(l->out) > biggest) biggest = pz_shape_numel(l->out);
     }
     if (top) a->B = a->m->batch_max;
-    s->grad[0] = pz_floats((size_t)a->B * biggest);
-    s->grad[1] = pz_floats((size_t)a->B * biggest);
+    s->grad[0] = floats(a, (size_t)a->B * biggest);
+    s->grad[1] = floats(a, (size_t)a->B * biggest);
     a->depth--;
 }
 
@@ -250,13 +282,17 @@ pz_status pz_model_finalize_range(pz_model *m, int batch_max, int n_classes, uin
     m->n_params = 0;
     for (int i = 0; i < m->net.n; i++) m->n_params += m->net.layers[i].n_params;
     m->n_buffers = count_buffers(&m->net);
-    m->params = pz_floats((size_t)m->n_params);
-    m->grads = pz_floats((size_t)m->n_params);
-    m->buffers = pz_floats((size_t)m->n_buffers);
-    m->dlogits = pz_floats((size_t)batch_max * n_classes);
     alloc_ctx a = {.m = m, .B = batch_max, .from = from, .to = to, .active = 1};
+    m->params = floats(&a, (size_t)m->n_params);
+    m->grads = floats(&a, (size_t)m->n_params);
+    m->buffers = floats(&a, (size_t)m->n_buffers);
+    m->dlogits = floats(&a, (size_t)batch_max * n_classes);
     pz_rng_seed(&a.rng, seed);
-    alloc_seq(&m->net, &a);
+    if (!a.oom) alloc_seq(&m->net, &a);
+    if (a.oom) {
+        pz_model_free(m);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory allocating a model (%lld parameters, batch %d)", (long long)m->n_params, batch_max);
+    }
     return PZ_OK;
 }
 

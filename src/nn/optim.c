@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+void pz_optim_free(pz_optim *o);
+
 pz_status pz_optim_init(pz_optim *o, pz_optim_kind kind, int64_t n) {
     /* keep the hyperparameters the caller already set; fill defaults for zeros */
     o->kind = kind;
@@ -17,8 +19,12 @@ pz_status pz_optim_init(pz_optim *o, pz_optim_kind kind, int64_t n) {
         if (o->beta2 == 0.0f) o->beta2 = 0.999f;
         if (o->eps == 0.0f) o->eps = 1e-8f;
     }
-    o->m = pz_floats((size_t)n);
-    o->v = kind == PZ_OPT_ADAMW ? pz_floats((size_t)n) : NULL;
+    o->m = pz_floats_try((size_t)n);
+    o->v = kind == PZ_OPT_ADAMW ? pz_floats_try((size_t)n) : NULL;
+    if (!o->m || (kind == PZ_OPT_ADAMW && !o->v)) {
+        pz_optim_free(o);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory for the optimizer's state (%lld parameters)", (long long)n);
+    }
     return PZ_OK;
 }
 

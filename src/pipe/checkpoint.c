@@ -2,58 +2,68 @@
  * fsync, rename): its parameters, the model's running statistics, the
  * optimizer's moments and step count, and its codecs' states.
  *
+ * Little-endian (docs/PROTOCOL.md, "The checkpoint blob"):
  * [8 "PZCKPT01"][i32 stage][i64 p0][i64 p1][i64 n_buffers][i32 opt kind][i64 opt t]
  * [(p1-p0) f32 params][n_buffers f32][(p1-p0) f32 m][(p1-p0) f32 v or none]
  * [i32 n_codecs] n_codecs x ([u64 len][len bytes]) */
 #include "pipe.h"
+#include "base/wire.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static const char magic[8] = {'P', 'Z', 'C', 'K', 'P', 'T', '0', '1'};
 
+/* A growing little-endian byte buffer; `failed` once an allocation failed. */
 typedef struct {
     uint8_t *b;
     size_t len, cap;
+    int failed;
 } wbuf;
 
-static void put(wbuf *w, const void *p, size_t n) {
+static uint8_t *room(wbuf *w, size_t n) {
+    if (w->failed) return NULL;
     if (w->len + n > w->cap) {
         size_t c = w->cap ? w->cap : 4096;
         while (c < w->len + n) c *= 2;
-        w->b = realloc(w->b, c);
-        if (!w->b) abort();
-        w->cap = c;
+        uint8_t *b = realloc(w->b, c);
+        if (!b) {
+            w->failed = 1;
+            return NULL;
+        }
+        w->b = b, w->cap = c;
     }
-    if (n) memcpy(w->b + w->len, p, n);
+    uint8_t *at = w->b + w->len;
     w->len += n;
+    return at;
 }
+static void put_bytes(wbuf *w, const void *p, size_t n) { uint8_t *at = room(w, n); if (at && n) memcpy(at, p, n); }
+static void put_i32(wbuf *w, int32_t v) { uint8_t *at = room(w, 4); if (at) pz_put_i32(at, v); }
+static void put_i64(wbuf *w, int64_t v) { uint8_t *at = room(w, 8); if (at) pz_put_i64(at, v); }
+static void put_f32s(wbuf *w, const float *v, size_t n) { uint8_t *at = room(w, 4 * n); if (at) pz_put_words(at, v, n); }
 
 pz_status pz_checkpoint_pack(uint8_t **out, size_t *out_len, int stage, const pz_model *m, int64_t p0, int64_t p1,
                              const pz_optim *opt, pz_codec *const *codecs, int n_codecs) {
     wbuf w = {0};
-    const int32_t st = stage, kind = opt->kind;
-    const int64_t n = p1 - p0, nb = m->n_buffers;
-    put(&w, magic, 8), put(&w, &st, 4), put(&w, &p0, 8), put(&w, &p1, 8), put(&w, &nb, 8), put(&w, &kind, 4);
-    put(&w, &opt->t, 8);
-    put(&w, m->params + p0, 4 * (size_t)n);
-    put(&w, m->buffers, 4 * (size_t)nb);
+    const int64_t n = p1 - p0;
+    put_bytes(&w, magic, 8), put_i32(&w, stage), put_i64(&w, p0), put_i64(&w, p1), put_i64(&w, m->n_buffers);
+    put_i32(&w, (int32_t)opt->kind), put_i64(&w, opt->t);
+    put_f32s(&w, m->params + p0, (size_t)n);
+    put_f32s(&w, m->buffers, (size_t)m->n_buffers);
     const int has_m = opt->m != NULL, has_v = opt->v != NULL;
-    const int32_t flags = has_m | has_v << 1;
-    put(&w, &flags, 4);
-    if (has_m) put(&w, opt->m, 4 * (size_t)n);
-    if (has_v) put(&w, opt->v, 4 * (size_t)n);
-    const int32_t nc = n_codecs;
-    put(&w, &nc, 4);
+    put_i32(&w, has_m | has_v << 1);
+    if (has_m) put_f32s(&w, opt->m, (size_t)n);
+    if (has_v) put_f32s(&w, opt->v, (size_t)n);
+    put_i32(&w, n_codecs);
     pz_status s = PZ_OK;
     for (int i = 0; i < n_codecs && !s; i++) {
         uint8_t *blob = NULL;
         size_t len = 0;
         if (codecs[i] && (s = pz_codec_state_save(codecs[i], &blob, &len))) break;
-        const uint64_t l64 = len;
-        put(&w, &l64, 8), put(&w, blob, len);
+        put_i64(&w, (int64_t)len), put_bytes(&w, blob, len);
         free(blob);
     }
+    if (!s && w.failed) s = pz_fail(PZ_ERR_NOMEM, "out of memory packing stage %d's state", stage);
     if (s) {
         free(w.b);
         return s;
@@ -86,16 +96,19 @@ pz_status pz_checkpoint_unpack(const uint8_t *data, size_t len, const char *path
                                int64_t p1, pz_optim *opt, pz_codec **codecs, int n_codecs) {
     const uint8_t *p = data, *end = data + len;
     pz_status s = PZ_OK;
-#define GET(dst, n) do { if ((size_t)(end - p) < (size_t)(n)) goto truncated; memcpy((dst), p, (n)); p += (n); } while (0)
-    char mg[8];
+#define NEED(n) do { if ((size_t)(end - p) < (size_t)(n)) goto truncated; } while (0)
+#define GET32(dst) do { NEED(4); (dst) = pz_get_i32(p); p += 4; } while (0)
+#define GET64(dst) do { NEED(8); (dst) = pz_get_i64(p); p += 8; } while (0)
+#define GETF(dst, n) do { NEED(4 * (size_t)(n)); pz_get_words((dst), p, (size_t)(n)); p += 4 * (size_t)(n); } while (0)
     int32_t st, kind, flags, nc;
     int64_t a0, a1, nb, t;
-    GET(mg, 8);
-    if (memcmp(mg, magic, 8)) {
+    NEED(8);
+    if (memcmp(p, magic, 8)) {
         s = pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint", path);
         goto done;
     }
-    GET(&st, 4); GET(&a0, 8); GET(&a1, 8); GET(&nb, 8); GET(&kind, 4); GET(&t, 8);
+    p += 8;
+    GET32(st); GET64(a0); GET64(a1); GET64(nb); GET32(kind); GET64(t);
     if (st != stage || a0 != p0 || a1 != p1 || nb != m->n_buffers || kind != (int32_t)opt->kind) {
         s = pz_fail(PZ_ERR_ARG, "'%s' holds stage %d with parameters [%lld, %lld) (%s); this run's stage %d has [%lld, %lld) (%s): "
                     "resume with the same model, cuts and optimizer",
@@ -104,26 +117,31 @@ pz_status pz_checkpoint_unpack(const uint8_t *data, size_t len, const char *path
         goto done;
     }
     const size_t n = (size_t)(p1 - p0);
-    GET(m->params + p0, 4 * n);
-    GET(m->buffers, 4 * (size_t)nb);
-    GET(&flags, 4);
+    GETF(m->params + p0, n);
+    GETF(m->buffers, nb);
+    GET32(flags);
+    if (flags & ~3) {
+        s = pz_fail(PZ_ERR_FORMAT, "'%s': unknown optimizer flags %d", path, flags);
+        goto done;
+    }
     opt->t = t;
     if (flags & 1) {
-        if (!opt->m) opt->m = pz_floats(n);
-        GET(opt->m, 4 * n);
+        if (!opt->m && !(opt->m = pz_floats_try(n))) goto nomem;
+        GETF(opt->m, n);
     }
     if (flags & 2) {
-        if (!opt->v) opt->v = pz_floats(n);
-        GET(opt->v, 4 * n);
+        if (!opt->v && !(opt->v = pz_floats_try(n))) goto nomem;
+        GETF(opt->v, n);
     }
-    GET(&nc, 4);
+    GET32(nc);
     if (nc != n_codecs) {
         s = pz_fail(PZ_ERR_ARG, "'%s' holds %d codec states, this stage has %d", path, nc, n_codecs);
         goto done;
     }
     for (int i = 0; i < n_codecs; i++) {
-        uint64_t l64;
-        GET(&l64, 8);
+        int64_t l;
+        GET64(l);
+        const uint64_t l64 = (uint64_t)l;
         if (l64 > (uint64_t)(end - p)) goto truncated;
         if (!codecs[i] != !l64) {
             s = pz_fail(PZ_ERR_ARG, "'%s': codec %d %s in the checkpoint but %s in this run", path, i, l64 ? "present" : "absent",
@@ -140,7 +158,13 @@ pz_status pz_checkpoint_unpack(const uint8_t *data, size_t len, const char *path
     goto done;
 truncated:
     s = pz_fail(PZ_ERR_FORMAT, "'%s' is truncated", path);
+    goto done;
+nomem:
+    s = pz_fail(PZ_ERR_NOMEM, "out of memory loading '%s'", path);
 done:
-#undef GET
+#undef NEED
+#undef GET32
+#undef GET64
+#undef GETF
     return s;
 }

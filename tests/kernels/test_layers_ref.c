@@ -1,5 +1,6 @@
 /* test_layers_ref.c — every kernel's forward output and gradients against
  * PyTorch (tests/ref/layers.bin, made by tests/ref/gen_ref.py). */
+#include "cli/xalloc.h"
 #include "../test.h"
 #include "base/base.h"
 #include "kernels/kernels.h"
@@ -14,7 +15,7 @@ static void conv_case(const char *name, int K, int stride, int pad, int bias) {
 #define T(s) (snprintf(k, sizeof k, "%s.%s", name, s), R(k))
     ref_tensor *x = T("x"), *w = T("w"), *y = T("y"), *dy = T("dy"), *dx = T("dx"), *dw = T("dw");
     const int B = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], OC = w->dims[0];
-    float *ws = pz_floats(conv2d_workspace_floats(C, H, W, OC, K, stride, pad));
+    float *ws = pz_xfloats(conv2d_workspace_floats(C, H, W, OC, K, stride, pad));
     float *out = zeros(y->n), *gx = zeros(dx->n), *gw = zeros(dw->n), *gb = zeros(OC);
     const float *b = bias ? T("b")->data : NULL;
     conv2d_forward(out, ws, x->data, w->data, b, B, C, H, W, OC, K, stride, pad);

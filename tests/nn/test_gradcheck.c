@@ -12,6 +12,7 @@
  * can cross kinks anywhere: there eps = 1e-3, absolute tolerance 1e-2, and at
  * most 3% of coordinates may miss (tests/nn/test_resnet8_ref.c checks blocks
  * exactly against PyTorch). */
+#include "cli/xalloc.h"
 #include "../test.h"
 #include "nn/nn.h"
 #include "kernels/kernels.h"
@@ -54,7 +55,7 @@ static void check_layer(pz_model *m, int B, input_kind kind, double max_miss_fra
     pz_rng_seed(&rng, 42);
     const int64_t nx = (int64_t)B * pz_shape_numel(m->net.in);
     const int64_t ny = (int64_t)B * pz_shape_numel(pz_seq_out(&m->net));
-    float *x = pz_floats((size_t)nx), *dx = pz_floats((size_t)nx), *r = pz_floats((size_t)ny);
+    float *x = pz_xfloats((size_t)nx), *dx = pz_xfloats((size_t)nx), *r = pz_xfloats((size_t)ny);
     for (int64_t i = 0; i < nx; i++) {
         float v = pz_rng_normal(&rng);
         if (kind == INPUT_AWAY_FROM_ZERO) v = (v < 0 ? -0.05f : 0.05f) + v;
@@ -71,7 +72,7 @@ static void check_layer(pz_model *m, int B, input_kind kind, double max_miss_fra
     pz_model_zero_grad(m);
     pz_seq_forward(&m->net, 0, m->net.n, x, B, 1);
     pz_seq_backward(&m->net, 0, m->net.n, x, r, dx, B);
-    float *g = pz_floats((size_t)m->n_params);
+    float *g = pz_xfloats((size_t)m->n_params);
     memcpy(g, m->grads, sizeof(float) * (size_t)m->n_params);
     char what[96];
     int checked = 0, miss = 0;

@@ -8,6 +8,7 @@
  * double-accumulated BN statistics vs PyTorch's) differs by a few ulps per
  * op; through 20 layers that grows to ~1e-5 relative. We allow
  * |got - want| <= 1e-4 * max|want| (per tensor) + 1e-3 * |want|. */
+#include "cli/xalloc.h"
 #include "../test.h"
 #include "nn/nn.h"
 #include "kernels/kernels.h"
@@ -79,7 +80,7 @@ int main(void) {
         fill_seq(&m.net, &t);
         CHECK(ref_get(&rf, "step0.grads")->n == (size_t)m.n_params, "parameter count %lld vs PyTorch %zu",
               (long long)m.n_params, ref_get(&rf, "step0.grads")->n);
-        float *x = pz_floats((size_t)B * 28 * 28);
+        float *x = pz_xfloats((size_t)B * 28 * 28);
         formula(x, (size_t)B * 28 * 28, 1000);
         int32_t y[8];
         for (int i = 0; i < B; i++) y[i] = (i * 7 + 3) % 10;

@@ -3,6 +3,7 @@
  * losses of the one-stage model; compressed boundaries still train; the
  * bytes counted at the links are exactly the frames and headers sent; a
  * stage that fails names itself. */
+#include "cli/xalloc.h"
 #include "../test.h"
 #include "pipe/pipe.h"
 #include "kernels/kernels.h"
@@ -34,12 +35,12 @@ static pz_pipe_config config(const char *fwd, const char *bwd) {
 
 int main(void) {
     pz_set_threads(1);
-    float *x = pz_floats(B * 784);
+    float *x = pz_xfloats(B * 784);
     int32_t y[B];
     uint32_t ids[B];
     float ref[STEPS];
     /* an evaluation set of 40 examples (batches of 16, 16, 8) */
-    float *ex = pz_floats(40 * 784);
+    float *ex = pz_xfloats(40 * 784);
     int32_t ey[40];
     pz_rng er;
     pz_rng_seed(&er, 77);

@@ -1,0 +1,98 @@
+/* pipe_internal.h — the rooms of the pipeline, shared between pipe.c (the
+ * driver and the public API), plan.c (cuts, codecs, settings: what each
+ * stage is), stage.c (the stage worker and the control messages it
+ * answers) and schedule.c (the step schedule: GPipe). protocol.h has the
+ * messages. Not installed. */
+#ifndef PZ_PIPE_INTERNAL_H
+#define PZ_PIPE_INTERNAL_H
+
+#include "pipe.h"
+#include "protocol.h"
+
+#include <pthread.h>
+
+typedef struct stage stage;
+typedef struct stage_bufs stage_bufs;
+
+/* A step schedule: how a stage runs one training step of M micro-batches
+ * (forward and backward passes, the loss, the optimizer step) from the
+ * messages on its links. stage 0 gets the driver's BATCH (batch, blen);
+ * the others the first micro-batch's META, already in b->msg (blen bytes). */
+typedef struct {
+    const char *name;
+    pz_status (*step)(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen);
+} pipe_schedule;
+extern const pipe_schedule pipe_schedule_gpipe;
+
+struct stage {
+    struct pz_pipe *pipe;
+    int index, from, to;       /* top-level layers [from, to) */
+    int M;                     /* micro-batches */
+    pz_model model[PZ_MAX_STAGES]; /* model[0] owns the parameters; the others share them (micro-batches) */
+    pz_optim opt;
+    int64_t p0, p1;            /* its parameters in model.params */
+    pz_link *prev, *next;      /* towards stage index-1 (or the driver), index+1 (NULL for the last) */
+    pz_codec *fwd_rx, *bwd_tx; /* decoding activations from prev, encoding gradients to prev */
+    pz_codec *fwd_tx, *bwd_rx; /* encoding activations to next, decoding gradients from next */
+    /* evaluation: the forward codec without its state (an EF/EF21/AQ-SGD
+     * wrapper's base codec: test samples have no buffers, and evaluating
+     * must not move the training state), and fp32 for plain inference */
+    pz_codec *eval_tx, *eval_rx, *plain_tx, *plain_rx;
+    int fwd_lossless, bwd_lossless; /* fwd_tx / bwd_tx are "none" */
+    pz_clock clock;
+    stage_report rep;
+    uint8_t *kept;             /* split learning: the client state left by the last client */
+    size_t kept_len;
+    pthread_t thread;
+    int running;
+    char error[512];
+};
+
+/* A stage's working memory, per micro-batch m. */
+struct stage_bufs {
+    float *x_in[PZ_MAX_STAGES], *dy[PZ_MAX_STAGES], *dx;
+    uint32_t *ids[PZ_MAX_STAGES];
+    int32_t *labels[PZ_MAX_STAGES];
+    int Bm[PZ_MAX_STAGES];
+    uint32_t *batch_ids;       /* stage 0: the driver's whole batch, before it is split */
+    int32_t *batch_labels;
+    uint8_t *msg, *frame, *hdr;
+    size_t cap, frame_cap;
+};
+
+struct pz_pipe {
+    pz_pipe_config cfg;
+    const pipe_schedule *schedule;
+    char fingerprint[PZ_MAX_STAGES * 2 * PZ_SPEC_MAX + 512]; /* what every stage must agree on */
+    int S, first, last, has_driver, started, mb_max;
+    stage st[PZ_MAX_STAGES];
+    pz_link *to_first; /* the driver's end */
+    pz_clock clock;    /* the driver's */
+    uint8_t *buf;
+    size_t cap;
+    stage_report reports[PZ_MAX_STAGES];
+};
+
+/* ---- plan.c ---- */
+/* Stage i's layers, parameters, optimizer, codecs (and its checkpoint, resuming). */
+pz_status plan_stage(pz_pipe *p, int i);
+/* p->fingerprint: the settings every stage of the run must share. */
+void plan_fingerprint(pz_pipe *p);
+/* The codec states in a stage's checkpoint (none in a pipeline of one). */
+int plan_stage_codecs(const stage *s);
+
+/* ---- stage.c ---- */
+void *stage_main(void *arg);
+/* Receive `want` on l; an ERROR becomes this stage's error as sent. */
+pz_status stage_recv(stage *s, pz_link *l, int want, uint8_t **buf, size_t *cap, size_t *len, double timeout_s);
+/* Encode t (B samples of shape sh) with tx into *frame, grown as needed. */
+pz_status stage_encode(pz_codec *tx, const float *t, int B, pz_shape sh, const uint32_t *ids, uint8_t **frame,
+                       size_t *frame_cap, size_t *flen, pz_codec_stats *stats);
+
+static inline pz_shape stage_in_shape(const stage *s) {
+    const pz_seq *net = &s->model[0].net;
+    return s->from ? net->layers[s->from - 1].out : net->in;
+}
+static inline pz_shape stage_out_shape(const stage *s) { return s->model[0].net.layers[s->to - 1].out; }
+
+#endif

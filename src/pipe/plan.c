@@ -1,0 +1,142 @@
+/* plan.c — what each stage of a pipeline is: the cut points (from a list
+ * or balanced by compute), its layers and parameters, its optimizer, the
+ * codecs on its two boundaries (their seeds, the stateless one for
+ * evaluation), its checkpoint; and the settings every stage must share. */
+#include "pipe_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int plan_stage_codecs(const stage *s) { return s->pipe->S > 1 ? 4 : 0; }
+
+static int layer_index(const pz_seq *net, const char *name) {
+    char *end;
+    const long v = strtol(name, &end, 10);
+    if (end != name && !*end) return v >= 0 && v < net->n ? (int)v : -1;
+    for (int i = 0; i < net->n; i++)
+        if (!strcmp(net->layers[i].name, name)) return i;
+    /* a group ("layer2"): its last block ("layer2.N") */
+    const size_t len = strlen(name);
+    int found = -1;
+    for (int i = 0; i < net->n; i++)
+        if (!strncmp(net->layers[i].name, name, len) && net->layers[i].name[len] == '.') found = i;
+    return found;
+}
+
+pz_status pz_pipe_resolve_cuts(const pz_model *model, const char *cuts, int stages, pz_pipe_config *cfg) {
+    const pz_seq *net = &model->net;
+    if (cuts && *cuts) {
+        char buf[512], *save = NULL;
+        snprintf(buf, sizeof buf, "%s", cuts);
+        int n = 0, prev = -1;
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            const int i = layer_index(net, t);
+            if (i < 0) return pz_fail(PZ_ERR_ARG, "--cuts: '%s' is not a layer of %s (see pipezip models %s)", t, model->preset, model->preset);
+            if (i <= prev || i >= net->n - 1)
+                return pz_fail(PZ_ERR_ARG, "--cuts: '%s' (layer %d) must come after the previous cut and before the last layer", t, i);
+            if (n == PZ_MAX_STAGES - 1) return pz_fail(PZ_ERR_ARG, "--cuts: at most %d cuts", PZ_MAX_STAGES - 1);
+            cfg->cuts[n++] = i;
+            prev = i;
+        }
+        cfg->n_stages = n + 1;
+        return PZ_OK;
+    }
+    if (stages < 1 || stages > PZ_MAX_STAGES || stages > net->n)
+        return pz_fail(PZ_ERR_ARG, "--stages %d: expected 1..%d for %s", stages, net->n < PZ_MAX_STAGES ? net->n : PZ_MAX_STAGES, model->preset);
+    /* balanced by compute: stage s ends once the cumulative FLOPs pass (s+1)/S
+     * of the total, leaving every later stage at least one layer */
+    int64_t total = 0, run = 0;
+    for (int i = 0; i < net->n; i++) total += net->layers[i].macs + 1;
+    int s = 0;
+    for (int i = 0; i < net->n - 1 && s < stages - 1; i++) {
+        run += net->layers[i].macs + 1;
+        const int left_layers = net->n - 1 - i, left_stages = stages - 1 - s;
+        if (run * stages >= (int64_t)(s + 1) * total || left_layers == left_stages) cfg->cuts[s++] = i;
+    }
+    cfg->n_stages = s + 1;
+    return PZ_OK;
+}
+
+static int64_t param_offset(const pz_seq *net, int layer) {
+    int64_t off = 0;
+    for (int i = 0; i < layer; i++) off += net->layers[i].n_params;
+    return off;
+}
+
+static pz_status make_codec(pz_codec **c, const char *spec, uint32_t max_samples) {
+    PZ_TRY(pz_codec_create(c, spec && *spec ? spec : "none"));
+    if (max_samples) pz_codec_set_max_samples(*c, max_samples);
+    return PZ_OK;
+}
+
+/* evaluation uses the forward codec's stateless base (an EF/EF21/AQ-SGD
+ * wrapper's base codec) */
+static pz_status make_eval_codec(pz_codec **c, const pz_codec *fwd) {
+    char spec[PZ_SPEC_MAX];
+    pz_codec_base_spec(fwd, spec, sizeof spec);
+    return make_codec(c, spec, 0);
+}
+
+pz_status plan_stage(pz_pipe *p, int i) {
+    const pz_pipe_config *cfg = &p->cfg;
+    stage *s = &p->st[i];
+    s->pipe = p, s->index = i, s->M = cfg->micro_batches;
+    /* buffers for this stage's layers only */
+    const int from = i ? cfg->cuts[i - 1] + 1 : 0, to = i == p->S - 1 ? 1 << 30 : cfg->cuts[i] + 1;
+    for (int m = 0; m < s->M; m++) {
+        PZ_TRY(pz_model_preset_range(&s->model[m], cfg->model, cfg->in, cfg->n_classes, p->mb_max, cfg->seed, from, to));
+        if (m) pz_model_share(&s->model[m], &s->model[0]);
+    }
+    const int n = s->model[0].net.n;
+    s->from = from;
+    s->to = i == p->S - 1 ? n : to;
+    if (s->to <= s->from || s->to > n)
+        return pz_fail(PZ_ERR_ARG, "cut after layer %d does not leave stage %d any layers (the model has %d)", cfg->cuts[i], i, n);
+    s->p0 = param_offset(&s->model[0].net, s->from);
+    s->p1 = param_offset(&s->model[0].net, s->to);
+    s->opt = (pz_optim){.momentum = cfg->momentum, .nesterov = cfg->nesterov, .weight_decay = cfg->weight_decay};
+    PZ_TRY(pz_optim_init(&s->opt, cfg->optimizer, s->p1 - s->p0));
+    if (i > 0) {
+        PZ_TRY(make_codec(&s->fwd_rx, cfg->fwd[i - 1], cfg->max_samples));
+        PZ_TRY(make_codec(&s->bwd_tx, cfg->bwd[i - 1], cfg->max_samples));
+        PZ_TRY(make_eval_codec(&s->eval_rx, s->fwd_rx));
+        PZ_TRY(make_codec(&s->plain_rx, "none", 0));
+        pz_codec_set_seed(s->bwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i + 1);
+        s->bwd_lossless = pz_codec_is_lossless(s->bwd_tx);
+    }
+    if (i < p->S - 1) {
+        PZ_TRY(make_codec(&s->fwd_tx, cfg->fwd[i], cfg->max_samples));
+        PZ_TRY(make_codec(&s->bwd_rx, cfg->bwd[i], cfg->max_samples));
+        PZ_TRY(make_eval_codec(&s->eval_tx, s->fwd_tx));
+        PZ_TRY(make_codec(&s->plain_tx, "none", 0));
+        pz_codec_set_seed(s->fwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i);
+        s->fwd_lossless = pz_codec_is_lossless(s->fwd_tx);
+    }
+    s->rep.stage = i;
+    if (cfg->resume) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/stage-%d.bin", cfg->resume, i);
+        pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
+        pz_status st = pz_checkpoint_read(path, i, &s->model[0], s->p0, s->p1, &s->opt, codecs, plan_stage_codecs(s));
+        if (st) return pz_fail(st, "stage %d: %s", i, pz_last_error());
+    }
+    return PZ_OK;
+}
+
+
+void plan_fingerprint(pz_pipe *p) {
+    const pz_pipe_config *cfg = &p->cfg;
+    const int M = cfg->micro_batches;
+    char *f = p->fingerprint;
+    const size_t cap = sizeof p->fingerprint;
+    size_t n = (size_t)snprintf(f, cap, "model=%s in=%dx%dx%d classes=%d batch=%d seed=%llu stages=%d micro=%d opt=%d mom=%g wd=%g nest=%d cuts=",
+                                cfg->model, cfg->in.c, cfg->in.h, cfg->in.w, cfg->n_classes, cfg->batch_max,
+                                (unsigned long long)cfg->seed, cfg->n_stages, M, (int)cfg->optimizer, cfg->momentum,
+                                cfg->weight_decay, cfg->nesterov);
+    for (int b = 0; b + 1 < cfg->n_stages && n < cap; b++)
+        n += (size_t)snprintf(f + n, cap - n, "%d%s", cfg->cuts[b], b + 2 < cfg->n_stages ? "," : "");
+    for (int b = 0; b + 1 < cfg->n_stages && n < cap; b++)
+        n += (size_t)snprintf(f + n, cap - n, " fwd%d=%s bwd%d=%s", b + 1, cfg->fwd[b][0] ? cfg->fwd[b] : "none", b + 1,
+                              cfg->bwd[b][0] ? cfg->bwd[b] : "none");
+}

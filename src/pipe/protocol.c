@@ -1,0 +1,156 @@
+/* protocol.c — the control messages of docs/PROTOCOL.md, written and parsed
+ * field by field in little-endian. */
+#include "protocol.h"
+#include "base/wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[] = {
+    [MSG_BATCH] = "BATCH", [MSG_META] = "META", [MSG_ACT] = "ACT", [MSG_GRAD] = "GRAD", [MSG_LOSS] = "LOSS",
+    [MSG_STEPPED] = "STEPPED", [MSG_STOP] = "STOP", [MSG_EVAL] = "EVAL", [MSG_EVAL_META] = "EVAL_META",
+    [MSG_EVAL_RESULT] = "EVAL_RESULT", [MSG_STATS] = "STATS", [MSG_STATS_REPLY] = "STATS_REPLY", [MSG_SAVE] = "SAVE",
+    [MSG_SAVED] = "SAVED", [MSG_ERROR] = "ERROR", [MSG_WARMUP] = "WARMUP", [MSG_WARMUP_SET] = "WARMUP_SET",
+    [MSG_PUT_STATE] = "PUT_STATE", [MSG_GET_STATE] = "GET_STATE", [MSG_STATE] = "STATE", [MSG_KEPT] = "KEPT",
+    [MSG_CHECK] = "CHECK", [MSG_CHECKED] = "CHECKED",
+};
+
+const char *msg_name(int tag) {
+    return tag > 0 && tag < (int)(sizeof names / sizeof *names) && names[tag] ? names[tag] : "unknown";
+}
+
+pz_status msg_reserve(uint8_t **buf, size_t *cap, size_t need) {
+    if (*cap >= need) return PZ_OK;
+    uint8_t *b = realloc(*buf, need);
+    if (!b) return pz_fail(PZ_ERR_NOMEM, "out of memory for a %zu-byte message", need);
+    *buf = b, *cap = need;
+    return PZ_OK;
+}
+
+pz_status msg_recv(pz_link *l, int want, uint8_t **buf, size_t *cap, size_t *len, double timeout_s, char *error,
+                   size_t error_cap) {
+    int tag;
+    PZ_TRY(pz_link_recv(l, &tag, buf, cap, len, timeout_s));
+    if (tag == MSG_ERROR) {
+        /* the text as sent (up to its NUL), never past the message */
+        const size_t n = strnlen((const char *)*buf, *len);
+        if (error && error_cap) snprintf(error, error_cap, "%.*s", (int)(n < error_cap - 1 ? n : error_cap - 1), (const char *)*buf);
+        return pz_fail(PZ_ERR_STATE, "%.*s", (int)(n < 500 ? n : 500), (const char *)*buf);
+    }
+    if (tag != want)
+        return pz_fail(PZ_ERR_STATE, "expected %s (%d) from %s, got %s (%d)", msg_name(want), want, pz_link_name(l), msg_name(tag), tag);
+    return PZ_OK;
+}
+
+/* ---- META ---- */
+size_t msg_meta_bytes(int B) { return 4 + 8 * (size_t)B + 8; }
+
+void msg_meta_put(uint8_t *out, int B, const uint32_t *ids, const int32_t *labels, float lr, int M) {
+    pz_put_i32(out, B);
+    pz_put_words(out + 4, ids, (size_t)B);
+    pz_put_words(out + 4 + 4 * (size_t)B, labels, (size_t)B);
+    pz_put_f32(out + 4 + 8 * (size_t)B, lr);
+    pz_put_i32(out + 8 + 8 * (size_t)B, M);
+}
+
+pz_status msg_meta_get(const uint8_t *in, size_t len, int exact, int max_B, int max_M, msg_meta *m) {
+    if (len < 4) return pz_fail(PZ_ERR_STATE, "a %zu-byte batch header", len);
+    const int B = pz_get_i32(in);
+    if (B < 1 || B > max_B) return pz_fail(PZ_ERR_STATE, "bad batch header (a batch of %d, at most %d)", B, max_B);
+    const size_t need = msg_meta_bytes(B);
+    if (exact ? len != need : len < need) return pz_fail(PZ_ERR_STATE, "bad batch header (%zu bytes for a batch of %d)", len, B);
+    const int M = pz_get_i32(in + 8 + 8 * (size_t)B);
+    if (M < 1 || M > max_M) return pz_fail(PZ_ERR_STATE, "bad batch header (%d micro-batches)", M);
+    m->B = B, m->M = M;
+    pz_get_words(m->ids, in + 4, (size_t)B);
+    pz_get_words(m->labels, in + 4 + 4 * (size_t)B, (size_t)B);
+    m->lr = pz_get_f32(in + 4 + 8 * (size_t)B);
+    return PZ_OK;
+}
+
+/* ---- EVAL_META ---- */
+size_t msg_eval_bytes(int B) { return 8 + 4 * (size_t)B; }
+
+void msg_eval_put(uint8_t *out, int B, int compressed, const int32_t *labels) {
+    pz_put_i32(out, B);
+    pz_put_i32(out + 4, compressed);
+    pz_put_words(out + 8, labels, (size_t)B);
+}
+
+pz_status msg_eval_get(const uint8_t *in, size_t len, int exact, int max_B, int *B, int *compressed, int32_t *labels) {
+    if (len < 8) return pz_fail(PZ_ERR_STATE, "a %zu-byte evaluation header", len);
+    const int b = pz_get_i32(in), c = pz_get_i32(in + 4);
+    if (b < 1 || b > max_B || (c != 0 && c != 1)) return pz_fail(PZ_ERR_STATE, "bad evaluation header (a batch of %d, compressed %d)", b, c);
+    if (exact ? len != msg_eval_bytes(b) : len < msg_eval_bytes(b))
+        return pz_fail(PZ_ERR_STATE, "bad evaluation header (%zu bytes for a batch of %d)", len, b);
+    *B = b, *compressed = c;
+    pz_get_words(labels, in + 8, (size_t)b);
+    return PZ_OK;
+}
+
+/* ---- LOSS, EVAL_RESULT, flags ---- */
+void msg_loss_put(uint8_t *out, float loss, int correct) { pz_put_f32(out, loss), pz_put_i32(out + 4, correct); }
+
+pz_status msg_loss_get(const uint8_t *in, size_t len, float *loss, int *correct) {
+    if (len != MSG_LOSS_BYTES) return pz_fail(PZ_ERR_STATE, "a %zu-byte loss message", len);
+    *loss = pz_get_f32(in), *correct = pz_get_i32(in + 4);
+    return PZ_OK;
+}
+
+void msg_eval_result_put(uint8_t *out, double loss_sum, int correct) { pz_put_f64(out, loss_sum), pz_put_i32(out + 8, correct); }
+
+pz_status msg_eval_result_get(const uint8_t *in, size_t len, double *loss_sum, int *correct) {
+    if (len != MSG_EVAL_RESULT_BYTES) return pz_fail(PZ_ERR_STATE, "a %zu-byte evaluation result", len);
+    *loss_sum = pz_get_f64(in), *correct = pz_get_i32(in + 8);
+    return PZ_OK;
+}
+
+pz_status msg_flag_get(const uint8_t *in, size_t len, const char *what, int *flag) {
+    const int32_t v = len == 4 ? pz_get_i32(in) : -1;
+    if (v != 0 && v != 1) return pz_fail(PZ_ERR_STATE, "bad %s message", what);
+    *flag = v;
+    return PZ_OK;
+}
+
+/* ---- STATS_REPLY ---- */
+static uint8_t *put64(uint8_t *p, uint64_t v) { pz_put_u64(p, v); return p + 8; }
+static uint8_t *putd(uint8_t *p, double v) { pz_put_f64(p, v); return p + 8; }
+static const uint8_t *get64(const uint8_t *p, uint64_t *v) { *v = pz_get_u64(p); return p + 8; }
+static const uint8_t *getd(const uint8_t *p, double *v) { *v = pz_get_f64(p); return p + 8; }
+
+static uint8_t *put_link(uint8_t *p, const pz_link_stats *s) {
+    p = put64(p, s->messages_sent), p = put64(p, s->bytes_sent), p = put64(p, s->messages_received);
+    p = put64(p, s->bytes_received), p = put64(p, s->wire_bytes_sent), p = put64(p, s->wire_bytes_received);
+    return putd(p, s->busy_seconds);
+}
+static const uint8_t *get_link(const uint8_t *p, pz_link_stats *s) {
+    p = get64(p, &s->messages_sent), p = get64(p, &s->bytes_sent), p = get64(p, &s->messages_received);
+    p = get64(p, &s->bytes_received), p = get64(p, &s->wire_bytes_sent), p = get64(p, &s->wire_bytes_received);
+    return getd(p, &s->busy_seconds);
+}
+
+void msg_report_put(uint8_t *out, const stage_report *r) {
+    uint8_t *p = out;
+    pz_put_i32(p, r->stage), pz_put_u32(p + 4, 0), p += 8;
+    p = put64(p, r->act_bytes), p = put64(p, r->act_frames), p = put64(p, r->act_elements), p = put64(p, r->act_err_n);
+    p = put64(p, r->eval_bytes);
+    p = putd(p, r->act_err_sum), p = putd(p, r->act_encode_s), p = putd(p, r->grad_decode_s);
+    p = put64(p, r->grad_bytes), p = put64(p, r->grad_frames), p = put64(p, r->grad_elements), p = put64(p, r->grad_err_n);
+    p = putd(p, r->grad_err_sum), p = putd(p, r->grad_encode_s), p = putd(p, r->act_decode_s);
+    p = putd(p, r->compute_s), p = putd(p, r->clock);
+    p = put_link(p, &r->next);
+    p = put_link(p, &r->prev);
+}
+
+void msg_report_get(const uint8_t *in, stage_report *r) {
+    const uint8_t *p = in;
+    r->stage = pz_get_i32(p), p += 8;
+    p = get64(p, &r->act_bytes), p = get64(p, &r->act_frames), p = get64(p, &r->act_elements), p = get64(p, &r->act_err_n);
+    p = get64(p, &r->eval_bytes);
+    p = getd(p, &r->act_err_sum), p = getd(p, &r->act_encode_s), p = getd(p, &r->grad_decode_s);
+    p = get64(p, &r->grad_bytes), p = get64(p, &r->grad_frames), p = get64(p, &r->grad_elements), p = get64(p, &r->grad_err_n);
+    p = getd(p, &r->grad_err_sum), p = getd(p, &r->grad_encode_s), p = getd(p, &r->act_decode_s);
+    p = getd(p, &r->compute_s), p = getd(p, &r->clock);
+    p = get_link(p, &r->next);
+    get_link(p, &r->prev);
+}

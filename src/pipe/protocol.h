@@ -1,0 +1,99 @@
+/* protocol.h — the control protocol between the driver and the stages of a
+ * pipeline: every message's tag and payload, little-endian, field by field
+ * (docs/PROTOCOL.md is the specification; this file and protocol.c follow
+ * it). Frames (ACT, GRAD) are the codec library's and are not parsed here.
+ * Parsers check every length and range against what the receiver allows
+ * and fail with a message naming the message. */
+#ifndef PZ_PIPE_PROTOCOL_H
+#define PZ_PIPE_PROTOCOL_H
+
+#include "base/base.h"
+#include "link/link.h"
+
+/* Tags are wire values: never renumber one. */
+enum {
+    MSG_BATCH = 1,        /* driver -> stage 0: a training batch (header + inputs) */
+    MSG_META = 2,         /* forward: a micro-batch's header */
+    MSG_ACT = 3,          /* forward: an activation frame */
+    MSG_GRAD = 4,         /* backward: a gradient frame */
+    MSG_LOSS = 5,         /* backward: the step's loss and correct count */
+    MSG_STEPPED = 6,      /* stage 0 -> driver: the step is done everywhere before it */
+    MSG_STOP = 7,         /* forward: end the run */
+    MSG_EVAL = 8,         /* driver -> stage 0: an evaluation batch (header + inputs) */
+    MSG_EVAL_META = 9,    /* forward: an evaluation batch's header */
+    MSG_EVAL_RESULT = 10, /* backward: its summed loss and correct count */
+    MSG_STATS = 11,       /* forward: collect every stage's report */
+    MSG_STATS_REPLY = 12, /* backward: the reports of every stage */
+    MSG_SAVE = 13,        /* forward: write a checkpoint into a directory */
+    MSG_SAVED = 14,       /* backward: every stage wrote it */
+    MSG_ERROR = 15,       /* either way: a stage failed, and why */
+    MSG_WARMUP = 16,      /* forward: AQ-SGD warm-up on or off */
+    MSG_WARMUP_SET = 17,  /* backward: done */
+    MSG_PUT_STATE = 18,   /* forward: a split-learning client's state to keep */
+    MSG_GET_STATE = 19,   /* forward: ask for the kept state */
+    MSG_STATE = 20,       /* backward: the kept state (keeper -> stage 0); found? (stage 0 -> driver) */
+    MSG_KEPT = 21,        /* backward: the state is kept */
+    MSG_CHECK = 22,       /* forward: the driver's settings, to compare */
+    MSG_CHECKED = 23,     /* backward: every stage runs the same pipeline */
+};
+/* The message's name ("BATCH"), or "unknown" */
+const char *msg_name(int tag);
+
+/* Receive the next message on l into *buf; an ERROR is returned as
+ * PZ_ERR_STATE with its text (*error filled, when given), any tag other
+ * than `want` as PZ_ERR_STATE naming both. */
+pz_status msg_recv(pz_link *l, int want, uint8_t **buf, size_t *cap, size_t *len, double timeout_s, char *error,
+                   size_t error_cap);
+/* Grow a message buffer to at least need bytes. */
+pz_status msg_reserve(uint8_t **buf, size_t *cap, size_t need);
+
+/* ---- META (and the head of BATCH): a (micro-)batch's header ----
+ * [i32 B][u32 ids[B]][i32 labels[B]][f32 lr][i32 micro-batches in this step] */
+typedef struct {
+    int B, M;
+    float lr;
+    uint32_t *ids;   /* the receiver's arrays (at least max_B each) */
+    int32_t *labels;
+} msg_meta;
+size_t msg_meta_bytes(int B);
+void msg_meta_put(uint8_t *out, int B, const uint32_t *ids, const int32_t *labels, float lr, int M);
+/* parse from in[0..len), which must hold exactly the header (exact = 1) or
+ * at least it (exact = 0, a BATCH: the inputs follow); 1 <= B <= max_B,
+ * 1 <= M <= max_M */
+pz_status msg_meta_get(const uint8_t *in, size_t len, int exact, int max_B, int max_M, msg_meta *m);
+
+/* ---- EVAL_META (and the head of EVAL) ----
+ * [i32 B][i32 compressed (0 or 1)][i32 labels[B]] */
+size_t msg_eval_bytes(int B);
+void msg_eval_put(uint8_t *out, int B, int compressed, const int32_t *labels);
+pz_status msg_eval_get(const uint8_t *in, size_t len, int exact, int max_B, int *B, int *compressed, int32_t *labels);
+
+/* ---- LOSS: [f32 mean loss][i32 correct];  EVAL_RESULT: [f64 summed loss][i32 correct] ---- */
+#define MSG_LOSS_BYTES 8
+#define MSG_EVAL_RESULT_BYTES 12
+void msg_loss_put(uint8_t *out, float loss, int correct);
+pz_status msg_loss_get(const uint8_t *in, size_t len, float *loss, int *correct);
+void msg_eval_result_put(uint8_t *out, double loss_sum, int correct);
+pz_status msg_eval_result_get(const uint8_t *in, size_t len, double *loss_sum, int *correct);
+
+/* ---- WARMUP: [i32 on (0 or 1)];  STATE to the driver: [i32 found (0 or 1)] ---- */
+pz_status msg_flag_get(const uint8_t *in, size_t len, const char *what, int *flag);
+
+/* ---- STATS_REPLY: one report per stage, in stage order ----
+ * What a stage counted at its two boundaries since it started. */
+typedef struct {
+    int32_t stage;
+    /* the boundary after this stage: activations it sent, gradients it decoded */
+    uint64_t act_bytes, act_frames, act_elements, act_err_n, eval_bytes;
+    double act_err_sum, act_encode_s, grad_decode_s;
+    /* the boundary before it: gradients it sent, activations it decoded */
+    uint64_t grad_bytes, grad_frames, grad_elements, grad_err_n;
+    double grad_err_sum, grad_encode_s, act_decode_s;
+    double compute_s, clock;
+    pz_link_stats next, prev;
+} stage_report;
+#define MSG_REPORT_BYTES 256
+void msg_report_put(uint8_t *out, const stage_report *r);
+void msg_report_get(const uint8_t *in, stage_report *r);
+
+#endif

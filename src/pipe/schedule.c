@@ -1,0 +1,189 @@
+/* schedule.c — how a stage runs a training step. The pieces every schedule
+ * is made of (take a micro-batch, its forward pass and activation, its
+ * backward pass and gradient, the loss's way back, the optimizer step) and
+ * GPipe built from them: every micro-batch forward, the loss back, every
+ * micro-batch backward (last first), one optimizer step. A schedule that
+ * interleaves them (1F1B) is another composition of the same pieces and
+ * another entry beside pipe_schedule_gpipe. */
+#include "pipe_internal.h"
+#include "base/wire.h"
+
+#include <string.h>
+
+/* One step's running state at a stage. */
+typedef struct {
+    int M, Btot;
+    float lr;
+    double loss_sum;
+    int correct_sum;
+} step_state;
+
+/* stage 0: split the driver's BATCH into micro-batches (sizes differ by at
+ * most one; a short last batch has fewer) */
+static pz_status split_batch(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, step_state *t) {
+    pz_pipe *p = s->pipe;
+    const int64_t in_per = pz_shape_numel(stage_in_shape(s));
+    msg_meta h = {.ids = b->batch_ids, .labels = b->batch_labels};
+    PZ_TRY(msg_meta_get(batch, blen, 0, p->cfg.batch_max, 1, &h));
+    if (blen != msg_meta_bytes(h.B) + 4 * (size_t)(h.B * in_per))
+        return pz_fail(PZ_ERR_STATE, "a batch of %zu bytes does not fit its header (%d samples)", blen, h.B);
+    const uint8_t *x = batch + msg_meta_bytes(h.B);
+    t->M = s->M > h.B ? h.B : s->M;
+    t->lr = h.lr, t->Btot = h.B;
+    for (int m = 0, at = 0; m < t->M; m++) {
+        const int Bm = h.B / t->M + (m < h.B % t->M);
+        b->Bm[m] = Bm;
+        memcpy(b->ids[m], h.ids + at, 4 * (size_t)Bm);
+        memcpy(b->labels[m], h.labels + at, 4 * (size_t)Bm);
+        pz_get_words(b->x_in[m], x + 4 * (size_t)at * (size_t)in_per, (size_t)(Bm * in_per));
+        at += Bm;
+    }
+    return PZ_OK;
+}
+
+/* past stage 0: micro-batch m's META (already received when pending) and
+ * its ACT frame, decoded into x_in[m] */
+static pz_status take_micro(stage *s, stage_bufs *b, int m, int pending, size_t len, step_state *t) {
+    pz_pipe *p = s->pipe;
+    if (!pending) PZ_TRY(stage_recv(s, s->prev, MSG_META, &b->msg, &b->cap, &len, p->cfg.timeout_s));
+    msg_meta h = {.ids = b->ids[m], .labels = b->labels[m]};
+    PZ_TRY(msg_meta_get(b->msg, len, 1, p->mb_max, s->M, &h));
+    if (m == 0) t->M = h.M, t->lr = h.lr;
+    else if (h.M != t->M) return pz_fail(PZ_ERR_STATE, "micro-batch headers disagree (%d and %d micro-batches)", t->M, h.M);
+    b->Bm[m] = h.B;
+    t->Btot += h.B;
+    PZ_TRY(stage_recv(s, s->prev, MSG_ACT, &b->msg, &b->cap, &len, p->cfg.timeout_s));
+    const int64_t in_per = pz_shape_numel(stage_in_shape(s));
+    int nd;
+    int64_t shape[4];
+    const double t0 = pz_now();
+    PZ_TRY(pz_codec_decode(s->fwd_rx, b->msg, len, b->x_in[m], (size_t)(p->mb_max * in_per), &nd, shape));
+    s->rep.act_decode_s += pz_now() - t0;
+    const int B = h.B;
+    if (shape[0] != B || shape[0] * (nd > 1 ? shape[1] : 1) * (nd > 2 ? shape[2] : 1) * (nd > 3 ? shape[3] : 1) != B * in_per)
+        return pz_fail(PZ_ERR_STATE, "activation frame of the wrong shape");
+    return PZ_OK;
+}
+
+/* micro-batch m forward through this stage's layers; the last stage takes
+ * the loss and its gradient, the others send META and the ACT frame on */
+static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
+    pz_pipe *p = s->pipe;
+    const int last = s->index == p->S - 1;
+    const int Bm = b->Bm[m];
+    pz_seq *net = &s->model[m].net;
+    double t0 = pz_now();
+    pz_seq_forward(net, s->from, s->to, b->x_in[m], Bm, 1);
+    const float *out = net->act[s->to - 1];
+    if (last) {
+        int correct = 0;
+        const float loss = pz_model_loss(&s->model[0], b->dy[m], &correct, out, b->labels[m], Bm);
+        t->loss_sum += (double)loss * Bm, t->correct_sum += correct;
+        s->rep.compute_s += pz_now() - t0;
+        return PZ_OK;
+    }
+    s->rep.compute_s += pz_now() - t0;
+    const int64_t out_per = pz_shape_numel(stage_out_shape(s));
+    size_t flen;
+    pz_codec_stats cs;
+    /* the error of a sampled frame (none is lossless: exactly 0, not measured) */
+    const int sample = p->cfg.err_every > 0 && s->rep.act_frames % (uint64_t)p->cfg.err_every == 0;
+    const int measure = sample && !s->fwd_lossless;
+    t0 = pz_now();
+    PZ_TRY(stage_encode(s->fwd_tx, out, Bm, stage_out_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
+    s->rep.act_encode_s += pz_now() - t0;
+    if (sample) s->rep.act_err_sum += measure ? cs.rel_error : 0.0, s->rep.act_err_n++;
+    /* the batch header travels with the activations (labels included, as in split learning) */
+    msg_meta_put(b->hdr, Bm, b->ids[m], b->labels[m], t->lr, t->M);
+    s->rep.act_elements += (uint64_t)(Bm * out_per);
+    s->rep.act_bytes += msg_meta_bytes(Bm) + flen;
+    s->rep.act_frames++;
+    PZ_TRY(pz_link_send(s->next, MSG_META, b->hdr, msg_meta_bytes(Bm)));
+    return pz_link_send_buf(s->next, MSG_ACT, &b->frame, &b->frame_cap, flen);
+}
+
+/* the step's LOSS travels back before any gradient: the last stage sends
+ * it (each micro-batch's gradient weighed by its share of the batch), the
+ * others pass it on */
+static pz_status loss_back(stage *s, stage_bufs *b, step_state *t) {
+    pz_pipe *p = s->pipe;
+    if (s->index == p->S - 1) {
+        const int64_t out_per = pz_shape_numel(stage_out_shape(s));
+        if (t->M > 1)
+            for (int m = 0; m < t->M; m++) {
+                const float w = (float)b->Bm[m] / (float)t->Btot;
+                for (int64_t i = 0; i < (int64_t)b->Bm[m] * out_per; i++) b->dy[m][i] *= w;
+            }
+        uint8_t res[MSG_LOSS_BYTES];
+        msg_loss_put(res, (float)(t->loss_sum / t->Btot), t->correct_sum);
+        return pz_link_send(s->prev, MSG_LOSS, res, sizeof res);
+    }
+    size_t len;
+    float loss;
+    int correct;
+    PZ_TRY(stage_recv(s, s->next, MSG_LOSS, &b->msg, &b->cap, &len, p->cfg.timeout_s * (p->S - s->index)));
+    PZ_TRY(msg_loss_get(b->msg, len, &loss, &correct));
+    return pz_link_send(s->prev, MSG_LOSS, b->msg, len);
+}
+
+/* micro-batch m backward: its GRAD frame from the next stage (the last
+ * stage has dy from the loss), the layers' backward pass (parameter
+ * gradients accumulate), and past stage 0 the input gradient's GRAD frame
+ * to the stage before */
+static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
+    pz_pipe *p = s->pipe;
+    const int first = s->index == 0, last = s->index == p->S - 1;
+    const int Bm = b->Bm[m];
+    if (!last) {
+        size_t len;
+        const int64_t out_per = pz_shape_numel(stage_out_shape(s));
+        PZ_TRY(stage_recv(s, s->next, MSG_GRAD, &b->msg, &b->cap, &len, p->cfg.timeout_s));
+        const double t0 = pz_now();
+        int nd;
+        int64_t shape[4];
+        PZ_TRY(pz_codec_decode(s->bwd_rx, b->msg, len, b->dy[m], (size_t)(p->mb_max * out_per), &nd, shape));
+        s->rep.grad_decode_s += pz_now() - t0;
+        if (shape[0] != Bm) return pz_fail(PZ_ERR_STATE, "gradient frame for %lld samples, expected %d", (long long)shape[0], Bm);
+    }
+    const double t0 = pz_now();
+    pz_seq_backward(&s->model[m].net, s->from, s->to, b->x_in[m], b->dy[m], first ? NULL : b->dx, Bm);
+    s->rep.compute_s += pz_now() - t0;
+    if (first) return PZ_OK;
+    const int64_t in_per = pz_shape_numel(stage_in_shape(s));
+    size_t flen;
+    pz_codec_stats cs;
+    const int sample = p->cfg.err_every > 0 && s->rep.grad_frames % (uint64_t)p->cfg.err_every == 0;
+    const int measure = sample && !s->bwd_lossless;
+    const double t1 = pz_now();
+    PZ_TRY(stage_encode(s->bwd_tx, b->dx, Bm, stage_in_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
+    s->rep.grad_encode_s += pz_now() - t1;
+    if (sample) s->rep.grad_err_sum += measure ? cs.rel_error : 0.0, s->rep.grad_err_n++;
+    s->rep.grad_bytes += flen, s->rep.grad_frames++;
+    s->rep.grad_elements += (uint64_t)(Bm * in_per);
+    return pz_link_send_buf(s->prev, MSG_GRAD, &b->frame, &b->frame_cap, flen);
+}
+
+/* the optimizer step over this stage's parameters; stage 0 tells the driver */
+static pz_status finish_step(stage *s, const step_state *t) {
+    const double t0 = pz_now();
+    pz_optim_step(&s->opt, s->model[0].params + s->p0, s->model[0].grads + s->p0, t->lr);
+    s->rep.compute_s += pz_now() - t0;
+    return s->index == 0 ? pz_link_send(s->prev, MSG_STEPPED, "", 0) : PZ_OK;
+}
+
+/* ---- GPipe: all forward, the loss back, all backward (last micro-batch first), step ---- */
+static pz_status gpipe_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) {
+    step_state t = {.M = s->M};
+    const int first = s->index == 0;
+    if (first) PZ_TRY(split_batch(s, b, batch, blen, &t));
+    memset(s->model[0].grads + s->p0, 0, sizeof(float) * (size_t)(s->p1 - s->p0));
+    for (int m = 0; m < t.M; m++) {
+        if (!first) PZ_TRY(take_micro(s, b, m, m == 0, blen, &t));
+        PZ_TRY(forward_micro(s, b, m, &t));
+    }
+    PZ_TRY(loss_back(s, b, &t));
+    for (int m = t.M - 1; m >= 0; m--) PZ_TRY(backward_micro(s, b, m));
+    return finish_step(s, &t);
+}
+
+const pipe_schedule pipe_schedule_gpipe = {.name = "gpipe", .step = gpipe_step};

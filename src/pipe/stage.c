@@ -1,0 +1,270 @@
+/* stage.c — the stage worker: a thread that owns one stage's layers,
+ * optimizer and codecs, waits for messages from the stage before it (or
+ * the driver), and answers each as docs/PROTOCOL.md says: training steps
+ * go to the schedule, the control messages (evaluation, statistics,
+ * checkpoints, warm-up, a split-learning client's state, the settings
+ * check) are answered here. A stage that fails tells both neighbours why
+ * (ERROR) and closes its links, so the driver names the stage where it
+ * started. */
+#include "pipe_internal.h"
+#include "base/wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+pz_status stage_recv(stage *s, pz_link *l, int want, uint8_t **buf, size_t *cap, size_t *len, double timeout_s) {
+    return msg_recv(l, want, buf, cap, len, timeout_s, s->error, sizeof s->error);
+}
+
+pz_status stage_encode(pz_codec *tx, const float *t, int B, pz_shape sh, const uint32_t *ids, uint8_t **frame,
+                       size_t *frame_cap, size_t *flen, pz_codec_stats *stats) {
+    const int64_t shape[4] = {B, sh.c, sh.h, sh.w};
+    const size_t need = pz_codec_max_frame_bytes(tx, 4, shape);
+    PZ_TRY(msg_reserve(frame, frame_cap, need));
+    return pz_codec_encode(tx, t, 4, shape, ids, *frame, *frame_cap, flen, stats);
+}
+
+/* The answer to a request this stage passed down the chain: take it from
+ * the next stage and pass it up. */
+static pz_status relay_back(stage *s, int reply, uint8_t **buf, size_t *cap) {
+    pz_pipe *p = s->pipe;
+    size_t n;
+    PZ_TRY(stage_recv(s, s->next, reply, buf, cap, &n, p->cfg.timeout_s * (p->S - s->index)));
+    return pz_link_send(s->prev, reply, *buf, n);
+}
+
+/* A request travelling down the chain (statistics, checkpoint, warm-up,
+ * settings): pass it on and its answer back; the last stage answers with
+ * answer[0..alen) itself. */
+static pz_status pass_on(stage *s, int tag, int reply, uint8_t **buf, size_t *cap, size_t len, const void *answer, size_t alen) {
+    if (!s->next) return pz_link_send(s->prev, reply, answer, alen);
+    PZ_TRY(pz_link_send(s->next, tag, *buf, len));
+    return relay_back(s, reply, buf, cap);
+}
+
+/* EVAL (stage 0: header and inputs) or EVAL_META then ACT: one evaluation
+ * batch forward; EVAL_RESULT back from the last stage. */
+static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
+    pz_pipe *p = s->pipe;
+    const int first = s->index == 0, last = s->index == p->S - 1;
+    pz_seq *net = &s->model[0].net;
+    const int64_t in_per = pz_shape_numel(stage_in_shape(s));
+    float *x_in = b->x_in[0];
+    int32_t *labels = b->labels[0];
+    int B, compress;
+    PZ_TRY(msg_eval_get(b->msg, len, !first, p->mb_max, &B, &compress, labels));
+    const size_t hdr = msg_eval_bytes(B);
+    if (first) {
+        if (len != hdr + 4 * (size_t)(B * in_per))
+            return pz_fail(PZ_ERR_STATE, "an evaluation batch of %zu bytes does not fit its header (%d samples)", len, B);
+        pz_get_words(x_in, b->msg + hdr, (size_t)(B * in_per));
+    } else {
+        size_t n;
+        PZ_TRY(stage_recv(s, s->prev, MSG_ACT, &b->msg, &b->cap, &n, p->cfg.timeout_s));
+        PZ_TRY(pz_codec_decode(compress ? s->eval_rx : s->plain_rx, b->msg, n, x_in, (size_t)(p->mb_max * in_per), NULL, NULL));
+    }
+    pz_seq_forward(net, s->from, s->to, x_in, B, 0);
+    const float *out = net->act[s->to - 1];
+    if (last) {
+        int correct = 0;
+        const float loss = pz_model_loss(&s->model[0], NULL, &correct, out, labels, B);
+        uint8_t res[MSG_EVAL_RESULT_BYTES];
+        msg_eval_result_put(res, (double)loss * B, correct);
+        return pz_link_send(s->prev, MSG_EVAL_RESULT, res, sizeof res);
+    }
+    size_t flen;
+    PZ_TRY(stage_encode(compress ? s->eval_tx : s->plain_tx, out, B, stage_out_shape(s), NULL, &b->frame, &b->frame_cap, &flen, NULL));
+    s->rep.eval_bytes += hdr + flen;
+    msg_eval_put(b->hdr, B, compress, labels);
+    PZ_TRY(pz_link_send(s->next, MSG_EVAL_META, b->hdr, hdr));
+    PZ_TRY(pz_link_send(s->next, MSG_ACT, b->frame, flen));
+    return relay_back(s, MSG_EVAL_RESULT, &b->msg, &b->cap);
+}
+
+/* STATS: append this stage's report (its counters, its links', its clock)
+ * and pass it on; the last stage turns the reports back as STATS_REPLY. */
+static pz_status stage_stats(stage *s, uint8_t **buf, size_t *cap, size_t len) {
+    if (len != (size_t)s->index * MSG_REPORT_BYTES)
+        return pz_fail(PZ_ERR_STATE, "a STATS message of %zu bytes at stage %d (expected %d reports)", len, s->index, s->index);
+    pz_clock_charge(&s->clock);
+    s->rep.clock = s->clock.t;
+    s->rep.prev = pz_link_get_stats(s->prev);
+    if (s->next) s->rep.next = pz_link_get_stats(s->next);
+    PZ_TRY(msg_reserve(buf, cap, len + MSG_REPORT_BYTES));
+    msg_report_put(*buf + len, &s->rep);
+    len += MSG_REPORT_BYTES;
+    return pass_on(s, MSG_STATS, MSG_STATS_REPLY, buf, cap, len, *buf, len);
+}
+
+/* SAVE: write DIR/stage-<i>.bin (atomically), pass it on; SAVED back. */
+static pz_status stage_save(stage *s, uint8_t **buf, size_t *cap, size_t len) {
+    pz_pipe *p = s->pipe;
+    char dir[4200], path[4300];
+    if (len == 0 || len >= 4000 || memchr(*buf, 0, len)) return pz_fail(PZ_ERR_STATE, "bad checkpoint request");
+    snprintf(dir, sizeof dir, "%.*s", (int)len, (char *)*buf);
+    if (p->cfg.save_dir) {
+        /* a split-learning server keeps its stages' files in its own directory,
+         * under the last component of the driver's ("epoch-E") */
+        const char *leaf = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+        char mine[4200];
+        snprintf(mine, sizeof mine, "%.2000s/%.100s", p->cfg.save_dir, leaf);
+        memcpy(dir, mine, sizeof dir);
+    }
+    PZ_TRY(pz_mkdir_p(dir)); /* a stage on another host writes on its own disk */
+    snprintf(path, sizeof path, "%s/stage-%d.bin", dir, s->index);
+    pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
+    pz_status st = pz_checkpoint_write(path, s->index, &s->model[0], s->p0, s->p1, &s->opt, codecs, plan_stage_codecs(s));
+    if (st) return pz_fail(st, "checkpoint: %s", pz_last_error());
+    return pass_on(s, MSG_SAVE, MSG_SAVED, buf, cap, len, "", 0);
+}
+
+/* WARMUP [i32 on]: the sending codecs send uncompressed (AQ-SGD warm-up) or not. */
+static pz_status stage_warmup(stage *s, uint8_t **buf, size_t *cap, size_t len) {
+    int on;
+    PZ_TRY(msg_flag_get(*buf, len, "WARMUP", &on));
+    if (s->fwd_tx) pz_codec_set_warmup(s->fwd_tx, on);
+    if (s->bwd_tx) pz_codec_set_warmup(s->bwd_tx, on);
+    return pass_on(s, MSG_WARMUP, MSG_WARMUP_SET, buf, cap, len, "", 0);
+}
+
+/* Client state handed from one split-learning client to the next. At the
+ * first stage (driver side): PUT_STATE packs its state and sends it on,
+ * GET_STATE asks for it and loads it. At the stage after a remote link:
+ * keep it (KEPT) / give it back (STATE). */
+static pz_status stage_handoff(stage *s, int tag, uint8_t **buf, size_t *cap, size_t len) {
+    pz_pipe *p = s->pipe;
+    pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
+    const double tmo = p->cfg.timeout_s * (p->S - s->index);
+    if (s->index > 0) { /* the keeper */
+        if (tag == MSG_PUT_STATE) {
+            uint8_t *k = malloc(len ? len : 1);
+            if (!k) return pz_fail(PZ_ERR_NOMEM, "out of memory keeping a %zu-byte client state", len);
+            memcpy(k, *buf, len);
+            free(s->kept);
+            s->kept = k, s->kept_len = len;
+            return pz_link_send(s->prev, MSG_KEPT, "", 0);
+        }
+        if (len) return pz_fail(PZ_ERR_STATE, "a GET_STATE message of %zu bytes (expected none)", len);
+        return pz_link_send(s->prev, MSG_STATE, s->kept ? s->kept : (const uint8_t *)"", s->kept_len);
+    }
+    if (!s->next) return pz_fail(PZ_ERR_STATE, "a one-stage pipeline has nobody to hand its state to");
+    if (tag == MSG_PUT_STATE) {
+        uint8_t *blob;
+        size_t n;
+        PZ_TRY(pz_checkpoint_pack(&blob, &n, 0, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4));
+        pz_status st = pz_link_send(s->next, MSG_PUT_STATE, blob, n);
+        free(blob);
+        PZ_TRY(st);
+        return relay_back(s, MSG_KEPT, buf, cap);
+    }
+    size_t n;
+    PZ_TRY(pz_link_send(s->next, MSG_GET_STATE, "", 0));
+    PZ_TRY(stage_recv(s, s->next, MSG_STATE, buf, cap, &n, tmo));
+    const int found = n > 0;
+    if (found) PZ_TRY(pz_checkpoint_unpack(*buf, n, "the previous client's state", 0, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4));
+    uint8_t flag[4];
+    pz_put_i32(flag, found);
+    return pz_link_send(s->prev, MSG_STATE, flag, 4);
+}
+
+/* CHECK: every stage (in whatever process) must run the same pipeline:
+ * compare the driver's settings with this stage's own, pass them on. */
+static pz_status stage_check(stage *s, uint8_t **buf, size_t *cap, size_t len) {
+    pz_pipe *p = s->pipe;
+    const size_t mine = strlen(p->fingerprint);
+    if (len != mine || memcmp(*buf, p->fingerprint, len)) {
+        /* name the first setting that differs */
+        const char *a = p->fingerprint, *b = (const char *)*buf;
+        size_t i = 0;
+        while (i < len && i < mine && a[i] == b[i]) i++;
+        while (i > 0 && a[i - 1] != ' ') i--;
+        return pz_fail(PZ_ERR_ARG, "started with other settings than the driver: here '%.60s...', the driver '%.*s...' (give every process the same model, cuts, codecs, batch and optimizer flags)",
+                       a + i, (int)(len - i < 60 ? len - i : 60), b + i);
+    }
+    return pass_on(s, MSG_CHECK, MSG_CHECKED, buf, cap, len, "", 0);
+}
+
+static void free_bufs(stage *s, stage_bufs *b) {
+    for (int m = 0; m < s->M; m++) free(b->x_in[m]), free(b->dy[m]), free(b->ids[m]), free(b->labels[m]);
+    free(b->dx), free(b->msg), free(b->frame), free(b->hdr), free(b->batch_ids), free(b->batch_labels);
+}
+
+static pz_status alloc_bufs(stage *s, stage_bufs *b) {
+    pz_pipe *p = s->pipe;
+    const int64_t in_per = pz_shape_numel(stage_in_shape(s)), out_per = pz_shape_numel(stage_out_shape(s));
+    const size_t mb = (size_t)p->mb_max, B = (size_t)p->cfg.batch_max;
+    int ok = 1;
+    for (int m = 0; m < s->M; m++) {
+        ok &= (b->x_in[m] = pz_floats_try(mb * (size_t)in_per)) != NULL;
+        ok &= (b->dy[m] = pz_floats_try(mb * (size_t)out_per)) != NULL;
+        ok &= (b->ids[m] = calloc(mb, sizeof(uint32_t))) != NULL;
+        ok &= (b->labels[m] = calloc(mb, sizeof(int32_t))) != NULL;
+    }
+    ok &= (b->dx = pz_floats_try(mb * (size_t)in_per)) != NULL;
+    ok &= (b->hdr = malloc(msg_meta_bytes((int)mb) > msg_eval_bytes((int)mb) ? msg_meta_bytes((int)mb) : msg_eval_bytes((int)mb))) != NULL;
+    ok &= (b->batch_ids = calloc(B, sizeof(uint32_t))) != NULL;
+    ok &= (b->batch_labels = calloc(B, sizeof(int32_t))) != NULL;
+    return ok ? PZ_OK : pz_fail(PZ_ERR_NOMEM, "stage %d: out of memory for its buffers", s->index);
+}
+
+/* a message this stage does not take between steps */
+static pz_status unexpected(const stage *s, int tag) {
+    return pz_fail(PZ_ERR_STATE, "unexpected message %s (%d) from %s", msg_name(tag), tag, pz_link_name(s->prev));
+}
+
+void *stage_main(void *arg) {
+    stage *s = arg;
+    pz_thread_attach();
+    pz_pipe *p = s->pipe;
+    const int first = s->index == 0;
+    stage_bufs b = {0};
+    pz_clock_start(&s->clock, p->cfg.realtime);
+    pz_status st = alloc_bufs(s, &b);
+    while (!st) {
+        int tag;
+        size_t len;
+        if ((st = pz_link_recv(s->prev, &tag, &b.msg, &b.cap, &len, -1.0))) {
+            /* between steps, a remote driver side that closed in order (the
+             * last split-learning client) is the end of the run, not a failure */
+            if (pz_link_peer_closed(s->prev) && s->index == p->first && p->first > 0) {
+                st = PZ_OK;
+                if (s->next) pz_link_send(s->next, MSG_STOP, "", 0);
+            }
+            break;
+        }
+        if (tag == MSG_STOP) {
+            /* a split-learning client ends its turn: the server's stages stay */
+            if (s->next && !(p->cfg.session && s->index == p->last)) pz_link_send(s->next, MSG_STOP, "", 0);
+            break;
+        }
+        switch (tag) {
+        case MSG_ERROR: {
+            const size_t n = strnlen((const char *)b.msg, len);
+            snprintf(s->error, sizeof s->error, "%.*s", (int)(n < sizeof s->error - 1 ? n : sizeof s->error - 1), (char *)b.msg);
+            st = PZ_ERR_STATE;
+            break;
+        }
+        case MSG_BATCH: st = first ? p->schedule->step(s, &b, b.msg, len) : unexpected(s, tag); break;
+        case MSG_META: st = !first ? p->schedule->step(s, &b, NULL, len) : unexpected(s, tag); break;
+        case MSG_EVAL: st = first ? stage_eval(s, &b, len) : unexpected(s, tag); break;
+        case MSG_EVAL_META: st = !first ? stage_eval(s, &b, len) : unexpected(s, tag); break;
+        case MSG_STATS: st = stage_stats(s, &b.msg, &b.cap, len); break;
+        case MSG_SAVE: st = stage_save(s, &b.msg, &b.cap, len); break;
+        case MSG_WARMUP: st = stage_warmup(s, &b.msg, &b.cap, len); break;
+        case MSG_PUT_STATE: case MSG_GET_STATE: st = stage_handoff(s, tag, &b.msg, &b.cap, len); break;
+        case MSG_CHECK: st = stage_check(s, &b.msg, &b.cap, len); break;
+        default: st = unexpected(s, tag); break;
+        }
+    }
+    if (st && !s->error[0]) snprintf(s->error, sizeof s->error, "stage %d: %s", s->index, pz_last_error());
+    if (st) {
+        /* tell both neighbours why, then close: they stop in turn */
+        const size_t n = strlen(s->error) + 1;
+        pz_link_send(s->prev, MSG_ERROR, s->error, n);
+        if (s->next) pz_link_send(s->next, MSG_ERROR, s->error, n);
+    }
+    pz_link_close(s->prev);
+    if (s->next) pz_link_close(s->next);
+    free_bufs(s, &b);
+    return NULL;
+}
