@@ -47,12 +47,19 @@ static pz_status unit_scales(const codec_params *p, const pz_codec_kernels *k, c
             if (!isfinite(ma)) return pz_fail(PZ_ERR_ARG, "cannot quantize: the tensor holds NaN or Inf");
             if (b == 1) step[un] = u->m ? (float)(sa / (double)u->m) : 0.0f;
             else step[un] = ma / (float)((1 << (b - 1)) - 1);
+            /* the decoder computes -M*step + code*step with code up to 2M */
+            if (!isfinite(step[un]) || (b > 1 && !isfinite((float)((1 << b) - 2) * step[un])))
+                return pz_fail(PZ_ERR_ARG, "cannot quantize: values up to %g overflow float when decoded (scale the tensor down)", ma);
         } else {
             if (!isfinite(mn) || !isfinite(mx)) return pz_fail(PZ_ERR_ARG, "cannot quantize: the tensor holds NaN or Inf");
             lo[un] = mn;
             step[un] = (mx - mn) / (float)((1 << b) - 1);
-            if (!isfinite(step[un])) return pz_fail(PZ_ERR_ARG, "cannot quantize: the tensor's range %g..%g overflows float", mn, mx);
+            if (!isfinite(step[un]) || !isfinite((float)((1 << b) - 1) * step[un]) || !isfinite(mn + (float)((1 << b) - 1) * step[un]))
+                return pz_fail(PZ_ERR_ARG, "cannot quantize: the tensor's range %g..%g overflows float", mn, mx);
         }
+        /* a step so small that its inverse overflows (a unit whose values all
+         * lie within ~1e-38 of each other) quantizes as a constant unit */
+        if (!(sym && b == 1) && step[un] > 0.0f && !isfinite(1.0f / step[un])) step[un] = 0.0f;
     }
     return PZ_OK;
 }

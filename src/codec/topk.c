@@ -241,6 +241,12 @@ static pz_status encode_randk(const codec_params *p, const codec_io *io, const f
         PZ_TRY(sample_positions(&r, m, kk, pos + un * kk));
         for (int64_t j = 0; j < kk; j++) vals[un * kk + j] = x[un * m + pos[un * kk + j]];
     }
+    if (h->options & OPT_UNBIASED) { /* the decoder scales by m/k: it must stay finite */
+        const float scale = kk ? (float)((double)m / (double)kk) : 1.0f;
+        for (int64_t i = 0; i < U * kk; i++)
+            if (isfinite(vals[i]) && !isfinite(vals[i] * scale))
+                return pz_fail(PZ_ERR_ARG, "cannot encode with unbiased randk: %g scaled by %g overflows float", vals[i], scale);
+    }
     PZ_TRY(write_values(io->k, p->value_type, h->value_bits, vals, U, kk, body, io->sc));
     *body_len = value_bytes(p->value_type, h->value_bits, U, U * kk);
     if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");

@@ -29,6 +29,8 @@ pz_status write_values(const pz_codec_kernels *k, int vt, int vbits, const float
         uint8_t *codes = scratch_get(sc, SC_CODES, (size_t)cnt);
         if (!codes) return pz_fail(PZ_ERR_NOMEM, "out of memory for %lld value codes", (long long)cnt);
         const int M = vbits >= 2 ? (1 << (vbits - 1)) - 1 : 0;
+        const size_t bad = k->count_nonfinite(v, (size_t)cnt);
+        if (bad) return pz_fail(PZ_ERR_ARG, "cannot quantize the kept values: %zu of them are NaN or infinite", bad);
         for (int64_t un = 0; un < U; un++) {
             const float *vu = v + un * kk;
             float step;
@@ -38,8 +40,12 @@ pz_status write_values(const pz_codec_kernels *k, int vt, int vbits, const float
                 for (int64_t j = 0; j < kk; j++) codes[un * kk + j] ^= 1;
             } else {
                 step = kk ? k->max_abs(vu, (size_t)kk) / (float)M : 0.0f;
+                if (step > 0.0f && !isfinite(1.0f / step)) step = 0.0f; /* values within ~1e-38 of 0: all 0 */
                 k->quant_sym(vu, (size_t)kk, step > 0 ? 1.0f / step : 0.0f, M, codes + un * kk);
             }
+            /* the decoder computes -M*step + code*step with code up to 2M */
+            if (!isfinite(step) || (vbits > 1 && !isfinite((float)(2 * M) * step)))
+                return pz_fail(PZ_ERR_ARG, "cannot quantize the kept values: magnitudes that overflow float when decoded");
             memcpy(out + 4 * un, &step, 4);
         }
         bits_write(k, out + 4 * U, codes, (size_t)cnt, vbits);
