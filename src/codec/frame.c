@@ -166,3 +166,14 @@ uint32_t crc_join_chunks(const uint32_t *crcs, int64_t count, size_t chunk_bytes
         crc = i == count - 1 ? pz_crc32c_combine(crc, crcs[i], last_bytes) : pz_crc32c_mul(crc, shift) ^ crcs[i];
     return crc;
 }
+
+uint32_t *crc_slots(uint32_t small[CRC_SLOTS_SMALL], int64_t count) {
+    if (count <= CRC_SLOTS_SMALL) return small;
+    uint32_t *s = malloc(sizeof(uint32_t) * (size_t)count);
+    if (!s) pz_fail(PZ_ERR_NOMEM, "out of memory for %lld chunk checksums", (long long)count);
+    return s;
+}
+
+void crc_slots_free(uint32_t *slots, const uint32_t small[CRC_SLOTS_SMALL]) {
+    if (slots != small) free(slots);
+}

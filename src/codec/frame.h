@@ -56,4 +56,11 @@ pz_status frame_check_crc(const frame_header *h, uint32_t body_crc);
  * chunk was in cache, possibly on several threads), joined in order. */
 uint32_t crc_join_chunks(const uint32_t *crcs, int64_t count, size_t chunk_bytes, size_t last_bytes);
 
+/* Slots for `count` chunk CRCs: a caller's small array when it is enough,
+ * else allocated (NULL when out of memory, with the error set); give them
+ * back with crc_slots_free. */
+#define CRC_SLOTS_SMALL 64
+uint32_t *crc_slots(uint32_t small[CRC_SLOTS_SMALL], int64_t count);
+void crc_slots_free(uint32_t *slots, const uint32_t small[CRC_SLOTS_SMALL]);
+
 #endif

@@ -18,8 +18,8 @@ static pz_status encode_plain(const codec_family *fam, const codec_io *io, const
     const int64_t n = u->n;
     const int64_t chunks = (n + BIG - 1) / BIG;
     const int width = width_of(fam->wire_id), bf16 = fam == &codec_bf16;
-    uint32_t crc_small[64], *crcs = chunks <= 64 ? crc_small : malloc(sizeof(uint32_t) * (size_t)chunks);
-    if (!crcs) return pz_fail(PZ_ERR_NOMEM, "out of memory for %lld chunk checksums", (long long)chunks);
+    uint32_t crc_small[CRC_SLOTS_SMALL], *crcs = crc_slots(crc_small, chunks);
+    if (!crcs) return PZ_ERR_NOMEM;
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
     for (int64_t ci = 0; ci < chunks; ci++) {
         const int64_t c0 = ci * BIG;
@@ -35,7 +35,7 @@ static pz_status encode_plain(const codec_family *fam, const codec_io *io, const
     *body_crc = crc_join_chunks(crcs, chunks, (size_t)BIG * width, (size_t)(n - (chunks - 1) * BIG) * width);
     *have_crc = 1;
     *body_len = (size_t)n * width;
-    if (crcs != crc_small) free(crcs);
+    crc_slots_free(crcs, crc_small);
     return PZ_OK;
 }
 
@@ -50,8 +50,8 @@ static pz_status decode_plain(const codec_family *fam, const frame_header *h, co
      * refused if they do not join to the header's (the destination then
      * holds garbage) */
     const int64_t chunks = (n + BIG - 1) / BIG;
-    uint32_t crc_small[64], *crcs = chunks <= 64 ? crc_small : malloc(sizeof(uint32_t) * (size_t)chunks);
-    if (!crcs) return pz_fail(PZ_ERR_NOMEM, "out of memory for %lld chunk checksums", (long long)chunks);
+    uint32_t crc_small[CRC_SLOTS_SMALL], *crcs = crc_slots(crc_small, chunks);
+    if (!crcs) return PZ_ERR_NOMEM;
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
     for (int64_t ci = 0; ci < chunks; ci++) {
         const int64_t c0 = ci * BIG;
@@ -69,7 +69,7 @@ static pz_status decode_plain(const codec_family *fam, const frame_header *h, co
     pz_status st = PZ_OK;
     if (h->crc_deferred)
         st = frame_check_crc(h, chunks ? crc_join_chunks(crcs, chunks, (size_t)BIG * width, (size_t)(n - (chunks - 1) * BIG) * width) : 0);
-    if (crcs != crc_small) free(crcs);
+    crc_slots_free(crcs, crc_small);
     return st;
 }
 

@@ -83,7 +83,7 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
      * its interleaved streams) while the output is still in cache */
     enum { SUPER = 16 * CHUNK };
     const int64_t chunks = (n + SUPER - 1) / SUPER;
-    uint32_t crc_small[64], *crcs = chunks <= 64 ? crc_small : malloc(sizeof(uint32_t) * (size_t)chunks);
+    uint32_t crc_small[CRC_SLOTS_SMALL], *crcs = crc_slots(crc_small, chunks);
     const int b = p->bits, sym = (p->options & OPT_SYM) != 0, stoch = (p->options & OPT_STOCH) != 0;
     float *lo = malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
     float *step = malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
@@ -91,7 +91,7 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
                                          : unit_scales(p, k, x, u, sym, lo, step);
     if (st) {
         free(lo), free(step);
-        if (crcs != crc_small) free(crcs);
+        crc_slots_free(crcs, crc_small);
         return st;
     }
     uint8_t *sp = body;
@@ -139,7 +139,7 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     *body_crc = crc;
     *have_crc = 1;
     *body_len = sb + bits_bytes((uint64_t)n, b);
-    if (crcs != crc_small) free(crcs);
+    crc_slots_free(crcs, crc_small);
     free(lo), free(step);
     return PZ_OK;
 }
