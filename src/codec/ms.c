@@ -17,9 +17,6 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     h->value_type = p->value_type;
     h->value_bits = 0;
     const size_t vbytes = value_bytes(p->value_type, 0, U, U * kk);
-    /* MS codes magnitudes against Top_min: NaN and infinities have none */
-    const size_t bad = k->count_nonfinite(x, (size_t)n);
-    if (bad) return pz_fail(PZ_ERR_ARG, "cannot encode with ms: the tensor holds %zu NaN or infinite values", bad);
     unit_tops t;
     PZ_TRY(select_units(io, x, u, kk, 0, 1, &t));
     uint8_t *o = body;
@@ -62,7 +59,12 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
             while ((un + 1) * m <= i) un++, next = 0;
             const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
             const float T = tmin[un];
-            k->quant_abs(x + i, (size_t)(end - i), T > 0.0f && isfinite((float)L / T) ? (float)L / T : 0.0f, L - 1, codes + (i - c0));
+            /* MS codes magnitudes against Top_min: NaN has none (nor has an
+             * infinity when the kept magnitudes are infinite too) */
+            if (k->quant_abs(x + i, (size_t)(end - i), T > 0.0f && isfinite((float)L / T) ? (float)L / T : 0.0f, L - 1, codes + (i - c0))) {
+                free(tmin), free(t.ths);
+                return pz_fail(PZ_ERR_ARG, "cannot encode with ms: the tensor holds NaN (or infinities beside infinite kept values)");
+            }
             k->negative(x + i, (size_t)(end - i), neg + (i - c0));
             if (t.ths[un].only) { /* take the kept elements here, in order */
                 const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, 0, cidx, cval);

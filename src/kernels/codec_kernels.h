@@ -21,7 +21,7 @@ typedef struct {
     /* q = clamp(round-half-away(x * inv_step), -M, M), code = q + M (symmetric) */
     void (*quant_sym)(const float *x, size_t n, float inv_step, int M, uint8_t *codes);
     /* code = min(floor(|x| * inv_step + 0.5), cap) (MS) */
-    void (*quant_abs)(const float *x, size_t n, float inv_step, int cap, uint8_t *codes);
+    size_t (*quant_abs)(const float *x, size_t n, float inv_step, int cap, uint8_t *codes); /* 1: a NaN or infinity came up */
     /* out[i] = x[i] < 0 */
     void (*negative)(const float *x, size_t n, uint8_t *out);
     /* out[i] = key(x[i]) >= t, key = |x| (or x when by_value) */

@@ -86,15 +86,19 @@ static void K(quant_sym)(const float *restrict x, size_t n, float inv_step, int 
 }
 
 /* code = min(round-half-up(|x| * inv_step), cap): MS's codes for the
- * elements below Top_min */
-static void K(quant_abs)(const float *restrict x, size_t n, float inv_step, int cap, uint8_t *restrict codes) {
+ * elements below Top_min. Returns 1 when an input gave NaN or infinity
+ * (its code is then cap; the caller refuses the tensor), else 0. */
+static size_t K(quant_abs)(const float *restrict x, size_t n, float inv_step, int cap, uint8_t *restrict codes) {
     const float top = (float)cap;
-#pragma omp simd
+    float poison = 0.0f; /* stays 0 unless some a is NaN or infinite (a - a) */
+#pragma omp simd reduction(+ : poison)
     for (size_t i = 0; i < n; i++) {
         float a = fabsf(x[i]) * inv_step + 0.5f;
-        a = a > top ? top : a;
+        poison += a - a;
+        a = a < top ? a : top; /* NaN -> top: never converted to int */
         codes[i] = (uint8_t)(int)a;
     }
+    return poison != 0.0f;
 }
 
 /* 1 where x < 0 (the sign bit of MS's signed variant; -0.0 counts as 0) */
