@@ -315,6 +315,9 @@ static pz_status decode_listed(const frame_header *h, const codec_io *io, const 
     if (h->body_len < vbytes) return frame_error(PZ_FRAME_PAYLOAD, "the payload is shorter than its values section");
     const size_t idx_bytes = h->body_len - vbytes;
     PZ_TRY(read_values(io->k, h->value_type, h->value_bits, h->body + idx_bytes, U, kk, vals, io->sc));
+    /* an empty tensor may still declare ~2^32 empty units: no positions to walk */
+    if (n == 0)
+        return idx_bytes ? frame_error(PZ_FRAME_PAYLOAD, "an empty tensor with a %zu-byte index section", idx_bytes) : PZ_OK;
     memset(x, 0, sizeof(float) * (size_t)n);
     if (h->index_coding == IDX_BITMAP) return scatter_bitmap(h->body, idx_bytes, u, kk, vals, x);
     if (h->index_coding == IDX_DELTA) return scatter_delta(h->body, idx_bytes, u, kk, vals, x);
@@ -331,6 +334,7 @@ static pz_status decode_randk(const frame_header *h, const codec_io *io, const u
     if (h->body_len != vbytes)
         return frame_error(PZ_FRAME_PAYLOAD, "a randk payload of this shape has %zu bytes, not %llu", vbytes, (unsigned long long)h->body_len);
     PZ_TRY(read_values(io->k, h->value_type, h->value_bits, h->body, U, kk, vals, io->sc));
+    if (n == 0) return PZ_OK; /* empty units, however many: no positions to draw */
     memset(x, 0, sizeof(float) * (size_t)n);
     const float scale = (h->options & OPT_UNBIASED) && kk ? (float)((double)m / (double)kk) : 1.0f;
     for (int64_t un = 0; un < U; un++) {
