@@ -34,7 +34,9 @@ static size_t row_bytes(const sample_store *s) { return (size_t)s->row * (s->fp1
 static pz_status grow(sample_store *s, int64_t need) {
     int64_t cap = s->cap ? s->cap : 1024;
     while (cap < need) cap *= 2;
-    const size_t bytes = (size_t)cap * row_bytes(s);
+    /* at least a byte: rows of an empty sample (a zero dimension) take none,
+     * and realloc(p, 0) would free p */
+    const size_t want = (size_t)cap * row_bytes(s), bytes = want > 0 ? want : 1;
     if (s->fd >= 0) {
         if (ftruncate(s->fd, (off_t)bytes) != 0)
             return pz_fail(PZ_ERR_IO, "cannot grow '%s' to %zu bytes: %s", s->path, bytes, strerror(errno));
@@ -46,7 +48,8 @@ static pz_status grow(sample_store *s, int64_t need) {
     } else {
         void *p = realloc(s->data, bytes);
         if (!p) return pz_fail(PZ_ERR_NOMEM, "out of memory for %lld per-sample rows of %zu bytes", (long long)cap, row_bytes(s));
-        memset((uint8_t *)p + (size_t)s->cap * row_bytes(s), 0, bytes - (size_t)s->cap * row_bytes(s));
+        const size_t old = (size_t)s->cap * row_bytes(s);
+        if (bytes > old) memset((uint8_t *)p + old, 0, bytes - old);
         s->data = p;
     }
     uint8_t *np = realloc(s->present, (size_t)cap);
