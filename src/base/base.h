@@ -69,6 +69,34 @@ int pz_get_threads(void);
 void pz_thread_attach(void);
 
 /* ---------------------------------------------------------------------------
+ * The BLAS kernels, chosen by the CPU's features (blas.c).
+ * Every kernel that calls BLAS calls pz_blas_prepare() first; pz_set_threads
+ * calls it too (once per
+ * process: OpenBLAS's choice is compared with the CPU's features and
+ * raised to what they allow, unless OPENBLAS_CORETYPE is set); a program
+ * may call it early itself. */
+enum { PZ_CPU_AVX2_FMA = 1, PZ_CPU_AVX512 = 2, PZ_CPU_AVX512_BF16 = 4, PZ_CPU_AMD = 8 };
+unsigned pz_cpu_features(void);
+/* "Intel(R) Xeon(R) Processor (family 6, model 207)" */
+const char *pz_cpu_name(void);
+/* The OpenBLAS core to select on a CPU with `features` where OpenBLAS chose
+ * `current`, or NULL when current already uses them (pure: no side effect). */
+const char *pz_blas_core_for(const char *current, unsigned features);
+void pz_blas_prepare(void);
+typedef struct {
+    char library[160];        /* "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64" */
+    char core[64];            /* the kernels that run ("SkylakeX") */
+    char source[16];          /* who chose them: "openblas", "pipezip" (from features), "user" (OPENBLAS_CORETYPE) */
+    char openblas_choice[64]; /* what OpenBLAS chose by itself ("" when the user did) */
+    int generic;              /* 1: the core does not use vector units the CPU has */
+} pz_blas_info;
+pz_blas_info pz_blas_get_info(void);
+/* Tests: select a core as OPENBLAS_CORETYPE would (1 when it took), and
+ * choose again from the features as at start. */
+int pz_blas_force_core(const char *core);
+void pz_blas_rechoose(void);
+
+/* ---------------------------------------------------------------------------
  * Timing (monotonic clock, seconds). */
 double pz_now(void);
 double pz_median(double *v, int n); /* sorts v in place */

@@ -10,6 +10,7 @@ void openblas_set_num_threads(int n);
 static int n_threads = 0;
 
 void pz_set_threads(int n) {
+    pz_blas_prepare(); /* before any thread of ours exists (blas.c) */
     n_threads = n > 0 ? n : omp_get_num_procs();
     omp_set_num_threads(n_threads);
     openblas_set_num_threads(n_threads);

@@ -53,13 +53,27 @@ static int bench_train(int argc, char **argv) {
         if (i >= warmup) t[i - warmup] = pz_now() - t0;
     }
     const double med = pz_median(t, repeat), lo = t[0], hi = t[repeat - 1];
+    /* what ran: the BLAS, its kernels and who chose them */
+    const pz_blas_info bi = pz_blas_get_info();
     if (!strcmp(format, "json"))
         printf("{\"bench\": \"train\", \"model\": \"%s\", \"input\": \"%s\", \"batch\": %d, \"threads\": %d, "
-               "\"repeat\": %d, \"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"samples_per_s\": %.1f}\n",
-               model, input, batch, pz_get_threads(), repeat, 1e3 * med, 1e3 * lo, 1e3 * hi, batch / med);
-    else
+               "\"repeat\": %d, \"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"samples_per_s\": %.1f, "
+               "\"blas\": \"%s\", \"blas_core\": \"%s\", \"blas_core_chosen_by\": \"%s\", \"blas_generic\": %s}\n",
+               model, input, batch, pz_get_threads(), repeat, 1e3 * med, 1e3 * lo, 1e3 * hi, batch / med, bi.library, bi.core,
+               bi.source, bi.generic ? "true" : "false");
+    else {
         printf("pipezip bench train: %s, input %s, batch %d, %d threads: median %.2f ms/step (min %.2f, max %.2f, %d steps), %.0f samples/s\n",
                model, input, batch, pz_get_threads(), 1e3 * med, 1e3 * lo, 1e3 * hi, repeat, batch / med);
+        printf("  BLAS: %s; kernels %s, chosen by %s%s%s%s\n", bi.library, bi.core,
+               !strcmp(bi.source, "pipezip") ? "pipezip from the CPU's features" : !strcmp(bi.source, "user") ? "OPENBLAS_CORETYPE" : bi.source,
+               bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? " (OpenBLAS itself chose " : "",
+               bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? bi.openblas_choice : "",
+               bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? ")" : "");
+    }
+    if (bi.generic)
+        fprintf(stderr, "pipezip bench train: warning: the BLAS runs its %s kernels, which do not use this CPU's vector units "
+                        "(%s; unset OPENBLAS_CORETYPE to let pipezip choose)\n",
+                bi.core, !strcmp(bi.source, "user") ? "chosen by OPENBLAS_CORETYPE" : "a generic fallback");
     free(t), free(x), free(y);
     pz_optim_free(&o);
     pz_model_free(&m);

@@ -114,6 +114,13 @@ static int config_fields(const pz_run_config *c, pz_field *f, char *seed_buf) {
     f[n++] = PZ_STR("seed", seed_buf);
     f[n++] = PZ_NUM("threads", pz_get_threads());
     f[n++] = PZ_STR("version", pz_version());
+    /* what computes: the CPU, the BLAS and the kernels it runs (and who chose them) */
+    static pz_blas_info bi;
+    bi = pz_blas_get_info();
+    f[n++] = PZ_STR("cpu", pz_cpu_name());
+    f[n++] = PZ_STR("blas", bi.library);
+    f[n++] = PZ_STR("blas_core", bi.core);
+    f[n++] = PZ_STR("blas_core_chosen_by", bi.source);
     f[n++] = PZ_NUM("stages", c->stages);
     f[n++] = PZ_STR("cuts", c->cuts ? c->cuts : "");
     f[n++] = PZ_STR("fwd", c->fwd);

@@ -94,6 +94,7 @@ size_t conv2d_workspace_floats(int C, int H, int W, int OC, int K, int stride, i
 
 void conv2d_forward(float *out, float *ws, const float *inp, const float *weight, const float *bias,
                     int B, int C, int H, int W, int OC, int K, int stride, int pad) {
+    pz_blas_prepare();
     const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
     const int CKK = C * K * K, OHW = OH * OW;
     const size_t per = per_thread_floats(C, H, W, OC, K, stride, pad);
@@ -124,6 +125,7 @@ void conv2d_forward(float *out, float *ws, const float *inp, const float *weight
 void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
                      const float *dout, const float *inp, const float *weight,
                      int B, int C, int H, int W, int OC, int K, int stride, int pad) {
+    pz_blas_prepare();
     const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
     const int CKK = C * K * K, OHW = OH * OW;
     const size_t per = per_thread_floats(C, H, W, OC, K, stride, pad);

@@ -6,6 +6,7 @@
 #include <math.h>
 
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int B, int C, int OC) {
+    pz_blas_prepare();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, OC, C, 1.0f, inp, C, weight, C, 0.0f, out, OC);
     if (bias)
         for (int b = 0; b < B; b++)
@@ -14,6 +15,7 @@ void linear_forward(float *out, const float *inp, const float *weight, const flo
 
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int B, int C, int OC) {
+    pz_blas_prepare();
     if (dinp) /* dinp (B, C) = dout (B, OC) . W (OC, C) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C);
     /* dW (OC, C) += dout^T (OC, B) . inp (B, C) */

@@ -15,7 +15,8 @@
 #include "base/base.h"
 
 /* The thread setting they share (pz_set_threads, pz_get_threads,
- * pz_thread_attach) is base's. */
+ * pz_thread_attach) and the choice of BLAS kernels (pz_blas_prepare, which
+ * every kernel calling BLAS calls first) are base's. */
 
 /* ---- convolution --------------------------------------------------------
  * out (B, OC, OH, OW) = conv(inp (B, C, H, W), weight (OC, C, K, K)) + bias (OC)
