@@ -26,6 +26,10 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(
 mp=$(median "${pz[@]}")
 mt=$(median "${th[@]}")
 echo "model $MODEL, input $INPUT, batch $BATCH, $THREADS threads, $ROUNDS rounds of 20 steps"
+echo "  CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') (family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model\s*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' '))"
+"$PZ" bench train --model "$MODEL" --batch 2 --threads 1 --input "$INPUT" --repeat 1 --warmup 0 --format json 2>/dev/null |
+  sed -E 's/.*"blas_core": "([^"]*)", "blas_core_chosen_by": "([^"]*)".*/  pipezip BLAS kernels: \1 (chosen by \2)/'
+env | grep -q '^OPENBLAS_' && echo "  note: OPENBLAS_* is set in this environment: $(env | grep '^OPENBLAS_' | tr '\n' ' ')"
 echo "  pipezip: ${pz[*]} ms/step -> median $mp"
 echo "  pytorch: ${th[*]} ms/step -> median $mt ($(/usr/bin/python3 -c 'import torch; print(torch.__version__)'))"
 awk -v a="$mp" -v b="$mt" 'BEGIN { printf "  pytorch / pipezip = %.2fx (above 1: pipezip is faster)\n", b / a }'
