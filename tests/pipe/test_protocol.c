@@ -1,0 +1,95 @@
+/* test_protocol.c — the control messages as docs/PROTOCOL.md specifies
+ * them: known bytes for each payload (little-endian, field by field, at the
+ * documented offsets), round trips, and every malformed length or range
+ * refused with an error rather than read. */
+#include "../test.h"
+#include "pipe/protocol.h"
+
+static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
+
+int main(void) {
+    /* tags are wire values */
+    const int tags[] = {MSG_BATCH, MSG_META, MSG_ACT, MSG_GRAD, MSG_LOSS, MSG_STEPPED, MSG_STOP, MSG_EVAL, MSG_EVAL_META,
+                        MSG_EVAL_RESULT, MSG_STATS, MSG_STATS_REPLY, MSG_SAVE, MSG_SAVED, MSG_ERROR, MSG_WARMUP, MSG_WARMUP_SET,
+                        MSG_PUT_STATE, MSG_GET_STATE, MSG_STATE, MSG_KEPT, MSG_CHECK, MSG_CHECKED};
+    for (int i = 0; i < 23; i++) CHECK(tags[i] == i + 1, "tag %d is %d", i + 1, tags[i]);
+    CHECK(!strcmp(msg_name(MSG_STOP), "STOP") && !strcmp(msg_name(MSG_CHECK), "CHECK") && !strcmp(msg_name(99), "unknown"), "names");
+
+    /* META: [i32 B][u32 ids[B]][i32 labels[B]][f32 lr][i32 M] */
+    const uint32_t ids[3] = {7, 0x01020304, 9};
+    const int32_t labels[3] = {1, -2, 9};
+    uint8_t m[64];
+    CHECK(msg_meta_bytes(3) == 4 + 12 + 12 + 8, "META of 3 samples is %zu bytes", msg_meta_bytes(3));
+    msg_meta_put(m, 3, ids, labels, 0.5f, 2);
+    CHECK(le32(m) == 3 && le32(m + 8) == 0x01020304 && m[8] == 0x04 && (int32_t)le32(m + 20) == -2, "META fields at their offsets");
+    CHECK(le32(m + 28) == 0x3F000000u && le32(m + 32) == 2, "lr as f32 0.5, M = 2");
+    uint32_t gi[8];
+    int32_t gl[8];
+    msg_meta h = {.ids = gi, .labels = gl};
+    CHECK(msg_meta_get(m, 36, 1, 8, 4, &h) == PZ_OK && h.B == 3 && h.M == 2 && h.lr == 0.5f && gi[1] == ids[1] && gl[1] == -2,
+          "META round trip");
+    for (size_t len = 0; len < 36; len++) CHECK(msg_meta_get(m, len, 1, 8, 4, &h) == PZ_ERR_STATE, "a %zu-byte META is refused", len);
+    CHECK(msg_meta_get(m, 37, 1, 8, 4, &h) == PZ_ERR_STATE, "a META with a byte left over is refused");
+    CHECK(msg_meta_get(m, 37, 0, 8, 4, &h) == PZ_OK, "a BATCH head may be followed by inputs");
+    CHECK(msg_meta_get(m, 36, 1, 2, 4, &h) == PZ_ERR_STATE, "B above the receiver's maximum is refused");
+    CHECK(msg_meta_get(m, 36, 1, 8, 1, &h) == PZ_ERR_STATE, "M above the configured micro-batches is refused");
+    uint8_t bad[36];
+    memcpy(bad, m, 36);
+    bad[0] = 0;
+    CHECK(msg_meta_get(bad, 36, 1, 8, 4, &h) == PZ_ERR_STATE, "B = 0 is refused");
+    memcpy(bad, m, 36), bad[3] = 0x80;
+    CHECK(msg_meta_get(bad, 36, 1, 8, 4, &h) == PZ_ERR_STATE, "a negative B is refused");
+
+    /* EVAL_META: [i32 B][i32 compressed][i32 labels[B]] */
+    uint8_t e[32];
+    msg_eval_put(e, 3, 1, labels);
+    CHECK(msg_eval_bytes(3) == 20 && le32(e) == 3 && le32(e + 4) == 1 && (int32_t)le32(e + 12) == -2, "EVAL_META bytes");
+    int B, c;
+    int32_t el[4];
+    CHECK(msg_eval_get(e, 20, 1, 4, &B, &c, el) == PZ_OK && B == 3 && c == 1 && el[2] == 9, "EVAL_META round trip");
+    CHECK(msg_eval_get(e, 19, 1, 4, &B, &c, el) == PZ_ERR_STATE && msg_eval_get(e, 21, 1, 4, &B, &c, el) == PZ_ERR_STATE,
+          "EVAL_META lengths");
+    e[4] = 2;
+    CHECK(msg_eval_get(e, 20, 1, 4, &B, &c, el) == PZ_ERR_STATE, "compressed must be 0 or 1");
+
+    /* LOSS [f32][i32], EVAL_RESULT [f64][i32], flags */
+    uint8_t l[12];
+    msg_loss_put(l, 2.0f, 17);
+    float lf;
+    int lc;
+    CHECK(le32(l) == 0x40000000u && le32(l + 4) == 17 && msg_loss_get(l, 8, &lf, &lc) == PZ_OK && lf == 2.0f && lc == 17, "LOSS");
+    CHECK(msg_loss_get(l, 7, &lf, &lc) == PZ_ERR_STATE && msg_loss_get(l, 9, &lf, &lc) == PZ_ERR_STATE, "LOSS lengths");
+    msg_eval_result_put(l, -1.5, 4);
+    double ls;
+    CHECK(le64(l) == 0xBFF8000000000000ull && le32(l + 8) == 4 && msg_eval_result_get(l, 12, &ls, &lc) == PZ_OK && ls == -1.5,
+          "EVAL_RESULT");
+    CHECK(msg_eval_result_get(l, 8, &ls, &lc) == PZ_ERR_STATE, "EVAL_RESULT length");
+    int flag;
+    const uint8_t one[4] = {1, 0, 0, 0}, two[4] = {2, 0, 0, 0};
+    CHECK(msg_flag_get(one, 4, "WARMUP", &flag) == PZ_OK && flag == 1, "a flag");
+    CHECK(msg_flag_get(two, 4, "WARMUP", &flag) == PZ_ERR_STATE && msg_flag_get(one, 3, "WARMUP", &flag) == PZ_ERR_STATE,
+          "a flag is 0 or 1 in 4 bytes");
+
+    /* the stage report: 256 bytes at the documented offsets */
+    stage_report r;
+    memset(&r, 0, sizeof r);
+    r.stage = 2, r.act_bytes = 1001, r.eval_bytes = 1005, r.act_err_sum = 0.25, r.grad_bytes = 2001, r.grad_err_n = 2004;
+    r.grad_err_sum = 0.5, r.act_decode_s = 3.0, r.compute_s = 4.0, r.clock = 5.0;
+    r.next.messages_sent = 11, r.next.busy_seconds = 6.0, r.prev.messages_sent = 21, r.prev.wire_bytes_received = 26;
+    r.prev.busy_seconds = 7.0;
+    uint8_t rep[MSG_REPORT_BYTES + 8];
+    memset(rep, 0xAA, sizeof rep);
+    msg_report_put(rep, &r);
+    CHECK(MSG_REPORT_BYTES == 256 && rep[256] == 0xAA, "a report is 256 bytes");
+    CHECK(le32(rep) == 2 && le32(rep + 4) == 0 && le64(rep + 8) == 1001 && le64(rep + 40) == 1005, "report: stage, activations");
+    CHECK(le64(rep + 48) == 0x3FD0000000000000ull && le64(rep + 72) == 2001 && le64(rep + 96) == 2004, "report: errors, gradients");
+    CHECK(le64(rep + 104) == 0x3FE0000000000000ull && le64(rep + 120) == 0x4008000000000000ull, "report: backward error, decode time");
+    CHECK(le64(rep + 128) == 0x4010000000000000ull && le64(rep + 136) == 0x4014000000000000ull, "report: compute, clock");
+    CHECK(le64(rep + 144) == 11 && le64(rep + 192) == 0x4018000000000000ull, "report: link next");
+    CHECK(le64(rep + 200) == 21 && le64(rep + 240) == 26 && le64(rep + 248) == 0x401C000000000000ull, "report: link prev");
+    stage_report back;
+    msg_report_get(rep, &back);
+    CHECK(back.stage == 2 && back.grad_err_n == 2004 && back.prev.wire_bytes_received == 26 && back.clock == 5.0, "report round trip");
+    TEST_DONE();
+}
