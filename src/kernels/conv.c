@@ -21,7 +21,81 @@ static inline void valid_cols(int W, int OW, int pad, int kw, int *ow0, int *ow1
     if (*ow1 < *ow0) *ow1 = *ow0;
 }
 
+/* Stride 1 with "same" padding (2 pad = K - 1, so OH = H, OW = W): the row
+ * of col for (c, kh, kw) is the plane shifted by (dh, dw) = (kh - pad,
+ * kw - pad). Its valid rows [oh0, oh1) are then one contiguous run of the
+ * plane, except the |dw| border columns of each row, where the run wraps
+ * into the neighbouring input row: those are padding. The run is clamped
+ * to the plane; whatever it leaves out is a border column. */
+static int same_size(int K, int stride, int pad) { return stride == 1 && 2 * pad == K - 1; }
+
+typedef struct {
+    int oh0, oh1;      /* output rows whose input row exists */
+    int64_t a, b;      /* the run [a, b) of the row: row[i] <-> plane[i + shift] */
+    int64_t shift;     /* dh * W + dw */
+    int dw;
+} same_run;
+
+static same_run run_of(int H, int W, int kh, int kw, int pad) {
+    same_run r;
+    const int dh = kh - pad;
+    r.dw = kw - pad;
+    r.oh0 = dh < 0 ? -dh : 0;
+    r.oh1 = H - dh < H ? H - dh : H;
+    if (r.oh1 < r.oh0) r.oh1 = r.oh0;
+    r.shift = (int64_t)dh * W + r.dw;
+    r.a = (int64_t)r.oh0 * W, r.b = (int64_t)r.oh1 * W;
+    if (r.a + r.shift < 0) r.a = -r.shift;
+    if (r.b + r.shift > (int64_t)H * W) r.b = (int64_t)H * W - r.shift;
+    if (r.b < r.a) r.b = r.a;
+    return r;
+}
+
+/* zero the border columns of rows [oh0, oh1) of a col row */
+static void zero_borders(float *restrict row, const same_run *r, int W) {
+    const int c0 = r->dw < 0 ? 0 : W - r->dw, c1 = r->dw < 0 ? -r->dw : W;
+    if (r->dw == 0) return;
+    for (int oh = r->oh0; oh < r->oh1; oh++)
+        for (int ow = c0; ow < c1; ow++) row[(size_t)oh * W + ow] = 0.0f;
+}
+
+static void im2col_same(float *restrict col, const float *restrict img, int C, int H, int W, int K, int pad) {
+    const size_t HW = (size_t)H * W;
+    for (int c = 0; c < C; c++)
+        for (int kh = 0; kh < K; kh++)
+            for (int kw = 0; kw < K; kw++) {
+                float *restrict row = col + ((size_t)(c * K + kh) * K + kw) * HW;
+                const float *restrict plane = img + (size_t)c * HW;
+                const same_run r = run_of(H, W, kh, kw, pad);
+                memset(row, 0, sizeof(float) * (size_t)r.oh0 * W);
+                memset(row + (size_t)r.oh1 * W, 0, sizeof(float) * (size_t)(H - r.oh1) * W);
+                if (r.b > r.a) memcpy(row + r.a, plane + r.a + r.shift, sizeof(float) * (size_t)(r.b - r.a));
+                zero_borders(row, &r, W);
+            }
+}
+
+/* the padding positions of col are zeroed first (col is scratch), so the
+ * contiguous add gives every input element the same contributions in the
+ * same order as the row-by-row loop (plus +0.0 where it wraps) */
+static void col2im_same(float *restrict img, float *restrict col, int C, int H, int W, int K, int pad) {
+    const size_t HW = (size_t)H * W;
+    for (int c = 0; c < C; c++)
+        for (int kh = 0; kh < K; kh++)
+            for (int kw = 0; kw < K; kw++) {
+                float *restrict row = col + ((size_t)(c * K + kh) * K + kw) * HW;
+                float *restrict plane = img + (size_t)c * HW;
+                const same_run r = run_of(H, W, kh, kw, pad);
+                zero_borders(row, &r, W);
+                float *restrict d = plane + r.shift;
+                for (int64_t i = r.a; i < r.b; i++) d[i] += row[i];
+            }
+}
+
 void im2col(float *restrict col, const float *restrict img, int C, int H, int W, int K, int stride, int pad) {
+    if (same_size(K, stride, pad)) {
+        im2col_same(col, img, C, H, W, K, pad);
+        return;
+    }
     const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
     for (int c = 0; c < C; c++)
         for (int kh = 0; kh < K; kh++)
@@ -54,7 +128,11 @@ void im2col(float *restrict col, const float *restrict img, int C, int H, int W,
             }
 }
 
-void col2im(float *restrict img, const float *restrict col, int C, int H, int W, int K, int stride, int pad) {
+void col2im(float *restrict img, float *restrict col, int C, int H, int W, int K, int stride, int pad) {
+    if (same_size(K, stride, pad)) {
+        col2im_same(img, col, C, H, W, K, pad);
+        return;
+    }
     const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
     for (int c = 0; c < C; c++)
         for (int kh = 0; kh < K; kh++)

@@ -29,9 +29,10 @@ void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
                      const float *dout, const float *inp, const float *weight,
                      int B, int C, int H, int W, int OC, int K, int stride, int pad);
 
-/* col (C*K*K, OH*OW) <- one image (C, H, W); col2im accumulates back. */
+/* col (C*K*K, OH*OW) <- one image (C, H, W); col2im accumulates back (and
+ * may overwrite col's padding positions: col is the caller's scratch). */
 void im2col(float *col, const float *img, int C, int H, int W, int K, int stride, int pad);
-void col2im(float *img, const float *col, int C, int H, int W, int K, int stride, int pad);
+void col2im(float *img, float *col, int C, int H, int W, int K, int stride, int pad);
 
 /* ---- batch normalization (per channel over B*HW) -------------------------
  * train != 0: normalize with batch statistics, save mean/rstd (C) for
