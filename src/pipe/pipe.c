@@ -110,8 +110,9 @@ static pz_status driver_recv(pz_pipe *p, int want, size_t *n) {
     pz_status st = pz_link_recv(p->to_first, &tag, &p->buf, &p->cap, n, p->cfg.timeout_s * (p->S + 1));
     if (st) return driver_error(p, st);
     if (tag == MSG_ERROR) {
-        const size_t len = strnlen((const char *)p->buf, *n);
-        return pz_fail(PZ_ERR_STATE, "%.*s", (int)(len > 500 ? 500 : len), (char *)p->buf);
+        char text[501];
+        msg_error_text(p->buf, *n, text, sizeof text);
+        return pz_fail(PZ_ERR_STATE, "%s", text);
     }
     if (tag != want) return pz_fail(PZ_ERR_STATE, "stage 0 sent %s (%d), expected %s (%d)", msg_name(tag), tag, msg_name(want), want);
     return PZ_OK;

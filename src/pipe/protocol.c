@@ -27,15 +27,20 @@ pz_status msg_reserve(uint8_t **buf, size_t *cap, size_t need) {
     return PZ_OK;
 }
 
+void msg_error_text(const uint8_t *msg, size_t len, char *out, size_t cap) {
+    const size_t n = strnlen((const char *)msg, len);
+    snprintf(out, cap, "%.*s", (int)(n < cap - 1 ? n : cap - 1), (const char *)msg);
+}
+
 pz_status msg_recv(pz_link *l, int want, uint8_t **buf, size_t *cap, size_t *len, double timeout_s, char *error,
                    size_t error_cap) {
     int tag;
     PZ_TRY(pz_link_recv(l, &tag, buf, cap, len, timeout_s));
     if (tag == MSG_ERROR) {
-        /* the text as sent (up to its NUL), never past the message */
-        const size_t n = strnlen((const char *)*buf, *len);
-        if (error && error_cap) snprintf(error, error_cap, "%.*s", (int)(n < error_cap - 1 ? n : error_cap - 1), (const char *)*buf);
-        return pz_fail(PZ_ERR_STATE, "%.*s", (int)(n < 500 ? n : 500), (const char *)*buf);
+        char text[501];
+        msg_error_text(*buf, *len, text, sizeof text);
+        if (error && error_cap) msg_error_text(*buf, *len, error, error_cap);
+        return pz_fail(PZ_ERR_STATE, "%s", text);
     }
     if (tag != want)
         return pz_fail(PZ_ERR_STATE, "expected %s (%d) from %s, got %s (%d)", msg_name(want), want, pz_link_name(l), msg_name(tag), tag);

@@ -44,6 +44,9 @@ const char *msg_name(int tag);
  * than `want` as PZ_ERR_STATE naming both. */
 pz_status msg_recv(pz_link *l, int want, uint8_t **buf, size_t *cap, size_t *len, double timeout_s, char *error,
                    size_t error_cap);
+/* An ERROR's text into out (cap bytes): up to its NUL, never past the
+ * message's len bytes, truncated to fit. */
+void msg_error_text(const uint8_t *msg, size_t len, char *out, size_t cap);
 /* Grow a message buffer to at least need bytes. */
 pz_status msg_reserve(uint8_t **buf, size_t *cap, size_t need);
 

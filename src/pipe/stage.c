@@ -238,12 +238,10 @@ void *stage_main(void *arg) {
             break;
         }
         switch (tag) {
-        case MSG_ERROR: {
-            const size_t n = strnlen((const char *)b.msg, len);
-            snprintf(s->error, sizeof s->error, "%.*s", (int)(n < sizeof s->error - 1 ? n : sizeof s->error - 1), (char *)b.msg);
+        case MSG_ERROR:
+            msg_error_text(b.msg, len, s->error, sizeof s->error);
             st = PZ_ERR_STATE;
             break;
-        }
         case MSG_BATCH: st = first ? p->schedule->step(s, &b, b.msg, len) : unexpected(s, tag); break;
         case MSG_META: st = !first ? p->schedule->step(s, &b, NULL, len) : unexpected(s, tag); break;
         case MSG_EVAL: st = first ? stage_eval(s, &b, len) : unexpected(s, tag); break;
