@@ -18,7 +18,7 @@ pz_status pz_net_create(pz_net **out, const char *preset, int channels, int heig
     if (!preset) return pz_fail(PZ_ERR_ARG, "preset is NULL");
     pz_net *n = calloc(1, sizeof *n);
     if (!n) return pz_fail(PZ_ERR_NOMEM, "out of memory");
-    pz_status st = pz_model_preset(&n->model, preset, (pz_shape){channels, height, width}, n_classes, batch_max, seed);
+    pz_status st = pz_model_preset(&n->model, preset, pz_shape_image(channels, height, width), n_classes, batch_max, seed);
     if (st) {
         free(n);
         return st;

@@ -31,7 +31,7 @@ static int bench_train(int argc, char **argv) {
     if (rc == 1) return 0;
     if (rc) return 2;
     pz_set_threads(threads);
-    pz_shape in = !strcmp(input, "3x32x32") ? (pz_shape){3, 32, 32} : (pz_shape){1, 28, 28};
+    pz_shape in = !strcmp(input, "3x32x32") ? pz_shape_image(3, 32, 32) : pz_shape_image(1, 28, 28);
     pz_model m;
     if (pz_model_preset(&m, model, in, 10, batch, 1)) {
         fprintf(stderr, "pipezip bench train: %s\n", pz_last_error());

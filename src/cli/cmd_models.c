@@ -24,7 +24,7 @@ int cmd_models(int argc, char **argv) {
     int rc = pz_parse_args("pipezip models", opts, 2, argc, argv, 2, usage, names, 8, &n_names);
     if (rc == 1) return 0;
     if (rc) return 2;
-    pz_shape in = !strcmp(input, "3x32x32") ? (pz_shape){3, 32, 32} : (pz_shape){1, 28, 28};
+    pz_shape in = !strcmp(input, "3x32x32") ? pz_shape_image(3, 32, 32) : pz_shape_image(1, 28, 28);
     pz_set_threads(1);
     const char *const *presets = pz_model_preset_names();
     int shown = 0;

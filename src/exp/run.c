@@ -91,7 +91,7 @@ static pz_status start(run *r) {
     if (cfg->shard_count > 0) PZ_TRY(pz_dataset_shard(&r->train, cfg->shard_index, cfg->shard_count));
 
     /* the stages hold the model; this copy only names layers and cuts */
-    PZ_TRY(pz_model_preset_range(&r->model, cfg->model, (pz_shape){r->train.c, r->train.h, r->train.w}, r->train.n_classes,
+    PZ_TRY(pz_model_preset_range(&r->model, cfg->model, pz_shape_image(r->train.c, r->train.h, r->train.w), r->train.n_classes,
                                  cfg->batch, cfg->seed, 0, 0));
     res->n_params = r->model.n_params;
     res->n_stages = 1;
@@ -346,7 +346,7 @@ pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *s
     else return pz_fail(PZ_ERR_ARG, "--data '%s' (expected fashion-mnist, mnist, cifar10 or synthetic)", cfg->data);
     shape.n_classes = 10;
     pz_model model;
-    PZ_TRY(pz_model_preset(&model, cfg->model, (pz_shape){shape.c, shape.h, shape.w}, shape.n_classes, 1, cfg->seed));
+    PZ_TRY(pz_model_preset(&model, cfg->model, pz_shape_image(shape.c, shape.h, shape.w), shape.n_classes, 1, cfg->seed));
     pz_pipe_config pc;
     pz_status st = run_pipe_config(cfg, &model, &shape, &pc, 0);
     pz_model_free(&model);

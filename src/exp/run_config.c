@@ -192,7 +192,7 @@ pz_status run_pipe_config(const pz_run_config *cfg, const pz_model *model, const
                              int ranks) {
     memset(pc, 0, sizeof *pc);
     pc->model = cfg->model;
-    pc->in = (pz_shape){train->c, train->h, train->w};
+    pc->in = pz_shape_image(train->c, train->h, train->w);
     pc->n_classes = train->n_classes;
     pc->batch_max = cfg->batch;
     pc->seed = cfg->seed;

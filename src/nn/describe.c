@@ -18,7 +18,7 @@ void pz_model_describe(const pz_model *m, FILE *out) {
     for (int i = 0; i < s->n; i++) {
         const pz_layer *l = &s->layers[i];
         char shape[32], p[16], f[16], a[32];
-        snprintf(shape, sizeof shape, "%dx%dx%d", l->out.c, l->out.h, l->out.w);
+        pz_shape_str(l->out, shape, sizeof shape);
         human(p, sizeof p, (double)l->n_params);
         human(f, sizeof f, 2.0 * (double)l->macs);
         const int64_t n = pz_shape_numel(l->out);

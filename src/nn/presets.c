@@ -7,21 +7,6 @@ static const char *const preset_names[] = {"mlp", "lenet5", "resnet8", "resnet20
 
 const char *const *pz_model_preset_names(void) { return preset_names; }
 
-const char *pz_layer_kind_name(pz_layer_kind k) {
-    switch (k) {
-    case PZ_LAYER_CONV: return "conv";
-    case PZ_LAYER_BATCHNORM: return "batchnorm";
-    case PZ_LAYER_RELU: return "relu";
-    case PZ_LAYER_MAXPOOL: return "maxpool";
-    case PZ_LAYER_AVGPOOL: return "avgpool";
-    case PZ_LAYER_GLOBAL_AVGPOOL: return "global_avgpool";
-    case PZ_LAYER_FLATTEN: return "flatten";
-    case PZ_LAYER_LINEAR: return "linear";
-    case PZ_LAYER_BLOCK: return "basic_block";
-    }
-    return "?";
-}
-
 static pz_status build_mlp(pz_seq *s, int n_classes) {
     PZ_TRY(pz_add_flatten(s, "flatten"));
     PZ_TRY(pz_add_linear(s, "fc1", 256, 1));
@@ -34,7 +19,7 @@ static pz_status build_mlp(pz_seq *s, int n_classes) {
 /* LeNet-5 with ReLU and max pooling; a 28x28 input is padded by 2 in the
  * first convolution so both 28x28 and 32x32 inputs reach 16x5x5. */
 static pz_status build_lenet5(pz_seq *s, int n_classes) {
-    const int pad = s->in.h < 32 ? (32 - s->in.h + 1) / 2 : 0;
+    const int pad = s->in.d[1] < 32 ? (32 - s->in.d[1] + 1) / 2 : 0;
     PZ_TRY(pz_add_conv(s, "conv1", 6, 5, 1, pad, 1));
     PZ_TRY(pz_add_relu(s, "relu1"));
     PZ_TRY(pz_add_maxpool(s, "pool1", 2, 2, 0));
@@ -75,7 +60,9 @@ pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_cl
 pz_status pz_model_preset_range(pz_model *m, const char *preset, pz_shape in, int n_classes, int batch_max, uint64_t seed,
                                 int from, int to) {
     memset(m, 0, sizeof *m);
-    if (in.c < 1 || in.h < 1 || in.w < 1) return pz_fail(PZ_ERR_ARG, "input shape %dx%dx%d is empty", in.c, in.h, in.w);
+    char sh[48];
+    if (in.rank != 3 || in.d[0] < 1 || in.d[1] < 1 || in.d[2] < 1)
+        return pz_fail(PZ_ERR_ARG, "input shape %s is not an image (C x H x W, each at least 1)", pz_shape_str(in, sh, sizeof sh));
     if (n_classes < 2) return pz_fail(PZ_ERR_ARG, "need at least 2 classes, got %d", n_classes);
     pz_seq_init(&m->net, in);
     pz_status st;

@@ -89,6 +89,9 @@ pz_status stage_recv(stage *s, pz_link *l, int want, uint8_t **buf, size_t *cap,
 pz_status stage_encode(pz_codec *tx, const float *t, int B, pz_shape sh, const uint32_t *ids, uint8_t **frame,
                        size_t *frame_cap, size_t *flen, pz_codec_stats *stats);
 
+/* PZ_ERR_STATE unless a decoded frame's shape (nd, shape) is B samples of sh */
+pz_status stage_check_frame(const char *what, int nd, const int64_t *shape, int B, pz_shape sh);
+
 static inline pz_shape stage_in_shape(const stage *s) {
     const pz_seq *net = &s->model[0].net;
     return s->from ? net->layers[s->from - 1].out : net->in;

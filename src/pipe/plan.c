@@ -130,8 +130,9 @@ void plan_fingerprint(pz_pipe *p) {
     const int M = cfg->micro_batches;
     char *f = p->fingerprint;
     const size_t cap = sizeof p->fingerprint;
-    size_t n = (size_t)snprintf(f, cap, "model=%s in=%dx%dx%d classes=%d batch=%d seed=%llu stages=%d micro=%d opt=%d mom=%g wd=%g nest=%d cuts=",
-                                cfg->model, cfg->in.c, cfg->in.h, cfg->in.w, cfg->n_classes, cfg->batch_max,
+    char in[48];
+    size_t n = (size_t)snprintf(f, cap, "model=%s in=%s classes=%d batch=%d seed=%llu stages=%d micro=%d opt=%d mom=%g wd=%g nest=%d cuts=",
+                                cfg->model, pz_shape_str(cfg->in, in, sizeof in), cfg->n_classes, cfg->batch_max,
                                 (unsigned long long)cfg->seed, cfg->n_stages, M, (int)cfg->optimizer, cfg->momentum,
                                 cfg->weight_decay, cfg->nesterov);
     for (int b = 0; b + 1 < cfg->n_stages && n < cap; b++)

@@ -55,14 +55,11 @@ static pz_status take_micro(stage *s, stage_bufs *b, int m, int pending, size_t 
     PZ_TRY(stage_recv(s, s->prev, MSG_ACT, &b->msg, &b->cap, &len, p->cfg.timeout_s));
     const int64_t in_per = pz_shape_numel(stage_in_shape(s));
     int nd;
-    int64_t shape[4];
+    int64_t shape[PZ_MAX_DIMS];
     const double t0 = pz_now();
     PZ_TRY(pz_codec_decode(s->fwd_rx, b->msg, len, b->x_in[m], (size_t)(p->mb_max * in_per), &nd, shape));
     s->rep.act_decode_s += pz_now() - t0;
-    const int B = h.B;
-    if (shape[0] != B || shape[0] * (nd > 1 ? shape[1] : 1) * (nd > 2 ? shape[2] : 1) * (nd > 3 ? shape[3] : 1) != B * in_per)
-        return pz_fail(PZ_ERR_STATE, "activation frame of the wrong shape");
-    return PZ_OK;
+    return stage_check_frame("activation", nd, shape, h.B, stage_in_shape(s));
 }
 
 /* micro-batch m forward through this stage's layers; the last stage takes
@@ -140,10 +137,10 @@ static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
         PZ_TRY(stage_recv(s, s->next, MSG_GRAD, &b->msg, &b->cap, &len, p->cfg.timeout_s));
         const double t0 = pz_now();
         int nd;
-        int64_t shape[4];
+        int64_t shape[PZ_MAX_DIMS];
         PZ_TRY(pz_codec_decode(s->bwd_rx, b->msg, len, b->dy[m], (size_t)(p->mb_max * out_per), &nd, shape));
         s->rep.grad_decode_s += pz_now() - t0;
-        if (shape[0] != Bm) return pz_fail(PZ_ERR_STATE, "gradient frame for %lld samples, expected %d", (long long)shape[0], Bm);
+        PZ_TRY(stage_check_frame("gradient", nd, shape, Bm, stage_out_shape(s)));
     }
     const double t0 = pz_now();
     pz_seq_backward(&s->model[m].net, s->from, s->to, b->x_in[m], b->dy[m], first ? NULL : b->dx, Bm);

@@ -18,10 +18,23 @@ pz_status stage_recv(stage *s, pz_link *l, int want, uint8_t **buf, size_t *cap,
 
 pz_status stage_encode(pz_codec *tx, const float *t, int B, pz_shape sh, const uint32_t *ids, uint8_t **frame,
                        size_t *frame_cap, size_t *flen, pz_codec_stats *stats) {
-    const int64_t shape[4] = {B, sh.c, sh.h, sh.w};
-    const size_t need = pz_codec_max_frame_bytes(tx, 4, shape);
+    /* the frame's shape: the batch, then the sample's dimensions */
+    int64_t shape[1 + PZ_SHAPE_MAX] = {B};
+    for (int i = 0; i < sh.rank; i++) shape[1 + i] = sh.d[i];
+    const size_t need = pz_codec_max_frame_bytes(tx, 1 + sh.rank, shape);
     PZ_TRY(msg_reserve(frame, frame_cap, need));
-    return pz_codec_encode(tx, t, 4, shape, ids, *frame, *frame_cap, flen, stats);
+    return pz_codec_encode(tx, t, 1 + sh.rank, shape, ids, *frame, *frame_cap, flen, stats);
+}
+
+pz_status stage_check_frame(const char *what, int nd, const int64_t *shape, int B, pz_shape sh) {
+    int ok = nd == 1 + sh.rank && shape[0] == B;
+    for (int i = 0; ok && i < sh.rank; i++) ok = shape[1 + i] == sh.d[i];
+    if (ok) return PZ_OK;
+    char want[48], got[96];
+    size_t n = 0;
+    got[0] = 0;
+    for (int i = 0; i < nd && n < sizeof got; i++) n += (size_t)snprintf(got + n, sizeof got - n, i ? "x%lld" : "%lld", (long long)shape[i]);
+    return pz_fail(PZ_ERR_STATE, "%s frame of shape %s, expected %d samples of %s", what, got, B, pz_shape_str(sh, want, sizeof want));
 }
 
 /* The answer to a request this stage passed down the chain: take it from
@@ -61,7 +74,10 @@ static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
     } else {
         size_t n;
         PZ_TRY(stage_recv(s, s->prev, MSG_ACT, &b->msg, &b->cap, &n, p->cfg.timeout_s));
-        PZ_TRY(pz_codec_decode(compress ? s->eval_rx : s->plain_rx, b->msg, n, x_in, (size_t)(p->mb_max * in_per), NULL, NULL));
+        int nd;
+        int64_t shape[PZ_MAX_DIMS];
+        PZ_TRY(pz_codec_decode(compress ? s->eval_rx : s->plain_rx, b->msg, n, x_in, (size_t)(p->mb_max * in_per), &nd, shape));
+        PZ_TRY(stage_check_frame("evaluation activation", nd, shape, B, stage_in_shape(s)));
     }
     pz_seq_forward(net, s->from, s->to, x_in, B, 0);
     const float *out = net->act[s->to - 1];

@@ -103,7 +103,7 @@ static void check_layer(pz_model *m, int B, input_kind kind, double max_miss_fra
 
 int main(void) {
     pz_set_threads(2);
-    const pz_shape img = {3, 7, 7};
+    const pz_shape img = pz_shape_image(3, 7, 7);
     ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_conv(s, "conv3x3_s2_p1_bias", 4, 3, 2, 1, 1));
     ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_conv(s, "conv3x3_s1_p1", 2, 3, 1, 1, 0));
     ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_conv(s, "conv1x1_s2", 5, 1, 2, 0, 0));
@@ -115,7 +115,7 @@ int main(void) {
     ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_avgpool(s, "avgpool3_s1_p1", 3, 1, 1));
     ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_global_avgpool(s, "global_avgpool"));
     ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_flatten(s, "flatten"));
-    ONE_LAYER(((pz_shape){6, 1, 1}), 3, INPUT_NORMAL, 0.0, pz_add_linear(s, "linear", 4, 1));
+    ONE_LAYER(pz_shape_image(6, 1, 1), 3, INPUT_NORMAL, 0.0, pz_add_linear(s, "linear", 4, 1));
     ONE_LAYER(img, 3, INPUT_NORMAL, 0.03, pz_add_basic_block(s, "block_identity", 3, 1));
     ONE_LAYER(img, 3, INPUT_NORMAL, 0.03, pz_add_basic_block(s, "block_projection", 4, 2));
     TEST_DONE();

@@ -41,16 +41,16 @@ static void fill_seq(pz_seq *s, int *t) {
         pz_layer *l = &s->layers[i];
         switch (l->kind) {
         case PZ_LAYER_CONV:
-            fill_weight(l->weight, (size_t)l->out.c * l->in.c * l->k * l->k, l->in.c * l->k * l->k, t);
-            if (l->has_bias) fill_small(l->bias, l->out.c, 0.0f, t);
+            fill_weight(l->weight, (size_t)l->out.d[0] * l->in.d[0] * l->k * l->k, l->in.d[0] * l->k * l->k, t);
+            if (l->has_bias) fill_small(l->bias, l->out.d[0], 0.0f, t);
             break;
         case PZ_LAYER_LINEAR:
-            fill_weight(l->weight, (size_t)l->out.c * pz_shape_numel(l->in), (int)pz_shape_numel(l->in), t);
-            if (l->has_bias) fill_small(l->bias, l->out.c, 0.0f, t);
+            fill_weight(l->weight, (size_t)l->out.d[0] * pz_shape_numel(l->in), (int)pz_shape_numel(l->in), t);
+            if (l->has_bias) fill_small(l->bias, l->out.d[0], 0.0f, t);
             break;
         case PZ_LAYER_BATCHNORM:
-            fill_small(l->weight, l->in.c, 1.0f, t);
-            fill_small(l->bias, l->in.c, 0.0f, t);
+            fill_small(l->weight, l->in.d[0], 1.0f, t);
+            fill_small(l->bias, l->in.d[0], 0.0f, t);
             break;
         case PZ_LAYER_BLOCK:
             fill_seq(l->main, t);
@@ -75,7 +75,7 @@ int main(void) {
     for (int threads = 1; threads <= 2; threads++) {
         pz_set_threads(threads);
         pz_model m;
-        CHECK(pz_model_preset(&m, "resnet8", (pz_shape){1, 28, 28}, 10, B, 99) == PZ_OK, "%s", pz_last_error());
+        CHECK(pz_model_preset(&m, "resnet8", pz_shape_image(1, 28, 28), 10, B, 99) == PZ_OK, "%s", pz_last_error());
         int t = 0;
         fill_seq(&m.net, &t);
         CHECK(ref_get(&rf, "step0.grads")->n == (size_t)m.n_params, "parameter count %lld vs PyTorch %zu",

@@ -25,7 +25,7 @@ static void batch(float *x, int32_t *y, uint32_t *ids, int step) {
 }
 
 static pz_pipe_config config(const char *fwd, const char *bwd) {
-    pz_pipe_config c = {.model = "resnet8", .in = {1, 28, 28}, .n_classes = 10, .batch_max = B, .seed = 5, .n_stages = 4,
+    pz_pipe_config c = {.model = "resnet8", .in = pz_shape_image(1, 28, 28), .n_classes = 10, .batch_max = B, .seed = 5, .n_stages = 4,
                         .cuts = {3, 4, 5}, .optimizer = PZ_OPT_SGD, .momentum = 0.9f,
                         .weight_decay = 5e-4f, .nesterov = 1, .timeout_s = 30};
     CHECK(pz_pipe_parse_specs(fwd, 3, c.fwd, "--fwd") == PZ_OK && pz_pipe_parse_specs(bwd, 3, c.bwd, "--bwd") == PZ_OK, "%s",
@@ -49,7 +49,7 @@ int main(void) {
     double ref_eval_loss, ref_eval_acc;
     { /* the one-stage reference */
         pz_model m;
-        CHECK(pz_model_preset(&m, "resnet8", (pz_shape){1, 28, 28}, 10, B, 5) == PZ_OK, "%s", pz_last_error());
+        CHECK(pz_model_preset(&m, "resnet8", pz_shape_image(1, 28, 28), 10, B, 5) == PZ_OK, "%s", pz_last_error());
         pz_optim o = {.momentum = 0.9f, .nesterov = 1, .weight_decay = 5e-4f};
         pz_optim_init(&o, PZ_OPT_SGD, m.n_params);
         for (int t = 0; t < STEPS; t++) {
@@ -149,7 +149,7 @@ int main(void) {
     }
     { /* cut points by name, index, group, or balanced by compute */
         pz_model m;
-        CHECK(pz_model_preset(&m, "resnet8", (pz_shape){1, 28, 28}, 10, 1, 1) == PZ_OK, "%s", pz_last_error());
+        CHECK(pz_model_preset(&m, "resnet8", pz_shape_image(1, 28, 28), 10, 1, 1) == PZ_OK, "%s", pz_last_error());
         pz_pipe_config c = {0};
         CHECK(pz_pipe_resolve_cuts(&m, "layer1,layer2,layer3", 0, &c) == PZ_OK && c.n_stages == 4 && c.cuts[0] == 3 &&
                   c.cuts[1] == 4 && c.cuts[2] == 5, "groups name their last block");
@@ -204,7 +204,7 @@ int main(void) {
     }
     /* an mlp (no batch norm: micro-batches change no statistic) */
     enum { MB = 16 };
-    pz_pipe_config mc = {.model = "mlp", .in = {1, 28, 28}, .n_classes = 10, .batch_max = MB, .seed = 9, .n_stages = 4,
+    pz_pipe_config mc = {.model = "mlp", .in = pz_shape_image(1, 28, 28), .n_classes = 10, .batch_max = MB, .seed = 9, .n_stages = 4,
                          .cuts = {1, 2, 3}, .optimizer = PZ_OPT_SGD, .momentum = 0.9f, .timeout_s = 30};
     pz_pipe_parse_specs("none", 3, mc.fwd, "--fwd"), pz_pipe_parse_specs("none", 3, mc.bwd, "--bwd");
     { /* GPipe micro-batches: the same losses as whole batches (up to summation order) */

@@ -1,0 +1,66 @@
+/* layer.h — what a layer kind is to the model: one table of functions
+ * (pz_layer_ops), one file per kind under layers/, one entry in
+ * pz_layer_ops_of(). model.c builds, allocates, runs, shares and frees layers
+ * only through this table: adding a kind touches no switch anywhere.
+ * Internal to nn. */
+#ifndef PZ_NN_LAYER_H
+#define PZ_NN_LAYER_H
+
+#include "nn.h"
+
+/* While a model is allocated: where the next parameters and running
+ * statistics go, the initialisation stream, and how many batch rows the
+ * layer being allocated needs (batch_max inside the stage's range, one
+ * outside it). */
+typedef struct layer_alloc {
+    pz_model *m;
+    int64_t p, b;        /* next parameter / buffer offset */
+    pz_rng rng;
+    int B;
+    int depth, from, to; /* top-level layers [from, to) get batch_max rows, the others one */
+    int active;          /* the layer being allocated is in [from, to): it runs */
+    int oom;             /* an allocation failed: the model is freed and the build fails */
+} layer_alloc;
+
+typedef struct pz_layer_ops {
+    const char *name; /* the kind as `pipezip models` prints it */
+    /* Take this layer's parameters (nn_take_params) and running statistics
+     * (nn_take_buffers) in order, initialise them from a->rng, and allocate
+     * what forward saves for backward and its scratch. NULL: none. */
+    void (*alloc)(pz_layer *l, layer_alloc *a);
+    /* Running-statistics floats the layer keeps (not trained). NULL: 0. */
+    int64_t (*n_buffers)(const pz_layer *l);
+    /* y = f(x) over B samples (train: batch statistics, saved state) */
+    void (*forward)(pz_layer *l, const float *x, float *y, int B, int train);
+    /* dx = gradient of x (skipped when dx is NULL), parameter gradients
+     * accumulated; y is the forward output */
+    void (*backward)(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B);
+    /* Nested lists (a residual block's paths); returns how many. NULL: 0. */
+    int (*children)(const pz_layer *l, pz_seq *kids[2]);
+    /* The kind's settings in a few characters ("3x3 s2 p1"); NULL: none. */
+    void (*detail)(const pz_layer *l, char *buf, size_t cap);
+} pz_layer_ops;
+
+const pz_layer_ops *pz_layer_ops_of(pz_layer_kind k);
+
+extern const pz_layer_ops pz_conv_ops, pz_batchnorm_ops, pz_relu_ops, pz_maxpool_ops, pz_avgpool_ops,
+    pz_global_avgpool_ops, pz_flatten_ops, pz_linear_ops, pz_block_ops;
+
+/* ---- for layer files ----------------------------------------------------- */
+/* Append a layer of kind k to s, its input the current output of s and its
+ * output the same until the caller sets it. NULL (PZ_ERR_NOMEM set) when out
+ * of memory. */
+pz_layer *nn_push(pz_seq *s, pz_layer_kind k, const char *name);
+/* n floats of the model's parameters and the matching gradients */
+float *nn_take_params(layer_alloc *a, int64_t n, float **grads);
+float *nn_take_buffers(layer_alloc *a, int64_t n);
+/* n floats of scratch owned by the caller (NULL and a->oom set on failure) */
+float *nn_floats(layer_alloc *a, size_t n);
+void nn_alloc_seq(pz_seq *s, layer_alloc *a);
+void nn_kaiming_normal(float *w, int64_t n, int fan_in, pz_rng *rng);
+/* PZ_ERR_ARG unless a k x k window with this stride and padding fits the
+ * (C, H, W) output of s */
+pz_status nn_check_window(pz_seq *s, const char *name, int k, int stride, int pad);
+static inline int nn_window_out(int n, int k, int stride, int pad) { return (n + 2 * pad - k) / stride + 1; }
+
+#endif

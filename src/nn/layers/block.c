@@ -1,0 +1,89 @@
+/* block.c — the CIFAR-style residual basic block: y = relu(main(x) +
+ * shortcut(x)), main = conv3x3(stride)-bn-relu-conv3x3-bn, the shortcut a
+ * 1x1-conv(stride)+bn projection when the shape changes, else identity. */
+#include "nn/layer.h"
+#include "kernels/kernels.h"
+
+#include <stdlib.h>
+
+pz_status pz_add_basic_block(pz_seq *s, const char *name, int oc, int stride) {
+    const pz_shape in = pz_seq_out(s);
+    if (in.rank != 3) return pz_fail(PZ_ERR_ARG, "block '%s': needs an image (C, H, W) input", name);
+    pz_seq *main = calloc(1, sizeof *main), *sc = calloc(1, sizeof *sc);
+    if (!main || !sc) {
+        free(main), free(sc);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory building a model (block '%s')", name);
+    }
+    pz_seq_init(main, in);
+    pz_seq_init(sc, in);
+    pz_status st = PZ_OK;
+    if (!st) st = pz_add_conv(main, "conv1", oc, 3, stride, 1, 0);
+    if (!st) st = pz_add_batchnorm(main, "bn1");
+    if (!st) st = pz_add_relu(main, "relu1");
+    if (!st) st = pz_add_conv(main, "conv2", oc, 3, 1, 1, 0);
+    if (!st) st = pz_add_batchnorm(main, "bn2");
+    if (!st && (stride != 1 || oc != in.d[0])) {
+        st = pz_add_conv(sc, "shortcut.conv", oc, 1, stride, 0, 0);
+        if (!st) st = pz_add_batchnorm(sc, "shortcut.bn");
+    }
+    pz_layer *l = st ? NULL : nn_push(s, PZ_LAYER_BLOCK, name);
+    if (!l) {
+        free(main->layers), free(sc->layers), free(main), free(sc);
+        return st ? st : PZ_ERR_NOMEM;
+    }
+    l->main = main;
+    l->shortcut = sc;
+    l->out = pz_seq_out(main);
+    for (int i = 0; i < main->n; i++) l->n_params += main->layers[i].n_params, l->macs += main->layers[i].macs;
+    for (int i = 0; i < sc->n; i++) l->n_params += sc->layers[i].n_params, l->macs += sc->layers[i].macs;
+    l->macs += pz_shape_numel(l->out); /* the residual add */
+    return PZ_OK;
+}
+
+static void block_alloc(pz_layer *l, layer_alloc *a) {
+    nn_alloc_seq(l->main, a);
+    nn_alloc_seq(l->shortcut, a);
+    l->dz = nn_floats(a, (size_t)a->B * pz_shape_numel(l->out));
+    l->dmain = nn_floats(a, (size_t)a->B * pz_shape_numel(l->in));
+}
+
+static void block_forward(pz_layer *l, const float *x, float *y, int B, int train) {
+    pz_seq_forward(l->main, 0, l->main->n, x, B, train);
+    const float *a = l->main->act[l->main->n - 1];
+    const float *sc = x;
+    if (l->shortcut->n) {
+        pz_seq_forward(l->shortcut, 0, l->shortcut->n, x, B, train);
+        sc = l->shortcut->act[l->shortcut->n - 1];
+    }
+    const size_t n_out = (size_t)B * pz_shape_numel(l->out);
+    add_forward(y, a, sc, n_out);
+    relu_forward(y, y, n_out);
+}
+
+static void block_backward(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
+    const size_t n_in = (size_t)B * pz_shape_numel(l->in), n_out = (size_t)B * pz_shape_numel(l->out);
+    relu_backward(l->dz, dy, y, n_out); /* through the final relu */
+    pz_seq_backward(l->main, 0, l->main->n, x, l->dz, dx ? l->dmain : NULL, B);
+    if (l->shortcut->n) {
+        /* the shortcut's input gradient goes straight into dx, then the main
+         * path's is added */
+        pz_seq_backward(l->shortcut, 0, l->shortcut->n, x, l->dz, dx, B);
+        if (dx) add_forward(dx, dx, l->dmain, n_in);
+    } else if (dx) {
+        add_forward(dx, l->dz, l->dmain, n_in);
+    }
+}
+
+static int block_children(const pz_layer *l, pz_seq *kids[2]) {
+    kids[0] = l->main, kids[1] = l->shortcut;
+    return 2;
+}
+
+static void block_detail(const pz_layer *l, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s", l->shortcut->n ? "proj" : "identity");
+}
+
+const pz_layer_ops pz_block_ops = {
+    .name = "basic_block", .alloc = block_alloc, .forward = block_forward, .backward = block_backward,
+    .children = block_children, .detail = block_detail,
+};
