@@ -12,12 +12,13 @@ static int out_dim(int n, int K, int stride, int pad) { return (n + 2 * pad - K)
 
 static int is_pointwise(int K, int stride, int pad) { return K == 1 && stride == 1 && pad == 0; }
 
-/* Valid output columns [*ow0, *ow1) for kernel column kw at stride 1:
- * those whose input column ow - pad + kw lies inside [0, W). */
-static inline void valid_cols(int W, int OW, int pad, int kw, int *ow0, int *ow1) {
-    const int a = pad - kw, b = W + pad - kw;
-    *ow0 = a > 0 ? a : 0;
-    *ow1 = b < OW ? b : OW;
+/* Valid output columns [*ow0, *ow1) for kernel column kw: those whose
+ * input column ow * stride - pad + kw lies inside [0, W). */
+static inline void valid_cols(int W, int OW, int stride, int pad, int kw, int *ow0, int *ow1) {
+    const int a = pad - kw, b = W - 1 + pad - kw; /* need a <= ow * stride <= b */
+    *ow0 = a > 0 ? (a + stride - 1) / stride : 0;
+    *ow1 = b < 0 ? 0 : b / stride + 1;
+    if (*ow1 > OW) *ow1 = OW;
     if (*ow1 < *ow0) *ow1 = *ow0;
 }
 
@@ -102,8 +103,8 @@ void im2col(float *restrict col, const float *restrict img, int C, int H, int W,
             for (int kw = 0; kw < K; kw++) {
                 float *restrict row = col + ((size_t)(c * K + kh) * K + kw) * OH * OW;
                 const float *restrict plane = img + (size_t)c * H * W;
-                int ow0 = 0, ow1 = OW;
-                if (stride == 1) valid_cols(W, OW, pad, kw, &ow0, &ow1);
+                int ow0, ow1;
+                valid_cols(W, OW, stride, pad, kw, &ow0, &ow1);
                 for (int oh = 0; oh < OH; oh++) {
                     const int ih = oh * stride - pad + kh;
                     float *restrict dst = row + (size_t)oh * OW;
@@ -111,19 +112,17 @@ void im2col(float *restrict col, const float *restrict img, int C, int H, int W,
                         for (int ow = 0; ow < OW; ow++) dst[ow] = 0.0f;
                         continue;
                     }
-                    const float *restrict src = plane + (size_t)ih * W;
-                    if (stride == 1) {
-                        /* a shifted copy of one input row, zero borders */
-                        const float *restrict s = src - pad + kw;
-                        for (int ow = 0; ow < ow0; ow++) dst[ow] = 0.0f;
-                        for (int ow = ow0; ow < ow1; ow++) dst[ow] = s[ow];
-                        for (int ow = ow1; ow < OW; ow++) dst[ow] = 0.0f;
-                    } else {
-                        for (int ow = 0; ow < OW; ow++) {
-                            const int iw = ow * stride - pad + kw;
-                            dst[ow] = (iw >= 0 && iw < W) ? src[iw] : 0.0f;
-                        }
-                    }
+                    /* input column ow * stride + kw - pad, zero borders */
+                    const float *restrict s = plane + (size_t)ih * W;
+                    const int off = kw - pad;
+                    for (int ow = 0; ow < ow0; ow++) dst[ow] = 0.0f;
+                    if (stride == 1)
+                        for (int ow = ow0; ow < ow1; ow++) dst[ow] = s[ow + off];
+                    else if (stride == 2) /* a constant stride: vector loads and shuffles */
+                        for (int ow = ow0; ow < ow1; ow++) dst[ow] = s[2 * ow + off];
+                    else
+                        for (int ow = ow0; ow < ow1; ow++) dst[ow] = s[ow * stride + off];
+                    for (int ow = ow1; ow < OW; ow++) dst[ow] = 0.0f;
                 }
             }
 }
@@ -139,22 +138,20 @@ void col2im(float *restrict img, float *restrict col, int C, int H, int W, int K
             for (int kw = 0; kw < K; kw++) {
                 const float *restrict row = col + ((size_t)(c * K + kh) * K + kw) * OH * OW;
                 float *restrict plane = img + (size_t)c * H * W;
-                int ow0 = 0, ow1 = OW;
-                if (stride == 1) valid_cols(W, OW, pad, kw, &ow0, &ow1);
+                int ow0, ow1;
+                valid_cols(W, OW, stride, pad, kw, &ow0, &ow1);
                 for (int oh = 0; oh < OH; oh++) {
                     const int ih = oh * stride - pad + kh;
                     if (ih < 0 || ih >= H) continue;
                     const float *restrict src = row + (size_t)oh * OW;
-                    float *restrict dst = plane + (size_t)ih * W;
-                    if (stride == 1) {
-                        float *restrict d = dst - pad + kw;
-                        for (int ow = ow0; ow < ow1; ow++) d[ow] += src[ow];
-                    } else {
-                        for (int ow = 0; ow < OW; ow++) {
-                            const int iw = ow * stride - pad + kw;
-                            if (iw >= 0 && iw < W) dst[iw] += src[ow];
-                        }
-                    }
+                    float *restrict d = plane + (size_t)ih * W;
+                    const int off = kw - pad;
+                    if (stride == 1)
+                        for (int ow = ow0; ow < ow1; ow++) d[ow + off] += src[ow];
+                    else if (stride == 2)
+                        for (int ow = ow0; ow < ow1; ow++) d[2 * ow + off] += src[ow];
+                    else
+                        for (int ow = ow0; ow < ow1; ow++) d[ow * stride + off] += src[ow];
                 }
             }
 }
