@@ -4,6 +4,7 @@
 #include "blas.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int B, int C, int OC) {
     pz_blas_prepare();
@@ -43,25 +44,43 @@ void add_forward(float *out, const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
+/* one row: its loss (log-sum-exp minus the target's logit), whether the
+ * argmax hits, and its gradient (softmax - onehot) / rows */
+static double xent_row(float *dz, int *hit, const float *z, int label, int rows, int NC) {
+    float mx = z[0];
+    int arg = 0;
+    for (int j = 1; j < NC; j++)
+        if (z[j] > mx) { mx = z[j]; arg = j; }
+    double se = 0.0;
+    for (int j = 0; j < NC; j++) se += exp((double)(z[j] - mx));
+    const double lse = log(se) + mx;
+    *hit = arg == label;
+    if (dz)
+        for (int j = 0; j < NC; j++) dz[j] = (float)((exp((double)z[j] - lse) - (j == label)) / rows);
+    return lse - z[label];
+}
+
 float softmax_xent_forward_backward(float *dlogits, int *correct, const float *logits,
                                     const int32_t *labels, int B, int NC) {
     double total = 0.0;
     int hits = 0;
-    for (int b = 0; b < B; b++) {
-        const float *z = logits + (size_t)b * NC;
-        float mx = z[0];
-        int arg = 0;
-        for (int j = 1; j < NC; j++)
-            if (z[j] > mx) { mx = z[j]; arg = j; }
-        double se = 0.0;
-        for (int j = 0; j < NC; j++) se += exp((double)(z[j] - mx));
-        const double lse = log(se) + mx;
-        total += lse - z[labels[b]];
-        hits += arg == labels[b];
-        if (dlogits) {
-            float *dz = dlogits + (size_t)b * NC;
-            for (int j = 0; j < NC; j++)
-                dz[j] = (float)((exp((double)z[j] - lse) - (j == labels[b])) / B);
+    /* many rows (a language model's positions): rows in parallel, their
+     * losses summed afterwards in row order, as the serial loop does */
+    double *row = (size_t)B * NC > 65536 && pz_get_threads() > 1 ? malloc(sizeof(double) * (size_t)B) : NULL;
+    if (row) {
+#pragma omp parallel for schedule(static) num_threads(pz_get_threads()) reduction(+ : hits)
+        for (int b = 0; b < B; b++) {
+            int hit;
+            row[b] = xent_row(dlogits ? dlogits + (size_t)b * NC : NULL, &hit, logits + (size_t)b * NC, labels[b], B, NC);
+            hits += hit;
+        }
+        for (int b = 0; b < B; b++) total += row[b];
+        free(row);
+    } else {
+        for (int b = 0; b < B; b++) {
+            int hit;
+            total += xent_row(dlogits ? dlogits + (size_t)b * NC : NULL, &hit, logits + (size_t)b * NC, labels[b], B, NC);
+            hits += hit;
         }
     }
     if (correct) *correct = hits;

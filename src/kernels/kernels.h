@@ -69,6 +69,25 @@ void linear_forward(float *out, const float *inp, const float *weight, const flo
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int B, int C, int OC);
 
+/* ---- transformer (GPT-2) layers over N = B*T rows of C ----------------------
+ * embedding: out (B, T, C) = wte (V, C)[tok] + wpe (T, C)[t]; tok holds token
+ * ids as exact floats. layernorm: per row, saves mean and rstd (N) for
+ * backward. gelu: tanh form. attention: causal multi-head over qkv (B, T,
+ * 3C) -> out (B, T, C), saving att (B, NH, T, T); backward needs a workspace
+ * of attention_workspace_floats(T) and overwrites all of dqkv. */
+void embedding_forward(float *out, const float *tok, const float *wte, const float *wpe, int B, int T, int C, int V);
+void embedding_backward(float *dwte, float *dwpe, const float *dout, const float *tok, int B, int T, int C, int V);
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b, int N,
+                       int C, float eps);
+void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *mean,
+                        const float *rstd, const float *w, int N, int C);
+void gelu_forward(float *out, const float *inp, size_t n);
+void gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
+size_t attention_workspace_floats(int T);
+void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
+void attention_backward(float *dqkv, float *ws, const float *dout, const float *qkv, const float *att, int B, int T,
+                        int C, int NH);
+
 /* ---- softmax cross-entropy, mean over the batch -----------------------------
  * Returns the mean loss; dlogits (may be NULL) = (softmax - onehot) / B;
  * *correct (may be NULL) counts argmax hits. */

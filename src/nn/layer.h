@@ -44,7 +44,8 @@ typedef struct pz_layer_ops {
 const pz_layer_ops *pz_layer_ops_of(pz_layer_kind k);
 
 extern const pz_layer_ops pz_conv_ops, pz_batchnorm_ops, pz_relu_ops, pz_maxpool_ops, pz_avgpool_ops,
-    pz_global_avgpool_ops, pz_flatten_ops, pz_linear_ops, pz_block_ops;
+    pz_global_avgpool_ops, pz_flatten_ops, pz_linear_ops, pz_block_ops, pz_embedding_ops, pz_layernorm_ops,
+    pz_attention_ops, pz_gelu_ops, pz_group_ops, pz_residual_ops, pz_tied_head_ops;
 
 /* ---- for layer files ----------------------------------------------------- */
 /* Append a layer of kind k to s, its input the current output of s and its
@@ -58,6 +59,9 @@ float *nn_take_buffers(layer_alloc *a, int64_t n);
 float *nn_floats(layer_alloc *a, size_t n);
 void nn_alloc_seq(pz_seq *s, layer_alloc *a);
 void nn_kaiming_normal(float *w, int64_t n, int fan_in, pz_rng *rng);
+void nn_normal(float *w, int64_t n, float std, pz_rng *rng);
+/* rows of a layer's input: B for an image or a vector, B*T for a sequence */
+static inline int64_t nn_rows(pz_shape s, int B) { return s.rank == 2 ? (int64_t)B * s.d[0] : B; }
 /* PZ_ERR_ARG unless a k x k window with this stride and padding fits the
  * (C, H, W) output of s */
 pz_status nn_check_window(pz_seq *s, const char *name, int k, int stride, int pad);

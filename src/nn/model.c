@@ -69,6 +69,13 @@ static const pz_layer_ops *const kinds[] = {
     [PZ_LAYER_FLATTEN] = &pz_flatten_ops,
     [PZ_LAYER_LINEAR] = &pz_linear_ops,
     [PZ_LAYER_BLOCK] = &pz_block_ops,
+    [PZ_LAYER_EMBEDDING] = &pz_embedding_ops,
+    [PZ_LAYER_LAYERNORM] = &pz_layernorm_ops,
+    [PZ_LAYER_ATTENTION] = &pz_attention_ops,
+    [PZ_LAYER_GELU] = &pz_gelu_ops,
+    [PZ_LAYER_GROUP] = &pz_group_ops,
+    [PZ_LAYER_RESIDUAL] = &pz_residual_ops,
+    [PZ_LAYER_TIED_HEAD] = &pz_tied_head_ops,
 };
 
 const pz_layer_ops *pz_layer_ops_of(pz_layer_kind k) { return kinds[k]; }
@@ -102,6 +109,10 @@ float *nn_take_buffers(layer_alloc *a, int64_t n) {
 void nn_kaiming_normal(float *w, int64_t n, int fan_in, pz_rng *rng) {
     const float sd = sqrtf(2.0f / (float)fan_in);
     for (int64_t i = 0; i < n; i++) w[i] = sd * pz_rng_normal(rng);
+}
+
+void nn_normal(float *w, int64_t n, float std, pz_rng *rng) {
+    for (int64_t i = 0; i < n; i++) w[i] = std * pz_rng_normal(rng);
 }
 
 static int64_t count_buffers(const pz_seq *s) {
@@ -147,11 +158,16 @@ pz_status pz_model_finalize(pz_model *m, int batch_max, int n_classes, uint64_t 
 pz_status pz_model_finalize_range(pz_model *m, int batch_max, int n_classes, uint64_t seed, int from, int to) {
     if (batch_max < 1) return pz_fail(PZ_ERR_ARG, "batch size must be at least 1, got %d", batch_max);
     pz_shape out = pz_seq_out(&m->net);
-    if (pz_shape_numel(out) != n_classes)
-        return pz_fail(PZ_ERR_ARG, "model ends with %lld outputs but the data has %d classes",
-                       (long long)pz_shape_numel(out), n_classes);
+    /* an image model ends with one score per class, (n, 1, 1); a sequence
+     * model with one per vocabulary entry at each position, (T, V) */
+    const int targets = out.rank == 2 ? out.d[0] : 1;
+    if (pz_shape_numel(out) != (int64_t)n_classes * targets)
+        return pz_fail(PZ_ERR_ARG, "model ends with %lld outputs per %s but the data has %d %s",
+                       (long long)(pz_shape_numel(out) / targets), targets > 1 ? "position" : "sample", n_classes,
+                       targets > 1 ? "tokens in its vocabulary" : "classes");
     m->batch_max = batch_max;
     m->n_classes = n_classes;
+    m->targets = targets;
     m->n_params = 0;
     for (int i = 0; i < m->net.n; i++) m->n_params += m->net.layers[i].n_params;
     m->n_buffers = count_buffers(&m->net);
@@ -159,7 +175,7 @@ pz_status pz_model_finalize_range(pz_model *m, int batch_max, int n_classes, uin
     m->params = nn_floats(&a, (size_t)m->n_params);
     m->grads = nn_floats(&a, (size_t)m->n_params);
     m->buffers = nn_floats(&a, (size_t)m->n_buffers);
-    m->dlogits = nn_floats(&a, (size_t)batch_max * n_classes);
+    m->dlogits = nn_floats(&a, (size_t)batch_max * targets * n_classes);
     pz_rng_seed(&a.rng, seed);
     if (!a.oom) nn_alloc_seq(&m->net, &a);
     if (a.oom) {
@@ -177,6 +193,7 @@ static void free_seq(pz_seq *s) {
         free(l->ws);
         free(l->mean);
         free(l->argmax);
+        free(l->saved);
         free(l->dz);
         free(l->dmain);
         pz_seq *kids[2];

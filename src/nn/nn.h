@@ -12,7 +12,8 @@
 /* What one sample is at a point of a model, where it flows between layers
  * and where it crosses a stage boundary (the codecs see (B, d[0], ...)):
  * an image (C, H, W) is rank 3, and image models keep vectors as (n, 1, 1);
- * a sequence (T, C) is rank 2. */
+ * a sequence (T, C) is rank 2; a language model's input, T token ids, is
+ * rank 1. */
 #define PZ_SHAPE_MAX 3
 typedef struct {
     int rank;
@@ -21,6 +22,7 @@ typedef struct {
 
 static inline pz_shape pz_shape_image(int c, int h, int w) { return (pz_shape){3, {c, h, w}}; }
 static inline pz_shape pz_shape_seq(int t, int c) { return (pz_shape){2, {t, c, 0}}; }
+static inline pz_shape pz_shape_tokens(int t) { return (pz_shape){1, {t, 0, 0}}; }
 static inline int64_t pz_shape_numel(pz_shape s) {
     int64_t n = 1;
     for (int i = 0; i < s.rank; i++) n *= s.d[i];
@@ -45,6 +47,13 @@ typedef enum {
     PZ_LAYER_FLATTEN,
     PZ_LAYER_LINEAR,
     PZ_LAYER_BLOCK, /* y = relu(main(x) + shortcut(x)); empty shortcut = identity */
+    PZ_LAYER_EMBEDDING, /* token ids (T) -> (T, C): token + learned position embeddings */
+    PZ_LAYER_LAYERNORM, /* over the last dimension of (T, C) */
+    PZ_LAYER_ATTENTION, /* causal multi-head self-attention core: (T, 3C) q|k|v -> (T, C) */
+    PZ_LAYER_GELU,      /* tanh form, elementwise */
+    PZ_LAYER_GROUP,     /* y = main(x): a named run of layers (a transformer block) */
+    PZ_LAYER_RESIDUAL,  /* y = x + main(x) */
+    PZ_LAYER_TIED_HEAD, /* (T, C) -> (T, V) logits through the embedding's token table */
 } pz_layer_kind;
 
 typedef struct pz_seq pz_seq;
@@ -55,7 +64,9 @@ typedef struct {
     pz_layer_kind kind;
     char name[48];
     pz_shape in, out;
-    int k, stride, pad, has_bias;      /* conv, pooling */
+    int k, stride, pad, has_bias;      /* conv, pooling; tied head: the embedding's index */
+    int vocab, context, heads;         /* embedding (vocab: head too); attention */
+    float init_std;                    /* linear: 0 = Kaiming normal, else normal(0, init_std) */
     int64_t n_params;                  /* trainable floats, sub-layers included */
     int64_t macs;                      /* forward multiply-accumulates per sample */
     float *weight, *bias;              /* into the model's parameter array; bn: gamma, beta */
@@ -63,9 +74,10 @@ typedef struct {
     float *run_mean, *run_var;         /* bn: into the model's buffer array */
     float *mean, *rstd;                /* bn: batch statistics saved for backward (C) */
     int32_t *argmax;                   /* maxpool: (B_max, out) */
-    float *ws;                         /* conv: im2col workspace */
-    pz_seq *main, *shortcut;           /* block */
-    float *dz, *dmain;                 /* block: gradient buffers (B_max, in or out) */
+    float *ws;                         /* conv: im2col workspace; attention: its backward's */
+    float *saved;                      /* attention: the softmax (B_max, heads, T, T) */
+    pz_seq *main, *shortcut;           /* block; group and residual: main */
+    float *dz, *dmain;                 /* block, residual: gradient buffers (B_max, in or out) */
 } pz_layer;
 
 struct pz_seq {
@@ -79,7 +91,8 @@ struct pz_seq {
 typedef struct {
     pz_seq net;
     int batch_max;
-    int n_classes;
+    int n_classes;  /* classes, or the vocabulary of a language model */
+    int targets;    /* targets per sample: 1 class, or one token per position (T) */
     int64_t n_params, n_buffers;
     float *params;  /* (n_params) every trainable float, in layer order */
     float *grads;   /* (n_params) */
@@ -103,6 +116,24 @@ pz_status pz_add_linear(pz_seq *s, const char *name, int out, int bias);
  * 1x1-conv(stride)+bn projection shortcut when shape changes. */
 pz_status pz_add_basic_block(pz_seq *s, const char *name, int oc, int stride);
 
+/* Transformer layers. The input of a language model is (T) token ids held
+ * as exact floats; everything after the embedding is (T, C). */
+pz_status pz_add_embedding(pz_seq *s, const char *name, int vocab, int context, int dim, float init_std);
+pz_status pz_add_layernorm(pz_seq *s, const char *name);
+/* over (T, C): the same weights at every position; init_std 0 = Kaiming */
+pz_status pz_add_dense(pz_seq *s, const char *name, int out, int bias, float init_std);
+pz_status pz_add_attention(pz_seq *s, const char *name, int heads);
+pz_status pz_add_gelu(pz_seq *s, const char *name);
+/* logits over the vocabulary through the token table of the top-level
+ * embedding layer named `embedding` (weights tied, GPT-2) */
+pz_status pz_add_tied_head(pz_seq *s, const char *name, const char *embedding);
+/* A group or residual layer of the layers built into *inner: call
+ * pz_begin_inner, add layers to the returned list, then pz_end_group or
+ * pz_end_residual (which take it over, also on failure). */
+pz_seq *pz_begin_inner(pz_seq *s, const char *name);
+pz_status pz_end_group(pz_seq *s, const char *name, pz_seq *inner);
+pz_status pz_end_residual(pz_seq *s, const char *name, pz_seq *inner);
+
 /* Allocate parameters, gradients, buffers and activations for batches of up
  * to batch_max, and initialize (Kaiming normal for conv/linear weights, zero
  * biases, bn gamma 1 beta 0) from seed. Call pz_set_threads() first. */
@@ -117,12 +148,22 @@ void pz_model_free(pz_model *m);
  * (pipeline micro-batches). src must outlive dst's use; free both. */
 void pz_model_share(pz_model *dst, const pz_model *src);
 
-/* Presets: mlp, lenet5, resnet8, resnet20 (CIFAR-style, widths 16/32/64). */
+/* Presets: mlp, lenet5, resnet8, resnet20 (CIFAR-style, widths 16/32/64)
+ * over an image input (C, H, W) with n_classes classes; gpt-tiny (4 blocks,
+ * width 128, 4 heads, context 128) and gpt-small (6, 256, 8, 256) over a
+ * sequence input (T), T at most the context, with an n_classes vocabulary. */
 pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_classes,
                           int batch_max, uint64_t seed);
 pz_status pz_model_preset_range(pz_model *m, const char *preset, pz_shape in, int n_classes, int batch_max, uint64_t seed,
                                 int from, int to);
 const char *const *pz_model_preset_names(void);
+/* A GPT of any size (the gpt presets' architecture) over T tokens. */
+pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context, int T, int vocab, int batch_max,
+                       uint64_t seed);
+/* A language model (input: T token ids, one target per position) and its
+ * longest context; 0 for an image model. */
+int pz_model_preset_is_sequence(const char *preset);
+int pz_model_preset_context(const char *preset);
 const char *pz_layer_kind_name(pz_layer_kind k);
 
 /* Print the top-level layers (index, name, kind, output shape, parameters,
@@ -174,14 +215,17 @@ pz_status pz_schedule_parse(pz_schedule *s, const char *spec);
 float pz_schedule_lr(const pz_schedule *s, int64_t step);
 
 /* ---- training ------------------------------------------------------------- */
-/* zero_grad, forward (train mode), softmax cross-entropy, backward, step.
- * Returns the batch's mean loss; *correct counts argmax hits. */
-/* The model's loss over B samples of logits with their labels: the mean
- * cross-entropy, its gradient into dlogits (NULL: none) and the number of
- * correct predictions into *correct (NULL: not counted). */
+/* The model's loss over B samples of logits with their targets (y: B *
+ * m->targets of them, a class per sample or a token per position): the mean
+ * cross-entropy over every target, its gradient into dlogits (NULL: none)
+ * and the number of targets predicted right (argmax) into *correct (NULL:
+ * not counted). */
 float pz_model_loss(const pz_model *m, float *dlogits, int *correct, const float *logits, const int32_t *y, int B);
+/* zero_grad, forward (train mode), loss, backward, step (o NULL: none).
+ * Returns the batch's mean loss. */
 float pz_train_step(pz_model *m, pz_optim *o, float lr, const float *x, const int32_t *y, int B, int *correct);
-/* Forward in eval mode over N samples in batches; mean loss and accuracy. */
+/* Forward in eval mode over N samples in batches; mean loss and accuracy
+ * (the fraction of targets predicted right). */
 void pz_evaluate(pz_model *m, const float *x, const int32_t *y, int64_t N, double *loss, double *accuracy);
 
 #endif

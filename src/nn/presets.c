@@ -1,9 +1,11 @@
-/* presets.c — the named models: mlp, lenet5, resnet8, resnet20. */
+/* presets.c — the named models: image classifiers (mlp, lenet5, resnet8,
+ * resnet20) and GPT-2 style language models (gpt-tiny, gpt-small). */
 #include "nn.h"
 
+#include <math.h>
 #include <string.h>
 
-static const char *const preset_names[] = {"mlp", "lenet5", "resnet8", "resnet20", NULL};
+static const char *const preset_names[] = {"mlp", "lenet5", "resnet8", "resnet20", "gpt-tiny", "gpt-small", NULL};
 
 const char *const *pz_model_preset_names(void) { return preset_names; }
 
@@ -52,6 +54,96 @@ static pz_status build_resnet(pz_seq *s, int n, int n_classes) {
     return pz_add_linear(s, "fc", n_classes, 1);
 }
 
+/* GPT-2 (Radford et al. 2019) at small scale: token and learned position
+ * embeddings, L pre-norm blocks (x + attn(ln_1(x)), then x + mlp(ln_2(x))
+ * with a 4x GELU MLP), a final LayerNorm and a head tied to the token
+ * table. Weights normal(0, 0.02), the projections into the residual stream
+ * scaled by 1/sqrt(2L), biases zero, LayerNorms 1 and 0 (GPT-2's scheme). */
+typedef struct {
+    const char *name;
+    int layers, dim, heads, context;
+} gpt_spec;
+
+static const gpt_spec gpt_specs[] = {
+    {"gpt-tiny", 4, 128, 4, 128},
+    {"gpt-small", 6, 256, 8, 256},
+};
+
+static pz_status build_gpt(pz_seq *s, const gpt_spec *g, int vocab);
+
+pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context, int T, int vocab, int batch_max,
+                       uint64_t seed) {
+    memset(m, 0, sizeof *m);
+    if (layers < 1 || dim < 1 || heads < 1 || context < 1 || T < 1 || T > context)
+        return pz_fail(PZ_ERR_ARG, "a GPT of %d blocks, width %d, %d heads, context %d over %d tokens is not valid", layers,
+                       dim, heads, context, T);
+    const gpt_spec g = {"gpt", layers, dim, heads, context};
+    pz_seq_init(&m->net, pz_shape_tokens(T));
+    pz_status st = build_gpt(&m->net, &g, vocab);
+    if (st == PZ_OK) st = pz_model_finalize(m, batch_max, vocab, seed);
+    if (st != PZ_OK) {
+        pz_model_free(m);
+        return st;
+    }
+    snprintf(m->preset, sizeof m->preset, "gpt");
+    return PZ_OK;
+}
+
+static const gpt_spec *gpt_of(const char *preset) {
+    for (size_t i = 0; i < sizeof gpt_specs / sizeof *gpt_specs; i++)
+        if (!strcmp(gpt_specs[i].name, preset)) return &gpt_specs[i];
+    return NULL;
+}
+
+static float proj_std(const gpt_spec *g) { return 0.02f / sqrtf(2.0f * (float)g->layers); }
+
+static pz_status attn_branch(pz_seq *r, const gpt_spec *g) {
+    PZ_TRY(pz_add_layernorm(r, "ln_1"));
+    PZ_TRY(pz_add_dense(r, "attn.c_attn", 3 * g->dim, 1, 0.02f));
+    PZ_TRY(pz_add_attention(r, "attn", g->heads));
+    return pz_add_dense(r, "attn.c_proj", g->dim, 1, proj_std(g));
+}
+
+static pz_status mlp_branch(pz_seq *r, const gpt_spec *g) {
+    PZ_TRY(pz_add_layernorm(r, "ln_2"));
+    PZ_TRY(pz_add_dense(r, "mlp.c_fc", 4 * g->dim, 1, 0.02f));
+    PZ_TRY(pz_add_gelu(r, "mlp.gelu"));
+    return pz_add_dense(r, "mlp.c_proj", g->dim, 1, proj_std(g));
+}
+
+/* a residual or group layer of what fill adds (it takes the list over) */
+static pz_status inner(pz_seq *s, const char *name, int residual, pz_status (*fill)(pz_seq *, const gpt_spec *),
+                       const gpt_spec *g) {
+    pz_seq *r = pz_begin_inner(s, name);
+    if (!r) return PZ_ERR_NOMEM;
+    const pz_status st = fill(r, g);
+    const pz_status e = residual ? pz_end_residual(s, name, r) : pz_end_group(s, name, r);
+    return st ? st : e;
+}
+
+static pz_status block(pz_seq *b, const gpt_spec *g) {
+    PZ_TRY(inner(b, "attn", 1, attn_branch, g));
+    return inner(b, "mlp", 1, mlp_branch, g);
+}
+
+static pz_status build_gpt(pz_seq *s, const gpt_spec *g, int vocab) {
+    PZ_TRY(pz_add_embedding(s, "wte", vocab, g->context, g->dim, 0.02f));
+    for (int i = 0; i < g->layers; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "h.%d", i);
+        PZ_TRY(inner(s, name, 0, block, g));
+    }
+    PZ_TRY(pz_add_layernorm(s, "ln_f"));
+    return pz_add_tied_head(s, "lm_head", "wte");
+}
+
+int pz_model_preset_is_sequence(const char *preset) { return gpt_of(preset) != NULL; }
+
+int pz_model_preset_context(const char *preset) {
+    const gpt_spec *g = gpt_of(preset);
+    return g ? g->context : 0;
+}
+
 pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_classes,
                           int batch_max, uint64_t seed) {
     return pz_model_preset_range(m, preset, in, n_classes, batch_max, seed, 0, 1 << 30);
@@ -61,16 +153,25 @@ pz_status pz_model_preset_range(pz_model *m, const char *preset, pz_shape in, in
                                 int from, int to) {
     memset(m, 0, sizeof *m);
     char sh[48];
-    if (in.rank != 3 || in.d[0] < 1 || in.d[1] < 1 || in.d[2] < 1)
-        return pz_fail(PZ_ERR_ARG, "input shape %s is not an image (C x H x W, each at least 1)", pz_shape_str(in, sh, sizeof sh));
-    if (n_classes < 2) return pz_fail(PZ_ERR_ARG, "need at least 2 classes, got %d", n_classes);
+    const gpt_spec *g = gpt_of(preset);
+    if (g) {
+        if (in.rank != 1 || in.d[0] < 1 || in.d[0] > g->context)
+            return pz_fail(PZ_ERR_ARG, "model '%s' takes sequences of 1 to %d tokens, not %s", preset, g->context,
+                           pz_shape_str(in, sh, sizeof sh));
+        if (n_classes < 2) return pz_fail(PZ_ERR_ARG, "need a vocabulary of at least 2 tokens, got %d", n_classes);
+    } else {
+        if (in.rank != 3 || in.d[0] < 1 || in.d[1] < 1 || in.d[2] < 1)
+            return pz_fail(PZ_ERR_ARG, "input shape %s is not an image (C x H x W, each at least 1)", pz_shape_str(in, sh, sizeof sh));
+        if (n_classes < 2) return pz_fail(PZ_ERR_ARG, "need at least 2 classes, got %d", n_classes);
+    }
     pz_seq_init(&m->net, in);
     pz_status st;
-    if (!strcmp(preset, "mlp")) st = build_mlp(&m->net, n_classes);
+    if (g) st = build_gpt(&m->net, g, n_classes);
+    else if (!strcmp(preset, "mlp")) st = build_mlp(&m->net, n_classes);
     else if (!strcmp(preset, "lenet5")) st = build_lenet5(&m->net, n_classes);
     else if (!strcmp(preset, "resnet8")) st = build_resnet(&m->net, 1, n_classes);
     else if (!strcmp(preset, "resnet20")) st = build_resnet(&m->net, 3, n_classes);
-    else return pz_fail(PZ_ERR_ARG, "unknown model '%s' (expected mlp, lenet5, resnet8 or resnet20)", preset);
+    else return pz_fail(PZ_ERR_ARG, "unknown model '%s' (expected mlp, lenet5, resnet8, resnet20, gpt-tiny or gpt-small)", preset);
     if (st == PZ_OK) st = pz_model_finalize_range(m, batch_max, n_classes, seed, from, to);
     if (st != PZ_OK) {
         pz_model_free(m);

@@ -41,6 +41,9 @@ expect 1 "broken/train-images-idx3-ubyte' is not an idx file" -- \
 expect 0 "resnet8 \(input 1x28x28" -- "$PZ" models
 expect 0 "layer3.0 +basic_block +64x7x7" -- "$PZ" models resnet8
 expect 0 "total: 272474 parameters" -- "$PZ" models resnet20 --input 3x32x32
+expect 0 "h.3 +group +128x128" -- "$PZ" models gpt-tiny
+expect 0 "total: 842496 parameters" -- "$PZ" models gpt-tiny
+expect 0 "FLOPs forward per token" -- "$PZ" models gpt-small --vocab 512
 expect 2 "unknown model 'vgg'" -- "$PZ" models vgg
 expect 0 "median [0-9.]+ ms/step" -- "$PZ" bench train --model lenet5 --batch 16 --threads 1 --warmup 1 --repeat 3
 expect 0 '"median_ms": [0-9.]+' -- "$PZ" bench train --model mlp --batch 8 --warmup 0 --repeat 2 --format json

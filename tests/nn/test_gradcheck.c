@@ -17,7 +17,7 @@
 #include "nn/nn.h"
 #include "kernels/kernels.h"
 
-typedef enum { INPUT_NORMAL, INPUT_AWAY_FROM_ZERO, INPUT_DISTINCT } input_kind;
+typedef enum { INPUT_NORMAL, INPUT_AWAY_FROM_ZERO, INPUT_DISTINCT, INPUT_TOKENS } input_kind;
 
 static double loss_at(pz_model *m, const float *x, const float *r, int B) {
     pz_seq_forward(&m->net, 0, m->net.n, x, B, 1);
@@ -61,6 +61,8 @@ static void check_layer(pz_model *m, int B, input_kind kind, double max_miss_fra
         if (kind == INPUT_AWAY_FROM_ZERO) v = (v < 0 ? -0.05f : 0.05f) + v;
         x[i] = v;
     }
+    if (kind == INPUT_TOKENS) /* token ids 0..4 held as k + 0.5: a +-eps step stays on the same id */
+        for (int64_t i = 0; i < nx; i++) x[i] = (float)pz_rng_below(&rng, 5) + 0.5f;
     if (kind == INPUT_DISTINCT) { /* a random permutation of values 0.05 apart */
         for (int64_t i = 0; i < nx; i++) x[i] = 0.05f * (float)(i - nx / 2);
         for (int64_t i = nx - 1; i > 0; i--) {
@@ -95,11 +97,31 @@ static void check_layer(pz_model *m, int B, input_kind kind, double max_miss_fra
         pz_seq_init(&m.net, in);                                                               \
         pz_seq *s = &m.net;                                                                    \
         CHECK((add_call) == PZ_OK, "%s", pz_last_error());                                     \
-        CHECK(pz_model_finalize(&m, B, (int)pz_shape_numel(pz_seq_out(s)), 7) == PZ_OK, "%s",  \
+        const pz_shape o_ = pz_seq_out(s);                                                     \
+        const int nc_ = o_.rank == 2 ? o_.d[1] : (int)pz_shape_numel(o_);                      \
+        CHECK(pz_model_finalize(&m, B, nc_, 7) == PZ_OK, "%s",                                 \
               pz_last_error());                                                                \
         check_layer(&m, B, kind, frac);                                                        \
         pz_model_free(&m);                                                                     \
     } while (0)
+
+/* x + c_proj(attention(c_attn(ln(x)))): a GPT branch, grouped */
+static pz_status residual_attention(pz_seq *s) {
+    pz_seq *g = pz_begin_inner(s, "block"), *r = g ? pz_begin_inner(g, "attn") : NULL;
+    pz_status st = r ? PZ_OK : PZ_ERR_NOMEM;
+    if (!st) st = pz_add_layernorm(r, "ln");
+    if (!st) st = pz_add_dense(r, "c_attn", 18, 1, 0.3f);
+    if (!st) st = pz_add_attention(r, "attn", 3);
+    if (!st) st = pz_add_dense(r, "c_proj", 6, 1, 0.3f);
+    if (r) st = st ? st : pz_end_residual(g, "attn", r);
+    return st ? st : pz_end_group(s, "block", g);
+}
+
+/* embedding then a head tied to it: the token table gets both gradients */
+static pz_status embedding_tied_head(pz_seq *s) {
+    PZ_TRY(pz_add_embedding(s, "wte", 5, 6, 4, 0.5f));
+    return pz_add_tied_head(s, "head", "wte");
+}
 
 int main(void) {
     pz_set_threads(2);
@@ -118,5 +140,16 @@ int main(void) {
     ONE_LAYER(pz_shape_image(6, 1, 1), 3, INPUT_NORMAL, 0.0, pz_add_linear(s, "linear", 4, 1));
     ONE_LAYER(img, 3, INPUT_NORMAL, 0.03, pz_add_basic_block(s, "block_identity", 3, 1));
     ONE_LAYER(img, 3, INPUT_NORMAL, 0.03, pz_add_basic_block(s, "block_projection", 4, 2));
+
+    /* transformer layers over sequences (T, C) */
+    const pz_shape seq = pz_shape_seq(5, 6);
+    ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, pz_add_layernorm(s, "layernorm"));
+    ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, pz_add_dense(s, "dense", 4, 1, 0.3f));
+    ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, pz_add_gelu(s, "gelu"));
+    ONE_LAYER(pz_shape_seq(5, 12), 2, INPUT_NORMAL, 0.0, pz_add_attention(s, "attention_2heads", 2));
+    ONE_LAYER(pz_shape_seq(4, 9), 2, INPUT_NORMAL, 0.0, pz_add_attention(s, "attention_1head", 1));
+    ONE_LAYER(pz_shape_tokens(6), 2, INPUT_TOKENS, 0.0, pz_add_embedding(s, "embedding", 5, 8, 3, 0.5f));
+    ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, residual_attention(s));
+    ONE_LAYER(pz_shape_tokens(6), 2, INPUT_TOKENS, 0.0, embedding_tied_head(s));
     TEST_DONE();
 }

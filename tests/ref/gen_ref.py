@@ -3,8 +3,10 @@
 (Debian's python3-torch: run with /usr/bin/python3 tests/ref/gen_ref.py).
 
 Writes tests/ref/layers.bin (every layer's forward output and gradients on
-small random inputs) and tests/ref/resnet8_step.bin (two SGD steps of a whole
-resnet8 from deterministic "formula" weights the C test recreates itself).
+small random inputs), tests/ref/resnet8_step.bin (two SGD steps of a whole
+resnet8 from deterministic "formula" weights the C test recreates itself)
+and tests/ref/gpt.bin (the transformer layers, and two AdamW steps of a
+small GPT whose initial parameters the file carries).
 
 File format (little-endian): the 8 bytes b"PZREF1\\0\\0", then records of
   u32 name_len, name (utf-8), u32 ndim, u32 dims[ndim], f32 data[prod(dims)].
@@ -202,7 +204,93 @@ def resnet8_step(path, B=8):
     w.close()
 
 
+def gpt(path):
+    """Transformer layers on small random inputs, then a whole GPT (2 blocks,
+    width 16, 2 heads, context 8, vocabulary 11) over B=3 sequences of T=7
+    tokens: logits, loss, every gradient and the parameters after each of
+    two AdamW steps (lr 1e-2, betas (0.9, 0.95), eps 1e-8, weight decay 0.1
+    on every parameter, as pz_optim's AdamW applies it)."""
+    torch.manual_seed(4321)
+    w = RefWriter(path)
+
+    # LayerNorm over the last dimension of (B, T, C)
+    x = torch.randn(2, 5, 12, requires_grad=True)
+    g = (1 + 0.2 * torch.randn(12)).requires_grad_()
+    b = (0.1 * torch.randn(12)).requires_grad_()
+    y = F.layer_norm(x, (12,), g, b, 1e-5)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    for k, v in [("x", x), ("w", g), ("b", b), ("y", y), ("dy", dy), ("dx", x.grad), ("dw", g.grad), ("db", b.grad)]:
+        w.put(f"layernorm.{k}", v)
+
+    # GELU, tanh form, over a wide range
+    x = (3 * torch.randn(4, 50)).requires_grad_()
+    y = F.gelu(x, approximate="tanh")
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    for k, v in [("x", x), ("y", y), ("dy", dy), ("dx", x.grad)]:
+        w.put(f"gelu.{k}", v)
+
+    # causal attention core: qkv (B, T, 3C) -> (B, T, C), 2 heads
+    B, T, C, NH = 2, 6, 8, 2
+    qkv = torch.randn(B, T, 3 * C, requires_grad=True)
+    q, k, v = qkv.split(C, dim=2)
+    hs = C // NH
+    q = q.view(B, T, NH, hs).transpose(1, 2)
+    k = k.view(B, T, NH, hs).transpose(1, 2)
+    v = v.view(B, T, NH, hs).transpose(1, 2)
+    att = (q @ k.transpose(-2, -1)) / (hs ** 0.5)
+    att = att.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf")).softmax(-1)
+    y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    for kk, vv in [("qkv", qkv), ("y", y), ("dy", dy), ("dqkv", qkv.grad)]:
+        w.put(f"attention.{kk}", vv)
+
+    # token + position embedding, a repeated token included
+    V, Tc, C = 7, 6, 5
+    wte = torch.randn(V, C, requires_grad=True)
+    wpe = torch.randn(Tc, C, requires_grad=True)
+    tok = torch.tensor([[1, 3, 3, 0, 6], [6, 2, 1, 1, 5]])
+    y = wte[tok] + wpe[:5]
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    for kk, vv in [("tok", tok.float()), ("wte", wte), ("wpe", wpe), ("y", y), ("dy", dy), ("dwte", wte.grad),
+                   ("dwpe", wpe.grad)]:
+        w.put(f"embedding.{kk}", vv)
+
+    # the whole model
+    model = torch_models.GPT(11, 2, 16, 2, 8)
+    with torch.no_grad():  # GPT-2's initialisation, any values would do
+        for name, p in model.named_parameters():
+            if name.endswith("weight") and p.dim() == 2:
+                p.normal_(0, 0.02 if "c_proj" not in name else 0.01)
+            elif "ln" in name and name.endswith("weight"):
+                p.copy_(1 + 0.1 * torch.randn_like(p))
+            else:
+                p.normal_(0, 0.02)
+    params = list(model.parameters())
+    w.put("gpt.params", torch.cat([p.detach().flatten() for p in params]))
+    idx = torch.randint(0, 11, (3, 8))
+    x, tgt = idx[:, :7], idx[:, 1:]
+    w.put("gpt.x", x.float())
+    w.put("gpt.y", tgt.float())
+    opt = torch.optim.AdamW(params, lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    for step in range(2):
+        opt.zero_grad()
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, 11), tgt.reshape(-1))
+        loss.backward()
+        w.put(f"gpt.step{step}.loss", loss.reshape(1))
+        w.put(f"gpt.step{step}.logits", logits)
+        w.put(f"gpt.step{step}.grads", torch.cat([p.grad.flatten() for p in params]))
+        opt.step()
+        w.put(f"gpt.step{step}.params", torch.cat([p.detach().flatten() for p in params]))
+    w.close()
+
+
 if __name__ == "__main__":
     layers(os.path.join(HERE, "layers.bin"))
     resnet8_step(os.path.join(HERE, "resnet8_step.bin"))
-    print("wrote", os.path.join(HERE, "layers.bin"), "and", os.path.join(HERE, "resnet8_step.bin"))
+    gpt(os.path.join(HERE, "gpt.bin"))
+    print("wrote layers.bin, resnet8_step.bin and gpt.bin in", HERE)

@@ -1,0 +1,127 @@
+/* test_gpt_ref.c — the transformer layers and a whole GPT against PyTorch
+ * (tests/ref/gpt.bin, made by tests/ref/gen_ref.py): LayerNorm, GELU, causal
+ * attention and the embeddings forward and backward; then a 2-block GPT's
+ * logits, loss, every gradient and its parameters after each of two AdamW
+ * steps, at 1 and 2 threads; and a 2-thread run equal bit for bit to
+ * itself. */
+#include "cli/xalloc.h"
+#include "../test.h"
+#include "kernels/kernels.h"
+#include "nn/nn.h"
+
+static ref_file rf;
+#define R(name) ref_get(&rf, name)
+
+static float *zeros(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
+
+/* close relative to the tensor's scale */
+static void close_to(const char *what, const float *got, const ref_tensor *want, float rel) {
+    float mx = 0.0f;
+    for (size_t i = 0; i < want->n; i++) mx = fmaxf(mx, fabsf(want->data[i]));
+    check_close(what, got, want->data, want->n, rel * mx, 10 * rel);
+}
+
+static void layers(void) {
+    { /* LayerNorm */
+        ref_tensor *x = R("layernorm.x"), *w = R("layernorm.w"), *b = R("layernorm.b");
+        const int C = x->dims[2], N = x->dims[0] * x->dims[1];
+        float *y = zeros(x->n), *dx = zeros(x->n), *dw = zeros(C), *db = zeros(C), *mean = zeros(N), *rstd = zeros(N);
+        layernorm_forward(y, mean, rstd, x->data, w->data, b->data, N, C, 1e-5f);
+        close_to("layernorm forward", y, R("layernorm.y"), 1e-5f);
+        layernorm_backward(dx, dw, db, R("layernorm.dy")->data, x->data, mean, rstd, w->data, N, C);
+        close_to("layernorm dx", dx, R("layernorm.dx"), 1e-5f);
+        close_to("layernorm dw", dw, R("layernorm.dw"), 1e-5f);
+        close_to("layernorm db", db, R("layernorm.db"), 1e-5f);
+        free(y), free(dx), free(dw), free(db), free(mean), free(rstd);
+    }
+    { /* GELU */
+        ref_tensor *x = R("gelu.x");
+        float *y = zeros(x->n), *dx = zeros(x->n);
+        gelu_forward(y, x->data, x->n);
+        close_to("gelu forward", y, R("gelu.y"), 1e-6f);
+        gelu_backward(dx, R("gelu.dy")->data, x->data, x->n);
+        close_to("gelu dx", dx, R("gelu.dx"), 1e-5f);
+        free(y), free(dx);
+    }
+    { /* causal attention, 2 heads */
+        ref_tensor *qkv = R("attention.qkv"), *want = R("attention.y");
+        const int B = qkv->dims[0], T = qkv->dims[1], C = qkv->dims[2] / 3, NH = 2;
+        float *y = zeros(want->n), *att = zeros((size_t)B * NH * T * T), *dq = zeros(qkv->n);
+        float *ws = pz_xfloats(attention_workspace_floats(T));
+        attention_forward(y, att, qkv->data, B, T, C, NH);
+        close_to("attention forward", y, want, 1e-5f);
+        int causal = 1;
+        for (int bh = 0; bh < B * NH; bh++)
+            for (int i = 0; i < T; i++)
+                for (int j = i + 1; j < T; j++) causal &= att[((size_t)bh * T + i) * T + j] == 0.0f;
+        CHECK(causal, "attention weights above the diagonal are not zero");
+        attention_backward(dq, ws, R("attention.dy")->data, qkv->data, att, B, T, C, NH);
+        close_to("attention dqkv", dq, R("attention.dqkv"), 1e-5f);
+        free(y), free(att), free(dq), free(ws);
+    }
+    { /* embeddings (a token repeated within a sequence and across them) */
+        ref_tensor *tok = R("embedding.tok"), *wte = R("embedding.wte"), *wpe = R("embedding.wpe");
+        const int B = tok->dims[0], T = tok->dims[1], V = wte->dims[0], C = wte->dims[1];
+        float *y = zeros((size_t)B * T * C), *dwte = zeros(wte->n), *dwpe = zeros(wpe->n);
+        embedding_forward(y, tok->data, wte->data, wpe->data, B, T, C, V);
+        close_to("embedding forward", y, R("embedding.y"), 1e-6f);
+        embedding_backward(dwte, dwpe, R("embedding.dy")->data, tok->data, B, T, C, V);
+        close_to("embedding dwte", dwte, R("embedding.dwte"), 1e-6f);
+        close_to("embedding dwpe", dwpe, R("embedding.dwpe"), 1e-6f);
+        free(y), free(dwte), free(dwpe);
+    }
+}
+
+/* two AdamW steps of the 2-block GPT; returns the final parameters */
+static float *gpt_steps(int threads) {
+    pz_set_threads(threads);
+    ref_tensor *x = R("gpt.x"), *yf = R("gpt.y");
+    const int B = x->dims[0], T = x->dims[1], V = 11;
+    pz_model m;
+    CHECK(pz_model_gpt(&m, 2, 16, 2, 8, T, V, B, 1) == PZ_OK, "%s", pz_last_error());
+    CHECK(R("gpt.params")->n == (size_t)m.n_params, "parameter count %lld vs PyTorch %zu", (long long)m.n_params,
+          R("gpt.params")->n);
+    CHECK(m.targets == T && m.n_classes == V, "targets %d classes %d", m.targets, m.n_classes);
+    memcpy(m.params, R("gpt.params")->data, sizeof(float) * (size_t)m.n_params);
+    int32_t *y = calloc(yf->n, sizeof *y);
+    for (size_t i = 0; i < yf->n; i++) y[i] = (int32_t)yf->data[i];
+    pz_optim o = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
+    CHECK(pz_optim_init(&o, PZ_OPT_ADAMW, m.n_params) == PZ_OK, "optimizer");
+    for (int step = 0; step < 2; step++) {
+        char k[64], what[96];
+        pz_model_zero_grad(&m);
+        pz_seq_forward(&m.net, 0, m.net.n, x->data, B, 1);
+        snprintf(k, sizeof k, "gpt.step%d.logits", step), snprintf(what, sizeof what, "%s (%d threads)", k, threads);
+        close_to(what, pz_model_logits(&m), R(k), 1e-5f);
+        int correct = -1;
+        const float loss = pz_model_loss(&m, m.dlogits, &correct, pz_model_logits(&m), y, B);
+        snprintf(k, sizeof k, "gpt.step%d.loss", step), snprintf(what, sizeof what, "%s (%d threads)", k, threads);
+        close_to(what, &loss, R(k), 1e-6f);
+        CHECK(correct >= 0 && correct <= B * T, "correct %d of %d", correct, B * T);
+        pz_seq_backward(&m.net, 0, m.net.n, x->data, m.dlogits, NULL, B);
+        snprintf(k, sizeof k, "gpt.step%d.grads", step), snprintf(what, sizeof what, "%s (%d threads)", k, threads);
+        close_to(what, m.grads, R(k), 1e-4f);
+        pz_optim_step(&o, m.params, m.grads, 1e-2f);
+        snprintf(k, sizeof k, "gpt.step%d.params", step), snprintf(what, sizeof what, "%s (%d threads)", k, threads);
+        close_to(what, m.params, R(k), 1e-5f);
+    }
+    float *out = pz_xfloats((size_t)m.n_params);
+    memcpy(out, m.params, sizeof(float) * (size_t)m.n_params);
+    pz_optim_free(&o);
+    pz_model_free(&m);
+    free(y);
+    return out;
+}
+
+int main(void) {
+    if (ref_load(&rf, PZ_SOURCE_DIR "/tests/ref/gpt.bin")) return 1;
+    layers();
+    const size_t n = R("gpt.params")->n;
+    float *a = gpt_steps(1);
+    free(a);
+    float *b = gpt_steps(2), *c = gpt_steps(2);
+    CHECK(!memcmp(b, c, sizeof(float) * n), "two 2-thread runs differ");
+    free(b), free(c);
+    ref_free(&rf);
+    TEST_DONE();
+}
