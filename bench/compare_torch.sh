@@ -3,6 +3,9 @@
 # model, batch and thread count, measured in the same run, alternating the
 # two ROUNDS times and reporting medians (the machine is shared and noisy).
 # Usage: bench/compare_torch.sh [PATH/TO/pipezip] [MODEL] [BATCH] [THREADS] [INPUT] [ROUNDS]
+# MODEL resnet8|resnet20 (INPUT 1x28x28|3x32x32) or gpt-tiny|gpt-small (a full
+# context of tokens per sample; INPUT is ignored): e.g.
+#   bench/compare_torch.sh ./build/pipezip gpt-tiny 16 2
 set -euo pipefail
 PZ=${1:-./build/pipezip}
 MODEL=${2:-resnet8}
@@ -24,8 +27,9 @@ for r in $(seq "$ROUNDS"); do
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 mp=$(median "${pz[@]}")
+case $MODEL in gpt-*) T=$("$PZ" models "$MODEL" | sed -nE 's/.*context ([0-9]+) tokens.*/\1/p'); LABEL="$T tokens" ;; esac
 mt=$(median "${th[@]}")
-echo "model $MODEL, input $INPUT, batch $BATCH, $THREADS threads, $ROUNDS rounds of 20 steps"
+echo "model $MODEL, input ${LABEL:-$INPUT}, batch $BATCH, $THREADS threads, $ROUNDS rounds of 20 steps"
 echo "  CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') (family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model\s*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' '))"
 "$PZ" bench train --model "$MODEL" --batch 2 --threads 1 --input "$INPUT" --repeat 1 --warmup 0 --format json 2>/dev/null |
   sed -E 's/.*"blas_core": "([^"]*)", "blas_core_chosen_by": "([^"]*)".*/  pipezip BLAS kernels: \1 (chosen by \2)/'
@@ -33,3 +37,6 @@ env | grep -q '^OPENBLAS_' && echo "  note: OPENBLAS_* is set in this environmen
 echo "  pipezip: ${pz[*]} ms/step -> median $mp"
 echo "  pytorch: ${th[*]} ms/step -> median $mt ($(/usr/bin/python3 -c 'import torch; print(torch.__version__)'))"
 awk -v a="$mp" -v b="$mt" 'BEGIN { printf "  pytorch / pipezip = %.2fx (above 1: pipezip is faster)\n", b / a }'
+if [ -n "${T:-}" ]; then
+  awk -v a="$mp" -v b="$mt" -v n="$((BATCH * T))" 'BEGIN { printf "  tokens/s: pipezip %.0f, pytorch %.0f\n", n * 1e3 / a, n * 1e3 / b }'
+fi

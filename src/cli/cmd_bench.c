@@ -10,8 +10,10 @@
 static const char usage[] =
     "Usage: pipezip bench train [OPTIONS]\n"
     "\n"
-    "Time full training steps (forward, loss, backward, SGD update) of a preset on\n"
-    "random inputs; prints the median, the spread and samples/s. Not a test: run\n"
+    "Time full training steps (forward, loss, backward, update: SGD for the image\n"
+    "models, AdamW for the language models) of a preset on random inputs (token\n"
+    "ids for gpt-*, a full context per sample); prints the median, the spread and\n"
+    "samples/s (tokens/s for gpt-*). Not a test: run\n"
     "it on a quiet machine and compare medians (bench/compare_torch.sh puts\n"
     "PyTorch's step beside it).\n";
 
@@ -19,8 +21,8 @@ static int bench_train(int argc, char **argv) {
     const char *model = "resnet8", *input = "1x28x28", *format = "text";
     int batch = 128, threads = 2, warmup = 3, repeat = 20;
     const pz_opt opts[] = {
-        {"model", OPT_STR, &model, "NAME", "model preset", 0, 0, "mlp|lenet5|resnet8|resnet20"},
-        {"input", OPT_STR, &input, "CxHxW", "input shape", 0, 0, "1x28x28|3x32x32"},
+        {"model", OPT_STR, &model, "NAME", "model preset", 0, 0, "mlp|lenet5|resnet8|resnet20|gpt-tiny|gpt-small"},
+        {"input", OPT_STR, &input, "CxHxW", "image models' input shape", 0, 0, "1x28x28|3x32x32"},
         {"batch", OPT_INT, &batch, "N", "batch size", 1, 65536, NULL},
         {"threads", OPT_INT, &threads, "N", "threads (0 = all cores)", 0, 1024, NULL},
         {"warmup", OPT_INT, &warmup, "N", "untimed steps first", 0, 1000, NULL},
@@ -31,21 +33,28 @@ static int bench_train(int argc, char **argv) {
     if (rc == 1) return 0;
     if (rc) return 2;
     pz_set_threads(threads);
-    pz_shape in = !strcmp(input, "3x32x32") ? pz_shape_image(3, 32, 32) : pz_shape_image(1, 28, 28);
+    const int lm = pz_model_preset_is_sequence(model), V = 256;
+    pz_shape in = lm ? pz_shape_tokens(pz_model_preset_context(model))
+                     : !strcmp(input, "3x32x32") ? pz_shape_image(3, 32, 32) : pz_shape_image(1, 28, 28);
+    char in_str[48];
+    pz_shape_str(in, in_str, sizeof in_str);
+    input = in_str;
+    const int classes = lm ? V : 10;
     pz_model m;
-    if (pz_model_preset(&m, model, in, 10, batch, 1)) {
+    if (pz_model_preset(&m, model, in, classes, batch, 1)) {
         fprintf(stderr, "pipezip bench train: %s\n", pz_last_error());
         return 1;
     }
-    pz_optim o = {.momentum = 0.9f, .weight_decay = 5e-4f};
-    pz_optim_init(&o, PZ_OPT_SGD, m.n_params);
-    const size_t n = (size_t)batch * pz_shape_numel(in);
+    pz_optim o = {.momentum = 0.9f, .weight_decay = lm ? 0.1f : 5e-4f, .beta2 = 0.95f};
+    pz_optim_init(&o, lm ? PZ_OPT_ADAMW : PZ_OPT_SGD, m.n_params);
+    const size_t n = (size_t)batch * pz_shape_numel(in), ny = (size_t)batch * m.targets;
     float *x = pz_xfloats(n);
-    int32_t *y = pz_xcalloc((size_t)batch, sizeof(int32_t));
+    int32_t *y = pz_xcalloc(ny, sizeof(int32_t));
     pz_rng r;
     pz_rng_seed(&r, 7);
-    for (size_t i = 0; i < n; i++) x[i] = pz_rng_normal(&r);
-    for (int b = 0; b < batch; b++) y[b] = (int32_t)pz_rng_below(&r, 10);
+    for (size_t i = 0; i < n; i++) x[i] = lm ? (float)pz_rng_below(&r, V) : pz_rng_normal(&r);
+    for (size_t i = 0; i < ny; i++) y[i] = (int32_t)pz_rng_below(&r, (uint32_t)classes);
+    const int per = lm ? m.targets : 1; /* tokens per sample, or 1 */
     double *t = pz_xcalloc((size_t)repeat, sizeof(double));
     for (int i = 0; i < warmup + repeat; i++) {
         const double t0 = pz_now();
@@ -58,12 +67,14 @@ static int bench_train(int argc, char **argv) {
     if (!strcmp(format, "json"))
         printf("{\"bench\": \"train\", \"model\": \"%s\", \"input\": \"%s\", \"batch\": %d, \"threads\": %d, "
                "\"repeat\": %d, \"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"samples_per_s\": %.1f, "
+               "\"tokens_per_s\": %.1f, "
                "\"blas\": \"%s\", \"blas_core\": \"%s\", \"blas_core_chosen_by\": \"%s\", \"blas_generic\": %s}\n",
-               model, input, batch, pz_get_threads(), repeat, 1e3 * med, 1e3 * lo, 1e3 * hi, batch / med, bi.library, bi.core,
-               bi.source, bi.generic ? "true" : "false");
+               model, input, batch, pz_get_threads(), repeat, 1e3 * med, 1e3 * lo, 1e3 * hi, batch / med,
+               lm ? batch * per / med : 0.0, bi.library, bi.core, bi.source, bi.generic ? "true" : "false");
     else {
-        printf("pipezip bench train: %s, input %s, batch %d, %d threads: median %.2f ms/step (min %.2f, max %.2f, %d steps), %.0f samples/s\n",
-               model, input, batch, pz_get_threads(), 1e3 * med, 1e3 * lo, 1e3 * hi, repeat, batch / med);
+        printf("pipezip bench train: %s, input %s, batch %d, %d threads: median %.2f ms/step (min %.2f, max %.2f, %d steps), %.0f %s/s\n",
+               model, input, batch, pz_get_threads(), 1e3 * med, 1e3 * lo, 1e3 * hi, repeat, batch * per / med,
+               lm ? "tokens" : "samples");
         printf("  BLAS: %s; kernels %s, chosen by %s%s%s%s\n", bi.library, bi.core,
                !strcmp(bi.source, "pipezip") ? "pipezip from the CPU's features" : !strcmp(bi.source, "user") ? "OPENBLAS_CORETYPE" : bi.source,
                bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? " (OpenBLAS itself chose " : "",
