@@ -46,6 +46,20 @@ const char *pz_status_name(pz_status s) {
 }
 
 /* ------------------------------------------------------------------------- */
+/* shapes */
+
+const char *pz_shape_str(pz_shape s, char *buf, size_t cap) {
+    size_t n = 0;
+    if (cap) buf[0] = 0;
+    for (int i = 0; i < s.rank && n < cap; i++) {
+        const int w = snprintf(buf + n, cap - n, i ? "x%d" : "%d", s.d[i]);
+        if (w < 0) break;
+        n += (size_t)w;
+    }
+    return buf;
+}
+
+/* ------------------------------------------------------------------------- */
 /* allocation */
 
 float *pz_floats_try(size_t n) {

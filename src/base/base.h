@@ -45,6 +45,35 @@ typedef struct {
 int64_t pz_tensor_numel(const pz_tensor *t);
 
 /* ---------------------------------------------------------------------------
+ * What one sample is at a point of a model or in a dataset, where it flows between layers
+ * and where it crosses a stage boundary (the codecs see (B, d[0], ...)):
+ * an image (C, H, W) is rank 3, and image models keep vectors as (n, 1, 1);
+ * a sequence (T, C) is rank 2; a language model's input, T token ids, is
+ * rank 1. */
+#define PZ_SHAPE_MAX 3
+typedef struct {
+    int rank;
+    int d[PZ_SHAPE_MAX];
+} pz_shape;
+
+static inline pz_shape pz_shape_image(int c, int h, int w) { return (pz_shape){3, {c, h, w}}; }
+static inline pz_shape pz_shape_seq(int t, int c) { return (pz_shape){2, {t, c, 0}}; }
+static inline pz_shape pz_shape_tokens(int t) { return (pz_shape){1, {t, 0, 0}}; }
+static inline int64_t pz_shape_numel(pz_shape s) {
+    int64_t n = 1;
+    for (int i = 0; i < s.rank; i++) n *= s.d[i];
+    return n;
+}
+static inline int pz_shape_equal(pz_shape a, pz_shape b) {
+    if (a.rank != b.rank) return 0;
+    for (int i = 0; i < a.rank; i++)
+        if (a.d[i] != b.d[i]) return 0;
+    return 1;
+}
+/* "3x32x32", "128x256": the dimensions joined by 'x' */
+const char *pz_shape_str(pz_shape s, char *buf, size_t cap);
+
+/* ---------------------------------------------------------------------------
  * RNG: xoshiro256** seeded through splitmix64. pz_rng_split derives an
  * independent stream from (seed, stream id) so each stage, worker or sample
  * gets its own reproducible sequence regardless of thread scheduling. */

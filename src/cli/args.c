@@ -22,12 +22,15 @@ static int edit_distance(const char *a, const char *b) {
     return d[la][lb];
 }
 
+/* a choice "word:ARG" takes any value that starts with "word:" and has an argument */
 static int in_choices(const char *v, const char *choices) {
     size_t n = strlen(v);
     for (const char *p = choices; *p;) {
         const char *bar = strchr(p, '|');
         size_t len = bar ? (size_t)(bar - p) : strlen(p);
         if (len == n && !strncmp(p, v, n)) return 1;
+        const char *colon = memchr(p, ':', len);
+        if (colon && n > (size_t)(colon - p) + 1 && !strncmp(p, v, (size_t)(colon - p) + 1)) return 1;
         if (!bar) break;
         p = bar + 1;
     }

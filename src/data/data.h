@@ -12,11 +12,21 @@ typedef struct {
     char name[64];  /* e.g. "fashion-mnist:train" */
     int64_t n;
     int c, h, w, n_classes;
-    float *x;       /* (n, c, h, w), normalised after pz_dataset_normalize */
-    int32_t *y;     /* (n) */
+    float *x;       /* (n, c, h, w), normalised after pz_dataset_normalize; text: (n, tokens) ids */
+    int32_t *y;     /* (n) classes; text: (n, tokens) next tokens */
     float mean[4], std[4]; /* per channel, of the raw [0,1] pixels of the train split */
     int64_t id_base;       /* sample ids are id_base + index (a shard keeps its ids from the whole set) */
+    int tokens;            /* text: each sample is this many token ids (c = h = 1, w = tokens), each with the
+                              next token as its target; 0 for images (one class per sample) */
+    double bytes_per_token;/* text: bytes of the corpus per token (bits per byte = loss / ln 2 / this) */
 } pz_dataset;
+
+/* What one sample is (an image C x H x W, or T token ids) and how many
+ * targets it has (1 class, or T next tokens). */
+static inline pz_shape pz_dataset_shape(const pz_dataset *d) {
+    return d->tokens ? pz_shape_tokens(d->tokens) : pz_shape_image(d->c, d->h, d->w);
+}
+static inline int pz_dataset_targets(const pz_dataset *d) { return d->tokens ? d->tokens : 1; }
 
 /* Keep the k-th of n contiguous slices (0 <= k < n); ids stay those of the whole set. */
 pz_status pz_dataset_shard(pz_dataset *d, int k, int n);
@@ -34,8 +44,20 @@ pz_status pz_make_synthetic(pz_dataset *train, pz_dataset *test, int64_t n_train
 
 /* Load by name: "fashion-mnist", "mnist", "cifar10" (dir may be NULL for the
  * default location) or "synthetic". Normalises both splits with the train
- * split's per-channel mean and std. */
+ * split's per-channel mean and std. Text ("kjv", "text:FILE") needs the
+ * sequence length: pz_load_corpus. */
 pz_status pz_load_dataset(pz_dataset *train, pz_dataset *test, const char *name, const char *dir, uint64_t seed);
+int pz_dataset_is_text(const char *name);
+
+/* ---- text ------------------------------------------------------------------
+ * A file's bytes as tokens (vocabulary 256): the first 90% train, the last
+ * 10% held out, samples of T tokens at stride T with the next T as targets. */
+pz_status pz_load_text(pz_dataset *train, pz_dataset *test, const char *path, const char *name, int T);
+/* The King James Bible's path in dir (NULL: data/), extracting it once from
+ * Debian's bible-kjv when it is not there yet. */
+pz_status pz_kjv_path(char *path, size_t cap, const char *dir);
+/* "kjv" (dir: where its cache lives) or "text:FILE" */
+pz_status pz_load_corpus(pz_dataset *train, pz_dataset *test, const char *name, const char *dir, int T);
 const char *pz_default_data_dir(const char *name);
 
 /* Keep only the first n examples (n <= d->n). */
@@ -63,7 +85,7 @@ typedef struct {
     int64_t pos;
     uint32_t *order; /* (n) */
     float *x;        /* (batch, c, h, w) */
-    int32_t *y;      /* (batch) */
+    int32_t *y;      /* (batch, targets per sample) */
     uint32_t *ids;   /* (batch) */
 } pz_loader;
 

@@ -208,6 +208,7 @@ const char *pz_default_data_dir(const char *name) {
     if (!strcmp(name, "fashion-mnist")) return "/usr/share/datasets/fashion-mnist";
     if (!strcmp(name, "mnist")) return "/usr/share/datasets/mnist";
     if (!strcmp(name, "cifar10")) return "data/cifar-10-batches-bin";
+    if (!strcmp(name, "kjv")) return "data";
     return NULL;
 }
 
@@ -223,6 +224,19 @@ pz_status pz_load_dataset(pz_dataset *train, pz_dataset *test, const char *name,
     return PZ_OK;
 }
 
+int pz_dataset_is_text(const char *name) { return !strcmp(name, "kjv") || !strncmp(name, "text:", 5); }
+
+pz_status pz_load_corpus(pz_dataset *train, pz_dataset *test, const char *name, const char *dir, int T) {
+    if (!strncmp(name, "text:", 5)) {
+        if (!name[5]) return pz_fail(PZ_ERR_ARG, "--data text:FILE needs a file name");
+        return pz_load_text(train, test, name + 5, "text", T);
+    }
+    if (strcmp(name, "kjv")) return pz_fail(PZ_ERR_ARG, "unknown text corpus '%s' (expected kjv or text:FILE)", name);
+    char path[4096];
+    PZ_TRY(pz_kjv_path(path, sizeof path, dir));
+    return pz_load_text(train, test, path, "kjv", T);
+}
+
 void pz_dataset_truncate(pz_dataset *d, int64_t n) {
     if (n >= 0 && n < d->n) d->n = n;
 }
@@ -231,9 +245,9 @@ pz_status pz_dataset_shard(pz_dataset *d, int k, int n) {
     if (n < 1 || k < 0 || k >= n) return pz_fail(PZ_ERR_ARG, "shard %d of %d: expected 0 <= K < N", k, n);
     const int64_t from = d->n * k / n, to = d->n * (k + 1) / n;
     if (to <= from) return pz_fail(PZ_ERR_ARG, "shard %d of %d of %lld examples is empty", k, n, (long long)d->n);
-    const size_t per = (size_t)d->c * d->h * d->w;
+    const size_t per = (size_t)d->c * d->h * d->w, ty = (size_t)pz_dataset_targets(d);
     memmove(d->x, d->x + (size_t)from * per, sizeof(float) * per * (size_t)(to - from));
-    memmove(d->y, d->y + from, sizeof(int32_t) * (size_t)(to - from));
+    memmove(d->y, d->y + (size_t)from * ty, sizeof(int32_t) * ty * (size_t)(to - from));
     d->id_base += from;
     d->n = to - from;
     return PZ_OK;
@@ -246,6 +260,7 @@ void pz_dataset_free(pz_dataset *d) {
 }
 
 void pz_dataset_normalize(pz_dataset *train, pz_dataset *test) {
+    if (train->tokens) return; /* token ids are not pixels */
     const int64_t hw = (int64_t)train->h * train->w;
     for (int ch = 0; ch < train->c && ch < 4; ch++) {
         double s = 0.0, s2 = 0.0;

@@ -19,7 +19,7 @@ pz_status pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuff
     pz_rng_seed(&l->rng, seed);
     l->order = calloc((size_t)d->n ? (size_t)d->n : 1, sizeof(uint32_t));
     l->x = pz_floats_try((size_t)batch * d->c * d->h * d->w);
-    l->y = calloc((size_t)batch, sizeof(int32_t));
+    l->y = calloc((size_t)batch * pz_dataset_targets(d), sizeof(int32_t));
     l->ids = calloc((size_t)batch, sizeof(uint32_t));
     if (!l->order || !l->x || !l->y || !l->ids) {
         pz_loader_free(l);
@@ -75,12 +75,13 @@ int pz_loader_next(pz_loader *l) {
     const int64_t left = d->n - l->pos;
     if (left <= 0) return 0;
     const int B = (int)(left < l->batch ? left : l->batch);
-    const size_t per = (size_t)d->c * d->h * d->w;
-    const int do_aug = l->aug.pad > 0 || l->aug.flip;
+    const size_t per = (size_t)d->c * d->h * d->w, ty = (size_t)pz_dataset_targets(d);
+    const int do_aug = !d->tokens && (l->aug.pad > 0 || l->aug.flip);
     for (int b = 0; b < B; b++) {
         const uint32_t id = l->order[l->pos + b];
         l->ids[b] = (uint32_t)(d->id_base + id);
-        l->y[b] = d->y[id];
+        if (ty == 1) l->y[b] = d->y[id];
+        else memcpy(l->y + b * ty, d->y + id * ty, sizeof(int32_t) * ty);
         if (do_aug) {
             pz_rng r = pz_rng_split(&l->rng, (uint64_t)(l->epoch + 1) << 32 | id);
             augment(l->x + b * per, d->x + id * per, d, l->aug, &r);

@@ -85,13 +85,23 @@ static pz_status start(run *r) {
     }
     r->out_dir = r->rank > 0 ? NULL : cfg->resume ? cfg->resume : cfg->out_dir; /* the driver's process writes the run directory */
 
-    PZ_TRY(pz_load_dataset(&r->train, &r->test, cfg->data, cfg->data_dir, cfg->seed));
+    if (pz_dataset_is_text(cfg->data)) {
+        if (!pz_model_preset_is_sequence(cfg->model))
+            return pz_fail(PZ_ERR_ARG, "--data %s is text: it trains a language model (--model gpt-tiny or gpt-small), not %s",
+                           cfg->data, cfg->model);
+        PZ_TRY(pz_load_corpus(&r->train, &r->test, cfg->data, cfg->data_dir, pz_model_preset_context(cfg->model)));
+    } else {
+        if (pz_model_preset_is_sequence(cfg->model))
+            return pz_fail(PZ_ERR_ARG, "--model %s is a language model: it trains on text (--data kjv or text:FILE), not %s",
+                           cfg->model, cfg->data);
+        PZ_TRY(pz_load_dataset(&r->train, &r->test, cfg->data, cfg->data_dir, cfg->seed));
+    }
     if (cfg->limit_train > 0) pz_dataset_truncate(&r->train, cfg->limit_train);
     if (cfg->limit_test > 0) pz_dataset_truncate(&r->test, cfg->limit_test);
     if (cfg->shard_count > 0) PZ_TRY(pz_dataset_shard(&r->train, cfg->shard_index, cfg->shard_count));
 
     /* the stages hold the model; this copy only names layers and cuts */
-    PZ_TRY(pz_model_preset_range(&r->model, cfg->model, pz_shape_image(r->train.c, r->train.h, r->train.w), r->train.n_classes,
+    PZ_TRY(pz_model_preset_range(&r->model, cfg->model, pz_dataset_shape(&r->train), r->train.n_classes,
                                  cfg->batch, cfg->seed, 0, 0));
     res->n_params = r->model.n_params;
     res->n_stages = 1;
@@ -139,7 +149,7 @@ static pz_progress progress(const run *r, int epoch, int64_t step, double loss_s
     pz_progress p = {.epoch = epoch + 1, .epochs = r->cfg->epochs, .step = step,
                      .steps_per_epoch = r->sched.steps_per_epoch, .global_step = r->global_step,
                      .total_steps = r->sched.total_steps, .loss = loss_sum / seen,
-                     .accuracy = (double)hits / seen, .lr = lr, .elapsed = now - r->t0,
+                     .accuracy = (double)hits / ((double)seen * pz_dataset_targets(&r->train)), .lr = lr, .elapsed = now - r->t0,
                      .samples_per_second = r->samples / (now - r->t0)};
     p.eta = (now - r->t0) / r->global_step * (r->sched.total_steps - r->global_step);
     return p;
@@ -170,7 +180,7 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
         if (r->on_progress && r->on_progress(&p, r->user)) r->res->stopped = 1;
         if (r->steps_m.f && (r->global_step % cfg->log_every == 0 || e->steps == r->sched.steps_per_epoch)) {
             pz_field f[] = {PZ_NUM("epoch", epoch + 1), PZ_NUM("step", r->global_step), PZ_NUM("loss", loss),
-                            PZ_NUM("accuracy", (double)correct / B), PZ_NUM("lr", lr),
+                            PZ_NUM("accuracy", (double)correct / ((double)B * pz_dataset_targets(&r->train))), PZ_NUM("lr", lr),
                             PZ_NUM("time", now - r->t0)};
             PZ_TRY(pz_metrics_write(&r->steps_m, f, (int)(sizeof f / sizeof *f)));
         }
@@ -203,9 +213,11 @@ static pz_status write_epoch(run *r, int epoch, const epoch_sums *e, const eval_
     int nf = 0;
     f[nf++] = PZ_NUM("epoch", epoch + 1);
     f[nf++] = PZ_NUM("train_loss", e->loss_sum / e->seen);
-    f[nf++] = PZ_NUM("train_accuracy", (double)e->hits / e->seen);
+    f[nf++] = PZ_NUM("train_accuracy", (double)e->hits / ((double)e->seen * pz_dataset_targets(&r->train)));
     f[nf++] = PZ_NUM("test_loss", v->loss);
     f[nf++] = PZ_NUM("test_accuracy", v->acc);
+    /* a language model: bits per byte of held-out text, loss / ln 2 / bytes per token */
+    if (r->train.tokens) f[nf++] = PZ_NUM("test_bits_per_byte", v->loss / log(2.0) / r->train.bytes_per_token);
     if (r->pipeline) {
         f[nf++] = PZ_NUM("test_loss_compressed", v->loss_c);
         f[nf++] = PZ_NUM("test_accuracy_compressed", v->acc_c);
@@ -266,7 +278,7 @@ static pz_status epoch_loop(run *r) {
         const double now = pz_now();
         res->epochs_done = epoch + 1;
         res->final_train_loss = e.loss_sum / e.seen;
-        res->final_train_accuracy = (double)e.hits / e.seen;
+        res->final_train_accuracy = (double)e.hits / ((double)e.seen * pz_dataset_targets(&r->train));
         res->final_test_loss = v.loss;
         res->final_test_accuracy = v.acc;
         if (v.acc > res->best_test_accuracy) res->best_test_accuracy = v.acc;

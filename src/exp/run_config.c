@@ -41,7 +41,7 @@ void pz_run_config_default(pz_run_config *c) {
 pz_status pz_run_config_check(const pz_run_config *c) {
     int known = 0;
     for (const char *const *p = pz_model_preset_names(); *p; p++) known |= !strcmp(*p, c->model);
-    if (!known) return pz_fail(PZ_ERR_ARG, "--model '%s' is not a preset (expected mlp, lenet5, resnet8 or resnet20)", c->model);
+    if (!known) return pz_fail(PZ_ERR_ARG, "--model '%s' is not a preset (expected mlp, lenet5, resnet8, resnet20, gpt-tiny or gpt-small)", c->model);
     if (c->epochs < 1) return pz_fail(PZ_ERR_ARG, "--epochs must be at least 1, got %d", c->epochs);
     if (c->batch < 1 || c->batch > 65536) return pz_fail(PZ_ERR_ARG, "--batch must be in 1..65536, got %d", c->batch);
     if (strcmp(c->optimizer, "sgd") && strcmp(c->optimizer, "adamw"))
@@ -192,8 +192,9 @@ pz_status run_pipe_config(const pz_run_config *cfg, const pz_model *model, const
                              int ranks) {
     memset(pc, 0, sizeof *pc);
     pc->model = cfg->model;
-    pc->in = pz_shape_image(train->c, train->h, train->w);
+    pc->in = pz_dataset_shape(train);
     pc->n_classes = train->n_classes;
+    pc->targets = pz_dataset_targets(train);
     pc->batch_max = cfg->batch;
     pc->seed = cfg->seed;
     pc->optimizer = !strcmp(cfg->optimizer, "adamw") ? PZ_OPT_ADAMW : PZ_OPT_SGD;

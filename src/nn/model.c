@@ -10,17 +10,6 @@
 /* ------------------------------------------------------------------------- */
 /* building */
 
-const char *pz_shape_str(pz_shape s, char *buf, size_t cap) {
-    size_t n = 0;
-    if (cap) buf[0] = 0;
-    for (int i = 0; i < s.rank && n < cap; i++) {
-        const int w = snprintf(buf + n, cap - n, i ? "x%d" : "%d", s.d[i]);
-        if (w < 0) break;
-        n += (size_t)w;
-    }
-    return buf;
-}
-
 void pz_seq_init(pz_seq *s, pz_shape in) {
     memset(s, 0, sizeof *s);
     s->in = in;

@@ -18,8 +18,9 @@
 
 typedef struct {
     const char *model;      /* preset */
-    pz_shape in;
+    pz_shape in;            /* one sample: an image, or T token ids */
     int n_classes, batch_max;
+    int targets;            /* per sample: 1 class, or T next tokens (0 = 1) */
     uint64_t seed;
     int n_stages;
     int cuts[PZ_MAX_STAGES]; /* stage s ends after top-level layer cuts[s] (s < n_stages - 1) */

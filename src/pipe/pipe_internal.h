@@ -92,6 +92,12 @@ pz_status stage_encode(pz_codec *tx, const float *t, int B, pz_shape sh, const u
 /* PZ_ERR_STATE unless a decoded frame's shape (nd, shape) is B samples of sh */
 pz_status stage_check_frame(const char *what, int nd, const int64_t *shape, int B, pz_shape sh);
 
+/* targets per sample (protocol.h's P) */
+static inline int pipe_targets(const pz_pipe *p) { return p->cfg.targets > 0 ? p->cfg.targets : 1; }
+
+/* PZ_ERR_STATE unless every one of n targets is a class (a token) of the model */
+pz_status stage_check_targets(const stage *s, const int32_t *y, size_t n);
+
 static inline pz_shape stage_in_shape(const stage *s) {
     const pz_seq *net = &s->model[0].net;
     return s->from ? net->layers[s->from - 1].out : net->in;

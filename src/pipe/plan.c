@@ -88,6 +88,9 @@ pz_status plan_stage(pz_pipe *p, int i) {
         PZ_TRY(pz_model_preset_range(&s->model[m], cfg->model, cfg->in, cfg->n_classes, p->mb_max, cfg->seed, from, to));
         if (m) pz_model_share(&s->model[m], &s->model[0]);
     }
+    if (s->model[0].targets != pipe_targets(p))
+        return pz_fail(PZ_ERR_ARG, "model '%s' has %d targets per sample, the data %d", cfg->model, s->model[0].targets,
+                       pipe_targets(p));
     const int n = s->model[0].net.n;
     s->from = from;
     s->to = i == p->S - 1 ? n : to;

@@ -48,48 +48,50 @@ pz_status msg_recv(pz_link *l, int want, uint8_t **buf, size_t *cap, size_t *len
 }
 
 /* ---- META ---- */
-size_t msg_meta_bytes(int B) { return 4 + 8 * (size_t)B + 8; }
+size_t msg_meta_bytes(int B, int P) { return 4 + 4 * (size_t)B + 4 * (size_t)B * (size_t)P + 8; }
 
-void msg_meta_put(uint8_t *out, int B, const uint32_t *ids, const int32_t *labels, float lr, int M) {
+void msg_meta_put(uint8_t *out, int B, int P, const uint32_t *ids, const int32_t *targets, float lr, int M) {
+    const size_t nt = (size_t)B * (size_t)P, at = 4 + 4 * (size_t)B + 4 * nt;
     pz_put_i32(out, B);
     pz_put_words(out + 4, ids, (size_t)B);
-    pz_put_words(out + 4 + 4 * (size_t)B, labels, (size_t)B);
-    pz_put_f32(out + 4 + 8 * (size_t)B, lr);
-    pz_put_i32(out + 8 + 8 * (size_t)B, M);
+    pz_put_words(out + 4 + 4 * (size_t)B, targets, nt);
+    pz_put_f32(out + at, lr);
+    pz_put_i32(out + at + 4, M);
 }
 
-pz_status msg_meta_get(const uint8_t *in, size_t len, int exact, int max_B, int max_M, msg_meta *m) {
+pz_status msg_meta_get(const uint8_t *in, size_t len, int exact, int max_B, int max_M, int P, msg_meta *m) {
     if (len < 4) return pz_fail(PZ_ERR_STATE, "a %zu-byte batch header", len);
     const int B = pz_get_i32(in);
     if (B < 1 || B > max_B) return pz_fail(PZ_ERR_STATE, "bad batch header (a batch of %d, at most %d)", B, max_B);
-    const size_t need = msg_meta_bytes(B);
+    const size_t need = msg_meta_bytes(B, P), nt = (size_t)B * (size_t)P, at = 4 + 4 * (size_t)B + 4 * nt;
     if (exact ? len != need : len < need) return pz_fail(PZ_ERR_STATE, "bad batch header (%zu bytes for a batch of %d)", len, B);
-    const int M = pz_get_i32(in + 8 + 8 * (size_t)B);
+    const int M = pz_get_i32(in + at + 4);
     if (M < 1 || M > max_M) return pz_fail(PZ_ERR_STATE, "bad batch header (%d micro-batches)", M);
     m->B = B, m->M = M;
     pz_get_words(m->ids, in + 4, (size_t)B);
-    pz_get_words(m->labels, in + 4 + 4 * (size_t)B, (size_t)B);
-    m->lr = pz_get_f32(in + 4 + 8 * (size_t)B);
+    pz_get_words(m->targets, in + 4 + 4 * (size_t)B, nt);
+    m->lr = pz_get_f32(in + at);
     return PZ_OK;
 }
 
 /* ---- EVAL_META ---- */
-size_t msg_eval_bytes(int B) { return 8 + 4 * (size_t)B; }
+size_t msg_eval_bytes(int B, int P) { return 8 + 4 * (size_t)B * (size_t)P; }
 
-void msg_eval_put(uint8_t *out, int B, int compressed, const int32_t *labels) {
+void msg_eval_put(uint8_t *out, int B, int P, int compressed, const int32_t *targets) {
     pz_put_i32(out, B);
     pz_put_i32(out + 4, compressed);
-    pz_put_words(out + 8, labels, (size_t)B);
+    pz_put_words(out + 8, targets, (size_t)B * (size_t)P);
 }
 
-pz_status msg_eval_get(const uint8_t *in, size_t len, int exact, int max_B, int *B, int *compressed, int32_t *labels) {
+pz_status msg_eval_get(const uint8_t *in, size_t len, int exact, int max_B, int P, int *B, int *compressed,
+                       int32_t *targets) {
     if (len < 8) return pz_fail(PZ_ERR_STATE, "a %zu-byte evaluation header", len);
     const int b = pz_get_i32(in), c = pz_get_i32(in + 4);
     if (b < 1 || b > max_B || (c != 0 && c != 1)) return pz_fail(PZ_ERR_STATE, "bad evaluation header (a batch of %d, compressed %d)", b, c);
-    if (exact ? len != msg_eval_bytes(b) : len < msg_eval_bytes(b))
+    if (exact ? len != msg_eval_bytes(b, P) : len < msg_eval_bytes(b, P))
         return pz_fail(PZ_ERR_STATE, "bad evaluation header (%zu bytes for a batch of %d)", len, b);
     *B = b, *compressed = c;
-    pz_get_words(labels, in + 8, (size_t)b);
+    pz_get_words(targets, in + 8, (size_t)b * (size_t)P);
     return PZ_OK;
 }
 

@@ -51,25 +51,28 @@ void msg_error_text(const uint8_t *msg, size_t len, char *out, size_t cap);
 pz_status msg_reserve(uint8_t **buf, size_t *cap, size_t need);
 
 /* ---- META (and the head of BATCH): a (micro-)batch's header ----
- * [i32 B][u32 ids[B]][i32 labels[B]][f32 lr][i32 micro-batches in this step] */
+ * [i32 B][u32 ids[B]][i32 targets[B * P]][f32 lr][i32 micro-batches in this
+ * step]. P, the targets per sample, is the model's (1: a class per sample;
+ * T: a next token per position) and known to both ends, not sent. */
 typedef struct {
     int B, M;
     float lr;
-    uint32_t *ids;   /* the receiver's arrays (at least max_B each) */
-    int32_t *labels;
+    uint32_t *ids;    /* the receiver's arrays (at least max_B, max_B * P) */
+    int32_t *targets;
 } msg_meta;
-size_t msg_meta_bytes(int B);
-void msg_meta_put(uint8_t *out, int B, const uint32_t *ids, const int32_t *labels, float lr, int M);
+size_t msg_meta_bytes(int B, int P);
+void msg_meta_put(uint8_t *out, int B, int P, const uint32_t *ids, const int32_t *targets, float lr, int M);
 /* parse from in[0..len), which must hold exactly the header (exact = 1) or
  * at least it (exact = 0, a BATCH: the inputs follow); 1 <= B <= max_B,
  * 1 <= M <= max_M */
-pz_status msg_meta_get(const uint8_t *in, size_t len, int exact, int max_B, int max_M, msg_meta *m);
+pz_status msg_meta_get(const uint8_t *in, size_t len, int exact, int max_B, int max_M, int P, msg_meta *m);
 
 /* ---- EVAL_META (and the head of EVAL) ----
- * [i32 B][i32 compressed (0 or 1)][i32 labels[B]] */
-size_t msg_eval_bytes(int B);
-void msg_eval_put(uint8_t *out, int B, int compressed, const int32_t *labels);
-pz_status msg_eval_get(const uint8_t *in, size_t len, int exact, int max_B, int *B, int *compressed, int32_t *labels);
+ * [i32 B][i32 compressed (0 or 1)][i32 targets[B * P]] */
+size_t msg_eval_bytes(int B, int P);
+void msg_eval_put(uint8_t *out, int B, int P, int compressed, const int32_t *targets);
+pz_status msg_eval_get(const uint8_t *in, size_t len, int exact, int max_B, int P, int *B, int *compressed,
+                       int32_t *targets);
 
 /* ---- LOSS: [f32 mean loss][i32 correct];  EVAL_RESULT: [f64 summed loss][i32 correct] ---- */
 #define MSG_LOSS_BYTES 8

@@ -23,18 +23,19 @@ typedef struct {
 static pz_status split_batch(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, step_state *t) {
     pz_pipe *p = s->pipe;
     const int64_t in_per = pz_shape_numel(stage_in_shape(s));
-    msg_meta h = {.ids = b->batch_ids, .labels = b->batch_labels};
-    PZ_TRY(msg_meta_get(batch, blen, 0, p->cfg.batch_max, 1, &h));
-    if (blen != msg_meta_bytes(h.B) + 4 * (size_t)(h.B * in_per))
+    const int P = pipe_targets(p);
+    msg_meta h = {.ids = b->batch_ids, .targets = b->batch_labels};
+    PZ_TRY(msg_meta_get(batch, blen, 0, p->cfg.batch_max, 1, P, &h));
+    if (blen != msg_meta_bytes(h.B, P) + 4 * (size_t)(h.B * in_per))
         return pz_fail(PZ_ERR_STATE, "a batch of %zu bytes does not fit its header (%d samples)", blen, h.B);
-    const uint8_t *x = batch + msg_meta_bytes(h.B);
+    const uint8_t *x = batch + msg_meta_bytes(h.B, P);
     t->M = s->M > h.B ? h.B : s->M;
     t->lr = h.lr, t->Btot = h.B;
     for (int m = 0, at = 0; m < t->M; m++) {
         const int Bm = h.B / t->M + (m < h.B % t->M);
         b->Bm[m] = Bm;
         memcpy(b->ids[m], h.ids + at, 4 * (size_t)Bm);
-        memcpy(b->labels[m], h.labels + at, 4 * (size_t)Bm);
+        memcpy(b->labels[m], h.targets + (size_t)at * P, 4 * (size_t)Bm * P);
         pz_get_words(b->x_in[m], x + 4 * (size_t)at * (size_t)in_per, (size_t)(Bm * in_per));
         at += Bm;
     }
@@ -46,8 +47,8 @@ static pz_status split_batch(stage *s, stage_bufs *b, const uint8_t *batch, size
 static pz_status take_micro(stage *s, stage_bufs *b, int m, int pending, size_t len, step_state *t) {
     pz_pipe *p = s->pipe;
     if (!pending) PZ_TRY(stage_recv(s, s->prev, MSG_META, &b->msg, &b->cap, &len, p->cfg.timeout_s));
-    msg_meta h = {.ids = b->ids[m], .labels = b->labels[m]};
-    PZ_TRY(msg_meta_get(b->msg, len, 1, p->mb_max, s->M, &h));
+    msg_meta h = {.ids = b->ids[m], .targets = b->labels[m]};
+    PZ_TRY(msg_meta_get(b->msg, len, 1, p->mb_max, s->M, pipe_targets(p), &h));
     if (m == 0) t->M = h.M, t->lr = h.lr;
     else if (h.M != t->M) return pz_fail(PZ_ERR_STATE, "micro-batch headers disagree (%d and %d micro-batches)", t->M, h.M);
     b->Bm[m] = h.B;
@@ -74,6 +75,7 @@ static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
     const float *out = net->act[s->to - 1];
     if (last) {
         int correct = 0;
+        PZ_TRY(stage_check_targets(s, b->labels[m], (size_t)Bm * pipe_targets(s->pipe)));
         const float loss = pz_model_loss(&s->model[0], b->dy[m], &correct, out, b->labels[m], Bm);
         t->loss_sum += (double)loss * Bm, t->correct_sum += correct;
         s->rep.compute_s += pz_now() - t0;
@@ -91,11 +93,12 @@ static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
     s->rep.act_encode_s += pz_now() - t0;
     if (sample) s->rep.act_err_sum += measure ? cs.rel_error : 0.0, s->rep.act_err_n++;
     /* the batch header travels with the activations (labels included, as in split learning) */
-    msg_meta_put(b->hdr, Bm, b->ids[m], b->labels[m], t->lr, t->M);
+    const int P = pipe_targets(s->pipe);
+    msg_meta_put(b->hdr, Bm, P, b->ids[m], b->labels[m], t->lr, t->M);
     s->rep.act_elements += (uint64_t)(Bm * out_per);
-    s->rep.act_bytes += msg_meta_bytes(Bm) + flen;
+    s->rep.act_bytes += msg_meta_bytes(Bm, P) + flen;
     s->rep.act_frames++;
-    PZ_TRY(pz_link_send(s->next, MSG_META, b->hdr, msg_meta_bytes(Bm)));
+    PZ_TRY(pz_link_send(s->next, MSG_META, b->hdr, msg_meta_bytes(Bm, P)));
     return pz_link_send_buf(s->next, MSG_ACT, &b->frame, &b->frame_cap, flen);
 }
 

@@ -37,6 +37,15 @@ pz_status stage_check_frame(const char *what, int nd, const int64_t *shape, int 
     return pz_fail(PZ_ERR_STATE, "%s frame of shape %s, expected %d samples of %s", what, got, B, pz_shape_str(sh, want, sizeof want));
 }
 
+pz_status stage_check_targets(const stage *s, const int32_t *y, size_t n) {
+    const int K = s->model[0].n_classes;
+    for (size_t i = 0; i < n; i++)
+        if (y[i] < 0 || y[i] >= K)
+            return pz_fail(PZ_ERR_STATE, "a target of %d where the model has %d %s", (int)y[i], K,
+                           s->model[0].targets > 1 ? "tokens" : "classes");
+    return PZ_OK;
+}
+
 /* The answer to a request this stage passed down the chain: take it from
  * the next stage and pass it up. */
 static pz_status relay_back(stage *s, int reply, uint8_t **buf, size_t *cap) {
@@ -65,8 +74,9 @@ static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
     float *x_in = b->x_in[0];
     int32_t *labels = b->labels[0];
     int B, compress;
-    PZ_TRY(msg_eval_get(b->msg, len, !first, p->mb_max, &B, &compress, labels));
-    const size_t hdr = msg_eval_bytes(B);
+    const int P = pipe_targets(p);
+    PZ_TRY(msg_eval_get(b->msg, len, !first, p->mb_max, P, &B, &compress, labels));
+    const size_t hdr = msg_eval_bytes(B, P);
     if (first) {
         if (len != hdr + 4 * (size_t)(B * in_per))
             return pz_fail(PZ_ERR_STATE, "an evaluation batch of %zu bytes does not fit its header (%d samples)", len, B);
@@ -83,6 +93,7 @@ static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
     const float *out = net->act[s->to - 1];
     if (last) {
         int correct = 0;
+        PZ_TRY(stage_check_targets(s, labels, (size_t)B * P));
         const float loss = pz_model_loss(&s->model[0], NULL, &correct, out, labels, B);
         uint8_t res[MSG_EVAL_RESULT_BYTES];
         msg_eval_result_put(res, (double)loss * B, correct);
@@ -91,7 +102,7 @@ static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
     size_t flen;
     PZ_TRY(stage_encode(compress ? s->eval_tx : s->plain_tx, out, B, stage_out_shape(s), NULL, &b->frame, &b->frame_cap, &flen, NULL));
     s->rep.eval_bytes += hdr + flen;
-    msg_eval_put(b->hdr, B, compress, labels);
+    msg_eval_put(b->hdr, B, P, compress, labels);
     PZ_TRY(pz_link_send(s->next, MSG_EVAL_META, b->hdr, hdr));
     PZ_TRY(pz_link_send(s->next, MSG_ACT, b->frame, flen));
     return relay_back(s, MSG_EVAL_RESULT, &b->msg, &b->cap);
@@ -208,18 +219,19 @@ static void free_bufs(stage *s, stage_bufs *b) {
 static pz_status alloc_bufs(stage *s, stage_bufs *b) {
     pz_pipe *p = s->pipe;
     const int64_t in_per = pz_shape_numel(stage_in_shape(s)), out_per = pz_shape_numel(stage_out_shape(s));
-    const size_t mb = (size_t)p->mb_max, B = (size_t)p->cfg.batch_max;
+    const size_t mb = (size_t)p->mb_max, B = (size_t)p->cfg.batch_max, P = (size_t)pipe_targets(p);
     int ok = 1;
     for (int m = 0; m < s->M; m++) {
         ok &= (b->x_in[m] = pz_floats_try(mb * (size_t)in_per)) != NULL;
         ok &= (b->dy[m] = pz_floats_try(mb * (size_t)out_per)) != NULL;
         ok &= (b->ids[m] = calloc(mb, sizeof(uint32_t))) != NULL;
-        ok &= (b->labels[m] = calloc(mb, sizeof(int32_t))) != NULL;
+        ok &= (b->labels[m] = calloc(mb * P, sizeof(int32_t))) != NULL;
     }
     ok &= (b->dx = pz_floats_try(mb * (size_t)in_per)) != NULL;
-    ok &= (b->hdr = malloc(msg_meta_bytes((int)mb) > msg_eval_bytes((int)mb) ? msg_meta_bytes((int)mb) : msg_eval_bytes((int)mb))) != NULL;
+    const size_t hm = msg_meta_bytes((int)mb, (int)P), he = msg_eval_bytes((int)mb, (int)P);
+    ok &= (b->hdr = malloc(hm > he ? hm : he)) != NULL;
     ok &= (b->batch_ids = calloc(B, sizeof(uint32_t))) != NULL;
-    ok &= (b->batch_labels = calloc(B, sizeof(int32_t))) != NULL;
+    ok &= (b->batch_labels = calloc(B * P, sizeof(int32_t))) != NULL;
     return ok ? PZ_OK : pz_fail(PZ_ERR_NOMEM, "stage %d: out of memory for its buffers", s->index);
 }
 
