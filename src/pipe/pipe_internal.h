@@ -41,6 +41,15 @@ struct stage {
     int fwd_lossless, bwd_lossless; /* fwd_tx / bwd_tx are "none" */
     pz_clock clock;
     stage_report rep;
+    /* a head tied to an embedding on an earlier stage (GPT-2's token table):
+     * the embedding's stage tie_e owns the table and its update; the head's
+     * stage tie_l keeps a copy. Per micro-batch the head's gradient travels
+     * back to tie_e (TIED_GRAD), and the table forward to tie_l (TIED_WEIGHTS)
+     * before the first forward after it changed. tie_e = -1: no such tie. */
+    int tie_e, tie_l, tie_head;  /* stages; the head's top-level index */
+    float *tie_w, *tie_g;        /* this stage's table and its gradient (V x C) */
+    size_t tie_n;
+    int tie_dirty;               /* tie_e: the table changed since tie_l got it */
     uint8_t *kept;             /* split learning: the client state left by the last client */
     size_t kept_len;
     pthread_t thread;
@@ -58,6 +67,7 @@ struct stage_bufs {
     int32_t *batch_labels;
     uint8_t *msg, *frame, *hdr;
     size_t cap, frame_cap;
+    float *tie;                /* a tie's stage tie_e: a received TIED_GRAD (V x C) */
 };
 
 struct pz_pipe {
@@ -94,6 +104,12 @@ pz_status stage_check_frame(const char *what, int nd, const int64_t *shape, int 
 
 /* targets per sample (protocol.h's P) */
 static inline int pipe_targets(const pz_pipe *p) { return p->cfg.targets > 0 ? p->cfg.targets : 1; }
+
+/* The tied token table (pipe_internal.h's tie): tie_e sends it on when it
+ * changed; TIED_WEIGHTS arriving at a stage between tie_e and tie_l is
+ * passed on, at tie_l copied in. */
+pz_status stage_send_tied_weights(stage *s, stage_bufs *b);
+pz_status stage_tied_weights(stage *s, const uint8_t *msg, size_t len);
 
 /* PZ_ERR_STATE unless every one of n targets is a class (a token) of the model */
 pz_status stage_check_targets(const stage *s, const int32_t *y, size_t n);

@@ -78,6 +78,31 @@ static pz_status make_eval_codec(pz_codec **c, const pz_codec *fwd) {
     return make_codec(c, spec, 0);
 }
 
+/* the stage holding top-level layer k */
+static int stage_of(const pz_pipe *p, int k) {
+    for (int b = 0; b + 1 < p->S; b++)
+        if (k <= p->cfg.cuts[b]) return b;
+    return p->S - 1;
+}
+
+/* A tied head on a later stage than its embedding: the two stages and what
+ * they exchange (pipe_internal.h). */
+static void plan_tie(pz_pipe *p, stage *s) {
+    const pz_seq *net = &s->model[0].net;
+    s->tie_e = s->tie_l = s->tie_head = -1;
+    for (int h = 0; h < net->n; h++) {
+        const pz_layer *l = &net->layers[h];
+        if (l->kind != PZ_LAYER_TIED_HEAD) continue;
+        const int e = stage_of(p, l->k), L = stage_of(p, h);
+        if (e == L) continue; /* one stage: the layers share the table */
+        const pz_layer *emb = &net->layers[l->k];
+        s->tie_e = e, s->tie_l = L, s->tie_head = h;
+        s->tie_w = emb->weight, s->tie_g = emb->dweight;
+        s->tie_n = (size_t)emb->vocab * emb->out.d[1];
+        s->tie_dirty = 1; /* tie_l starts from its own initialisation: send the table first */
+    }
+}
+
 pz_status plan_stage(pz_pipe *p, int i) {
     const pz_pipe_config *cfg = &p->cfg;
     stage *s = &p->st[i];
@@ -98,6 +123,7 @@ pz_status plan_stage(pz_pipe *p, int i) {
         return pz_fail(PZ_ERR_ARG, "cut after layer %d does not leave stage %d any layers (the model has %d)", cfg->cuts[i], i, n);
     s->p0 = param_offset(&s->model[0].net, s->from);
     s->p1 = param_offset(&s->model[0].net, s->to);
+    plan_tie(p, s);
     s->opt = (pz_optim){.momentum = cfg->momentum, .nesterov = cfg->nesterov, .weight_decay = cfg->weight_decay};
     PZ_TRY(pz_optim_init(&s->opt, cfg->optimizer, s->p1 - s->p0));
     if (i > 0) {

@@ -12,7 +12,7 @@ static const char *const names[] = {
     [MSG_EVAL_RESULT] = "EVAL_RESULT", [MSG_STATS] = "STATS", [MSG_STATS_REPLY] = "STATS_REPLY", [MSG_SAVE] = "SAVE",
     [MSG_SAVED] = "SAVED", [MSG_ERROR] = "ERROR", [MSG_WARMUP] = "WARMUP", [MSG_WARMUP_SET] = "WARMUP_SET",
     [MSG_PUT_STATE] = "PUT_STATE", [MSG_GET_STATE] = "GET_STATE", [MSG_STATE] = "STATE", [MSG_KEPT] = "KEPT",
-    [MSG_CHECK] = "CHECK", [MSG_CHECKED] = "CHECKED",
+    [MSG_CHECK] = "CHECK", [MSG_CHECKED] = "CHECKED", [MSG_TIED_GRAD] = "TIED_GRAD", [MSG_TIED_WEIGHTS] = "TIED_WEIGHTS",
 };
 
 const char *msg_name(int tag) {

@@ -35,6 +35,8 @@ enum {
     MSG_KEPT = 21,        /* backward: the state is kept */
     MSG_CHECK = 22,       /* forward: the driver's settings, to compare */
     MSG_CHECKED = 23,     /* backward: every stage runs the same pipeline */
+    MSG_TIED_GRAD = 24,   /* backward: a tied head's gradient of the token table, f32[V * C] */
+    MSG_TIED_WEIGHTS = 25,/* forward: the token table for the tied head's stage, f32[V * C] */
 };
 /* The message's name ("BATCH"), or "unknown" */
 const char *msg_name(int tag);

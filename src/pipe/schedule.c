@@ -126,6 +126,34 @@ static pz_status loss_back(stage *s, stage_bufs *b, step_state *t) {
     return pz_link_send(s->prev, MSG_LOSS, b->msg, len);
 }
 
+/* A tie (pipe_internal.h): the head's stage sends micro-batch m's gradient
+ * of the token table after its GRAD frame, the stages between pass it on,
+ * and the embedding's stage adds it before its own backward pass, as the
+ * head's backward adds it in a model on one stage. */
+static pz_status tied_grad_out(stage *s, stage_bufs *b, int m) {
+    if (s->tie_e < 0 || s->index <= s->tie_e || s->index > s->tie_l) return PZ_OK;
+    const size_t n = sizeof(float) * s->tie_n;
+    if (s->index < s->tie_l) { /* between: pass it on */
+        size_t len;
+        PZ_TRY(stage_recv(s, s->next, MSG_TIED_GRAD, &b->msg, &b->cap, &len, s->pipe->cfg.timeout_s));
+        if (len != n) return pz_fail(PZ_ERR_STATE, "a TIED_GRAD message of %zu bytes, expected %zu", len, n);
+        return pz_link_send(s->prev, MSG_TIED_GRAD, b->msg, len);
+    }
+    PZ_TRY(msg_reserve(&b->frame, &b->frame_cap, n));
+    pz_put_words(b->frame, s->model[m].net.layers[s->tie_head].ws, s->tie_n);
+    return pz_link_send(s->prev, MSG_TIED_GRAD, b->frame, n);
+}
+
+static pz_status tied_grad_in(stage *s, stage_bufs *b) {
+    size_t len;
+    PZ_TRY(stage_recv(s, s->next, MSG_TIED_GRAD, &b->msg, &b->cap, &len, s->pipe->cfg.timeout_s));
+    if (len != sizeof(float) * s->tie_n)
+        return pz_fail(PZ_ERR_STATE, "a TIED_GRAD message of %zu bytes for a table of %zu floats", len, s->tie_n);
+    pz_get_words(b->tie, b->msg, s->tie_n);
+    for (size_t i = 0; i < s->tie_n; i++) s->tie_g[i] += b->tie[i];
+    return PZ_OK;
+}
+
 /* micro-batch m backward: its GRAD frame from the next stage (the last
  * stage has dy from the loss), the layers' backward pass (parameter
  * gradients accumulate), and past stage 0 the input gradient's GRAD frame
@@ -145,6 +173,7 @@ static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
         s->rep.grad_decode_s += pz_now() - t0;
         PZ_TRY(stage_check_frame("gradient", nd, shape, Bm, stage_out_shape(s)));
     }
+    if (s->tie_e == s->index) PZ_TRY(tied_grad_in(s, b));
     const double t0 = pz_now();
     pz_seq_backward(&s->model[m].net, s->from, s->to, b->x_in[m], b->dy[m], first ? NULL : b->dx, Bm);
     s->rep.compute_s += pz_now() - t0;
@@ -160,7 +189,8 @@ static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
     if (sample) s->rep.grad_err_sum += measure ? cs.rel_error : 0.0, s->rep.grad_err_n++;
     s->rep.grad_bytes += flen, s->rep.grad_frames++;
     s->rep.grad_elements += (uint64_t)(Bm * in_per);
-    return pz_link_send_buf(s->prev, MSG_GRAD, &b->frame, &b->frame_cap, flen);
+    PZ_TRY(pz_link_send_buf(s->prev, MSG_GRAD, &b->frame, &b->frame_cap, flen));
+    return tied_grad_out(s, b, m);
 }
 
 /* the optimizer step over this stage's parameters; stage 0 tells the driver */
@@ -168,6 +198,7 @@ static pz_status finish_step(stage *s, const step_state *t) {
     const double t0 = pz_now();
     pz_optim_step(&s->opt, s->model[0].params + s->p0, s->model[0].grads + s->p0, t->lr);
     s->rep.compute_s += pz_now() - t0;
+    if (s->tie_e == s->index) s->tie_dirty = 1;
     return s->index == 0 ? pz_link_send(s->prev, MSG_STEPPED, "", 0) : PZ_OK;
 }
 
@@ -176,7 +207,10 @@ static pz_status gpipe_step(stage *s, stage_bufs *b, const uint8_t *batch, size_
     step_state t = {.M = s->M};
     const int first = s->index == 0;
     if (first) PZ_TRY(split_batch(s, b, batch, blen, &t));
+    PZ_TRY(stage_send_tied_weights(s, b));
     memset(s->model[0].grads + s->p0, 0, sizeof(float) * (size_t)(s->p1 - s->p0));
+    /* the head's stage never steps its copy of the table: keep its gradient from growing */
+    if (s->tie_l == s->index) memset(s->tie_g, 0, sizeof(float) * s->tie_n);
     for (int m = 0; m < t.M; m++) {
         if (!first) PZ_TRY(take_micro(s, b, m, m == 0, blen, &t));
         PZ_TRY(forward_micro(s, b, m, &t));

@@ -46,6 +46,25 @@ pz_status stage_check_targets(const stage *s, const int32_t *y, size_t n) {
     return PZ_OK;
 }
 
+pz_status stage_send_tied_weights(stage *s, stage_bufs *b) {
+    if (s->tie_e != s->index || !s->tie_dirty) return PZ_OK;
+    const size_t n = sizeof(float) * s->tie_n;
+    PZ_TRY(msg_reserve(&b->frame, &b->frame_cap, n));
+    pz_put_words(b->frame, s->tie_w, s->tie_n);
+    s->tie_dirty = 0;
+    return pz_link_send(s->next, MSG_TIED_WEIGHTS, b->frame, n);
+}
+
+pz_status stage_tied_weights(stage *s, const uint8_t *msg, size_t len) {
+    if (s->tie_e < 0 || s->index <= s->tie_e || s->index > s->tie_l)
+        return pz_fail(PZ_ERR_STATE, "a TIED_WEIGHTS message at stage %d, which is not on a tie", s->index);
+    if (len != sizeof(float) * s->tie_n)
+        return pz_fail(PZ_ERR_STATE, "a TIED_WEIGHTS message of %zu bytes for a table of %zu floats", len, s->tie_n);
+    if (s->index < s->tie_l) return pz_link_send(s->next, MSG_TIED_WEIGHTS, msg, len);
+    pz_get_words(s->tie_w, msg, s->tie_n);
+    return PZ_OK;
+}
+
 /* The answer to a request this stage passed down the chain: take it from
  * the next stage and pass it up. */
 static pz_status relay_back(stage *s, int reply, uint8_t **buf, size_t *cap) {
@@ -75,6 +94,7 @@ static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
     int32_t *labels = b->labels[0];
     int B, compress;
     const int P = pipe_targets(p);
+    PZ_TRY(stage_send_tied_weights(s, b));
     PZ_TRY(msg_eval_get(b->msg, len, !first, p->mb_max, P, &B, &compress, labels));
     const size_t hdr = msg_eval_bytes(B, P);
     if (first) {
@@ -189,6 +209,7 @@ static pz_status stage_handoff(stage *s, int tag, uint8_t **buf, size_t *cap, si
     PZ_TRY(stage_recv(s, s->next, MSG_STATE, buf, cap, &n, tmo));
     const int found = n > 0;
     if (found) PZ_TRY(pz_checkpoint_unpack(*buf, n, "the previous client's state", 0, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4));
+    if (found) s->tie_dirty = s->tie_e == s->index; /* the table changed: send it before the next forward */
     uint8_t flag[4];
     pz_put_i32(flag, found);
     return pz_link_send(s->prev, MSG_STATE, flag, 4);
@@ -213,7 +234,7 @@ static pz_status stage_check(stage *s, uint8_t **buf, size_t *cap, size_t len) {
 
 static void free_bufs(stage *s, stage_bufs *b) {
     for (int m = 0; m < s->M; m++) free(b->x_in[m]), free(b->dy[m]), free(b->ids[m]), free(b->labels[m]);
-    free(b->dx), free(b->msg), free(b->frame), free(b->hdr), free(b->batch_ids), free(b->batch_labels);
+    free(b->dx), free(b->msg), free(b->frame), free(b->hdr), free(b->batch_ids), free(b->batch_labels), free(b->tie);
 }
 
 static pz_status alloc_bufs(stage *s, stage_bufs *b) {
@@ -232,6 +253,7 @@ static pz_status alloc_bufs(stage *s, stage_bufs *b) {
     ok &= (b->hdr = malloc(hm > he ? hm : he)) != NULL;
     ok &= (b->batch_ids = calloc(B, sizeof(uint32_t))) != NULL;
     ok &= (b->batch_labels = calloc(B * P, sizeof(int32_t))) != NULL;
+    if (s->tie_e == s->index) ok &= (b->tie = pz_floats_try(s->tie_n)) != NULL;
     return ok ? PZ_OK : pz_fail(PZ_ERR_NOMEM, "stage %d: out of memory for its buffers", s->index);
 }
 
@@ -279,6 +301,7 @@ void *stage_main(void *arg) {
         case MSG_WARMUP: st = stage_warmup(s, &b.msg, &b.cap, len); break;
         case MSG_PUT_STATE: case MSG_GET_STATE: st = stage_handoff(s, tag, &b.msg, &b.cap, len); break;
         case MSG_CHECK: st = stage_check(s, &b.msg, &b.cap, len); break;
+        case MSG_TIED_WEIGHTS: st = stage_tied_weights(s, b.msg, len); break;
         default: st = unexpected(s, tag); break;
         }
     }

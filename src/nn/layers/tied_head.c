@@ -1,7 +1,10 @@
 /* tied_head.c — a language model's output: (T, C) -> (T, V) logits through
  * the token table of the model's embedding (GPT-2's tied weights): the head
  * has no parameters of its own, and its gradient accumulates into the
- * embedding's. */
+ * embedding's. That gradient is computed whole into the layer's scratch
+ * (ws, V x C) and then added: a pipeline whose embedding sits on another
+ * stage sends ws there and adds it the same way, so the sums are the same
+ * bit for bit. */
 #include "nn/layer.h"
 #include "kernels/kernels.h"
 
@@ -30,6 +33,7 @@ static void head_alloc(pz_layer *l, layer_alloc *a) {
     /* the embedding comes first in the top-level list: its table exists */
     const pz_layer *e = &a->m->net.layers[l->k];
     l->weight = e->weight, l->dweight = e->dweight;
+    if (a->active) l->ws = nn_floats(a, (size_t)l->vocab * l->in.d[1]);
 }
 
 static void head_fwd(pz_layer *l, const float *x, float *y, int B, int train) {
@@ -39,7 +43,10 @@ static void head_fwd(pz_layer *l, const float *x, float *y, int B, int train) {
 
 static void head_bwd(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
     (void)y;
-    linear_backward(dx, l->dweight, NULL, dy, x, l->weight, (int)nn_rows(l->in, B), l->in.d[1], l->vocab);
+    const size_t n = (size_t)l->vocab * l->in.d[1];
+    memset(l->ws, 0, sizeof(float) * n);
+    linear_backward(dx, l->ws, NULL, dy, x, l->weight, (int)nn_rows(l->in, B), l->in.d[1], l->vocab);
+    for (size_t i = 0; i < n; i++) l->dweight[i] += l->ws[i];
 }
 
 static void head_detail(const pz_layer *l, char *buf, size_t cap) { snprintf(buf, cap, "tied to #%d", l->k); }
