@@ -99,6 +99,10 @@ typedef struct {
         uint64_t fwd_bytes, bwd_bytes, fp32_fwd_bytes, fp32_bwd_bytes;
         double fwd_error, bwd_error;       /* mean relative compression error */
     } boundaries[15];
+    double final_test_loss_compressed;     /* pipeline, eval through compressed boundaries (-1: not run) */
+    int tokens;                            /* a language model: tokens per sample (0: an image model) */
+    double final_test_bits_per_byte;       /* a language model: held-out bits per byte (-1: not one) */
+    double final_test_bits_per_byte_compressed; /* the same through compressed boundaries (-1: not run) */
 } pz_run_result;
 
 typedef struct {

@@ -249,12 +249,19 @@ int cmd_train(int argc, char **argv) {
                 c.out_dir ? "; metrics so far are in " : "", c.out_dir ? c.out_dir : "");
         return 130;
     }
-    printf("finished: %s on %s, %d epochs in %s (%.0f samples/s), %lld parameters\n", c.model, c.data, r.epochs_done, el,
-           r.samples_per_second, (long long)r.n_params);
-    printf("test accuracy %.2f%% (best %.2f%%), test loss %.4f, train loss %.4f\n", 100 * r.final_test_accuracy,
-           100 * r.best_test_accuracy, r.final_test_loss, r.final_train_loss);
+    printf("finished: %s on %s, %d epochs in %s (%.0f %s/s), %lld parameters\n", c.model, c.data, r.epochs_done, el,
+           r.samples_per_second * (r.tokens ? r.tokens : 1), r.tokens ? "tokens" : "samples", (long long)r.n_params);
+    if (r.tokens) /* a language model: the held-out loss per token and in bits per byte of text */
+        printf("validation loss %.4f (%.3f bits per byte), train loss %.4f, next-token accuracy %.2f%%\n", r.final_test_loss,
+               r.final_test_bits_per_byte, r.final_train_loss, 100 * r.final_test_accuracy);
+    else
+        printf("test accuracy %.2f%% (best %.2f%%), test loss %.4f, train loss %.4f\n", 100 * r.final_test_accuracy,
+               100 * r.best_test_accuracy, r.final_test_loss, r.final_train_loss);
     if (r.n_stages > 1) {
-        if (r.final_test_accuracy_compressed >= 0)
+        if (r.tokens && r.final_test_loss_compressed >= 0)
+            printf("through compressed boundaries: validation loss %.4f (%.3f bits per byte)\n", r.final_test_loss_compressed,
+                   r.final_test_bits_per_byte_compressed);
+        else if (r.final_test_accuracy_compressed >= 0)
             printf("through compressed boundaries: test accuracy %.2f%%\n", 100 * r.final_test_accuracy_compressed);
         printf("%d stages, fwd %s, bwd %s: %.2f MB forward + %.2f MB backward on the links, %.2fx less than fp32 (%.2f MB saved)\n",
                r.n_stages, c.fwd, c.bwd, r.fwd_bytes / 1e6, r.bwd_bytes / 1e6,

@@ -106,6 +106,9 @@ static pz_status start(run *r) {
     res->n_params = r->model.n_params;
     res->n_stages = 1;
     res->final_test_accuracy_compressed = -1;
+    res->final_test_loss_compressed = -1;
+    res->tokens = r->train.tokens;
+    res->final_test_bits_per_byte = res->final_test_bits_per_byte_compressed = -1;
     PZ_TRY(run_pipe_config(cfg, &r->model, &r->train, &r->pc, ranks));
     if (cfg->resume) r->pc.resume = r->resume_dir;
     if (r->link->place) PZ_TRY(r->link->place(cfg, r->rank, ranks, &r->pc));
@@ -203,8 +206,12 @@ static pz_status evaluate(run *r, eval_result *v) {
     if (strcmp(mode, "off")) PZ_TRY(pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 1, &v->loss_c, &v->acc_c));
     if (!strcmp(mode, "on")) v->loss = v->loss_c, v->acc = v->acc_c;
     r->res->final_test_accuracy_compressed = v->acc_c;
+    r->res->final_test_loss_compressed = v->loss_c;
     return PZ_OK;
 }
+
+/* a language model's loss (nats per token) as bits per byte of text */
+static double bits_per_byte(const run *r, double loss) { return loss < 0 ? -1 : loss / log(2.0) / r->train.bytes_per_token; }
 
 static pz_status write_epoch(run *r, int epoch, const epoch_sums *e, const eval_result *v, double train_s, double te,
                              double now) {
@@ -217,7 +224,8 @@ static pz_status write_epoch(run *r, int epoch, const epoch_sums *e, const eval_
     f[nf++] = PZ_NUM("test_loss", v->loss);
     f[nf++] = PZ_NUM("test_accuracy", v->acc);
     /* a language model: bits per byte of held-out text, loss / ln 2 / bytes per token */
-    if (r->train.tokens) f[nf++] = PZ_NUM("test_bits_per_byte", v->loss / log(2.0) / r->train.bytes_per_token);
+    if (r->train.tokens) f[nf++] = PZ_NUM("test_bits_per_byte", bits_per_byte(r, v->loss));
+    if (r->pipeline && r->train.tokens && v->loss_c >= 0) f[nf++] = PZ_NUM("test_bits_per_byte_compressed", bits_per_byte(r, v->loss_c));
     if (r->pipeline) {
         f[nf++] = PZ_NUM("test_loss_compressed", v->loss_c);
         f[nf++] = PZ_NUM("test_accuracy_compressed", v->acc_c);
@@ -281,6 +289,8 @@ static pz_status epoch_loop(run *r) {
         res->final_train_accuracy = (double)e.hits / ((double)e.seen * pz_dataset_targets(&r->train));
         res->final_test_loss = v.loss;
         res->final_test_accuracy = v.acc;
+        if (r->train.tokens)
+            res->final_test_bits_per_byte = bits_per_byte(r, v.loss), res->final_test_bits_per_byte_compressed = bits_per_byte(r, v.loss_c);
         if (v.acc > res->best_test_accuracy) res->best_test_accuracy = v.acc;
         res->emulated_seconds = r->emulated;
         if (r->pipeline) PZ_TRY(pz_traffic_epoch(&r->traffic, r->pipe, epoch + 1, &r->model.net, &r->pc, &r->bounds_m, res));
@@ -312,7 +322,11 @@ static pz_status write_summary(const run *r) {
                     PZ_NUM("fwd_bytes", res->fwd_bytes), PZ_NUM("bwd_bytes", res->bwd_bytes),
                     PZ_NUM("fp32_bytes", res->fp32_bytes), PZ_NUM("eval_bytes", res->eval_bytes),
                     PZ_NUM("link_bytes", res->link_bytes), PZ_NUM("emulated_seconds", res->emulated_seconds),
-                    PZ_NUM("resumed_from", res->resumed_from)};
+                    PZ_NUM("resumed_from", res->resumed_from),
+                    PZ_NUM("final_test_loss_compressed", res->final_test_loss_compressed),
+                    PZ_NUM("tokens_per_sample", res->tokens),
+                    PZ_NUM("final_test_bits_per_byte", res->final_test_bits_per_byte),
+                    PZ_NUM("final_test_bits_per_byte_compressed", res->final_test_bits_per_byte_compressed)};
     return run_write_json(r->out_dir, "summary.json", f, (int)(sizeof f / sizeof *f));
 }
 
