@@ -76,6 +76,7 @@ typedef struct {
     double timeout;           /* seconds a silent stage or peer is given before the run stops (default 60) */
     const char *resume;       /* a run directory to continue from its last checkpoint (written every epoch) */
     int shard_index, shard_count; /* train on the shard_index-th of shard_count slices (split-learning clients); 0/0 = all */
+    float clip_norm;          /* > 0: clip the gradients' global norm (over every stage) to this; 0 = off */
 } pz_run_config;
 
 typedef struct {

@@ -125,6 +125,7 @@ static int train_opts(pz_opt *opts, train_args *a) {
         {"weight-decay", OPT_FLOAT, &cp->weight_decay, "X", "weight decay (SGD: L2; AdamW: decoupled)", 0, 10, NULL},
         {"schedule", OPT_STR, &cp->schedule, "SPEC", "LR schedule: constant, cosine, step:EPOCHS,GAMMA, onecycle[:PCT]", 0, 0, NULL},
         {"warmup", OPT_FLOAT, &cp->warmup_epochs, "EPOCHS", "linear LR warm-up (constant, step, cosine)", 0, 1e6, NULL},
+        {"clip-norm", OPT_FLOAT, &cp->clip_norm, "X", "clip the gradients' global norm, over every stage, to X (0 = off; 1 is usual for gpt-*)", 0, 1e9, NULL},
         {"crop-pad", OPT_INT, &cp->augment_pad, "PX", "random-crop padding in pixels (0 = no crop, -1 = dataset default: 4 for cifar10, else 0)", -1, 16, NULL},
         {"flip", OPT_BOOL, &cp->augment_flip, NULL, "random horizontal flips (default: on for fashion-mnist and cifar10)", 0, 0, NULL},
         {"seed", OPT_U64, &cp->seed, "N", "seed for initialisation, shuffling and augmentation", 0, 0, NULL},

@@ -52,6 +52,8 @@ pz_status pz_run_config_check(const pz_run_config *c) {
         return pz_fail(PZ_ERR_ARG, "--weight-decay must be >= 0, got %g", c->weight_decay);
     if (c->nesterov && c->momentum == 0.0f && !strcmp(c->optimizer, "sgd"))
         return pz_fail(PZ_ERR_ARG, "--nesterov needs --momentum > 0");
+    if (!(c->clip_norm >= 0.0f) || !isfinite(c->clip_norm))
+        return pz_fail(PZ_ERR_ARG, "--clip-norm must be >= 0 (0: off), got %g", c->clip_norm);
     if (!(c->warmup_epochs >= 0.0f) || c->warmup_epochs > c->epochs)
         return pz_fail(PZ_ERR_ARG, "--warmup must be in [0, epochs], got %g", c->warmup_epochs);
     pz_schedule s;
@@ -108,6 +110,7 @@ static int config_fields(const pz_run_config *c, pz_field *f, char *seed_buf) {
     f[n++] = PZ_NUM("nesterov", c->nesterov);
     f[n++] = PZ_STR("schedule", c->schedule);
     f[n++] = PZ_NUM("warmup_epochs", c->warmup_epochs);
+    f[n++] = PZ_NUM("clip_norm", c->clip_norm);
     const pz_augment aug = pz_default_augment(c->data, c->augment_pad, c->augment_flip);
     f[n++] = PZ_NUM("augment_pad", aug.pad);
     f[n++] = PZ_NUM("augment_flip", aug.flip);
@@ -141,6 +144,9 @@ void run_fingerprint(const pz_run_config *c, char *out, size_t cap) {
              c->model, c->data, (long long)c->limit_train, (long long)c->limit_test, c->epochs, c->batch, c->optimizer, c->lr,
              c->momentum, c->weight_decay, c->nesterov, c->schedule, c->warmup_epochs, (unsigned long long)c->seed,
              c->stages, c->cuts ? c->cuts : "", c->fwd, c->bwd, c->micro_batches);
+    /* settings added later only when used: older runs keep their fingerprint */
+    const size_t n = strlen(out);
+    if (c->clip_norm > 0.0f && n < cap) snprintf(out + n, cap - n, " clip=%g", c->clip_norm);
 }
 
 pz_status run_state_write(const char *dir, const run_state *s) {
@@ -195,6 +201,7 @@ pz_status run_pipe_config(const pz_run_config *cfg, const pz_model *model, const
     pc->in = pz_dataset_shape(train);
     pc->n_classes = train->n_classes;
     pc->targets = pz_dataset_targets(train);
+    pc->clip_norm = cfg->clip_norm;
     pc->batch_max = cfg->batch;
     pc->seed = cfg->seed;
     pc->optimizer = !strcmp(cfg->optimizer, "adamw") ? PZ_OPT_ADAMW : PZ_OPT_SGD;

@@ -202,6 +202,7 @@ void pz_model_free(pz_model *m) {
     free(m->grads);
     free(m->buffers);
     free(m->dlogits);
+    free(m->decay);
     memset(m, 0, sizeof *m);
 }
 

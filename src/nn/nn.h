@@ -71,6 +71,7 @@ typedef struct {
     float *grads;   /* (n_params) */
     float *buffers; /* (n_buffers) running statistics */
     float *dlogits; /* (B_max, n_classes) */
+    uint8_t *decay; /* (n_params) 1 = weight decay applies; NULL = to every parameter (the image presets) */
     char preset[32];
 } pz_model;
 
@@ -164,6 +165,7 @@ typedef struct {
     float beta1, beta2, eps; /* adamw */
     int64_t n, t;
     float *m, *v;
+    const uint8_t *decay; /* per parameter: 1 = weight decay applies; NULL = to every one (the caller's array) */
 } pz_optim;
 
 pz_status pz_optim_init(pz_optim *o, pz_optim_kind kind, int64_t n);

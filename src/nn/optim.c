@@ -41,8 +41,9 @@ void pz_optim_step(pz_optim *o, float *p, const float *g, float lr) {
         const float mu = o->momentum, wd = o->weight_decay;
         float *buf = o->m;
         const int first = o->t == 1;
+        const uint8_t *dec = o->decay;
         for (int64_t i = 0; i < n; i++) {
-            float d = g[i] + wd * p[i];
+            float d = g[i] + (!dec || dec[i] ? wd : 0.0f) * p[i];
             if (mu != 0.0f) {
                 /* torch: the buffer starts as the first gradient */
                 buf[i] = first ? d : mu * buf[i] + d;
@@ -54,8 +55,10 @@ void pz_optim_step(pz_optim *o, float *p, const float *g, float lr) {
         const float b1 = o->beta1, b2 = o->beta2, eps = o->eps;
         const float bc1 = 1.0f - powf(b1, (float)o->t), bc2 = 1.0f - powf(b2, (float)o->t);
         const float step = lr / bc1, sq_bc2 = sqrtf(bc2);
+        const uint8_t *dec = o->decay;
+        const float keep = 1.0f - lr * o->weight_decay;
         for (int64_t i = 0; i < n; i++) {
-            p[i] *= 1.0f - lr * o->weight_decay; /* decoupled (Loshchilov & Hutter) */
+            if (!dec || dec[i]) p[i] *= keep; /* decoupled (Loshchilov & Hutter) */
             o->m[i] = b1 * o->m[i] + (1.0f - b1) * g[i];
             o->v[i] = b2 * o->v[i] + (1.0f - b2) * g[i] * g[i];
             p[i] -= step * o->m[i] / (sqrtf(o->v[i]) / sq_bc2 + eps);

@@ -3,6 +3,7 @@
 #include "nn.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const preset_names[] = {"mlp", "lenet5", "resnet8", "resnet20", "gpt-tiny", "gpt-small", NULL};
@@ -70,6 +71,7 @@ static const gpt_spec gpt_specs[] = {
 };
 
 static pz_status build_gpt(pz_seq *s, const gpt_spec *g, int vocab);
+static pz_status decay_matrices_only(pz_model *m);
 
 pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context, int T, int vocab, int batch_max,
                        uint64_t seed) {
@@ -81,6 +83,7 @@ pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context,
     pz_seq_init(&m->net, pz_shape_tokens(T));
     pz_status st = build_gpt(&m->net, &g, vocab);
     if (st == PZ_OK) st = pz_model_finalize(m, batch_max, vocab, seed);
+    if (st == PZ_OK) st = decay_matrices_only(m);
     if (st != PZ_OK) {
         pz_model_free(m);
         return st;
@@ -137,6 +140,24 @@ static pz_status build_gpt(pz_seq *s, const gpt_spec *g, int vocab) {
     return pz_add_tied_head(s, "lm_head", "wte");
 }
 
+/* weight decay on the matrices of the dense layers only: not on the
+ * embeddings, LayerNorms or biases (GPT-2 / minGPT practice) */
+static void mark_decay(const pz_model *m, const pz_seq *s) {
+    for (int i = 0; i < s->n; i++) {
+        const pz_layer *l = &s->layers[i];
+        if (l->kind == PZ_LAYER_LINEAR) memset(m->decay + (l->weight - m->params), 1, (size_t)(l->n_params - (l->has_bias ? (l->out.rank == 2 ? l->out.d[1] : l->out.d[0]) : 0)));
+        if (l->main) mark_decay(m, l->main);
+        if (l->shortcut) mark_decay(m, l->shortcut);
+    }
+}
+
+static pz_status decay_matrices_only(pz_model *m) {
+    m->decay = calloc((size_t)m->n_params ? (size_t)m->n_params : 1, 1);
+    if (!m->decay) return pz_fail(PZ_ERR_NOMEM, "out of memory for the weight-decay mask");
+    mark_decay(m, &m->net);
+    return PZ_OK;
+}
+
 int pz_model_preset_is_sequence(const char *preset) { return gpt_of(preset) != NULL; }
 
 int pz_model_preset_context(const char *preset) {
@@ -173,6 +194,7 @@ pz_status pz_model_preset_range(pz_model *m, const char *preset, pz_shape in, in
     else if (!strcmp(preset, "resnet20")) st = build_resnet(&m->net, 3, n_classes);
     else return pz_fail(PZ_ERR_ARG, "unknown model '%s' (expected mlp, lenet5, resnet8, resnet20, gpt-tiny or gpt-small)", preset);
     if (st == PZ_OK) st = pz_model_finalize_range(m, batch_max, n_classes, seed, from, to);
+    if (st == PZ_OK && g) st = decay_matrices_only(m);
     if (st != PZ_OK) {
         pz_model_free(m);
         return st;

@@ -21,6 +21,7 @@ typedef struct {
     pz_shape in;            /* one sample: an image, or T token ids */
     int n_classes, batch_max;
     int targets;            /* per sample: 1 class, or T next tokens (0 = 1) */
+    float clip_norm;        /* > 0: scale the gradients so their global norm (over every stage) is at most this */
     uint64_t seed;
     int n_stages;
     int cuts[PZ_MAX_STAGES]; /* stage s ends after top-level layer cuts[s] (s < n_stages - 1) */

@@ -50,6 +50,7 @@ struct stage {
     float *tie_w, *tie_g;        /* this stage's table and its gradient (V x C) */
     size_t tie_n;
     int tie_dirty;               /* tie_e: the table changed since tie_l got it */
+    double grad_norm;          /* stage 0, clipping: the last step's global gradient norm (before clipping) */
     uint8_t *kept;             /* split learning: the client state left by the last client */
     size_t kept_len;
     pthread_t thread;
@@ -68,6 +69,9 @@ struct stage_bufs {
     uint8_t *msg, *frame, *hdr;
     size_t cap, frame_cap;
     float *tie;                /* a tie's stage tie_e: a received TIED_GRAD (V x C) */
+    double *norms;             /* gradient clipping: squared norms per top-level layer (n) */
+    uint8_t *hdr_norm;         /* ... and the NORM message */
+    size_t norm_cap;
 };
 
 struct pz_pipe {

@@ -124,7 +124,8 @@ pz_status plan_stage(pz_pipe *p, int i) {
     s->p0 = param_offset(&s->model[0].net, s->from);
     s->p1 = param_offset(&s->model[0].net, s->to);
     plan_tie(p, s);
-    s->opt = (pz_optim){.momentum = cfg->momentum, .nesterov = cfg->nesterov, .weight_decay = cfg->weight_decay};
+    s->opt = (pz_optim){.momentum = cfg->momentum, .nesterov = cfg->nesterov, .weight_decay = cfg->weight_decay,
+                        .decay = s->model[0].decay ? s->model[0].decay + s->p0 : NULL};
     PZ_TRY(pz_optim_init(&s->opt, cfg->optimizer, s->p1 - s->p0));
     if (i > 0) {
         PZ_TRY(make_codec(&s->fwd_rx, cfg->fwd[i - 1], cfg->max_samples));
@@ -169,4 +170,6 @@ void plan_fingerprint(pz_pipe *p) {
     for (int b = 0; b + 1 < cfg->n_stages && n < cap; b++)
         n += (size_t)snprintf(f + n, cap - n, " fwd%d=%s bwd%d=%s", b + 1, cfg->fwd[b][0] ? cfg->fwd[b] : "none", b + 1,
                               cfg->bwd[b][0] ? cfg->bwd[b] : "none");
+    if (cfg->clip_norm > 0.0f && n < cap) n += (size_t)snprintf(f + n, cap - n, " clip=%g", cfg->clip_norm);
+    if (pipe_targets(p) > 1 && n < cap) n += (size_t)snprintf(f + n, cap - n, " targets=%d", pipe_targets(p));
 }

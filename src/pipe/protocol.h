@@ -37,6 +37,8 @@ enum {
     MSG_CHECKED = 23,     /* backward: every stage runs the same pipeline */
     MSG_TIED_GRAD = 24,   /* backward: a tied head's gradient of the token table, f32[V * C] */
     MSG_TIED_WEIGHTS = 25,/* forward: the token table for the tied head's stage, f32[V * C] */
+    MSG_NORM = 26,        /* backward: squared gradient norms, f64 per top-level layer from the sender's to the last */
+    MSG_CLIP = 27,        /* forward: f32 the factor every gradient is scaled by before the step */
 };
 /* The message's name ("BATCH"), or "unknown" */
 const char *msg_name(int tag);

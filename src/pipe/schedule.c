@@ -8,6 +8,7 @@
 #include "pipe_internal.h"
 #include "base/wire.h"
 
+#include <math.h>
 #include <string.h>
 
 /* One step's running state at a stage. */
@@ -193,8 +194,62 @@ static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
     return tied_grad_out(s, b, m);
 }
 
+/* Gradient clipping by the global norm (torch.nn.utils.clip_grad_norm_):
+ * every stage sums the squares of its layers' gradients, one double per
+ * top-level layer; the sums travel back to stage 0 (NORM), which adds them
+ * in layer order, as a model on one stage does, so the norm is the same bit
+ * for bit however the model is cut; the factor max_norm / (norm + 1e-6),
+ * when below 1, travels forward (CLIP) and scales every gradient. */
+static pz_status clip_grads(stage *s, stage_bufs *b) {
+    pz_pipe *p = s->pipe;
+    const pz_seq *net = &s->model[0].net;
+    const int n = net->n, mine = s->to - s->from, first = s->index == 0, last = s->index == p->S - 1;
+    const size_t have = last ? 0 : (size_t)(n - s->to); /* the layers after this stage's */
+    PZ_TRY(msg_reserve(&b->hdr_norm, &b->norm_cap, 8 * (size_t)(n - s->from)));
+    double *sums = b->norms;
+    if (!last) {
+        size_t len;
+        PZ_TRY(stage_recv(s, s->next, MSG_NORM, &b->msg, &b->cap, &len, p->cfg.timeout_s * (p->S - s->index)));
+        if (len != 8 * have) return pz_fail(PZ_ERR_STATE, "a NORM message of %zu bytes, expected %zu", len, 8 * have);
+        for (size_t k = 0; k < have; k++) sums[mine + k] = pz_get_f64(b->msg + 8 * k);
+    }
+    const float *g = s->model[0].grads + s->p0;
+    for (int j = 0; j < mine; j++) {
+        double q = 0.0;
+        for (int64_t i = 0; i < net->layers[s->from + j].n_params; i++, g++) q += (double)*g * *g;
+        sums[j] = q;
+    }
+    float scale;
+    if (!first) {
+        for (int k = 0; k < mine + (int)have; k++) pz_put_f64(b->hdr_norm + 8 * k, sums[k]);
+        PZ_TRY(pz_link_send(s->prev, MSG_NORM, b->hdr_norm, 8 * (size_t)(mine + (int)have)));
+        size_t len;
+        PZ_TRY(stage_recv(s, s->prev, MSG_CLIP, &b->msg, &b->cap, &len, p->cfg.timeout_s * p->S));
+        if (len != 4) return pz_fail(PZ_ERR_STATE, "a CLIP message of %zu bytes", len);
+        scale = pz_get_f32(b->msg);
+        if (!(scale > 0.0f && scale <= 1.0f)) return pz_fail(PZ_ERR_STATE, "a gradient scale of %g", scale);
+    } else {
+        double total = 0.0;
+        for (int k = 0; k < n; k++) total += sums[k];
+        s->grad_norm = sqrt(total);
+        const double coef = p->cfg.clip_norm / (s->grad_norm + 1e-6);
+        scale = coef < 1.0 ? (float)coef : 1.0f;
+    }
+    if (!last) {
+        uint8_t c[4];
+        pz_put_f32(c, scale);
+        PZ_TRY(pz_link_send(s->next, MSG_CLIP, c, 4));
+    }
+    if (scale < 1.0f) {
+        float *gs = s->model[0].grads + s->p0;
+        for (int64_t i = 0; i < s->p1 - s->p0; i++) gs[i] *= scale;
+    }
+    return PZ_OK;
+}
+
 /* the optimizer step over this stage's parameters; stage 0 tells the driver */
-static pz_status finish_step(stage *s, const step_state *t) {
+static pz_status finish_step(stage *s, stage_bufs *b, const step_state *t) {
+    if (s->pipe->cfg.clip_norm > 0.0f) PZ_TRY(clip_grads(s, b));
     const double t0 = pz_now();
     pz_optim_step(&s->opt, s->model[0].params + s->p0, s->model[0].grads + s->p0, t->lr);
     s->rep.compute_s += pz_now() - t0;
@@ -217,7 +272,7 @@ static pz_status gpipe_step(stage *s, stage_bufs *b, const uint8_t *batch, size_
     }
     PZ_TRY(loss_back(s, b, &t));
     for (int m = t.M - 1; m >= 0; m--) PZ_TRY(backward_micro(s, b, m));
-    return finish_step(s, &t);
+    return finish_step(s, b, &t);
 }
 
 const pipe_schedule pipe_schedule_gpipe = {.name = "gpipe", .step = gpipe_step};

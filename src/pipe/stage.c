@@ -235,6 +235,7 @@ static pz_status stage_check(stage *s, uint8_t **buf, size_t *cap, size_t len) {
 static void free_bufs(stage *s, stage_bufs *b) {
     for (int m = 0; m < s->M; m++) free(b->x_in[m]), free(b->dy[m]), free(b->ids[m]), free(b->labels[m]);
     free(b->dx), free(b->msg), free(b->frame), free(b->hdr), free(b->batch_ids), free(b->batch_labels), free(b->tie);
+    free(b->norms), free(b->hdr_norm);
 }
 
 static pz_status alloc_bufs(stage *s, stage_bufs *b) {
@@ -254,6 +255,7 @@ static pz_status alloc_bufs(stage *s, stage_bufs *b) {
     ok &= (b->batch_ids = calloc(B, sizeof(uint32_t))) != NULL;
     ok &= (b->batch_labels = calloc(B * P, sizeof(int32_t))) != NULL;
     if (s->tie_e == s->index) ok &= (b->tie = pz_floats_try(s->tie_n)) != NULL;
+    ok &= (b->norms = calloc((size_t)s->model[0].net.n + 1, sizeof(double))) != NULL;
     return ok ? PZ_OK : pz_fail(PZ_ERR_NOMEM, "stage %d: out of memory for its buffers", s->index);
 }
 

@@ -2,7 +2,8 @@
  * stage 0, the head tied to it on stage 3, two stages between that pass the
  * table's gradient back and the table forward) with codec none reproduce
  * one stage's losses, evaluation and parameters bit for bit, with one
- * micro-batch and with two; q4/q8 boundaries (B x T x C activations,
+ * micro-batch and with two, and with the gradients clipped by their global
+ * norm (summed over the stages); q4/q8 boundaries (B x T x C activations,
  * per-sample scales) stay close and train. */
 #include "cli/xalloc.h"
 #include "../test.h"
@@ -72,6 +73,27 @@ int main(void) {
     CHECK(same && e12 == e42, "2 micro-batches: 4 stages reproduce one stage (eval %.9g vs %.9g)", e42, e12);
 
     /* compressed boundaries */
+    /* clipping: the norm summed over 4 stages is the one stage's, bit for bit */
+    float c1[STEPS], c4[STEPS];
+    double ec1, ec4;
+    pz_pipe_config cc = config(1, 1, "none", "none");
+    cc.clip_norm = 0.05f;
+    run(cc, c1, &ec1);
+    cc = config(4, 2, "none", "none");
+    cc.clip_norm = 0.05f;
+    float c42[STEPS];
+    double ec42;
+    run(cc, c42, &ec42);
+    cc = config(4, 1, "none", "none");
+    cc.clip_norm = 0.05f;
+    run(cc, c4, &ec4);
+    same = 1;
+    for (int t = 0; t < STEPS; t++) same &= c1[t] == c4[t];
+    CHECK(same && ec1 == ec4, "clipped: 4 stages reproduce one stage (eval %.9g vs %.9g)", ec4, ec1);
+    CHECK(c1[0] == one[0] && c1[1] != one[1] && ec1 != e1, "clipping changes the steps: %.9g vs %.9g", c1[1], one[1]);
+    CHECK(fabsf(c42[STEPS - 1] - c4[STEPS - 1]) < 0.01f * c4[STEPS - 1], "clipped with 2 micro-batches: %.6f vs %.6f", c42[STEPS - 1],
+          c4[STEPS - 1]);
+
     run(config(4, 1, "q4", "q8"), q, &eq);
     CHECK(fabsf(q[0] - one[0]) < 0.02f * one[0], "q4/q8 first loss %.5f near %.5f", q[0], one[0]);
     CHECK(fabs(eq - e1) < 0.02 * e1, "q4/q8 evaluation %.5f near %.5f", eq, e1);
