@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev dataset-fashion-mnist python3 python3-numpy clang libclang-rt-14-dev
-          libopenmpi-dev openmpi-bin libzmq3-dev procps)
+          libopenmpi-dev openmpi-bin libzmq3-dev procps bible-kjv bible-kjv-text)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

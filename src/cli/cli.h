@@ -13,6 +13,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_keygen(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
 int bench_codecs(int argc, char **argv);
 
 /* the codec spec grammar, generated from the codec table (cmd_codec.c) */

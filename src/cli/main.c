@@ -16,6 +16,7 @@ static const char usage[] =
     "            per-layer activation sizes\n"
     "  codec     encode, decode or inspect frames: `pipezip codec --help` lists the codecs\n"
     "  serve     split learning: the server side (upper stages and loss) over ZeroMQ\n"
+    "  sample    generate text from a trained language model's run (gpt-*)\n"
     "  keygen    make a CURVE key pair for serve / train --link zmq\n"
     "  sweep     run a grid of trainings from a configuration file (configs/), resumably\n"
     "  report    Markdown tables and SVG plots from a sweep's results\n"
@@ -42,9 +43,10 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "bench")) return cmd_bench(argc, argv);
     if (!strcmp(c, "codec")) return cmd_codec(argc, argv);
     if (!strcmp(c, "serve")) return cmd_serve(argc, argv);
+    if (!strcmp(c, "sample")) return cmd_sample(argc, argv);
     if (!strcmp(c, "keygen")) return cmd_keygen(argc, argv);
     if (!strcmp(c, "sweep")) return cmd_sweep(argc, argv);
     if (!strcmp(c, "report")) return cmd_report(argc, argv);
-    fprintf(stderr, "pipezip: unknown command '%s' (expected train, models, codec, bench, serve, keygen, sweep or report; see pipezip --help)\n", c);
+    fprintf(stderr, "pipezip: unknown command '%s' (expected train, models, sample, codec, bench, serve, keygen, sweep or report; see pipezip --help)\n", c);
     return 2;
 }

@@ -19,4 +19,21 @@ int pz_run_uses_pipeline(const pz_run_config *cfg);
 pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *server_key, const char *client_key, int clients,
                        const char *save_dir, const char *resume);
 
+/* `pipezip sample`: continue a prompt with a trained language model's run
+ * (its config.json and the checkpoint of `epoch`, 0 = the newest), byte
+ * tokens, drawn as pz_model_generate does. emit sees each new token; out
+ * (may be NULL) receives the prompt and the new tokens (free it). */
+typedef struct {
+    const char *run_dir;
+    const char *prompt; /* NULL or "" = a newline */
+    int tokens;         /* how many to generate */
+    float temperature;  /* 0 = the most likely each time */
+    int top_k;          /* 0 = all */
+    uint64_t seed;
+    int epoch;
+    int threads;
+} pz_sample_config;
+pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(int32_t token, void *ctx), void *ctx, int32_t **out,
+                        int *n_out);
+
 #endif

@@ -203,4 +203,16 @@ float pz_train_step(pz_model *m, pz_optim *o, float lr, const float *x, const in
  * (the fraction of targets predicted right). */
 void pz_evaluate(pz_model *m, const float *x, const int32_t *y, int64_t N, double *loss, double *accuracy);
 
+/* ---- generating text -------------------------------------------------------
+ * A language model continues tokens[0, n_prompt) with n_new tokens written
+ * after them (tokens holds n_prompt + n_new). Each is drawn from the last
+ * position's logits over a window of the newest T tokens (T: the model's
+ * input length): softmax(logits / temperature) over the top_k largest
+ * (0 = all); temperature 0 or top_k 1 takes the most likely. The same seed
+ * gives the same tokens. emit (may be NULL) sees each token as it is made. */
+pz_status pz_model_generate(pz_model *m, int32_t *tokens, int n_prompt, int n_new, float temperature, int top_k,
+                            uint64_t seed, void (*emit)(int32_t token, void *ctx), void *ctx);
+/* One draw from logits[0, V) as above; work holds V floats. */
+int32_t pz_sample_logits(const float *logits, int V, float temperature, int top_k, pz_rng *rng, float *work);
+
 #endif

@@ -168,3 +168,35 @@ done:
 #undef GETF
     return s;
 }
+
+pz_status pz_checkpoint_read_params(const char *path, pz_model *m, int64_t *p0, int64_t *p1) {
+    uint8_t *data;
+    size_t len;
+    PZ_TRY(pz_read_file(path, &data, &len));
+    pz_status s = PZ_OK;
+    const size_t head = 8 + 4 + 8 + 8 + 8 + 4 + 8;
+    if (len < head || memcmp(data, magic, 8)) {
+        s = pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint", path);
+        goto done;
+    }
+    const int64_t a0 = pz_get_i64(data + 12), a1 = pz_get_i64(data + 20), nb = pz_get_i64(data + 28);
+    if (a0 < 0 || a1 < a0 || a1 > m->n_params || nb != m->n_buffers) {
+        s = pz_fail(PZ_ERR_ARG, "'%s' holds parameters [%lld, %lld) and %lld running statistics; model '%s' has %lld and %lld",
+                    path, (long long)a0, (long long)a1, (long long)nb, m->preset, (long long)m->n_params,
+                    (long long)m->n_buffers);
+        goto done;
+    }
+    const size_t n = (size_t)(a1 - a0);
+    if ((len - head) / 4 < n + (size_t)nb) {
+        s = pz_fail(PZ_ERR_FORMAT, "'%s' is truncated", path);
+        goto done;
+    }
+    pz_get_words(m->params + a0, data + head, n);
+    /* running statistics: each stage keeps its own layers' up to date, so
+     * only a whole model's file holds them all */
+    if (a0 == 0 && a1 == m->n_params) pz_get_words(m->buffers, data + head + 4 * n, (size_t)nb);
+    *p0 = a0, *p1 = a1;
+done:
+    free(data);
+    return s;
+}

@@ -119,6 +119,11 @@ pz_status pz_checkpoint_write(const char *path, int stage, const pz_model *m, in
 pz_status pz_checkpoint_read(const char *path, int stage, pz_model *m, int64_t p0, int64_t p1, pz_optim *opt,
                              pz_codec **codecs, int n_codecs);
 
+/* A checkpoint's parameters only, into the range [*p0, *p1) its header
+ * names (running statistics too when it holds the whole model): for using a
+ * trained model, whichever stage wrote the file. */
+pz_status pz_checkpoint_read_params(const char *path, pz_model *m, int64_t *p0, int64_t *p1);
+
 /* The same in memory (path only names it in errors). */
 pz_status pz_checkpoint_pack(uint8_t **out, size_t *len, int stage, const pz_model *m, int64_t p0, int64_t p1,
                              const pz_optim *opt, pz_codec *const *codecs, int n_codecs);

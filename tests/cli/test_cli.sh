@@ -71,6 +71,23 @@ expect 2 "--fwd: codec spec 'q9'" -- "$PZ" train --data synthetic --stages 2 --f
 expect 2 "--cuts: 'layer9' is not a layer of resnet8" -- "$PZ" train --data synthetic --cuts layer9 --no-out --progress none
 expect 2 "--eval-compress 'maybe' is not one of: on\|off\|both" -- "$PZ" train --eval-compress maybe
 
+# a language model: gpt-tiny on a text file in 2 stages, then text from its run
+for _ in $(seq 40); do printf 'In the beginning God created the heaven and the earth. And the earth was without form, and void. '; done > "$tmp/verse.txt"
+expect 0 "bits per byte" -- "$PZ" train --model gpt-tiny --data "text:$tmp/verse.txt" --epochs 1 --limit-train 4 --limit-test 2 \
+  --batch 2 --stages 2 --fwd q8 --bwd q8 --optimizer adamw --lr 1e-3 --clip-norm 1 --out "$tmp/lm" --progress none --threads 2
+if grep -q '"test_bits_per_byte": [0-9.]' "$tmp/lm/epochs.jsonl"; then ok; else bad "lm epochs.jsonl: $(cat "$tmp/lm/epochs.jsonl")"; fi
+"$PZ" sample --run "$tmp/lm" --prompt "And God" --tokens 24 --seed 5 --threads 2 > "$tmp/s1" 2>&1; rc1=$?
+"$PZ" sample --run "$tmp/lm" --prompt "And God" --tokens 24 --seed 5 --threads 1 --epoch 1 > "$tmp/s2" 2>&1; rc2=$?
+if [ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$(head -c 7 "$tmp/s1")" = "And God" ] && [ "$(wc -c < "$tmp/s1")" -eq 32 ] && \
+   cmp -s "$tmp/s1" "$tmp/s2"; then ok; else bad "sample: exit $rc1/$rc2, $(od -c "$tmp/s1" | head -5) vs $(od -c "$tmp/s2" | head -5)"; fi
+expect 0 "^Usage: pipezip sample --run DIR" -- "$PZ" sample --help
+expect 2 "--run DIR is required" -- "$PZ" sample --prompt x
+expect 1 "is not a pipezip run directory" -- "$PZ" sample --run "$tmp/nonexistent"
+expect 1 "trained mlp on synthetic, not a language model" -- "$PZ" sample --run "$tmp/run"
+expect 1 "has no checkpoint of epoch 9" -- "$PZ" sample --run "$tmp/lm" --epoch 9
+rm "$tmp/lm/checkpoint/epoch-1/stage-1.bin"
+expect 1 "holds the parameters of stages 0-0 only" -- "$PZ" sample --run "$tmp/lm"
+
 # Ctrl-C: the run stops after the current step, writes its summary, exits 130
 "$PZ" train --data synthetic --model lenet5 --epochs 1000 --out "$tmp/int" --progress none --threads 1 \
   > "$tmp/int.log" 2>&1 &

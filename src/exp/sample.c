@@ -1,0 +1,93 @@
+/* sample.c — text from a trained run: the model its config.json names, the
+ * weights of its newest (or a chosen) checkpoint, gathered from every
+ * stage's file, and byte tokens (the tokenizer every language-model run
+ * uses today). */
+#include "run.h"
+#include "records.h"
+#include "nn/nn.h"
+#include "pipe/pipe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* the model's parameters from DIR/checkpoint/epoch-E/stage-*.bin, which
+ * must cover them all */
+static pz_status load_weights(pz_model *m, const char *ckpt) {
+    int64_t covered = 0;
+    int files = 0;
+    for (int i = 0; i < PZ_MAX_STAGES; i++) {
+        char path[4300];
+        snprintf(path, sizeof path, "%.4200s/stage-%d.bin", ckpt, i);
+        if (access(path, F_OK) != 0) break;
+        int64_t p0, p1;
+        PZ_TRY(pz_checkpoint_read_params(path, m, &p0, &p1));
+        if (p0 != covered)
+            return pz_fail(PZ_ERR_FORMAT, "'%s' holds parameters from %lld, the stages before it end at %lld", path,
+                           (long long)p0, (long long)covered);
+        covered = p1, files++;
+    }
+    if (files == 0) return pz_fail(PZ_ERR_IO, "%s holds no stage checkpoint (stage-0.bin)", ckpt);
+    if (covered != m->n_params)
+        return pz_fail(PZ_ERR_IO,
+                       "%s holds the parameters of stages 0-%d only (%lld of %lld): the others were saved elsewhere (a "
+                       "split-learning server keeps its stages under its --checkpoint-dir)",
+                       ckpt, files - 1, (long long)covered, (long long)m->n_params);
+    return PZ_OK;
+}
+
+pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(int32_t token, void *ctx), void *ctx, int32_t **out,
+                        int *n_out) {
+    if (!c->run_dir || !*c->run_dir) return pz_fail(PZ_ERR_ARG, "sample: no run directory given (--run DIR)");
+    if (c->tokens < 0 || c->tokens > 1000000) return pz_fail(PZ_ERR_ARG, "sample: --tokens %d is outside 0..1000000", c->tokens);
+    char path[4300], model[64] = "", data[4200] = "";
+    snprintf(path, sizeof path, "%s/config.json", c->run_dir);
+    char *cfg = pz_slurp(path);
+    if (!cfg) return pz_fail(PZ_ERR_IO, "'%s' is not a pipezip run directory: it has no readable config.json", c->run_dir);
+    const int ok = pz_json_str(cfg, "model", model, sizeof model) && pz_json_str(cfg, "data", data, sizeof data);
+    free(cfg);
+    if (!ok) return pz_fail(PZ_ERR_FORMAT, "'%s' names no model and data", path);
+    if (!pz_model_preset_is_sequence(model))
+        return pz_fail(PZ_ERR_ARG, "run %s trained %s on %s, not a language model: sample needs a gpt-* run", c->run_dir,
+                       model, data);
+    int epoch = c->epoch;
+    if (epoch <= 0) {
+        snprintf(path, sizeof path, "%s/checkpoint/latest.json", c->run_dir);
+        char *t = pz_slurp(path);
+        double e = 0;
+        const int got = t && pz_json_num(t, "epoch", &e);
+        free(t);
+        if (!got || e < 1)
+            return pz_fail(PZ_ERR_IO, "run %s has no checkpoint yet (%s): one is written at the end of every epoch",
+                           c->run_dir, path);
+        epoch = (int)e;
+    }
+    char ckpt[4300];
+    snprintf(ckpt, sizeof ckpt, "%.4000s/checkpoint/epoch-%d", c->run_dir, epoch);
+    if (access(ckpt, F_OK) != 0) return pz_fail(PZ_ERR_IO, "run %s has no checkpoint of epoch %d (%s)", c->run_dir, epoch, ckpt);
+
+    const char *prompt = c->prompt && *c->prompt ? c->prompt : "\n";
+    const size_t np = strlen(prompt);
+    if (np > 1000000) return pz_fail(PZ_ERR_ARG, "sample: the prompt is longer than 1000000 bytes");
+    int32_t *tok = malloc((np + (size_t)c->tokens) * sizeof *tok);
+    if (!tok) return pz_fail(PZ_ERR_NOMEM, "out of memory for %zu tokens", np + (size_t)c->tokens);
+    for (size_t i = 0; i < np; i++) tok[i] = (uint8_t)prompt[i]; /* byte tokens */
+
+    pz_set_threads(c->threads);
+    pz_model m;
+    pz_status s = pz_model_preset(&m, model, pz_shape_tokens(pz_model_preset_context(model)), 256, 1, 0);
+    if (s) {
+        free(tok);
+        return s;
+    }
+    if (!(s = load_weights(&m, ckpt)))
+        s = pz_model_generate(&m, tok, (int)np, c->tokens, c->temperature, c->top_k, c->seed, emit, ctx);
+    pz_model_free(&m);
+    if (!s && out) {
+        *out = tok, *n_out = (int)np + c->tokens;
+        return PZ_OK;
+    }
+    free(tok);
+    return s;
+}
