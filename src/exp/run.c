@@ -367,12 +367,21 @@ pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *s
     pz_set_threads(cfg->threads);
     /* the server has no data: the input shape is the dataset's */
     pz_dataset shape = {0};
-    if (!strcmp(cfg->data, "cifar10")) shape.c = 3, shape.h = shape.w = 32;
-    else if (!strcmp(cfg->data, "fashion-mnist") || !strcmp(cfg->data, "mnist") || !strcmp(cfg->data, "synthetic")) shape.c = 1, shape.h = shape.w = 28;
-    else return pz_fail(PZ_ERR_ARG, "--data '%s' (expected fashion-mnist, mnist, cifar10 or synthetic)", cfg->data);
-    shape.n_classes = 10;
+    const int lm = pz_model_preset_is_sequence(cfg->model);
+    if (pz_dataset_is_text(cfg->data)) {
+        if (!lm) return pz_fail(PZ_ERR_ARG, "--data %s is text: it trains a language model (gpt-*), not %s", cfg->data, cfg->model);
+        /* byte tokens: windows of the model's context, a target per position */
+        shape.tokens = pz_model_preset_context(cfg->model);
+        shape.c = shape.h = 1, shape.w = shape.tokens, shape.n_classes = 256;
+    } else {
+        if (lm) return pz_fail(PZ_ERR_ARG, "--model %s is a language model: its clients train on text (--data kjv or text:FILE)", cfg->model);
+        if (!strcmp(cfg->data, "cifar10")) shape.c = 3, shape.h = shape.w = 32;
+        else if (!strcmp(cfg->data, "fashion-mnist") || !strcmp(cfg->data, "mnist") || !strcmp(cfg->data, "synthetic")) shape.c = 1, shape.h = shape.w = 28;
+        else return pz_fail(PZ_ERR_ARG, "--data '%s' (expected fashion-mnist, mnist, cifar10, synthetic, kjv or text:FILE)", cfg->data);
+        shape.n_classes = 10;
+    }
     pz_model model;
-    PZ_TRY(pz_model_preset(&model, cfg->model, pz_shape_image(shape.c, shape.h, shape.w), shape.n_classes, 1, cfg->seed));
+    PZ_TRY(pz_model_preset(&model, cfg->model, pz_dataset_shape(&shape), shape.n_classes, 1, cfg->seed));
     pz_pipe_config pc;
     pz_status st = run_pipe_config(cfg, &model, &shape, &pc, 0);
     pz_model_free(&model);

@@ -34,6 +34,31 @@ for x, y in zip(a, b):
         assert x[k] == y[k], (x["epoch"], k, x[k], y[k])
 PY
 
+# a language model split after its second block: the token table (the client's)
+# and the tied head (the server's) keep in step over the link, clipping sums
+# both sides' norms; the same numbers as in one process
+for _ in $(seq 40); do printf 'In the beginning God created the heaven and the earth. And the earth was without form, and void. '; done > "$tmp/verse.txt"
+lm=(--model gpt-tiny --data "text:$tmp/verse.txt" --cuts h.1 --fwd q8 --bwd q8 --batch 2 --optimizer adamw --lr 1e-3 --clip-norm 0.5 --threads 1)
+lmdata=(--limit-train 6 --limit-test 2 --epochs 2 --progress none)
+"$pz" train "${lm[@]}" "${lmdata[@]}" --out "$tmp/la" > "$tmp/la.log" 2>&1 && ok || bad "in-process lm run: $(tail -3 "$tmp/la.log")"
+port=$((port + 1))
+"$pz" serve "${lm[@]}" --bind "tcp://127.0.0.1:$port" --checkpoint-dir "$tmp/lsrv" > "$tmp/lserve.log" 2>&1 &
+srv=$!
+wait_port "$tmp/lserve.log" || bad "lm server did not start: $(cat "$tmp/lserve.log")"
+"$pz" train "${lm[@]}" "${lmdata[@]}" --link zmq --connect "tcp://127.0.0.1:$port" --out "$tmp/lb" > "$tmp/lb.log" 2>&1 \
+  && ok || bad "lm zmq client: $(tail -3 "$tmp/lb.log")"
+wait "$srv" && ok || bad "lm server exit: $(tail -3 "$tmp/lserve.log")"
+python3 - "$tmp" <<'PY' && ok || bad "lm zmq and in-process runs differ"
+import json, sys
+t = sys.argv[1]
+a, b = ([json.loads(l) for l in open(f"{t}/{d}/epochs.jsonl")] for d in ("la", "lb"))
+assert len(a) == len(b) == 2
+for x, y in zip(a, b):
+    for k in ("train_loss", "test_loss", "test_loss_compressed", "test_bits_per_byte", "fwd_bytes", "bwd_bytes", "link_bytes"):
+        assert x[k] == y[k], (x["epoch"], k, x[k], y[k])
+PY
+port=$((port + 1))
+
 # CURVE: the right key trains, a wrong one is refused; two clients in turn
 "$pz" keygen "$tmp/server.key" > /dev/null && "$pz" keygen "$tmp/client.key" > /dev/null && "$pz" keygen "$tmp/other.key" > /dev/null \
   && ok || bad "keygen"
