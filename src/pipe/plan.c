@@ -4,6 +4,7 @@
  * evaluation), its checkpoint; and the settings every stage must share. */
 #include "pipe_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,17 +45,54 @@ pz_status pz_pipe_resolve_cuts(const pz_model *model, const char *cuts, int stag
     }
     if (stages < 1 || stages > PZ_MAX_STAGES || stages > net->n)
         return pz_fail(PZ_ERR_ARG, "--stages %d: expected 1..%d for %s", stages, net->n < PZ_MAX_STAGES ? net->n : PZ_MAX_STAGES, model->preset);
-    /* balanced by compute: stage s ends once the cumulative FLOPs pass (s+1)/S
-     * of the total, leaving every later stage at least one layer */
-    int64_t total = 0, run = 0;
-    for (int i = 0; i < net->n; i++) total += net->layers[i].macs + 1;
-    int s = 0;
-    for (int i = 0; i < net->n - 1 && s < stages - 1; i++) {
-        run += net->layers[i].macs + 1;
-        const int left_layers = net->n - 1 - i, left_stages = stages - 1 - s;
-        if (run * stages >= (int64_t)(s + 1) * total || left_layers == left_stages) cfg->cuts[s++] = i;
+    /* balanced by compute: the contiguous split whose busiest stage has the
+     * fewest FLOPs (dynamic programming over the prefix sums; ties go to
+     * the most even), every stage at least one layer */
+    const int n = net->n, w = n + 1;
+    /* pre[i]: FLOPs of layers [0, i); best[k*w+i]: the least possible busiest
+     * stage of layers [0, i) in k stages; from[k*w+i]: where its last stage starts */
+    int64_t *pre = malloc(sizeof *pre * (size_t)w), *best = malloc(sizeof *best * (size_t)w * (size_t)(stages + 1));
+    int *from = malloc(sizeof *from * (size_t)w * (size_t)(stages + 1));
+    if (!pre || !best || !from) {
+        free(pre), free(best), free(from);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory balancing %d stages", stages);
     }
-    cfg->n_stages = s + 1;
+    pre[0] = 0;
+    for (int i = 0; i < n; i++) pre[i + 1] = pre[i] + net->layers[i].macs + 1;
+    for (int i = 1; i <= n; i++) best[w + i] = pre[i], from[w + i] = 0;
+    for (int k = 2; k <= stages; k++)
+        for (int i = k; i <= n; i++) {
+            best[k * w + i] = INT64_MAX;
+            for (int j = k - 1; j < i; j++) {
+                const int64_t last = pre[i] - pre[j], prev = best[(k - 1) * w + j], worst = prev > last ? prev : last;
+                if (worst < best[k * w + i]) best[k * w + i] = worst, from[k * w + i] = j;
+            }
+        }
+    /* among the splits with that busiest stage, the most even: the least sum
+     * of squared stage FLOPs (a second pass bounded by the first's answer) */
+    const int64_t bound = best[stages * w + n];
+    double *sq = malloc(sizeof *sq * (size_t)w * (size_t)(stages + 1));
+    if (!sq) {
+        free(pre), free(best), free(from);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory balancing %d stages", stages);
+    }
+    for (int i = 1; i <= n; i++) sq[w + i] = pre[i] <= bound ? (double)pre[i] * (double)pre[i] : INFINITY, from[w + i] = 0;
+    for (int k = 2; k <= stages; k++)
+        for (int i = k; i <= n; i++) {
+            sq[k * w + i] = INFINITY;
+            for (int j = k - 1; j < i; j++) {
+                const int64_t last = pre[i] - pre[j];
+                const double v = sq[(k - 1) * w + j] + (double)last * (double)last;
+                if (last <= bound && v < sq[k * w + i]) sq[k * w + i] = v, from[k * w + i] = j;
+            }
+        }
+    free(sq);
+    for (int k = stages, i = n; k > 1; k--) {
+        i = from[k * w + i];
+        cfg->cuts[k - 2] = i - 1; /* the last layer of stage k - 2 */
+    }
+    free(pre), free(best), free(from);
+    cfg->n_stages = stages;
     return PZ_OK;
 }
 

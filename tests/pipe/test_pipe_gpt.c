@@ -50,8 +50,46 @@ static void run(pz_pipe_config c, float *loss, double *eval) {
     free(x), free(ex);
 }
 
+/* --stages S: the contiguous split whose busiest stage has the fewest FLOPs
+ * (checked against every split), the most even among those */
+static void balanced_cuts(void) {
+    pz_model m;
+    CHECK(pz_model_preset(&m, "gpt-tiny", pz_shape_tokens(T), V, 1, 1) == PZ_OK, "%s", pz_last_error());
+    const int n = m.net.n;
+    int64_t cost[32];
+    for (int i = 0; i < n; i++) cost[i] = m.net.layers[i].macs + 1;
+    for (int S = 1; S <= n; S++) {
+        pz_pipe_config c = {0};
+        CHECK(pz_pipe_resolve_cuts(&m, NULL, S, &c) == PZ_OK && c.n_stages == S, "--stages %d: %s", S, pz_last_error());
+        int64_t worst = 0, acc = 0;
+        for (int i = 0, st = 0; i < n; i++) {
+            acc += cost[i];
+            if (i == n - 1 || (st < S - 1 && c.cuts[st] == i)) {
+                worst = acc > worst ? acc : worst, acc = 0, st++;
+                CHECK(i == n - 1 || st == S - 1 || c.cuts[st] > i, "cuts increase");
+            }
+        }
+        /* every split: a bit mask of the n - 1 places after a layer */
+        int64_t least = INT64_MAX;
+        for (unsigned mask = 0; mask < 1u << (n - 1); mask++) {
+            if (__builtin_popcount(mask) != S - 1) continue;
+            int64_t w = 0, a = 0;
+            for (int i = 0; i < n; i++) {
+                a += cost[i];
+                if (i == n - 1 || mask >> i & 1) w = a > w ? a : w, a = 0;
+            }
+            least = w < least ? w : least;
+        }
+        CHECK(worst == least, "--stages %d: busiest stage %lld FLOPs, the best split has %lld", S, (long long)worst, (long long)least);
+        if (S == 4) /* wte+h.0 | h.1 | h.2 | h.3+ln_f+head */
+            CHECK(c.cuts[0] == 1 && c.cuts[1] == 2 && c.cuts[2] == 3, "4 stages cut after %d %d %d", c.cuts[0], c.cuts[1], c.cuts[2]);
+    }
+    pz_model_free(&m);
+}
+
 int main(void) {
     pz_set_threads(1);
+    balanced_cuts();
     float one[STEPS], four[STEPS], four2[STEPS], one2[STEPS], q[STEPS];
     double e1, e4, e42, e12, eq;
     run(config(1, 1, "none", "none"), one, &e1);
