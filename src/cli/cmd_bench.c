@@ -45,7 +45,7 @@ static int bench_train(int argc, char **argv) {
         fprintf(stderr, "pipezip bench train: %s\n", pz_last_error());
         return 1;
     }
-    pz_optim o = {.momentum = 0.9f, .weight_decay = lm ? 0.1f : 5e-4f, .beta2 = 0.95f};
+    pz_optim o = {.momentum = 0.9f, .weight_decay = lm ? 0.1f : 5e-4f, .beta2 = 0.95f, .decay = m.decay};
     pz_optim_init(&o, lm ? PZ_OPT_ADAMW : PZ_OPT_SGD, m.n_params);
     const size_t n = (size_t)batch * pz_shape_numel(in), ny = (size_t)batch * m.targets;
     float *x = pz_xfloats(n);
