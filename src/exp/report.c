@@ -26,6 +26,8 @@ typedef struct {
     int ncol, nrow;
     row rows[MAX_ROWS];
     char *text;
+    char *extra[2]; /* joined columns' text */
+    int nextra;
 } table;
 
 /* RFC 4180 fields, in place */
@@ -86,6 +88,30 @@ static const char *cell(const table *t, int r, const char *name) {
     const int c = col(t, name);
     return c < 0 ? "" : t->rows[r].cell[c];
 }
+
+/* A rows or cols key "a+b" naming two columns: a column of their values
+ * joined, "q4 + q8", added to the table (its text freed with the table's
+ * extra). */
+static void add_joined_col(table *t, const char *name) {
+    const char *plus = strchr(name, '+');
+    if (!plus || col(t, name) >= 0 || t->ncol >= MAX_COLS || t->nextra >= 2) return;
+    char a[128];
+    snprintf(a, sizeof a, "%.*s", (int)(plus - name), name);
+    const int ca = col(t, a), cb = col(t, plus + 1);
+    if (ca < 0 || cb < 0) return;
+    size_t need = strlen(name) + 1;
+    for (int r = 0; r < t->nrow; r++) need += strlen(t->rows[r].cell[ca]) + strlen(t->rows[r].cell[cb]) + 4;
+    char *buf = malloc(need), *p = buf;
+    if (!buf) return;
+    t->extra[t->nextra++] = buf;
+    const int c = t->ncol++;
+    t->head[c] = strcpy(p, name), p += strlen(name) + 1;
+    for (int r = 0; r < t->nrow; r++) {
+        t->rows[r].cell[c] = p;
+        p += sprintf(p, "%s + %s", t->rows[r].cell[ca], t->rows[r].cell[cb]) + 1;
+    }
+}
+
 
 static double num(const table *t, int r, const char *name) {
     const char *s = cell(t, r, name);
@@ -294,12 +320,14 @@ static void grid_table(FILE *f, const table *t, const char *rk, const char *ck, 
             double m, lo, hi;
             const int n = cell_stats(t, rk, rv[i], ck, ck ? cv[j] : NULL, metric, &m, &lo, &hi);
             fputc(' ', f);
-            if (percent) pct(f, m);
+            if (percent == 1) pct(f, m);
             else if (isnan(m)) fputs("—", f);
+            else if (percent == 2) fprintf(f, "%.3f", m);
             else fprintf(f, "%.3g", m);
             if (n > 1) {
                 fputs(" (", f);
-                if (percent) pct(f, lo), fputs("–", f), pct(f, hi);
+                if (percent == 1) pct(f, lo), fputs("–", f), pct(f, hi);
+                else if (percent == 2) fprintf(f, "%.3f–%.3f", lo, hi);
                 else fprintf(f, "%.3g–%.3g", lo, hi);
                 fprintf(f, ", n=%d)", n);
             }
@@ -349,23 +377,52 @@ pz_status pz_sweep_report(const char *dir) {
     int finished = 0;
     for (int r = 0; r < t->nrow; r++) finished += !strcmp(cell(t, r, "status"), "finished");
     fprintf(f, "%d runs, %d finished. Every number below is in `results.csv`; plots in `plots/`.\n", t->nrow, finished);
+    /* a language model's runs report validation loss and bits per byte */
+    int lm = 0;
+    for (int r = 0; r < t->nrow; r++) lm |= !isnan(num(t, r, "final_test_bits_per_byte"));
+    if (rk) add_joined_col(t, rk);
+    if (ck) add_joined_col(t, ck);
     if (rk && col(t, rk) >= 0) {
         const char *c2 = ck && col(t, ck) >= 0 ? ck : NULL;
-        grid_table(f, t, rk, c2, "final_test_accuracy", "Final test accuracy, %, plain inference", 1);
-        grid_table(f, t, rk, c2, "final_test_accuracy_compressed", "Final test accuracy, %, inference through the compressed boundaries", 1);
+        if (lm) {
+            grid_table(f, t, rk, c2, "final_test_loss", "Final validation loss, nats per token, plain inference", 2);
+            grid_table(f, t, rk, c2, "final_test_loss_compressed", "Final validation loss, nats per token, inference through the compressed boundaries", 2);
+            grid_table(f, t, rk, c2, "final_test_bits_per_byte_compressed", "Final validation bits per byte, inference through the compressed boundaries", 2);
+            grid_table(f, t, rk, c2, "final_train_loss", "Final training loss (mean over the last epoch), nats per token", 2);
+        } else {
+            grid_table(f, t, rk, c2, "final_test_accuracy", "Final test accuracy, %, plain inference", 1);
+            grid_table(f, t, rk, c2, "final_test_accuracy_compressed", "Final test accuracy, %, inference through the compressed boundaries", 1);
+        }
         grid_table(f, t, rk, c2, "compression_ratio", "Training traffic, times less than fp32", 0);
     }
     /* every run */
-    fputs("\n**All runs**\n\n| run | status | acc % | acc % compressed | best % | traffic ratio | fwd bits/el | bwd bits/el | fwd error | bwd error | "
-          "wall s | emulated s | epochs to target | emulated s to target | bytes to target |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-          f);
+    if (lm)
+        fputs("\n**All runs**\n\n| run | status | val loss | val loss compressed | bits/byte | bits/byte compressed | train loss | "
+              "traffic ratio | fwd bits/el | bwd bits/el | fwd error | bwd error | wall s | emulated s | epochs to target | "
+              "emulated s to target | bytes to target |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+              f);
+    else
+        fputs("\n**All runs**\n\n| run | status | acc % | acc % compressed | best % | traffic ratio | fwd bits/el | bwd bits/el | fwd error | bwd error | "
+              "wall s | emulated s | epochs to target | emulated s to target | bytes to target |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+              f);
     for (int r = 0; r < t->nrow; r++) {
         char label[512];
         label_of(t, r, &ini, label, sizeof label);
         fprintf(f, "| %s | %s | ", label, cell(t, r, "status"));
-        pct(f, num(t, r, "final_test_accuracy")), fputs(" | ", f);
-        pct(f, num(t, r, "final_test_accuracy_compressed")), fputs(" | ", f);
-        pct(f, num(t, r, "best_test_accuracy"));
+        if (lm) {
+            const char *m[] = {"final_test_loss", "final_test_loss_compressed", "final_test_bits_per_byte",
+                               "final_test_bits_per_byte_compressed", "final_train_loss"};
+            for (int i = 0; i < 5; i++) {
+                const double v = num(t, r, m[i]);
+                if (isnan(v)) fputs("—", f);
+                else fprintf(f, "%.4f", v);
+                if (i < 4) fputs(" | ", f);
+            }
+        } else {
+            pct(f, num(t, r, "final_test_accuracy")), fputs(" | ", f);
+            pct(f, num(t, r, "final_test_accuracy_compressed")), fputs(" | ", f);
+            pct(f, num(t, r, "best_test_accuracy"));
+        }
         const char *cols[] = {"compression_ratio", "fwd_bits_per_element", "bwd_bits_per_element", "fwd_error", "bwd_error", "wall_seconds",
                               "emulated_seconds", "epochs_to_target", "emulated_time_to_target", "bytes_to_target"};
         for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) {
@@ -378,10 +435,15 @@ pz_status pz_sweep_report(const char *dir) {
     const double target = t->nrow ? num(t, 0, "target_accuracy") : NAN;
     const char *ti = pz_ini_get(&ini, "sweep", "target-inference");
     if (!isnan(target))
-        fprintf(f, "\nTarget accuracy for the time and traffic columns: %.2f%%, %s.\n", 100 * target,
+        fprintf(f, "\nTarget %saccuracy for the time and traffic columns: %.2f%%, %s.\n", lm ? "next-token " : "", 100 * target,
                 ti && !strcmp(ti, "compressed") ? "inference through the compressed boundaries" : "plain inference");
 
-    /* plots */
+    /* plots: test accuracy, or a language model's validation loss */
+    const char *ep_key = lm ? "test_loss" : "test_accuracy", *ep_ckey = lm ? "test_loss_compressed" : "test_accuracy_compressed";
+    const char *fin_key = lm ? "final_test_loss" : "final_test_accuracy";
+    const char *fin_ckey = lm ? "final_test_loss_compressed" : "final_test_accuracy_compressed";
+    const char *ylab = lm ? "validation loss, nats per token" : "test accuracy, %";
+    const double scale = lm ? 1.0 : 100.0;
     int ns = 0;
     for (int r = 0; r < t->nrow && ns + 2 <= 64; r++) { /* accuracy per epoch */
         snprintf(path, sizeof path, "%s/runs/%s/epochs.jsonl", dir, cell(t, r, "id"));
@@ -400,14 +462,16 @@ pz_status pz_sweep_report(const char *dir) {
             if (nl) *nl++ = 0;
             double e, v;
             if (!pz_json_num(line, "epoch", &e) || a->n >= 512) continue;
-            if (pz_json_num(line, "test_accuracy", &v)) a->x[a->n] = e, a->y[a->n++] = 100 * v;
-            if (pz_json_num(line, "test_accuracy_compressed", &v) && v >= 0) b->x[b->n] = e, b->y[b->n++] = 100 * v;
+            if (pz_json_num(line, ep_key, &v)) a->x[a->n] = e, a->y[a->n++] = scale * v;
+            if (pz_json_num(line, ep_ckey, &v) && v >= 0) b->x[b->n] = e, b->y[b->n++] = scale * v;
         }
         free(text);
         ns += b->n ? 2 : 1;
     }
     snprintf(path, sizeof path, "%s/plots/accuracy_per_epoch.svg", dir);
-    if (!st) st = plot(path, "Test accuracy per epoch (dashed: through compressed boundaries)", "epoch", "test accuracy, %", s, ns, 0);
+    if (!st)
+        st = plot(path, lm ? "Validation loss per epoch (dashed: through compressed boundaries)" : "Test accuracy per epoch (dashed: through compressed boundaries)",
+                  "epoch", ylab, s, ns, 0);
     /* accuracy and error against bits per element */
     memset(s, 0, 3 * sizeof *s);
     snprintf(s[0].label, sizeof s[0].label, "plain inference");
@@ -416,11 +480,13 @@ pz_status pz_sweep_report(const char *dir) {
     for (int r = 0; r < t->nrow && s[0].n < 512; r++) {
         const double fb = num(t, r, "fwd_bits_per_element"), bb = num(t, r, "bwd_bits_per_element");
         const double bits = (fb + bb) / 2;
-        s[0].x[s[0].n] = bits, s[0].y[s[0].n++] = 100 * num(t, r, "final_test_accuracy");
-        s[1].x[s[1].n] = bits, s[1].y[s[1].n++] = 100 * num(t, r, "final_test_accuracy_compressed");
+        s[0].x[s[0].n] = bits, s[0].y[s[0].n++] = scale * num(t, r, fin_key);
+        s[1].x[s[1].n] = bits, s[1].y[s[1].n++] = scale * num(t, r, fin_ckey);
     }
     snprintf(path, sizeof path, "%s/plots/accuracy_vs_bits.svg", dir);
-    if (!st) st = plot(path, "Final accuracy against bits per element (mean of both directions)", "bits per element", "test accuracy, %", s, 2, 1);
+    if (!st)
+        st = plot(path, lm ? "Final validation loss against bits per element (mean of both directions)" : "Final accuracy against bits per element (mean of both directions)",
+                  "bits per element", ylab, s, 2, 1);
     /* error vs bits: one series per codec family and direction */
     ns = 0;
     memset(s, 0, 24 * sizeof *s);
@@ -463,9 +529,9 @@ pz_status pz_sweep_report(const char *dir) {
             nl = strchr(line, '\n');
             if (nl) *nl++ = 0;
             double tm = 0, v;
-            if (a->n >= 512 || !pz_json_num(line, "test_accuracy", &v)) continue;
+            if (a->n >= 512 || !pz_json_num(line, ep_key, &v)) continue;
             if (!pz_json_num(line, "emulated_time", &tm)) pz_json_num(line, "time", &tm);
-            a->x[a->n] = tm, a->y[a->n++] = 100 * v;
+            a->x[a->n] = tm, a->y[a->n++] = scale * v;
         }
         free(text);
     }
@@ -476,10 +542,13 @@ pz_status pz_sweep_report(const char *dir) {
         for (int j = 0; j < s[i].n; j++)
             if (s[i].x[j] > 0) tmin = fmin(tmin, s[i].x[j]), tmax = fmax(tmax, s[i].x[j]);
     if (!st)
-        st = plot(path, "Test accuracy against training time on the (emulated) link", "seconds (virtual clock)", "test accuracy, %", s, ns,
+        st = plot(path, lm ? "Validation loss against training time on the (emulated) link" : "Test accuracy against training time on the (emulated) link",
+                  "seconds (virtual clock)", ylab, s, ns,
                   tmax > 20 * tmin ? 2 : 0);
     free(s);
-    fputs("\n![accuracy per epoch](plots/accuracy_per_epoch.svg)\n![accuracy vs bits](plots/accuracy_vs_bits.svg)\n"
+    fputs(lm ? "\n![validation loss per epoch](plots/accuracy_per_epoch.svg)\n![validation loss vs bits](plots/accuracy_vs_bits.svg)\n"
+             "![error vs bits](plots/error_vs_bits.svg)\n![validation loss vs time](plots/accuracy_vs_time.svg)\n"
+             : "\n![accuracy per epoch](plots/accuracy_per_epoch.svg)\n![accuracy vs bits](plots/accuracy_vs_bits.svg)\n"
           "![error vs bits](plots/error_vs_bits.svg)\n![accuracy vs time](plots/accuracy_vs_time.svg)\n",
           f);
     const int bad = ferror(f);
@@ -491,7 +560,7 @@ pz_status pz_sweep_report(const char *dir) {
         snprintf(to, sizeof to, "%s/report.md", dir);
         if (rename(from, to) != 0) st = pz_fail(PZ_ERR_IO, "cannot write '%s': %s", to, strerror(errno));
     }
-    free(t->text), free(t);
+    free(t->text), free(t->extra[0]), free(t->extra[1]), free(t);
     pz_ini_free(&ini);
     return st;
 }

@@ -381,6 +381,7 @@ typedef struct {
     char status[32], fwd[256], bwd[256];
     double epochs, final_acc, best_acc, final_cacc, best_cacc, fwd_bytes, bwd_bytes, fp32_bytes, wall, emulated;
     double fwd_bits, bwd_bits, fwd_err, bwd_err, fwd_ratio, bwd_ratio;
+    double final_loss, final_closs, final_bpb, final_cbpb, final_train_loss; /* language models: validation loss per token, bits per byte */
     int n_ep;
     double ep_acc[512], ep_cacc[512], ep_time[512], ep_emu[512], ep_bytes[512];
 } run_result;
@@ -390,6 +391,7 @@ static void read_run(const char *dir, run_result *r) {
     const double nan = NAN;
     r->final_acc = r->best_acc = r->final_cacc = r->best_cacc = r->fwd_bits = r->bwd_bits = r->fwd_err = r->bwd_err = nan;
     r->fwd_ratio = r->bwd_ratio = r->emulated = r->wall = r->epochs = r->fwd_bytes = r->bwd_bytes = r->fp32_bytes = nan;
+    r->final_loss = r->final_closs = r->final_bpb = r->final_cbpb = r->final_train_loss = nan;
     snprintf(r->status, sizeof r->status, "missing");
     char path[4400];
     snprintf(path, sizeof path, "%s/summary.json", dir);
@@ -401,6 +403,12 @@ static void read_run(const char *dir, run_result *r) {
         pz_json_num(t, "best_test_accuracy", &r->best_acc);
         pz_json_num(t, "final_test_accuracy_compressed", &r->final_cacc);
         if (r->final_cacc < 0) r->final_cacc = nan;
+        pz_json_num(t, "final_test_loss", &r->final_loss);
+        pz_json_num(t, "final_train_loss", &r->final_train_loss);
+        /* -1: not measured (no compressed evaluation; not a language model) */
+        if (pz_json_num(t, "final_test_loss_compressed", &r->final_closs) && r->final_closs < 0) r->final_closs = nan;
+        if (pz_json_num(t, "final_test_bits_per_byte", &r->final_bpb) && r->final_bpb < 0) r->final_bpb = nan;
+        if (pz_json_num(t, "final_test_bits_per_byte_compressed", &r->final_cbpb) && r->final_cbpb < 0) r->final_cbpb = nan;
         pz_json_num(t, "fwd_bytes", &r->fwd_bytes);
         pz_json_num(t, "bwd_bytes", &r->bwd_bytes);
         pz_json_num(t, "fp32_bytes", &r->fp32_bytes);
@@ -523,7 +531,8 @@ pz_status pz_sweep_collect(const char *dir) {
     fputs(",epochs_done,final_test_accuracy,best_test_accuracy,final_test_accuracy_compressed,best_test_accuracy_compressed,"
           "fwd_bytes,bwd_bytes,fp32_bytes,compression_ratio,fwd_ratio,bwd_ratio,fwd_bits_per_element,bwd_bits_per_element,"
           "fwd_error,bwd_error,wall_seconds,emulated_seconds,target_accuracy,epochs_to_target,time_to_target,"
-          "emulated_time_to_target,bytes_to_target\n",
+          "emulated_time_to_target,bytes_to_target,final_test_loss,final_test_loss_compressed,final_test_bits_per_byte,"
+          "final_test_bits_per_byte_compressed,final_train_loss\n",
           f);
     for (int p = 0; p < pl.npts; p++) {
         const run_result *r = &rr[p];
@@ -552,6 +561,8 @@ pz_status pz_sweep_collect(const char *dir) {
         fputc(',', f), csv_num(f, hit >= 0 ? r->ep_time[hit] : NAN);
         fputc(',', f), csv_num(f, hit >= 0 ? r->ep_emu[hit] : NAN);
         fputc(',', f), csv_num(f, hit >= 0 ? r->ep_bytes[hit] : NAN);
+        const double lm[] = {r->final_loss, r->final_closs, r->final_bpb, r->final_cbpb, r->final_train_loss};
+        for (size_t i = 0; i < sizeof lm / sizeof *lm; i++) fputc(',', f), csv_num(f, lm[i]);
         fputc('\n', f);
     }
     const int bad = ferror(f);

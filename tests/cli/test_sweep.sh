@@ -29,15 +29,22 @@ for r in rows:
     for k in ("final_test_accuracy", "final_test_accuracy_compressed", "fwd_bytes", "bwd_bytes", "wall_seconds", "emulated_seconds"):
         float(r[k])
     assert 0 <= float(r["final_test_accuracy"]) <= 1
+# a language model's sweep reports validation loss and bits per byte
+lm = all(r["final_test_bits_per_byte"] != "" for r in rows)
+if lm:
+    for r in rows:
+        assert 0 < float(r["final_test_loss"]) < 10 and 0 < float(r["final_test_bits_per_byte_compressed"]) < 16, r["id"]
 report = open(f"{out}/report.md").read()
 def table(title):
     m = re.search(re.escape(title) + r".*?\n\n(\|.*?)\n\n", report + "\n\n", re.S)
     assert m, title
     return [[c.strip() for c in line.strip("|").split("|")] for line in m.group(1).splitlines()]
 sw = ini["sweep"]
-vals = lambda key: list(dict.fromkeys(r[key] for r in rows))
+def value(r, key):  # "fwd+bwd": the two columns joined
+    return " + ".join(r[k] for k in key.split("+")) if key not in r else r[key]
+vals = lambda key: list(dict.fromkeys(value(r, key) for r in rows))
 if "rows" in sw:
-    t = table("Final test accuracy, %, plain inference")
+    t = table("Final validation loss, nats per token, plain inference" if lm else "Final test accuracy, %, plain inference")
     head, body = t[0], t[2:]
     assert [b[0] for b in body] == vals(sw["rows"]), ([b[0] for b in body], vals(sw["rows"]))
     if "cols" in sw: assert head[1:] == vals(sw["cols"]), (head, vals(sw["cols"]))
