@@ -77,6 +77,8 @@ typedef struct {
     const char *resume;       /* a run directory to continue from its last checkpoint (written every epoch) */
     int shard_index, shard_count; /* train on the shard_index-th of shard_count slices (split-learning clients); 0/0 = all */
     float clip_norm;          /* > 0: clip the gradients' global norm (over every stage) to this; 0 = off */
+    const char *tokenizer;    /* text: "bytes" (default, NULL too) or "bpe:N", byte-level BPE of N tokens learned from the
+                                 training split and kept in the run directory (tokenizer.txt) */
 } pz_run_config;
 
 typedef struct {

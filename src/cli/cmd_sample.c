@@ -10,9 +10,10 @@ static const char sample_usage[] =
     "Usage: pipezip sample --run DIR [OPTIONS]\n"
     "\n"
     "Continue a prompt with the language model a run trained (gpt-*): the weights\n"
-    "of its newest checkpoint (every stage's, whatever the cuts), one byte token at\n"
-    "a time from softmax(logits / temperature) over the top-k. Prints the prompt,\n"
-    "then the text as it is made. The same --seed gives the same text.\n"
+    "of its newest checkpoint (every stage's, whatever the cuts), one token at a\n"
+    "time (a byte, or a BPE token of the run's tokenizer.txt) from\n"
+    "softmax(logits / temperature) over the top-k. Prints the prompt, then the\n"
+    "text as it is made. The same --seed gives the same text.\n"
     "\n"
     "Examples:\n"
     "  pipezip sample --run runs/DIR --prompt 'And God said'\n"
@@ -29,9 +30,9 @@ static void start(printer *p) {
     p->started = 1;
 }
 
-static void put_token(int32_t token, void *ctx) {
+static void put_token(const uint8_t *bytes, size_t n, void *ctx) {
     start(ctx);
-    putchar((unsigned char)token);
+    fwrite(bytes, 1, n, stdout);
     fflush(stdout);
 }
 
@@ -40,7 +41,7 @@ int cmd_sample(int argc, char **argv) {
     const pz_opt opts[] = {
         {"run", OPT_STR, &c.run_dir, "DIR", "the run directory of a pipezip train of a gpt-* model", 0, 0, NULL},
         {"prompt", OPT_STR, &c.prompt, "TEXT", "text to continue (default: a newline)", 0, 0, NULL},
-        {"tokens", OPT_INT, &c.tokens, "N", "how many tokens (bytes) to generate", 0, 1000000, NULL},
+        {"tokens", OPT_INT, &c.tokens, "N", "how many tokens to generate (bytes, or the run's BPE tokens)", 0, 1000000, NULL},
         {"temperature", OPT_FLOAT, &c.temperature, "X", "softmax temperature (0 = always the most likely)", 0, 100, NULL},
         {"top-k", OPT_INT, &c.top_k, "K", "draw only among the K most likely (0 = all)", 0, 1000000, NULL},
         {"seed", OPT_U64, &c.seed, "N", "seed of the draws", 0, 0, NULL},

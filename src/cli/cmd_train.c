@@ -112,7 +112,8 @@ static int train_opts(pz_opt *opts, train_args *a) {
     pz_run_config *cp = &a->c;
     const pz_opt list[] = {
         {"model", OPT_STR, &cp->model, "NAME", "model preset (see pipezip models)", 0, 0, "mlp|lenet5|resnet8|resnet20|gpt-tiny|gpt-small"},
-        {"data", OPT_STR, &cp->data, "NAME", "dataset (kjv: the King James Bible from Debian's bible-kjv; text:FILE any UTF-8 text; both byte tokens for gpt-*)", 0, 0, "fashion-mnist|mnist|cifar10|synthetic|kjv|text:FILE"},
+        {"data", OPT_STR, &cp->data, "NAME", "dataset (kjv: the King James Bible from Debian's bible-kjv; text:FILE any UTF-8 text; for gpt-*, tokens by --tokenizer)", 0, 0, "fashion-mnist|mnist|cifar10|synthetic|kjv|text:FILE"},
+        {"tokenizer", OPT_STR, &cp->tokenizer, "SPEC", "text's tokens: bytes (256) or bpe:N, byte-level BPE of N tokens learned from the training split, kept in the run directory", 0, 0, "bytes|bpe:N"},
         {"data-dir", OPT_STR, &cp->data_dir, "DIR", "dataset directory (default: fashion-mnist and mnist under /usr/share/datasets, cifar10 in data/cifar-10-batches-bin, the kjv text cached in data/)", 0, 0, NULL},
         {"limit-train", OPT_I64, &cp->limit_train, "N", "use only the first N training examples (0 = all)", 0, 1e12, NULL},
         {"limit-test", OPT_I64, &cp->limit_test, "N", "use only the first N test examples (0 = all)", 0, 1e12, NULL},

@@ -49,15 +49,44 @@ pz_status pz_make_synthetic(pz_dataset *train, pz_dataset *test, int64_t n_train
 pz_status pz_load_dataset(pz_dataset *train, pz_dataset *test, const char *name, const char *dir, uint64_t seed);
 int pz_dataset_is_text(const char *name);
 
+/* ---- tokenizers ------------------------------------------------------------
+ * bytes (vocabulary 256) or byte-level BPE learned from a training split
+ * (bpe.c says how). Token 256 + m is the m-th merge of two earlier tokens. */
+typedef struct {
+    int vocab;         /* the model's vocabulary: 256, or N of bpe:N (a short text may learn fewer merges) */
+    int n_merges;
+    int32_t *merges;   /* (n_merges, 2) */
+    uint8_t *bytes;    /* token t's bytes: bytes[off[t] .. off[t + 1]) */
+    int64_t *off;
+    void *rank;        /* merge ranks by pair */
+    int ready;         /* learned or loaded */
+} pz_tokenizer;
+
+/* "bytes" (or NULL) -> 256; "bpe:N" -> N (257..65536) */
+pz_status pz_tokenizer_spec(const char *spec, int *vocab);
+pz_status pz_tokenizer_bytes(pz_tokenizer *t);
+/* learn up to vocab - 256 merges from text */
+pz_status pz_bpe_learn(pz_tokenizer *t, const uint8_t *text, size_t n, int vocab);
+/* text's tokens into out (room for n: never more tokens than bytes); returns how many */
+size_t pz_tokenizer_encode(const pz_tokenizer *t, const uint8_t *text, size_t n, int32_t *out);
+/* token id's bytes (NULL, *len 0 for an id it does not have) */
+const uint8_t *pz_tokenizer_token(const pz_tokenizer *t, int32_t id, size_t *len);
+/* tokenizer.txt in a run directory: a header, the vocabulary, the merges */
+pz_status pz_tokenizer_save(const pz_tokenizer *t, const char *path);
+pz_status pz_tokenizer_load(pz_tokenizer *t, const char *path);
+void pz_tokenizer_free(pz_tokenizer *t);
+
 /* ---- text ------------------------------------------------------------------
- * A file's bytes as tokens (vocabulary 256): the first 90% train, the last
- * 10% held out, samples of T tokens at stride T with the next T as targets. */
-pz_status pz_load_text(pz_dataset *train, pz_dataset *test, const char *path, const char *name, int T);
+ * A file's tokens: the first 90% of its bytes train, the last 10% held out,
+ * each split tokenized on its own and cut into samples of T tokens at stride
+ * T with the next T as targets. tok: NULL for bytes; a tokenizer with vocab
+ * > 256 that is not ready is learned from the training split first. */
+pz_status pz_load_text(pz_dataset *train, pz_dataset *test, const char *path, const char *name, int T, pz_tokenizer *tok);
 /* The King James Bible's path in dir (NULL: data/), extracting it once from
  * Debian's bible-kjv when it is not there yet. */
 pz_status pz_kjv_path(char *path, size_t cap, const char *dir);
 /* "kjv" (dir: where its cache lives) or "text:FILE" */
-pz_status pz_load_corpus(pz_dataset *train, pz_dataset *test, const char *name, const char *dir, int T);
+pz_status pz_load_corpus(pz_dataset *train, pz_dataset *test, const char *name, const char *dir, int T, pz_tokenizer *tok);
 const char *pz_default_data_dir(const char *name);
 
 /* Keep only the first n examples (n <= d->n). */

@@ -226,15 +226,15 @@ pz_status pz_load_dataset(pz_dataset *train, pz_dataset *test, const char *name,
 
 int pz_dataset_is_text(const char *name) { return !strcmp(name, "kjv") || !strncmp(name, "text:", 5); }
 
-pz_status pz_load_corpus(pz_dataset *train, pz_dataset *test, const char *name, const char *dir, int T) {
+pz_status pz_load_corpus(pz_dataset *train, pz_dataset *test, const char *name, const char *dir, int T, pz_tokenizer *tok) {
     if (!strncmp(name, "text:", 5)) {
         if (!name[5]) return pz_fail(PZ_ERR_ARG, "--data text:FILE needs a file name");
-        return pz_load_text(train, test, name + 5, "text", T);
+        return pz_load_text(train, test, name + 5, "text", T, tok);
     }
     if (strcmp(name, "kjv")) return pz_fail(PZ_ERR_ARG, "unknown text corpus '%s' (expected kjv or text:FILE)", name);
     char path[4096];
     PZ_TRY(pz_kjv_path(path, sizeof path, dir));
-    return pz_load_text(train, test, path, "kjv", T);
+    return pz_load_text(train, test, path, "kjv", T, tok);
 }
 
 void pz_dataset_truncate(pz_dataset *d, int64_t n) {

@@ -1,6 +1,6 @@
 /* text.c — text corpora for language models: a file's bytes as tokens
- * (vocabulary 256), the first 90% for training and the last 10% held out,
- * each cut into samples of T tokens at stride T whose targets are the next
+ * (vocabulary 256) or BPE tokens (bpe.c), the first 90% for training and
+ * the last 10% held out, each cut into samples of T tokens at stride T whose targets are the next
  * T tokens. Sample i of a split is always the same text, so its id is
  * stable (AQ-SGD keys its buffers by it). The default corpus, the King
  * James Bible, is extracted once from Debian's bible-kjv into a cache. */
@@ -54,34 +54,45 @@ pz_status pz_kjv_path(char *path, size_t cap, const char *dir) {
     return st ? pz_fail(st, "cannot cache the King James Bible in %s: %s", path, pz_last_error()) : PZ_OK;
 }
 
-/* samples of T tokens at stride T over bytes [from, to) of text */
-static pz_status split(pz_dataset *d, const uint8_t *text, size_t from, size_t to, int T, const char *name,
-                       const char *part) {
+/* samples of T tokens at stride T over the tokens of bytes [from, to) */
+static pz_status split(pz_dataset *d, const uint8_t *text, size_t from, size_t to, int T, const pz_tokenizer *tok,
+                       const char *name, const char *part) {
     memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "%s:%s", name, part);
+    int32_t *ids = malloc(sizeof *ids * (to - from + 1));
+    if (!ids) return pz_fail(PZ_ERR_NOMEM, "out of memory for the %s split's tokens", part);
+    size_t n_tok = to - from;
+    if (tok) n_tok = pz_tokenizer_encode(tok, text + from, to - from, ids);
+    else
+        for (size_t i = 0; i < n_tok; i++) ids[i] = text[from + i];
     d->c = 1, d->h = 1, d->w = T;
     d->tokens = T;
-    d->n_classes = 256;
-    d->bytes_per_token = 1.0;
-    d->n = to - from > (size_t)T ? (int64_t)((to - from - 1) / (size_t)T) : 0;
-    if (d->n < 1)
-        return pz_fail(PZ_ERR_FORMAT, "%s: the %s split (%zu bytes) holds no sequence of %d tokens", name, part, to - from, T);
+    d->n_classes = tok ? tok->vocab : 256;
+    d->bytes_per_token = n_tok ? (double)(to - from) / (double)n_tok : 1.0;
+    d->n = n_tok > (size_t)T ? (int64_t)((n_tok - 1) / (size_t)T) : 0;
+    if (d->n < 1) {
+        free(ids);
+        return pz_fail(PZ_ERR_FORMAT, "%s: the %s split (%zu bytes, %zu tokens) holds no sequence of %d tokens", name, part,
+                       to - from, n_tok, T);
+    }
     d->x = pz_floats_try((size_t)d->n * T);
     d->y = malloc(sizeof(int32_t) * (size_t)d->n * T);
     if (!d->x || !d->y) {
+        free(ids);
         pz_dataset_free(d);
         return pz_fail(PZ_ERR_NOMEM, "out of memory for %lld sequences of %d tokens", (long long)d->n, T);
     }
     for (int64_t i = 0; i < d->n; i++)
         for (int t = 0; t < T; t++) {
-            const size_t at = from + (size_t)i * T + t;
-            d->x[i * T + t] = (float)text[at];
-            d->y[i * T + t] = text[at + 1];
+            const size_t at = (size_t)i * T + t;
+            d->x[i * T + t] = (float)ids[at]; /* ids < 65536: exact in a float */
+            d->y[i * T + t] = ids[at + 1];
         }
+    free(ids);
     return PZ_OK;
 }
 
-pz_status pz_load_text(pz_dataset *train, pz_dataset *test, const char *path, const char *name, int T) {
+pz_status pz_load_text(pz_dataset *train, pz_dataset *test, const char *path, const char *name, int T, pz_tokenizer *tok) {
     if (T < 1) return pz_fail(PZ_ERR_ARG, "sequences of %d tokens", T);
     uint8_t *text;
     size_t len;
@@ -89,8 +100,13 @@ pz_status pz_load_text(pz_dataset *train, pz_dataset *test, const char *path, co
     /* the held-out tenth: the end of the text (for the Bible, Revelation
      * and the late epistles), fixed whatever the seed */
     const size_t cut = len - len / 10;
-    pz_status st = split(train, text, 0, cut, T, name, "train");
-    if (!st) st = split(test, text, cut, len, T, name, "val");
+    pz_status st = PZ_OK;
+    if (tok && !tok->ready) {
+        const int vocab = tok->vocab;
+        st = pz_bpe_learn(tok, text, cut, vocab);
+    }
+    if (!st) st = split(train, text, 0, cut, T, tok, name, "train");
+    if (!st) st = split(test, text, cut, len, T, tok, name, "val");
     free(text);
     if (st) pz_dataset_free(train), pz_dataset_free(test);
     return st;

@@ -34,6 +34,7 @@ typedef struct {
     run_state rs;              /* where a resumed run continues */
     char fp[1024], resume_dir[4200];
     pz_dataset train, test;
+    pz_tokenizer tok;          /* text with --tokenizer bpe:N */
     pz_model model;            /* the layers' names and shapes (the stages hold the parameters) */
     pz_pipe_config pc;
     pz_pipe *pipe;
@@ -63,6 +64,32 @@ static pz_status open_streams(run *r) {
 }
 
 /* ---- setting up: data, model, stages ------------------------------------------- */
+/* a language model's text, in the run's tokens: bytes, or BPE learned from
+ * the training split (a resumed run reads the one its directory keeps) */
+static pz_status load_text(run *r) {
+    const pz_run_config *cfg = r->cfg;
+    int vocab;
+    PZ_TRY(pz_tokenizer_spec(cfg->tokenizer, &vocab));
+    const int T = pz_model_preset_context(cfg->model);
+    if (vocab == 256) return pz_load_corpus(&r->train, &r->test, cfg->data, cfg->data_dir, T, NULL);
+    char path[4300];
+    if (cfg->resume) {
+        snprintf(path, sizeof path, "%.4200s/tokenizer.txt", cfg->resume);
+        PZ_TRY(pz_tokenizer_load(&r->tok, path));
+        if (r->tok.vocab != vocab)
+            return pz_fail(PZ_ERR_FORMAT, "%s has a vocabulary of %d tokens, not the %d of --tokenizer %s", path, r->tok.vocab,
+                           vocab, cfg->tokenizer);
+    } else
+        r->tok.vocab = vocab; /* learned from the training split as it loads */
+    PZ_TRY(pz_load_corpus(&r->train, &r->test, cfg->data, cfg->data_dir, T, &r->tok));
+    if (!cfg->resume && r->out_dir) {
+        PZ_TRY(pz_mkdir_p(r->out_dir));
+        snprintf(path, sizeof path, "%.4200s/tokenizer.txt", r->out_dir);
+        PZ_TRY(pz_tokenizer_save(&r->tok, path));
+    }
+    return PZ_OK;
+}
+
 static pz_status start(run *r) {
     const pz_run_config *cfg = r->cfg;
     pz_run_result *res = r->res;
@@ -89,7 +116,7 @@ static pz_status start(run *r) {
         if (!pz_model_preset_is_sequence(cfg->model))
             return pz_fail(PZ_ERR_ARG, "--data %s is text: it trains a language model (--model gpt-tiny or gpt-small), not %s",
                            cfg->data, cfg->model);
-        PZ_TRY(pz_load_corpus(&r->train, &r->test, cfg->data, cfg->data_dir, pz_model_preset_context(cfg->model)));
+        PZ_TRY(load_text(r));
     } else {
         if (pz_model_preset_is_sequence(cfg->model))
             return pz_fail(PZ_ERR_ARG, "--model %s is a language model: it trains on text (--data kjv or text:FILE), not %s",
@@ -211,7 +238,7 @@ static pz_status evaluate(run *r, eval_result *v) {
 }
 
 /* a language model's loss (nats per token) as bits per byte of text */
-static double bits_per_byte(const run *r, double loss) { return loss < 0 ? -1 : loss / log(2.0) / r->train.bytes_per_token; }
+static double bits_per_byte(const run *r, double loss) { return loss < 0 ? -1 : loss / log(2.0) / r->test.bytes_per_token; }
 
 static pz_status write_epoch(run *r, int epoch, const epoch_sums *e, const eval_result *v, double train_s, double te,
                              double now) {
@@ -356,6 +383,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     pz_model_free(&r->model);
     pz_dataset_free(&r->train);
     pz_dataset_free(&r->test);
+    pz_tokenizer_free(&r->tok);
     free(r);
     return st;
 }
@@ -372,7 +400,8 @@ pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *s
         if (!lm) return pz_fail(PZ_ERR_ARG, "--data %s is text: it trains a language model (gpt-*), not %s", cfg->data, cfg->model);
         /* byte tokens: windows of the model's context, a target per position */
         shape.tokens = pz_model_preset_context(cfg->model);
-        shape.c = shape.h = 1, shape.w = shape.tokens, shape.n_classes = 256;
+        shape.c = shape.h = 1, shape.w = shape.tokens;
+        PZ_TRY(pz_tokenizer_spec(cfg->tokenizer, &shape.n_classes)); /* the vocabulary; the server needs no merges */
     } else {
         if (lm) return pz_fail(PZ_ERR_ARG, "--model %s is a language model: its clients train on text (--data kjv or text:FILE)", cfg->model);
         if (!strcmp(cfg->data, "cifar10")) shape.c = 3, shape.h = shape.w = 32;

@@ -20,9 +20,10 @@ pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *s
                        const char *save_dir, const char *resume);
 
 /* `pipezip sample`: continue a prompt with a trained language model's run
- * (its config.json and the checkpoint of `epoch`, 0 = the newest), byte
- * tokens, drawn as pz_model_generate does. emit sees each new token; out
- * (may be NULL) receives the prompt and the new tokens (free it). */
+ * (its config.json and the checkpoint of `epoch`, 0 = the newest), in the
+ * run's tokens (bytes, or the BPE its tokenizer.txt keeps), drawn as
+ * pz_model_generate does. emit sees each new token's bytes; out (may be
+ * NULL) receives the prompt's tokens and the new ones (free it). */
 typedef struct {
     const char *run_dir;
     const char *prompt; /* NULL or "" = a newline */
@@ -33,7 +34,7 @@ typedef struct {
     int epoch;
     int threads;
 } pz_sample_config;
-pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(int32_t token, void *ctx), void *ctx, int32_t **out,
-                        int *n_out);
+pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(const uint8_t *bytes, size_t n, void *ctx), void *ctx,
+                        int32_t **out, int *n_out);
 
 #endif

@@ -36,6 +36,7 @@ void pz_run_config_default(pz_run_config *c) {
     c->micro_batches = 1;
     c->link = "inproc";
     c->timeout = 60.0;
+    c->tokenizer = "bytes";
 }
 
 pz_status pz_run_config_check(const pz_run_config *c) {
@@ -54,6 +55,10 @@ pz_status pz_run_config_check(const pz_run_config *c) {
         return pz_fail(PZ_ERR_ARG, "--nesterov needs --momentum > 0");
     if (!(c->clip_norm >= 0.0f) || !isfinite(c->clip_norm))
         return pz_fail(PZ_ERR_ARG, "--clip-norm must be >= 0 (0: off), got %g", c->clip_norm);
+    int vocab;
+    PZ_TRY(pz_tokenizer_spec(c->tokenizer, &vocab));
+    if (vocab != 256 && !pz_dataset_is_text(c->data))
+        return pz_fail(PZ_ERR_ARG, "--tokenizer %s is for text (--data kjv or text:FILE), not %s", c->tokenizer, c->data);
     if (!(c->warmup_epochs >= 0.0f) || c->warmup_epochs > c->epochs)
         return pz_fail(PZ_ERR_ARG, "--warmup must be in [0, epochs], got %g", c->warmup_epochs);
     pz_schedule s;
@@ -99,6 +104,7 @@ static int config_fields(const pz_run_config *c, pz_field *f, char *seed_buf) {
     f[n++] = PZ_STR("model", c->model);
     f[n++] = PZ_STR("data", c->data);
     f[n++] = PZ_STR("data_dir", c->data_dir ? c->data_dir : "");
+    f[n++] = PZ_STR("tokenizer", c->tokenizer ? c->tokenizer : "bytes");
     f[n++] = PZ_NUM("limit_train", c->limit_train);
     f[n++] = PZ_NUM("limit_test", c->limit_test);
     f[n++] = PZ_NUM("epochs", c->epochs);
@@ -147,6 +153,8 @@ void run_fingerprint(const pz_run_config *c, char *out, size_t cap) {
     /* settings added later only when used: older runs keep their fingerprint */
     const size_t n = strlen(out);
     if (c->clip_norm > 0.0f && n < cap) snprintf(out + n, cap - n, " clip=%g", c->clip_norm);
+    const size_t n2 = strlen(out);
+    if (c->tokenizer && *c->tokenizer && strcmp(c->tokenizer, "bytes") && n2 < cap) snprintf(out + n2, cap - n2, " tok=%s", c->tokenizer);
 }
 
 pz_status run_state_write(const char *dir, const run_state *s) {

@@ -1,10 +1,10 @@
 /* sample.c — text from a trained run: the model its config.json names, the
  * weights of its newest (or a chosen) checkpoint, gathered from every
- * stage's file, and byte tokens (the tokenizer every language-model run
- * uses today). */
+ * stage's file, and the run's tokenizer (bytes, or its tokenizer.txt). */
 #include "run.h"
 #include "records.h"
 #include "nn/nn.h"
+#include "data/data.h"
 #include "pipe/pipe.h"
 
 #include <stdio.h>
@@ -37,15 +37,30 @@ static pz_status load_weights(pz_model *m, const char *ckpt) {
     return PZ_OK;
 }
 
-pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(int32_t token, void *ctx), void *ctx, int32_t **out,
-                        int *n_out) {
+/* each new token's bytes to the caller's emit */
+typedef struct {
+    const pz_tokenizer *tok;
+    void (*emit)(const uint8_t *bytes, size_t n, void *ctx);
+    void *ctx;
+} emitter;
+
+static void emit_token(int32_t token, void *ctx) {
+    const emitter *e = ctx;
+    size_t n;
+    const uint8_t *b = pz_tokenizer_token(e->tok, token, &n);
+    if (e->emit && b) e->emit(b, n, e->ctx);
+}
+
+pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(const uint8_t *bytes, size_t n, void *ctx), void *ctx,
+                        int32_t **out, int *n_out) {
     if (!c->run_dir || !*c->run_dir) return pz_fail(PZ_ERR_ARG, "sample: no run directory given (--run DIR)");
     if (c->tokens < 0 || c->tokens > 1000000) return pz_fail(PZ_ERR_ARG, "sample: --tokens %d is outside 0..1000000", c->tokens);
-    char path[4300], model[64] = "", data[4200] = "";
+    char path[4300], model[64] = "", data[4200] = "", tokenizer[64] = "bytes";
     snprintf(path, sizeof path, "%s/config.json", c->run_dir);
     char *cfg = pz_slurp(path);
     if (!cfg) return pz_fail(PZ_ERR_IO, "'%s' is not a pipezip run directory: it has no readable config.json", c->run_dir);
     const int ok = pz_json_str(cfg, "model", model, sizeof model) && pz_json_str(cfg, "data", data, sizeof data);
+    pz_json_str(cfg, "tokenizer", tokenizer, sizeof tokenizer); /* runs before BPE have none: bytes */
     free(cfg);
     if (!ok) return pz_fail(PZ_ERR_FORMAT, "'%s' names no model and data", path);
     if (!pz_model_preset_is_sequence(model))
@@ -67,27 +82,46 @@ pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(int32_t token, v
     snprintf(ckpt, sizeof ckpt, "%.4000s/checkpoint/epoch-%d", c->run_dir, epoch);
     if (access(ckpt, F_OK) != 0) return pz_fail(PZ_ERR_IO, "run %s has no checkpoint of epoch %d (%s)", c->run_dir, epoch, ckpt);
 
+    /* the run's tokens */
+    int vocab;
+    PZ_TRY(pz_tokenizer_spec(tokenizer, &vocab));
+    pz_tokenizer tok;
+    if (vocab == 256) PZ_TRY(pz_tokenizer_bytes(&tok));
+    else {
+        snprintf(path, sizeof path, "%.4200s/tokenizer.txt", c->run_dir);
+        PZ_TRY(pz_tokenizer_load(&tok, path));
+        const int has = tok.vocab;
+        if (has != vocab) {
+            pz_tokenizer_free(&tok);
+            return pz_fail(PZ_ERR_FORMAT, "%s has %d tokens where the run's --tokenizer %s says %d", path, has, tokenizer,
+                           vocab);
+        }
+    }
     const char *prompt = c->prompt && *c->prompt ? c->prompt : "\n";
     const size_t np = strlen(prompt);
-    if (np > 1000000) return pz_fail(PZ_ERR_ARG, "sample: the prompt is longer than 1000000 bytes");
-    int32_t *tok = malloc((np + (size_t)c->tokens) * sizeof *tok);
-    if (!tok) return pz_fail(PZ_ERR_NOMEM, "out of memory for %zu tokens", np + (size_t)c->tokens);
-    for (size_t i = 0; i < np; i++) tok[i] = (uint8_t)prompt[i]; /* byte tokens */
+    int32_t *ids = np <= 1000000 ? malloc((np + (size_t)c->tokens) * sizeof *ids) : NULL;
+    if (!ids) {
+        pz_tokenizer_free(&tok);
+        return np > 1000000 ? pz_fail(PZ_ERR_ARG, "sample: the prompt is longer than 1000000 bytes")
+                            : pz_fail(PZ_ERR_NOMEM, "out of memory for %zu tokens", np + (size_t)c->tokens);
+    }
+    const int n_prompt = (int)pz_tokenizer_encode(&tok, (const uint8_t *)prompt, np, ids);
 
     pz_set_threads(c->threads);
     pz_model m;
-    pz_status s = pz_model_preset(&m, model, pz_shape_tokens(pz_model_preset_context(model)), 256, 1, 0);
-    if (s) {
-        free(tok);
-        return s;
+    pz_status s = pz_model_preset(&m, model, pz_shape_tokens(pz_model_preset_context(model)), vocab, 1, 0);
+    if (!s) {
+        if (!(s = load_weights(&m, ckpt))) {
+            emitter e = {&tok, emit, ctx};
+            s = pz_model_generate(&m, ids, n_prompt, c->tokens, c->temperature, c->top_k, c->seed, emit_token, &e);
+        }
+        pz_model_free(&m);
     }
-    if (!(s = load_weights(&m, ckpt)))
-        s = pz_model_generate(&m, tok, (int)np, c->tokens, c->temperature, c->top_k, c->seed, emit, ctx);
-    pz_model_free(&m);
+    pz_tokenizer_free(&tok);
     if (!s && out) {
-        *out = tok, *n_out = (int)np + c->tokens;
+        *out = ids, *n_out = n_prompt + c->tokens;
         return PZ_OK;
     }
-    free(tok);
+    free(ids);
     return s;
 }

@@ -88,6 +88,25 @@ expect 1 "has no checkpoint of epoch 9" -- "$PZ" sample --run "$tmp/lm" --epoch 
 rm "$tmp/lm/checkpoint/epoch-1/stage-1.bin"
 expect 1 "holds the parameters of stages 0-0 only" -- "$PZ" sample --run "$tmp/lm"
 
+# BPE tokens: learned from the training split, kept in the run directory,
+# what sample encodes the prompt with and decodes its tokens by
+for _ in $(seq 10); do cat "$tmp/verse.txt"; done > "$tmp/verses.txt"
+expect 0 "bits per byte" -- "$PZ" train --model gpt-tiny --data "text:$tmp/verses.txt" --tokenizer bpe:300 --epochs 1 \
+  --limit-train 4 --limit-test 2 --batch 2 --stages 2 --optimizer adamw --lr 1e-3 --out "$tmp/bpe" --progress none --threads 2
+if head -3 "$tmp/bpe/tokenizer.txt" | grep -q '^vocab 300$' && grep -q '"tokenizer": "bpe:300"' "$tmp/bpe/config.json" && \
+   grep -q '"n_params": 848128' "$tmp/bpe/config.json"; then ok; else bad "bpe run: $(head -3 "$tmp/bpe/tokenizer.txt"; cat "$tmp/bpe/config.json")"; fi
+"$PZ" sample --run "$tmp/bpe" --prompt "And God" --tokens 10 --seed 5 --threads 2 > "$tmp/b1" 2>&1; rc1=$?
+"$PZ" sample --run "$tmp/bpe" --prompt "And God" --tokens 10 --seed 5 --threads 1 > "$tmp/b2" 2>&1; rc2=$?
+# 10 tokens: at least 10 bytes after the prompt
+if [ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$(head -c 7 "$tmp/b1")" = "And God" ] && [ "$(wc -c < "$tmp/b1")" -ge 18 ] && \
+   cmp -s "$tmp/b1" "$tmp/b2"; then ok; else bad "bpe sample: exit $rc1/$rc2, $(cat "$tmp/b1") vs $(cat "$tmp/b2")"; fi
+sed -i 's/^vocab 300$/vocab 301/' "$tmp/bpe/tokenizer.txt"
+expect 1 "has 301 tokens where the run's --tokenizer bpe:300 says 300" -- "$PZ" sample --run "$tmp/bpe"
+rm "$tmp/bpe/tokenizer.txt"
+expect 1 "tokenizer.txt" -- "$PZ" sample --run "$tmp/bpe"
+expect 2 "--tokenizer 'bpe:100' \(expected bytes or bpe:N" -- "$PZ" train --model gpt-tiny --data "text:$tmp/verses.txt" --tokenizer bpe:100 --no-out
+expect 2 "--tokenizer bpe:512 is for text" -- "$PZ" train --data synthetic --tokenizer bpe:512 --no-out
+
 # Ctrl-C: the run stops after the current step, writes its summary, exits 130
 "$PZ" train --data synthetic --model lenet5 --epochs 1000 --out "$tmp/int" --progress none --threads 1 \
   > "$tmp/int.log" 2>&1 &

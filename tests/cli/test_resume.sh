@@ -31,6 +31,16 @@ check pipe "${common[@]}" --stages 3 --fwd "ef(q4)" --bwd "ef21(q8)"
 # one stage runs an epoch of 512 images faster than the poll above can catch
 # epoch 2: give it more images so that killing it after epoch 2 is not a race
 check single "${common[@]}" --limit-train 4096
+# a language model with BPE tokens: the resumed run reads the tokenizer its
+# directory keeps (the same text, the same losses)
+python3 - "$tmp/text.txt" <<'PY'
+import random, sys
+random.seed(3)
+w = "and the of unto he said LORD God Israel shall them his in that for be is thou with".split()
+open(sys.argv[1], "w").write(" ".join(random.choice(w) + random.choice(["", "", ",", ".\n"]) for _ in range(40000)))
+PY
+check bpe --model gpt-tiny --data "text:$tmp/text.txt" --tokenizer bpe:320 --optimizer adamw --lr 1e-3 --epochs 4 \
+  --limit-train 48 --limit-test 8 --batch 8 --progress none --threads 1
 expect 2 "other settings" -- "$pz" train "${common[@]}" --limit-train 4096 --lr 0.05 --resume "$tmp/single-b"
 expect 1 "no checkpoint" -- "$pz" train "${common[@]}" --resume "$tmp/nothing"
 finish test_resume

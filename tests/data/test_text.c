@@ -18,7 +18,7 @@ int main(void) {
     fclose(f);
 
     pz_dataset tr, va;
-    CHECK(pz_load_text(&tr, &va, path, "t", 4) == PZ_OK, "%s", pz_last_error());
+    CHECK(pz_load_text(&tr, &va, path, "t", 4, NULL) == PZ_OK, "%s", pz_last_error());
     /* 90 bytes train -> (90 - 1) / 4 = 22 samples; 10 held out -> 2 */
     CHECK(tr.n == 22 && va.n == 2, "samples: train %lld, val %lld", (long long)tr.n, (long long)va.n);
     CHECK(tr.tokens == 4 && pz_dataset_targets(&tr) == 4 && tr.n_classes == 256 && tr.bytes_per_token == 1.0, "text dataset");
@@ -47,7 +47,7 @@ int main(void) {
 
     /* a shard keeps its samples' ids and targets */
     pz_dataset sh2, va2;
-    CHECK(pz_load_text(&sh2, &va2, path, "t", 4) == PZ_OK, "reload");
+    CHECK(pz_load_text(&sh2, &va2, path, "t", 4, NULL) == PZ_OK, "reload");
     CHECK(pz_dataset_shard(&sh2, 1, 2) == PZ_OK && sh2.n == 11 && sh2.id_base == 11, "shard 1 of 2");
     CHECK(sh2.y[0] == text[44 + 1] && sh2.x[3] == (float)text[47], "the shard's first sample is sample 11");
     pz_dataset_free(&sh2), pz_dataset_free(&va2);
@@ -58,15 +58,15 @@ int main(void) {
     pz_dataset_free(&tr), pz_dataset_free(&va);
 
     /* errors */
-    CHECK(pz_load_text(&tr, &va, path, "t", 20) == PZ_ERR_FORMAT && strstr(pz_last_error(), "holds no sequence of 20"),
+    CHECK(pz_load_text(&tr, &va, path, "t", 20, NULL) == PZ_ERR_FORMAT && strstr(pz_last_error(), "holds no sequence of 20"),
           "a held-out split too short for one sequence: %s", pz_last_error());
-    CHECK(pz_load_corpus(&tr, &va, "text:/nonexistent/x.txt", NULL, 4) != PZ_OK && strstr(pz_last_error(), "/nonexistent/x.txt"),
+    CHECK(pz_load_corpus(&tr, &va, "text:/nonexistent/x.txt", NULL, 4, NULL) != PZ_OK && strstr(pz_last_error(), "/nonexistent/x.txt"),
           "a missing file is named: %s", pz_last_error());
-    CHECK(pz_load_corpus(&tr, &va, "text:", NULL, 4) == PZ_ERR_ARG, "text: without a file");
-    CHECK(pz_load_corpus(&tr, &va, "shakespeare", NULL, 4) == PZ_ERR_ARG, "an unknown corpus");
+    CHECK(pz_load_corpus(&tr, &va, "text:", NULL, 4, NULL) == PZ_ERR_ARG, "text: without a file");
+    CHECK(pz_load_corpus(&tr, &va, "shakespeare", NULL, 4, NULL) == PZ_ERR_ARG, "an unknown corpus");
     char kp[512];
     snprintf(kp, sizeof kp, "text:%s", path);
-    CHECK(pz_load_corpus(&tr, &va, kp, NULL, 4) == PZ_OK && tr.n == 22, "text:FILE loads");
+    CHECK(pz_load_corpus(&tr, &va, kp, NULL, 4, NULL) == PZ_OK && tr.n == 22, "text:FILE loads");
     pz_dataset_free(&tr), pz_dataset_free(&va);
     CHECK(pz_dataset_is_text("kjv") && pz_dataset_is_text("text:a") && !pz_dataset_is_text("mnist"), "text names");
 
@@ -77,7 +77,7 @@ int main(void) {
     fclose(f);
     char got[512];
     CHECK(pz_kjv_path(got, sizeof got, dir) == PZ_OK && !strcmp(got, kp), "the cache path: %s", got);
-    CHECK(pz_load_corpus(&tr, &va, "kjv", dir, 4) == PZ_OK && tr.n == 22, "kjv from the cache");
+    CHECK(pz_load_corpus(&tr, &va, "kjv", dir, 4, NULL) == PZ_OK && tr.n == 22, "kjv from the cache");
     pz_dataset_free(&tr), pz_dataset_free(&va);
     unlink(kp), unlink(path), rmdir(dir);
     TEST_DONE();

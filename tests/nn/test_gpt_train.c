@@ -118,7 +118,7 @@ int main(void) {
     for (int i = 0; i < 40; i++) CHECK(write(fd, verse, sizeof verse - 1) == (ssize_t)(sizeof verse - 1), "write");
     close(fd);
     pz_dataset tr, va;
-    CHECK(pz_load_text(&tr, &va, path, "verse", 16) == PZ_OK, "%s", pz_last_error());
+    CHECK(pz_load_text(&tr, &va, path, "verse", 16, NULL) == PZ_OK, "%s", pz_last_error());
     const double h = unigram(&tr);
     double first, first2;
     const double loss = run(&tr, &va, &first);
