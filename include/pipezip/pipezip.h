@@ -79,6 +79,7 @@ typedef struct {
     float clip_norm;          /* > 0: clip the gradients' global norm (over every stage) to this; 0 = off */
     const char *tokenizer;    /* text: "bytes" (default, NULL too) or "bpe:N", byte-level BPE of N tokens learned from the
                                  training split and kept in the run directory (tokenizer.txt) */
+    int eval_every;           /* > 0: also evaluate every N steps, into evals.jsonl (with each epoch's end) */
 } pz_run_config;
 
 typedef struct {

@@ -40,7 +40,7 @@ typedef struct {
     pz_pipe *pipe;
     pz_loader loader;
     pz_schedule sched;
-    pz_metrics steps_m, epochs_m, bounds_m;
+    pz_metrics steps_m, epochs_m, bounds_m, evals_m;
     pz_traffic traffic;
     double t0, emulated;
     int64_t global_step, samples;
@@ -55,10 +55,12 @@ static pz_status open_streams(run *r) {
         PZ_TRY(pz_metrics_reopen(&r->steps_m, r->out_dir, "steps", cfg->metrics_format, r->rs.epoch));
         PZ_TRY(pz_metrics_reopen(&r->epochs_m, r->out_dir, "epochs", cfg->metrics_format, r->rs.epoch));
         if (r->pipeline) PZ_TRY(pz_metrics_reopen(&r->bounds_m, r->out_dir, "boundaries", cfg->metrics_format, r->rs.epoch));
+        if (cfg->eval_every > 0) PZ_TRY(pz_metrics_reopen(&r->evals_m, r->out_dir, "evals", cfg->metrics_format, r->rs.epoch));
     } else {
         PZ_TRY(pz_metrics_open(&r->steps_m, r->out_dir, "steps", cfg->metrics_format));
         PZ_TRY(pz_metrics_open(&r->epochs_m, r->out_dir, "epochs", cfg->metrics_format));
         if (r->pipeline) PZ_TRY(pz_metrics_open(&r->bounds_m, r->out_dir, "boundaries", cfg->metrics_format));
+        if (cfg->eval_every > 0) PZ_TRY(pz_metrics_open(&r->evals_m, r->out_dir, "evals", cfg->metrics_format));
     }
     return PZ_OK;
 }
@@ -185,10 +187,56 @@ static pz_progress progress(const run *r, int epoch, int64_t step, double loss_s
     return p;
 }
 
+/* ---- evaluation: plain, and (a pipeline) through the compressed boundaries -------- */
+typedef struct {
+    double loss, acc, loss_c, acc_c; /* _c: compressed (-1: not evaluated) */
+} eval_result;
+
+static pz_status evaluate(run *r, eval_result *v) {
+    const char *mode = r->cfg->eval_compress;
+    v->loss = v->acc = 0, v->loss_c = v->acc_c = -1;
+    if (!r->pipeline) return pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 0, &v->loss, &v->acc);
+    /* Paper A evaluates both ways: through the compressed boundaries and plain */
+    if (strcmp(mode, "on")) PZ_TRY(pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 0, &v->loss, &v->acc));
+    if (strcmp(mode, "off")) PZ_TRY(pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 1, &v->loss_c, &v->acc_c));
+    if (!strcmp(mode, "on")) v->loss = v->loss_c, v->acc = v->acc_c;
+    r->res->final_test_accuracy_compressed = v->acc_c;
+    r->res->final_test_loss_compressed = v->loss_c;
+    return PZ_OK;
+}
+
+/* a language model's loss (nats per token) as bits per byte of text */
+static double bits_per_byte(const run *r, double loss) { return loss < 0 ? -1 : loss / log(2.0) / r->test.bytes_per_token; }
+
+/* evals.jsonl (--eval-every N): the validation loss every N steps and at
+ * each epoch's end, plain and through the compressed boundaries */
+static pz_status write_eval(run *r, int epoch, const eval_result *v) {
+    if (!r->evals_m.f) return PZ_OK;
+    pz_field f[12];
+    int nf = 0;
+    f[nf++] = PZ_NUM("epoch", epoch + 1);
+    f[nf++] = PZ_NUM("step", r->global_step);
+    f[nf++] = PZ_NUM("samples", r->samples);
+    f[nf++] = PZ_NUM("test_loss", v->loss);
+    f[nf++] = PZ_NUM("test_accuracy", v->acc);
+    if (r->train.tokens) f[nf++] = PZ_NUM("test_bits_per_byte", bits_per_byte(r, v->loss));
+    if (r->pipeline) {
+        f[nf++] = PZ_NUM("test_loss_compressed", v->loss_c);
+        f[nf++] = PZ_NUM("test_accuracy_compressed", v->acc_c);
+        if (r->train.tokens) f[nf++] = PZ_NUM("test_bits_per_byte_compressed", bits_per_byte(r, v->loss_c));
+    }
+    f[nf++] = PZ_NUM("lr", pz_schedule_lr(&r->sched, r->global_step - 1));
+    f[nf++] = PZ_NUM("time", pz_now() - r->t0);
+    PZ_TRY(pz_metrics_write(&r->evals_m, f, nf));
+    fflush(r->evals_m.f);
+    return PZ_OK;
+}
+
 /* ---- one epoch of training ------------------------------------------------------ */
 typedef struct {
     double loss_sum;
     int64_t hits, seen, steps;
+    double eval_seconds; /* spent in --eval-every evaluations (not training) */
 } epoch_sums;
 
 static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
@@ -215,30 +263,17 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
             PZ_TRY(pz_metrics_write(&r->steps_m, f, (int)(sizeof f / sizeof *f)));
         }
         if (r->res->stopped) break;
+        /* --eval-every: the epoch's last step is evaluated with the epoch */
+        if (cfg->eval_every > 0 && r->global_step % cfg->eval_every == 0 && e->steps < r->sched.steps_per_epoch) {
+            const double t = pz_now();
+            eval_result v;
+            PZ_TRY(evaluate(r, &v));
+            PZ_TRY(write_eval(r, epoch, &v));
+            e->eval_seconds += pz_now() - t;
+        }
     }
     return PZ_OK;
 }
-
-/* ---- evaluation: plain, and (a pipeline) through the compressed boundaries -------- */
-typedef struct {
-    double loss, acc, loss_c, acc_c; /* _c: compressed (-1: not evaluated) */
-} eval_result;
-
-static pz_status evaluate(run *r, eval_result *v) {
-    const char *mode = r->cfg->eval_compress;
-    v->loss = v->acc = 0, v->loss_c = v->acc_c = -1;
-    if (!r->pipeline) return pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 0, &v->loss, &v->acc);
-    /* Paper A evaluates both ways: through the compressed boundaries and plain */
-    if (strcmp(mode, "on")) PZ_TRY(pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 0, &v->loss, &v->acc));
-    if (strcmp(mode, "off")) PZ_TRY(pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 1, &v->loss_c, &v->acc_c));
-    if (!strcmp(mode, "on")) v->loss = v->loss_c, v->acc = v->acc_c;
-    r->res->final_test_accuracy_compressed = v->acc_c;
-    r->res->final_test_loss_compressed = v->loss_c;
-    return PZ_OK;
-}
-
-/* a language model's loss (nats per token) as bits per byte of text */
-static double bits_per_byte(const run *r, double loss) { return loss < 0 ? -1 : loss / log(2.0) / r->test.bytes_per_token; }
 
 static pz_status write_epoch(run *r, int epoch, const epoch_sums *e, const eval_result *v, double train_s, double te,
                              double now) {
@@ -306,7 +341,7 @@ static pz_status epoch_loop(run *r) {
         epoch_sums e = {0};
         PZ_TRY(train_epoch(r, epoch, &e));
         if (res->stopped) break;
-        const double train_seconds = pz_now() - te;
+        const double train_seconds = pz_now() - te - e.eval_seconds;
         if (r->pipeline) r->emulated += pz_pipe_clock(r->pipe) - clock0;
         eval_result v;
         PZ_TRY(evaluate(r, &v));
@@ -328,6 +363,7 @@ static pz_status epoch_loop(run *r) {
             if (r->on_progress(&p, r->user)) res->stopped = 1;
         }
         if (r->epochs_m.f) PZ_TRY(write_epoch(r, epoch, &e, &v, train_seconds, te, now));
+        PZ_TRY(write_eval(r, epoch, &v));
         if (r->out_dir) PZ_TRY(checkpoint(r, epoch));
     }
     return PZ_OK;
@@ -379,6 +415,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     pz_metrics_close(&r->steps_m);
     pz_metrics_close(&r->epochs_m);
     pz_metrics_close(&r->bounds_m);
+    pz_metrics_close(&r->evals_m);
     pz_loader_free(&r->loader);
     pz_model_free(&r->model);
     pz_dataset_free(&r->train);

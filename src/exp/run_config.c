@@ -66,6 +66,7 @@ pz_status pz_run_config_check(const pz_run_config *c) {
     if (c->augment_pad < -1 || c->augment_pad > 16) return pz_fail(PZ_ERR_ARG, "crop padding must be in 0..16, got %d", c->augment_pad);
     if (strcmp(c->metrics_format, "jsonl") && strcmp(c->metrics_format, "csv"))
         return pz_fail(PZ_ERR_ARG, "--metrics '%s' (expected jsonl or csv)", c->metrics_format);
+    if (c->eval_every < 0) return pz_fail(PZ_ERR_ARG, "--eval-every must be >= 0 (0: at each epoch's end only), got %d", c->eval_every);
     if (c->log_every < 1) return pz_fail(PZ_ERR_ARG, "--log-every must be at least 1, got %d", c->log_every);
     if (c->threads > 1024) return pz_fail(PZ_ERR_ARG, "--threads %d is too many", c->threads);
     if (c->stages < 0 || c->stages > PZ_MAX_STAGES) return pz_fail(PZ_ERR_ARG, "--stages must be in 1..%d, got %d", PZ_MAX_STAGES, c->stages);
@@ -117,6 +118,7 @@ static int config_fields(const pz_run_config *c, pz_field *f, char *seed_buf) {
     f[n++] = PZ_STR("schedule", c->schedule);
     f[n++] = PZ_NUM("warmup_epochs", c->warmup_epochs);
     f[n++] = PZ_NUM("clip_norm", c->clip_norm);
+    f[n++] = PZ_NUM("eval_every", c->eval_every);
     const pz_augment aug = pz_default_augment(c->data, c->augment_pad, c->augment_flip);
     f[n++] = PZ_NUM("augment_pad", aug.pad);
     f[n++] = PZ_NUM("augment_flip", aug.flip);

@@ -88,6 +88,28 @@ expect 1 "has no checkpoint of epoch 9" -- "$PZ" sample --run "$tmp/lm" --epoch 
 rm "$tmp/lm/checkpoint/epoch-1/stage-1.bin"
 expect 1 "holds the parameters of stages 0-0 only" -- "$PZ" sample --run "$tmp/lm"
 
+# --eval-every: validation every N steps into evals.jsonl; the training's
+# numbers are those of a run without it (error feedback: codec state matters)
+for e in 0 4; do
+  "$PZ" train --model gpt-tiny --data "text:$tmp/verse.txt" --epochs 2 --limit-train 12 --limit-test 2 --batch 2 --stages 2 \
+    --fwd "ef(topk:0.2)" --bwd q8 --optimizer adamw --lr 1e-3 --eval-every $e --out "$tmp/ev$e" --progress none --threads 2 \
+    > "$tmp/ev$e.log" 2>&1 || bad "eval-every $e: $(tail -3 "$tmp/ev$e.log")"
+done
+python3 - "$tmp/ev0" "$tmp/ev4" <<'PY' && ok || bad "--eval-every"
+import json, os, sys
+a, b = ([json.loads(l) for l in open(d + "/epochs.jsonl")] for d in sys.argv[1:])
+for x, y in zip(a, b):
+    for k in ("train_loss", "test_loss", "test_loss_compressed", "fwd_bytes", "bwd_bytes"):
+        assert x[k] == y[k], (k, x[k], y[k])
+assert not os.path.exists(sys.argv[1] + "/evals.jsonl")
+ev = [json.loads(l) for l in open(sys.argv[2] + "/evals.jsonl")]
+assert [e["step"] for e in ev] == [4, 6, 8, 12], [e["step"] for e in ev]
+assert [e["epoch"] for e in ev] == [1, 1, 2, 2]
+assert ev[1]["test_loss"] == b[0]["test_loss"] and ev[3]["test_bits_per_byte_compressed"] == b[1]["test_bits_per_byte_compressed"]
+assert all(e["test_bits_per_byte"] > 0 for e in ev)
+PY
+expect 2 "--eval-every" -- "$PZ" train --eval-every -1 --no-out
+
 # BPE tokens: learned from the training split, kept in the run directory,
 # what sample encodes the prompt with and decodes its tokens by
 for _ in $(seq 10); do cat "$tmp/verse.txt"; done > "$tmp/verses.txt"
