@@ -102,7 +102,7 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
     if (h->wrapper > WRAP_AQSGD_WARMUP) return frame_error(PZ_FRAME_PARAM, "unknown wrapper %d", h->wrapper);
     if (f[31] || pz_get_u32(f + 36) || pz_get_u32(f + 60)) return frame_error(PZ_FRAME_PARAM, "reserved bytes are not zero");
     if (h->options & ~OPT_ALL) return frame_error(PZ_FRAME_PARAM, "unknown option bits 0x%02x", h->options);
-    if (h->gran > GRAN_CHANNEL) return frame_error(PZ_FRAME_PARAM, "granularity %d is not 0, 1 or 2", h->gran);
+    if (h->gran > GRAN_TOKEN) return frame_error(PZ_FRAME_PARAM, "granularity %d is not 0, 1, 2 or 3", h->gran);
     if (h->value_type > VAL_QUANT) return frame_error(PZ_FRAME_PARAM, "value type %d is not 0..3", h->value_type);
     if (h->index_coding > IDX_DELTA) return frame_error(PZ_FRAME_PARAM, "index coding %d is not 0..2", h->index_coding);
     if ((h->value_type == VAL_QUANT) != (h->value_bits != 0) || h->value_bits > 8)

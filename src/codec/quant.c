@@ -1,5 +1,5 @@
 /* quant.c — uniform b-bit quantization, b = 1..8: asymmetric min-max
- * (Paper A) or symmetric max-abs (AQ-SGD); per tensor, sample or channel;
+ * (Paper A) or symmetric max-abs (AQ-SGD); per tensor, sample, channel or token;
  * nearest or stochastic rounding (unbiased). Work is done in chunks of CHUNK
  * elements (a multiple of 8, so each chunk's codes start on a byte), chunks
  * spread over OpenMP threads for large tensors. */
@@ -240,7 +240,7 @@ static void canonical(const codec_params *p, char *buf, size_t cap) {
 
 const codec_family codec_quant = {
     .name = "quant", .wire_id = 3,
-    .usage = "qB[:asym|sym,nearest|stoch,per=tensor|sample|channel]",
+    .usage = "qB[:asym|sym,nearest|stoch,per=tensor|sample|channel|token]",
     .help = "uniform quantization, B = 1..8 bits: min-max (asym, Paper A) or max-abs (sym, AQ-SGD); stochastic rounding is unbiased. "
             "B bits + a scale per unit",
     .match = match, .option = option, .finish = finish, .canonical = canonical, .max_body = max_body,

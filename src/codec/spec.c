@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *gran_name(int g) { return g == GRAN_SAMPLE ? "sample" : g == GRAN_CHANNEL ? "channel" : "tensor"; }
+const char *gran_name(int g) {
+    return g == GRAN_SAMPLE ? "sample" : g == GRAN_CHANNEL ? "channel" : g == GRAN_TOKEN ? "token" : "tensor";
+}
 
 pz_status spec_bad(const char *spec, const char *what) { return pz_fail(PZ_ERR_ARG, "codec spec '%s': %s", spec, what); }
 
@@ -26,7 +28,8 @@ pz_status spec_per(codec_params *p, const char *val, int channel_ok, const char 
     if (!strcmp(val, "tensor")) p->gran = GRAN_TENSOR;
     else if (!strcmp(val, "sample")) p->gran = GRAN_SAMPLE;
     else if (!strcmp(val, "channel") && channel_ok) p->gran = GRAN_CHANNEL;
-    else return spec_bad(spec, channel_ok ? "per= takes tensor, sample or channel" : "per= takes tensor or sample");
+    else if (!strcmp(val, "token") && channel_ok) p->gran = GRAN_TOKEN;
+    else return spec_bad(spec, channel_ok ? "per= takes tensor, sample, channel or token" : "per= takes tensor or sample");
     return PZ_OK;
 }
 

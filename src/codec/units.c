@@ -20,8 +20,14 @@ pz_status units_of(units *u, int gran, int ndim, const int64_t *dims) {
         u->m = dims[1] ? n / dims[1] : 0;
         u->planes = dims[0] * dims[1];
         u->plane_len = u->planes ? n / u->planes : 0;
+    } else if (gran == GRAN_TOKEN) {
+        /* each vector along the last dimension: a token's features in B x T x d */
+        if (ndim < 1) return frame_error(PZ_FRAME_PARAM, "per-token granularity needs at least 1 dimension");
+        u->m = dims[ndim - 1];
+        u->U = u->m ? n / u->m : 0;
+        u->plane_len = u->m, u->planes = u->U;
     } else {
-        return frame_error(PZ_FRAME_PARAM, "granularity %d is not 0 (tensor), 1 (sample) or 2 (channel)", gran);
+        return frame_error(PZ_FRAME_PARAM, "granularity %d is not 0 (tensor), 1 (sample), 2 (channel) or 3 (token)", gran);
     }
     return PZ_OK;
 }

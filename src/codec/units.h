@@ -17,7 +17,7 @@ typedef struct {
 /* PZ_ERR_FORMAT (PZ_FRAME_PARAM) for a granularity the shape cannot have */
 pz_status units_of(units *u, int gran, int ndim, const int64_t *dims);
 static inline int64_t unit_of_plane(const units *u, int64_t p) {
-    return u->gran == GRAN_CHANNEL ? p % u->channels : (u->gran == GRAN_SAMPLE ? p : 0);
+    return u->gran == GRAN_CHANNEL ? p % u->channels : (u->gran == GRAN_SAMPLE || u->gran == GRAN_TOKEN ? p : 0);
 }
 
 #endif

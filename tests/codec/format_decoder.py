@@ -119,6 +119,9 @@ def units(h, gran):
     if gran == 2:
         inner = int(np.prod(d[2:], dtype=np.int64)) if h.ndim > 2 else 1
         return (np.arange(n) // max(inner, 1)) % d[1], d[1]
+    if gran == 3:
+        last = d[h.ndim - 1]
+        return (np.arange(n) // max(last, 1)), (n // last if last else 0)
     raise ValueError("granularity")
 
 

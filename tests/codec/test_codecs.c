@@ -604,7 +604,7 @@ static void test_specs(void) {
         }
         pz_codec_free(c);
     }
-    const char *badspecs[] = {"", "q9", "q0", "q4:fast", "topk", "topk:0", "topk:1.5", "topk:0.1,per=channel",
+    const char *badspecs[] = {"", "q9", "q0", "q4:fast", "topk", "topk:0", "topk:1.5", "topk:0.1,per=channel", "topk:0.1,per=token", "ms:0.1,per=token",
                               "ms:0.01,bits=9", "ms:0.01,values=q4", "randtopk:0.1,alpha=2", "ef(q4", "ef(ef(q4))",
                               "zip(q4)", "fp16:sym", "aqsgd(q2),store=fp64", "q1:sym,stoch", "topk:abc"};
     for (size_t i = 0; i < sizeof badspecs / sizeof *badspecs; i++) {

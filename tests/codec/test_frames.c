@@ -78,8 +78,8 @@ int main(void) {
     expect("unknown codec", f, flen, 400, PZ_FRAME_PARAM);
     memcpy(f, frame, flen), f[24] = 9, fix_crc(f, flen);
     expect("9-bit quantization", f, flen, 400, PZ_FRAME_PARAM);
-    memcpy(f, frame, flen), f[25] = 3, fix_crc(f, flen);
-    expect("granularity 3", f, flen, 400, PZ_FRAME_PARAM);
+    memcpy(f, frame, flen), f[25] = 4, fix_crc(f, flen);
+    expect("granularity 4", f, flen, 400, PZ_FRAME_PARAM);
     memcpy(f, frame, flen), f[31] = 1, fix_crc(f, flen);
     expect("reserved byte", f, flen, 400, PZ_FRAME_PARAM);
     memcpy(f, frame, flen), f[26] = 0x80, fix_crc(f, flen);
@@ -182,7 +182,7 @@ int main(void) {
     }
 
     /* random mutations, checksum repaired: never a crash */
-    const char *specs[] = {"none", "fp16", "bf16", "q3", "q5:sym,per=sample", "q2:per=channel", "q1:sym",
+    const char *specs[] = {"none", "fp16", "bf16", "q3", "q5:sym,per=sample", "q2:per=channel", "q4:per=token", "q1:sym",
                            "topk:0.1,index=bitmap", "topk:0.05,index=delta,values=q4", "topk:0.2,values=fp16",
                            "randk:0.1,unbiased", "randtopk:0.1,values=bf16", "ms:0.02,bits=3", "ms:0.1,bits=1,values=fp16"};
     const int64_t shapes[][4] = {{4, 3, 5, 7}, {2, 50}, {1, 1}, {7, 9}};

@@ -66,6 +66,9 @@ static const golden_case CASES[] = {
     {"ef21_topk30", "ef21(topk:0.3)", "gauss", 2, {2, 20}, 2, 0},
     {"aqsgd_q2", "aqsgd(q2)", "gauss", 2, {3, 16}, 3, 1},
     {"aqsgd_topk25_fp16", "aqsgd(topk:0.25),store=fp16", "gauss", 2, {2, 16}, 3, 1},
+    /* added after the first release of the format: at the end, so that the cases before keep their inputs */
+    {"q2_token", "q2:per=token", "gauss", 3, {2, 3, 8}, 1, 0},
+    {"q3_sym_token", "q3:sym,per=token", "relu", 3, {2, 2, 11}, 1, 0},
 };
 enum { NCASES = sizeof CASES / sizeof *CASES };
 

@@ -54,6 +54,7 @@ static const row rows[] = {
     {"q8", GRAD, BOUND, 0.5}, {"q4", GRAD, BOUND, 0.5}, {"q2", ACT, BOUND, 0.5}, {"q1", GRAD, BOUND, 0.5},
     {"q4:sym", GRAD, BOUND, 0.5}, {"q2:sym", ACT, BOUND, 0.5}, {"q8:sym,per=channel", GRAD, BOUND, 0.5},
     {"q3:per=sample", ACT, BOUND, 0.5}, {"q5:per=channel", GRAD, BOUND, 0.5}, {"q4", CONST, EXACT, 0},
+    {"q2:per=token", ACT, BOUND, 0.5}, {"q4:sym,per=token", GRAD, BOUND, 0.5}, {"q3:per=token", GRAD, SIZE, 64 + 60 * 8 + 135},
     {"q8:stoch", GRAD, BOUND, 1.0}, {"q2:stoch", ACT, BOUND, 1.0},
     {"q4", GRAD, SIZE, 64 + 8 + N / 2}, {"q4:sym", GRAD, SIZE, 64 + 4 + N / 2},
     {"q3:per=sample", GRAD, SIZE, 64 + 4 * 8 + 135}, {"q2:sym,per=channel", GRAD, SIZE, 64 + 3 * 4 + 90},
@@ -94,6 +95,7 @@ static void fill(data_kind d, float *x, uint64_t seed) {
 static int unit_of(const char *spec, int i, int *U) {
     if (strstr(spec, "per=tensor")) return *U = 1, 0;
     if (strstr(spec, "per=channel")) return *U = 3, (i / 30) % 3;
+    if (strstr(spec, "per=token")) return *U = 60, i / 6;
     if (strstr(spec, "per=sample")) return *U = 4, i / 90;
     /* defaults: quantization per tensor, sparsifiers per sample */
     const int sparse = !strncmp(spec, "topk", 4) || !strncmp(spec, "randk", 5) || !strncmp(spec, "randtopk", 8) || !strncmp(spec, "ms", 2);
