@@ -118,6 +118,10 @@ typedef struct {
     double test_loss, test_accuracy, epoch_seconds;
     double test_accuracy_compressed; /* -1 when not evaluated */
     double emulated_seconds;    /* pipeline: training time on the (emulated) links so far; -1 without */
+    int evaluation;             /* 1: an --eval-every evaluation within the epoch: test_loss, test_accuracy,
+                                   test_accuracy_compressed and the two below are set */
+    double test_loss_compressed;           /* -1 when not evaluated */
+    double test_bits_per_byte;             /* a language model's test_loss in bits per byte (-1: not one) */
 } pz_progress;
 
 /* Called after every step and at the end of every epoch; returning nonzero

@@ -62,6 +62,16 @@ static int on_progress(const pz_progress *p, void *user) {
     char eta[32], el[32];
     fmt_time(eta, sizeof eta, p->eta);
     fmt_time(el, sizeof el, p->elapsed);
+    if (p->evaluation) { /* --eval-every */
+        if (ps->mode == 1) fprintf(stderr, "\r\033[K");
+        if (!ps->mode) return 0;
+        char bpb[48] = "", comp[64] = "";
+        if (p->test_bits_per_byte >= 0) snprintf(bpb, sizeof bpb, " (%.3f bits per byte)", p->test_bits_per_byte);
+        if (p->test_loss_compressed >= 0) snprintf(comp, sizeof comp, ", compressed %.4f", p->test_loss_compressed);
+        fprintf(stderr, "epoch %d/%d step %lld/%lld  validation loss %.4f%s%s, accuracy %.2f%%\n", p->epoch, p->epochs,
+                (long long)p->step, (long long)p->steps_per_epoch, p->test_loss, bpb, comp, 100 * p->test_accuracy);
+        return 0;
+    }
     if (p->end_of_epoch) {
         if (ps->mode == 1) fprintf(stderr, "\r\033[K");
         char em[48] = "";
@@ -70,7 +80,13 @@ static int on_progress(const pz_progress *p, void *user) {
             fmt_time(t, sizeof t, p->emulated_seconds);
             snprintf(em, sizeof em, ", link clock %s", t);
         }
-        if (ps->mode && p->test_accuracy_compressed >= 0)
+        if (ps->mode && p->test_bits_per_byte >= 0) { /* a language model: the validation loss */
+            char comp[48] = "";
+            if (p->test_loss_compressed >= 0) snprintf(comp, sizeof comp, " (compressed %.4f)", p->test_loss_compressed);
+            fprintf(stderr, "epoch %2d/%d  train loss %.4f  validation loss %.4f%s, %.3f bits per byte, acc %.2f%%  lr %.4g  %.1fs  (%s%s, ETA %s)\n",
+                    p->epoch, p->epochs, p->loss, p->test_loss, comp, p->test_bits_per_byte, 100 * p->test_accuracy, p->lr,
+                    p->epoch_seconds, el, em, eta);
+        } else if (ps->mode && p->test_accuracy_compressed >= 0)
             fprintf(stderr, "epoch %2d/%d  train loss %.4f acc %6.2f%%  test acc %6.2f%% (compressed %6.2f%%)  lr %.4g  %.1fs  (%s%s, ETA %s)\n",
                     p->epoch, p->epochs, p->loss, 100 * p->accuracy, 100 * p->test_accuracy, 100 * p->test_accuracy_compressed,
                     p->lr, p->epoch_seconds, el, em, eta);

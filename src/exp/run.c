@@ -182,7 +182,8 @@ static pz_progress progress(const run *r, int epoch, int64_t step, double loss_s
                      .steps_per_epoch = r->sched.steps_per_epoch, .global_step = r->global_step,
                      .total_steps = r->sched.total_steps, .loss = loss_sum / seen,
                      .accuracy = (double)hits / ((double)seen * pz_dataset_targets(&r->train)), .lr = lr, .elapsed = now - r->t0,
-                     .samples_per_second = r->samples / (now - r->t0)};
+                     .samples_per_second = r->samples / (now - r->t0), .test_loss_compressed = -1,
+                     .test_bits_per_byte = -1};
     p.eta = (now - r->t0) / r->global_step * (r->sched.total_steps - r->global_step);
     return p;
 }
@@ -270,6 +271,14 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
             PZ_TRY(evaluate(r, &v));
             PZ_TRY(write_eval(r, epoch, &v));
             e->eval_seconds += pz_now() - t;
+            if (r->on_progress) {
+                pz_progress p = progress(r, epoch, e->steps, e->loss_sum, e->hits, e->seen, lr, pz_now());
+                p.evaluation = 1, p.test_loss = v.loss, p.test_accuracy = v.acc, p.test_accuracy_compressed = v.acc_c;
+                p.test_loss_compressed = v.loss_c;
+                p.test_bits_per_byte = r->train.tokens ? bits_per_byte(r, v.loss) : -1;
+                p.emulated_seconds = r->pipeline ? r->emulated : -1;
+                if (r->on_progress(&p, r->user)) r->res->stopped = 1;
+            }
         }
     }
     return PZ_OK;
@@ -360,6 +369,7 @@ static pz_status epoch_loop(run *r) {
             pz_progress p = progress(r, epoch, e.steps, e.loss_sum, e.hits, e.seen, pz_schedule_lr(&r->sched, r->global_step - 1), now);
             p.end_of_epoch = 1, p.test_loss = v.loss, p.test_accuracy = v.acc, p.epoch_seconds = now - te;
             p.test_accuracy_compressed = v.acc_c, p.emulated_seconds = r->pipeline ? r->emulated : -1;
+            p.test_loss_compressed = v.loss_c, p.test_bits_per_byte = r->train.tokens ? bits_per_byte(r, v.loss) : -1;
             if (r->on_progress(&p, r->user)) res->stopped = 1;
         }
         if (r->epochs_m.f) PZ_TRY(write_epoch(r, epoch, &e, &v, train_seconds, te, now));

@@ -109,6 +109,9 @@ assert ev[1]["test_loss"] == b[0]["test_loss"] and ev[3]["test_bits_per_byte_com
 assert all(e["test_bits_per_byte"] > 0 for e in ev)
 PY
 expect 2 "--eval-every" -- "$PZ" train --eval-every -1 --no-out
+expect 0 "epoch 1/2 step 4/6  validation loss [0-9.]+ \([0-9.]+ bits per byte\), compressed [0-9.]+" -- "$PZ" train \
+  --model gpt-tiny --data "text:$tmp/verse.txt" --epochs 2 --limit-train 12 --limit-test 2 --batch 2 --stages 2 \
+  --optimizer adamw --eval-every 4 --no-out --progress lines --threads 1
 
 # BPE tokens: learned from the training split, kept in the run directory,
 # what sample encodes the prompt with and decodes its tokens by
