@@ -80,6 +80,9 @@ typedef struct {
     const char *tokenizer;    /* text: "bytes" (default, NULL too) or "bpe:N", byte-level BPE of N tokens learned from the
                                  training split and kept in the run directory (tokenizer.txt) */
     int eval_every;           /* > 0: also evaluate every N steps, into evals.jsonl (with each epoch's end) */
+    const char *grad_mask;    /* "none" (default, NULL too) or "fwd": each boundary's gradient is zeroed where the
+                                 activation it follows arrived as 0, before the backward codec (the derivative of a
+                                 forward TopK, as Paper A's GPT-2 runs reuse the forward mask) */
 } pz_run_config;
 
 typedef struct {

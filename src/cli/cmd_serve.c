@@ -49,6 +49,7 @@ int cmd_serve(int argc, char **argv) {
         {"nesterov", OPT_BOOL, &c.nesterov, NULL, "Nesterov momentum (SGD)", 0, 0, NULL},
         {"weight-decay", OPT_FLOAT, &c.weight_decay, "X", "weight decay", 0, 10, NULL},
         {"tokenizer", OPT_STR, &c.tokenizer, "SPEC", "the clients' tokenizer (bytes or bpe:N: its vocabulary)", 0, 0, "bytes|bpe:N"},
+        {"grad-mask", OPT_STR, &c.grad_mask, "MODE", "as the clients: fwd zeroes each boundary gradient where its activation arrived as 0", 0, 0, "none|fwd"},
         {"clip-norm", OPT_FLOAT, &c.clip_norm, "X", "clip the gradients' global norm (as the clients)", 0, 1e6, NULL},
         {"lr", OPT_FLOAT, &c.lr, "X", "accepted for symmetry with the clients and ignored: their learning rate travels with every batch", 1e-9, 100, NULL},
         {"schedule", OPT_STR, &c.schedule, "SPEC", "accepted and ignored, as --lr", 0, 0, NULL},

@@ -168,6 +168,7 @@ static int train_opts(pz_opt *opts, train_args *a) {
         {"no-out", OPT_BOOL, &a->no_out, NULL, "write no run directory", 0, 0, NULL},
         {"metrics", OPT_STR, &cp->metrics_format, "FORMAT", "metrics file format", 0, 0, "jsonl|csv"},
         {"log-every", OPT_INT, &cp->log_every, "N", "write a step record every N steps", 1, 1000000, NULL},
+        {"grad-mask", OPT_STR, &cp->grad_mask, "MODE", "fwd: zero each boundary's gradient where its activation arrived as 0, before --bwd (the derivative of a forward TopK; Paper A's GPT-2 runs reuse the forward mask)", 0, 0, "none|fwd"},
         {"eval-every", OPT_INT, &cp->eval_every, "N", "also evaluate every N steps (validation loss, bits per byte, plain and compressed) into evals.jsonl (0 = at epoch ends only)", 0, 100000000, NULL},
         {"progress", OPT_STR, &a->progress, "MODE", "progress display (auto: a bar on a terminal, lines otherwise)", 0, 0, "auto|bar|lines|none"},
     };

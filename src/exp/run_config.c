@@ -37,6 +37,7 @@ void pz_run_config_default(pz_run_config *c) {
     c->link = "inproc";
     c->timeout = 60.0;
     c->tokenizer = "bytes";
+    c->grad_mask = "none";
 }
 
 pz_status pz_run_config_check(const pz_run_config *c) {
@@ -66,6 +67,8 @@ pz_status pz_run_config_check(const pz_run_config *c) {
     if (c->augment_pad < -1 || c->augment_pad > 16) return pz_fail(PZ_ERR_ARG, "crop padding must be in 0..16, got %d", c->augment_pad);
     if (strcmp(c->metrics_format, "jsonl") && strcmp(c->metrics_format, "csv"))
         return pz_fail(PZ_ERR_ARG, "--metrics '%s' (expected jsonl or csv)", c->metrics_format);
+    if (c->grad_mask && strcmp(c->grad_mask, "none") && strcmp(c->grad_mask, "fwd"))
+        return pz_fail(PZ_ERR_ARG, "--grad-mask '%s' (expected none or fwd)", c->grad_mask);
     if (c->eval_every < 0) return pz_fail(PZ_ERR_ARG, "--eval-every must be >= 0 (0: at each epoch's end only), got %d", c->eval_every);
     if (c->log_every < 1) return pz_fail(PZ_ERR_ARG, "--log-every must be at least 1, got %d", c->log_every);
     if (c->threads > 1024) return pz_fail(PZ_ERR_ARG, "--threads %d is too many", c->threads);
@@ -119,6 +122,7 @@ static int config_fields(const pz_run_config *c, pz_field *f, char *seed_buf) {
     f[n++] = PZ_NUM("warmup_epochs", c->warmup_epochs);
     f[n++] = PZ_NUM("clip_norm", c->clip_norm);
     f[n++] = PZ_NUM("eval_every", c->eval_every);
+    f[n++] = PZ_STR("grad_mask", c->grad_mask ? c->grad_mask : "none");
     const pz_augment aug = pz_default_augment(c->data, c->augment_pad, c->augment_flip);
     f[n++] = PZ_NUM("augment_pad", aug.pad);
     f[n++] = PZ_NUM("augment_flip", aug.flip);
@@ -157,6 +161,8 @@ void run_fingerprint(const pz_run_config *c, char *out, size_t cap) {
     if (c->clip_norm > 0.0f && n < cap) snprintf(out + n, cap - n, " clip=%g", c->clip_norm);
     const size_t n2 = strlen(out);
     if (c->tokenizer && *c->tokenizer && strcmp(c->tokenizer, "bytes") && n2 < cap) snprintf(out + n2, cap - n2, " tok=%s", c->tokenizer);
+    const size_t n3 = strlen(out);
+    if (c->grad_mask && !strcmp(c->grad_mask, "fwd") && n3 < cap) snprintf(out + n3, cap - n3, " grad_mask=fwd");
 }
 
 pz_status run_state_write(const char *dir, const run_state *s) {
@@ -212,6 +218,7 @@ pz_status run_pipe_config(const pz_run_config *cfg, const pz_model *model, const
     pc->n_classes = train->n_classes;
     pc->targets = pz_dataset_targets(train);
     pc->clip_norm = cfg->clip_norm;
+    pc->grad_mask = cfg->grad_mask && !strcmp(cfg->grad_mask, "fwd");
     pc->batch_max = cfg->batch;
     pc->seed = cfg->seed;
     pc->optimizer = !strcmp(cfg->optimizer, "adamw") ? PZ_OPT_ADAMW : PZ_OPT_SGD;

@@ -22,6 +22,8 @@ typedef struct {
     int n_classes, batch_max;
     int targets;            /* per sample: 1 class, or T next tokens (0 = 1) */
     float clip_norm;        /* > 0: scale the gradients so their global norm (over every stage) is at most this */
+    int grad_mask;          /* 1: a boundary's gradient is zeroed where the activation it follows arrived as 0 (the
+                               derivative of a forward TopK: Paper A's GPT-2 runs), before the backward codec */
     uint64_t seed;
     int n_stages;
     int cuts[PZ_MAX_STAGES]; /* stage s ends after top-level layer cuts[s] (s < n_stages - 1) */

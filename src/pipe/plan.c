@@ -209,5 +209,6 @@ void plan_fingerprint(pz_pipe *p) {
         n += (size_t)snprintf(f + n, cap - n, " fwd%d=%s bwd%d=%s", b + 1, cfg->fwd[b][0] ? cfg->fwd[b] : "none", b + 1,
                               cfg->bwd[b][0] ? cfg->bwd[b] : "none");
     if (cfg->clip_norm > 0.0f && n < cap) n += (size_t)snprintf(f + n, cap - n, " clip=%g", cfg->clip_norm);
+    if (cfg->grad_mask && n < cap) n += (size_t)snprintf(f + n, cap - n, " grad_mask=fwd");
     if (pipe_targets(p) > 1 && n < cap) n += (size_t)snprintf(f + n, cap - n, " targets=%d", pipe_targets(p));
 }

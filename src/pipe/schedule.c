@@ -184,6 +184,11 @@ static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
     pz_codec_stats cs;
     const int sample = p->cfg.err_every > 0 && s->rep.grad_frames % (uint64_t)p->cfg.err_every == 0;
     const int measure = sample && !s->bwd_lossless;
+    if (p->cfg.grad_mask) { /* the forward's mask: no gradient where the activation arrived as 0 */
+        const float *x = b->x_in[m];
+        for (int64_t j = 0; j < (int64_t)Bm * in_per; j++)
+            if (x[j] == 0.0f) b->dx[j] = 0.0f;
+    }
     const double t1 = pz_now();
     PZ_TRY(stage_encode(s->bwd_tx, b->dx, Bm, stage_in_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
     s->rep.grad_encode_s += pz_now() - t1;

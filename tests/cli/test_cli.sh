@@ -113,6 +113,21 @@ expect 0 "epoch 1/2 step 4/6  validation loss [0-9.]+ \([0-9.]+ bits per byte\),
   --model gpt-tiny --data "text:$tmp/verse.txt" --epochs 2 --limit-train 12 --limit-test 2 --batch 2 --stages 2 \
   --optimizer adamw --eval-every 4 --no-out --progress lines --threads 1
 
+# --grad-mask fwd: the boundary gradient keeps only the forward TopK's
+# positions, so a backward TopK of the same fraction keeps all of it (error 0)
+for gm in none fwd; do
+  "$PZ" train --model gpt-tiny --data "text:$tmp/verse.txt" --epochs 1 --limit-train 8 --limit-test 2 --batch 2 --stages 2 \
+    --fwd topk:0.1 --bwd topk:0.1 --grad-mask $gm --optimizer adamw --out "$tmp/gm-$gm" --progress none --threads 1 \
+    > "$tmp/gm-$gm.log" 2>&1 || bad "grad-mask $gm: $(tail -3 "$tmp/gm-$gm.log")"
+done
+python3 - "$tmp/gm-none" "$tmp/gm-fwd" <<'PY' && ok || bad "--grad-mask fwd: $(cat "$tmp/gm-fwd/boundaries.jsonl")"
+import json, sys
+a, b = (json.loads(open(d + "/boundaries.jsonl").readline()) for d in sys.argv[1:])
+assert a["bwd_error"] > 0.3 and b["bwd_error"] == 0, (a["bwd_error"], b["bwd_error"])
+assert json.load(open(sys.argv[2] + "/config.json"))["grad_mask"] == "fwd"
+PY
+expect 2 "--grad-mask 'both' is not one of: none\|fwd" -- "$PZ" train --grad-mask both --no-out
+
 # BPE tokens: learned from the training split, kept in the run directory,
 # what sample encodes the prompt with and decodes its tokens by
 for _ in $(seq 10); do cat "$tmp/verse.txt"; done > "$tmp/verses.txt"
