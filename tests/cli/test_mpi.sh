@@ -56,6 +56,27 @@ for k in ("train_loss", "test_accuracy", "fwd_bytes", "bwd_bytes", "eval_bytes")
 assert b["emulated_time"] >= 8 * (b["fwd_bytes"] + b["bwd_bytes"]) / 50e6 / 3, b["emulated_time"]
 PY
 
+# a language model over MPI: gpt-tiny in 3 ranks with BPE tokens (each rank
+# learns the same merges), the head on rank 2 tied to the table on rank 0
+# (TIED_GRAD/TIED_WEIGHTS across processes), global-norm clipping and the
+# forward's mask on the gradients: the in-process run's numbers exactly
+for _ in $(seq 120); do printf 'In the beginning God created the heaven and the earth. And the earth was without form, and void. '; done > "$tmp/verse.txt"
+lm=(--model gpt-tiny --data "text:$tmp/verse.txt" --tokenizer bpe:300 --stages 3 --fwd topk:0.3 --bwd topk:0.3 --grad-mask fwd
+    --clip-norm 0.5 --optimizer adamw --lr 1e-3 --limit-train 6 --limit-test 2 --batch 2 --epochs 2 --progress none --threads 1)
+"$pz" train "${lm[@]}" --out "$tmp/lm-a" > "$tmp/lm-a.log" 2>&1 && ok || bad "in-process gpt run: $(tail -3 "$tmp/lm-a.log")"
+timeout 600 mpirun --oversubscribe -np 3 -x ASAN_OPTIONS "$pz" train "${lm[@]}" --link mpi --out "$tmp/lm-b" > "$tmp/lm-b.log" 2>&1 \
+  && ok || bad "mpi gpt run: $(tail -5 "$tmp/lm-b.log")"
+python3 - "$tmp" <<'PY' && ok || bad "gpt over MPI differs from in-process"
+import json, sys
+t = sys.argv[1]
+a, b = ([json.loads(l) for l in open(f"{t}/{d}/epochs.jsonl")] for d in ("lm-a", "lm-b"))
+assert len(a) == len(b) == 2
+for x, y in zip(a, b):
+    for k in ("train_loss", "test_loss", "test_loss_compressed", "test_bits_per_byte", "fwd_bytes", "bwd_bytes", "eval_bytes"):
+        assert x[k] == y[k], (x["epoch"], k, x[k], y[k])
+assert open(f"{t}/lm-a/tokenizer.txt").read() == open(f"{t}/lm-b/tokenizer.txt").read()
+PY
+
 # a rank that dies: the run stops, names the failure, and does not hang
 start=$(date +%s)
 timeout 300 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS "$pz" train "${args[@]}" --epochs 50 --link mpi --out "$tmp/dead" \
