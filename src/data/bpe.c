@@ -347,17 +347,24 @@ pz_status pz_tokenizer_save(const pz_tokenizer *t, const char *path) {
     return st ? pz_fail(st, "cannot write the tokenizer %s: %s", path, pz_last_error()) : PZ_OK;
 }
 
+pz_status pz_tokenizer_open(pz_tokenizer *t, const char *spec, const char *dir) {
+    int vocab;
+    PZ_TRY(pz_tokenizer_spec(spec, &vocab));
+    if (vocab == 256) return pz_tokenizer_bytes(t);
+    char path[4300];
+    snprintf(path, sizeof path, "%.4200s/tokenizer.txt", dir);
+    PZ_TRY(pz_tokenizer_load(t, path));
+    const int has = t->vocab;
+    if (has == vocab) return PZ_OK;
+    pz_tokenizer_free(t);
+    return pz_fail(PZ_ERR_FORMAT, "%s has %d tokens where the run's --tokenizer %s says %d", path, has, spec, vocab);
+}
+
 pz_status pz_tokenizer_load(pz_tokenizer *t, const char *path) {
     memset(t, 0, sizeof *t);
-    uint8_t *data;
+    char *s;
     size_t len;
-    PZ_TRY(pz_read_file(path, &data, &len));
-    char *s = realloc(data, len + 1);
-    if (!s) {
-        free(data);
-        return pz_fail(PZ_ERR_NOMEM, "out of memory reading %s", path);
-    }
-    s[len] = 0;
+    PZ_TRY(pz_read_text(path, &s, &len));
     pz_status st = PZ_OK;
     const size_t hl = strlen(HEADER);
     char *p = s + hl;

@@ -74,6 +74,9 @@ const uint8_t *pz_tokenizer_token(const pz_tokenizer *t, int32_t id, size_t *len
 /* tokenizer.txt in a run directory: a header, the vocabulary, the merges */
 pz_status pz_tokenizer_save(const pz_tokenizer *t, const char *path);
 pz_status pz_tokenizer_load(pz_tokenizer *t, const char *path);
+/* the tokenizer a run with --tokenizer spec used: bytes, or dir/tokenizer.txt
+ * (refused when its vocabulary is not the spec's) */
+pz_status pz_tokenizer_open(pz_tokenizer *t, const char *spec, const char *dir);
 void pz_tokenizer_free(pz_tokenizer *t);
 
 /* ---- text ------------------------------------------------------------------

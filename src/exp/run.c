@@ -74,17 +74,11 @@ static pz_status load_text(run *r) {
     PZ_TRY(pz_tokenizer_spec(cfg->tokenizer, &vocab));
     const int T = pz_model_preset_context(cfg->model);
     if (vocab == 256) return pz_load_corpus(&r->train, &r->test, cfg->data, cfg->data_dir, T, NULL);
-    char path[4300];
-    if (cfg->resume) {
-        snprintf(path, sizeof path, "%.4200s/tokenizer.txt", cfg->resume);
-        PZ_TRY(pz_tokenizer_load(&r->tok, path));
-        if (r->tok.vocab != vocab)
-            return pz_fail(PZ_ERR_FORMAT, "%s has a vocabulary of %d tokens, not the %d of --tokenizer %s", path, r->tok.vocab,
-                           vocab, cfg->tokenizer);
-    } else
-        r->tok.vocab = vocab; /* learned from the training split as it loads */
+    if (cfg->resume) PZ_TRY(pz_tokenizer_open(&r->tok, cfg->tokenizer, cfg->resume));
+    else r->tok.vocab = vocab; /* learned from the training split as it loads */
     PZ_TRY(pz_load_corpus(&r->train, &r->test, cfg->data, cfg->data_dir, T, &r->tok));
     if (!cfg->resume && r->out_dir) {
+        char path[4300];
         PZ_TRY(pz_mkdir_p(r->out_dir));
         snprintf(path, sizeof path, "%.4200s/tokenizer.txt", r->out_dir);
         PZ_TRY(pz_tokenizer_save(&r->tok, path));
@@ -233,6 +227,14 @@ static pz_status write_eval(run *r, int epoch, const eval_result *v) {
     return PZ_OK;
 }
 
+/* an evaluation's results in a progress report */
+static void progress_eval(pz_progress *p, const run *r, const eval_result *v) {
+    p->test_loss = v->loss, p->test_accuracy = v->acc;
+    p->test_accuracy_compressed = v->acc_c, p->test_loss_compressed = v->loss_c;
+    p->test_bits_per_byte = r->train.tokens ? bits_per_byte(r, v->loss) : -1;
+    p->emulated_seconds = r->pipeline ? r->emulated : -1;
+}
+
 /* ---- one epoch of training ------------------------------------------------------ */
 typedef struct {
     double loss_sum;
@@ -273,10 +275,8 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
             e->eval_seconds += pz_now() - t;
             if (r->on_progress) {
                 pz_progress p = progress(r, epoch, e->steps, e->loss_sum, e->hits, e->seen, lr, pz_now());
-                p.evaluation = 1, p.test_loss = v.loss, p.test_accuracy = v.acc, p.test_accuracy_compressed = v.acc_c;
-                p.test_loss_compressed = v.loss_c;
-                p.test_bits_per_byte = r->train.tokens ? bits_per_byte(r, v.loss) : -1;
-                p.emulated_seconds = r->pipeline ? r->emulated : -1;
+                p.evaluation = 1;
+                progress_eval(&p, r, &v);
                 if (r->on_progress(&p, r->user)) r->res->stopped = 1;
             }
         }
@@ -367,9 +367,8 @@ static pz_status epoch_loop(run *r) {
         if (r->pipeline) PZ_TRY(pz_traffic_epoch(&r->traffic, r->pipe, epoch + 1, &r->model.net, &r->pc, &r->bounds_m, res));
         if (r->on_progress) {
             pz_progress p = progress(r, epoch, e.steps, e.loss_sum, e.hits, e.seen, pz_schedule_lr(&r->sched, r->global_step - 1), now);
-            p.end_of_epoch = 1, p.test_loss = v.loss, p.test_accuracy = v.acc, p.epoch_seconds = now - te;
-            p.test_accuracy_compressed = v.acc_c, p.emulated_seconds = r->pipeline ? r->emulated : -1;
-            p.test_loss_compressed = v.loss_c, p.test_bits_per_byte = r->train.tokens ? bits_per_byte(r, v.loss) : -1;
+            p.end_of_epoch = 1, p.epoch_seconds = now - te;
+            progress_eval(&p, r, &v);
             if (r->on_progress(&p, r->user)) res->stopped = 1;
         }
         if (r->epochs_m.f) PZ_TRY(write_epoch(r, epoch, &e, &v, train_seconds, te, now));

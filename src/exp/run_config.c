@@ -5,6 +5,7 @@
 #include "link/link.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,18 +152,24 @@ static int config_fields(const pz_run_config *c, pz_field *f, char *seed_buf) {
 }
 
 /* ---- the run directory and its checkpoint record ---------------------------- */
+static void fp_append(char *out, size_t cap, const char *fmt, ...) {
+    const size_t n = strlen(out);
+    if (n >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
 void run_fingerprint(const pz_run_config *c, char *out, size_t cap) {
     snprintf(out, cap, "model=%s data=%s limit=%lld/%lld epochs=%d batch=%d opt=%s lr=%g mom=%g wd=%g nest=%d sched=%s warm=%g seed=%llu stages=%d cuts=%s fwd=%s bwd=%s mb=%d",
              c->model, c->data, (long long)c->limit_train, (long long)c->limit_test, c->epochs, c->batch, c->optimizer, c->lr,
              c->momentum, c->weight_decay, c->nesterov, c->schedule, c->warmup_epochs, (unsigned long long)c->seed,
              c->stages, c->cuts ? c->cuts : "", c->fwd, c->bwd, c->micro_batches);
     /* settings added later only when used: older runs keep their fingerprint */
-    const size_t n = strlen(out);
-    if (c->clip_norm > 0.0f && n < cap) snprintf(out + n, cap - n, " clip=%g", c->clip_norm);
-    const size_t n2 = strlen(out);
-    if (c->tokenizer && *c->tokenizer && strcmp(c->tokenizer, "bytes") && n2 < cap) snprintf(out + n2, cap - n2, " tok=%s", c->tokenizer);
-    const size_t n3 = strlen(out);
-    if (c->grad_mask && !strcmp(c->grad_mask, "fwd") && n3 < cap) snprintf(out + n3, cap - n3, " grad_mask=fwd");
+    if (c->clip_norm > 0.0f) fp_append(out, cap, " clip=%g", c->clip_norm);
+    if (c->tokenizer && *c->tokenizer && strcmp(c->tokenizer, "bytes")) fp_append(out, cap, " tok=%s", c->tokenizer);
+    if (c->grad_mask && !strcmp(c->grad_mask, "fwd")) fp_append(out, cap, " grad_mask=fwd");
 }
 
 pz_status run_state_write(const char *dir, const run_state *s) {

@@ -82,28 +82,16 @@ pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(const uint8_t *b
     snprintf(ckpt, sizeof ckpt, "%.4000s/checkpoint/epoch-%d", c->run_dir, epoch);
     if (access(ckpt, F_OK) != 0) return pz_fail(PZ_ERR_IO, "run %s has no checkpoint of epoch %d (%s)", c->run_dir, epoch, ckpt);
 
-    /* the run's tokens */
-    int vocab;
-    PZ_TRY(pz_tokenizer_spec(tokenizer, &vocab));
-    pz_tokenizer tok;
-    if (vocab == 256) PZ_TRY(pz_tokenizer_bytes(&tok));
-    else {
-        snprintf(path, sizeof path, "%.4200s/tokenizer.txt", c->run_dir);
-        PZ_TRY(pz_tokenizer_load(&tok, path));
-        const int has = tok.vocab;
-        if (has != vocab) {
-            pz_tokenizer_free(&tok);
-            return pz_fail(PZ_ERR_FORMAT, "%s has %d tokens where the run's --tokenizer %s says %d", path, has, tokenizer,
-                           vocab);
-        }
-    }
     const char *prompt = c->prompt && *c->prompt ? c->prompt : "\n";
     const size_t np = strlen(prompt);
-    int32_t *ids = np <= 1000000 ? malloc((np + (size_t)c->tokens) * sizeof *ids) : NULL;
+    if (np > 1000000) return pz_fail(PZ_ERR_ARG, "sample: the prompt is longer than 1000000 bytes");
+    pz_tokenizer tok; /* the run's tokens */
+    PZ_TRY(pz_tokenizer_open(&tok, tokenizer, c->run_dir));
+    const int vocab = tok.vocab;
+    int32_t *ids = malloc((np + (size_t)c->tokens) * sizeof *ids); /* never more tokens than bytes */
     if (!ids) {
         pz_tokenizer_free(&tok);
-        return np > 1000000 ? pz_fail(PZ_ERR_ARG, "sample: the prompt is longer than 1000000 bytes")
-                            : pz_fail(PZ_ERR_NOMEM, "out of memory for %zu tokens", np + (size_t)c->tokens);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory for %zu tokens", np + (size_t)c->tokens);
     }
     const int n_prompt = (int)pz_tokenizer_encode(&tok, (const uint8_t *)prompt, np, ids);
 
