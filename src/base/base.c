@@ -122,12 +122,19 @@ pz_status pz_read_text(const char *path, char **text, size_t *len) {
     return PZ_OK;
 }
 
-pz_status pz_write_file_atomic(const char *path, const void *data, size_t len) {
+static pz_status write_file(const char *path, const void *data, size_t len, int mode, int replace) {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
         return pz_fail(PZ_ERR_ARG, "path too long: '%s'", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
     if (fd < 0) return pz_fail(PZ_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
+    if (mode == 0600 && fchmod(fd, 0600) != 0) { /* whatever the umask */
+        pz_status st = pz_fail(PZ_ERR_IO, "cannot make '%s' private: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        return st;
+    }
     const uint8_t *p = data;
     size_t left = len;
     while (left > 0) {
@@ -147,12 +154,22 @@ pz_status pz_write_file_atomic(const char *path, const void *data, size_t len) {
         unlink(tmp);
         return st;
     }
-    if (rename(tmp, path) != 0) {
-        pz_status st = pz_fail(PZ_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+    /* link() never replaces what is there: the no-overwrite case is atomic too */
+    if (replace ? rename(tmp, path) != 0 : link(tmp, path) != 0) {
+        pz_status st = errno == EEXIST ? pz_fail(PZ_ERR_ARG, "'%s' exists: not overwriting it", path)
+                                       : pz_fail(PZ_ERR_IO, "cannot %s '%s' to '%s': %s", replace ? "rename" : "link", tmp, path,
+                                                 strerror(errno));
         unlink(tmp);
         return st;
     }
+    if (!replace) unlink(tmp);
     return PZ_OK;
+}
+
+pz_status pz_write_file_atomic(const char *path, const void *data, size_t len) { return write_file(path, data, len, 0644, 1); }
+
+pz_status pz_write_file_private(const char *path, const void *data, size_t len, int replace) {
+    return write_file(path, data, len, 0600, replace);
 }
 
 pz_status pz_mkdir_p(const char *path) {

@@ -31,6 +31,10 @@ pz_status pz_read_file(const char *path, uint8_t **data, size_t *len);
 /* The same as a NUL-terminated string (len may be NULL). */
 pz_status pz_read_text(const char *path, char **text, size_t *len);
 pz_status pz_write_file_atomic(const char *path, const void *data, size_t len);
+/* The same for a secret: created mode 0600 before its first byte is
+ * written; an existing path (a file, a link, anything) is an error unless
+ * replace. */
+pz_status pz_write_file_private(const char *path, const void *data, size_t len, int replace);
 pz_status pz_mkdir_p(const char *path);
 
 /* ---------------------------------------------------------------------------

@@ -15,8 +15,14 @@ static const char serve_usage[] =
     "layers and the loss) for clients that hold the lower layers and the data.\n"
     "Clients run `pipezip train --link zmq --connect tcp://HOST:PORT` with the same\n"
     "model, cuts, codecs, batch and optimizer flags; labels travel with the\n"
-    "activations. With --clients N, N clients take turns (each its whole run),\n"
-    "every client starting from the client-side weights the previous one left.\n"
+    "activations. One client is served at a time; with --clients N the server\n"
+    "ends once N clients have finished. Clients take turns as they ask (a\n"
+    "client's `--turn epoch` or `--turn K` gives the next one its turn after\n"
+    "every epoch or K steps), each starting from the client-side weights the\n"
+    "previous one left. Nothing a peer sends ends the server: a client that\n"
+    "breaks the protocol, runs other settings, dies or stays silent for\n"
+    "--timeout is told why (when it can hear), dropped, and the server's\n"
+    "stages go back to the state the last completed session left.\n"
     "\n"
     "Example:\n"
     "  pipezip keygen server.key; pipezip keygen client.key\n"
@@ -26,16 +32,15 @@ static const char serve_usage[] =
 int cmd_serve(int argc, char **argv) {
     pz_run_config c;
     pz_run_config_default(&c);
-    const char *bind = "tcp://0.0.0.0:5555", *server_key = NULL, *client_key = NULL;
-    int clients = 1;
-    const char *save_dir = "serve-checkpoints", *resume = NULL;
+    pz_serve_options so = {.bind = "tcp://0.0.0.0:5555", .clients = 1, .save_dir = "serve-checkpoints"};
+    double max_mb = 0;
     const pz_opt opts[] = {
-        {"bind", OPT_STR, &bind, "ENDPOINT", "where to listen", 0, 0, NULL},
-        {"clients", OPT_INT, &clients, "N", "serve N clients in turn, then exit", 1, 1000000, NULL},
-        {"server-key", OPT_STR, &server_key, "FILE", "this server's CURVE secret key (pipezip keygen): encrypt and authenticate", 0, 0, NULL},
-        {"client-key", OPT_STR, &client_key, "FILE", "the public key (FILE.pub) of the client allowed in", 0, 0, NULL},
-        {"checkpoint-dir", OPT_STR, &save_dir, "DIR", "where the server's stages write their checkpoints (DIR/epoch-E, when a client checkpoints)", 0, 0, NULL},
-        {"resume", OPT_STR, &resume, "DIR", "start the server's stages from a checkpoint, e.g. serve-checkpoints/epoch-3 (with a client resuming the same epoch)", 0, 0, NULL},
+        {"bind", OPT_STR, &so.bind, "ENDPOINT", "where to listen", 0, 0, NULL},
+        {"clients", OPT_INT, &so.clients, "N", "serve until N clients have finished (a client that dropped out counts), then exit", 1, 1000000, NULL},
+        {"server-key", OPT_STR, &so.server_key, "FILE", "this server's CURVE secret key (pipezip keygen): encrypt and authenticate", 0, 0, NULL},
+        {"client-key", OPT_STR, &so.client_key, "FILE", "the public key (FILE.pub) of the client allowed in", 0, 0, NULL},
+        {"checkpoint-dir", OPT_STR, &so.save_dir, "DIR", "where the server's stages write their checkpoints (DIR/epoch-E, when a client checkpoints)", 0, 0, NULL},
+        {"resume", OPT_STR, &so.resume, "DIR", "start the server's stages from a checkpoint, e.g. serve-checkpoints/epoch-3 (with a client resuming the same epoch)", 0, 0, NULL},
         {"model", OPT_STR, &c.model, "NAME", "model preset (as the clients)", 0, 0, "mlp|lenet5|resnet8|resnet20|gpt-tiny|gpt-small"},
         {"data", OPT_STR, &c.data, "NAME", "the clients' dataset (for its input shape; the server holds no data)", 0, 0, "fashion-mnist|mnist|cifar10|synthetic|kjv|text:FILE"},
         {"stages", OPT_INT, &c.stages, "S", "stages balanced by compute (stage 0 is the client's; default as pipezip train)", 1, 16, NULL},
@@ -55,7 +60,8 @@ int cmd_serve(int argc, char **argv) {
         {"schedule", OPT_STR, &c.schedule, "SPEC", "accepted and ignored, as --lr", 0, 0, NULL},
         {"seed", OPT_U64, &c.seed, "N", "seed for the server-side initialisation (as the clients)", 0, 0, NULL},
         {"threads", OPT_INT, &c.threads, "N", "threads (0 = all cores)", 0, 1024, NULL},
-        {"timeout", OPT_FLOAT64, &c.timeout, "SECONDS", "a client silent this long in the middle of a step is dead", 0.001, 1e6, NULL},
+        {"timeout", OPT_FLOAT64, &c.timeout, "SECONDS", "a client silent this long in its session is dropped (its session rolled back)", 0.001, 1e6, NULL},
+        {"max-message", OPT_FLOAT64, &max_mb, "MB", "refuse messages above this size (default: the most the model's clients can need)", 0, 1e9, NULL},
     };
     int rc = pz_parse_args("pipezip serve", opts, (int)(sizeof opts / sizeof *opts), argc, argv, 2, serve_usage, NULL, 0, NULL);
     if (rc == 1) return 0;
@@ -64,33 +70,35 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "pipezip serve: no cut, nothing to serve: give the split, --cuts LAYER (e.g. layer1) or --stages S >= 2\n");
         return 2;
     }
-    pz_status st = pz_run_serve(&c, bind, server_key, client_key, clients, save_dir, resume);
+    so.max_message = (size_t)(max_mb * 1e6);
+    pz_status st = pz_run_serve(&c, &so);
     if (st) {
         fprintf(stderr, "pipezip serve: %s\n", pz_last_error());
         return st == PZ_ERR_ARG ? 2 : 1;
     }
-    fprintf(stderr, "pipezip serve: served %d client%s\n", clients, clients == 1 ? "" : "s");
+    fprintf(stderr, "pipezip serve: served %d client%s\n", so.clients, so.clients == 1 ? "" : "s");
     return 0;
 }
 
 static const char keygen_usage[] =
-    "Usage: pipezip keygen FILE\n"
+    "Usage: pipezip keygen [--force] FILE\n"
     "\n"
     "Make a CURVE key pair for pipezip serve / train --link zmq: FILE holds the\n"
     "secret key (mode 0600, keep it), FILE.pub the public key (give it to the\n"
-    "other side).\n";
+    "other side). An existing FILE or FILE.pub is never replaced unless --force.\n";
 
 int cmd_keygen(int argc, char **argv) {
     char *pos[1];
-    int npos = 0;
-    int rc = pz_parse_args("pipezip keygen", NULL, 0, argc, argv, 2, keygen_usage, pos, 1, &npos);
+    int npos = 0, force = 0;
+    const pz_opt opts[] = {{"force", OPT_BOOL, &force, NULL, "replace existing key files", 0, 0, NULL}};
+    int rc = pz_parse_args("pipezip keygen", opts, 1, argc, argv, 2, keygen_usage, pos, 1, &npos);
     if (rc == 1) return 0;
     if (rc) return 2;
     if (npos != 1) {
         fprintf(stderr, "pipezip keygen: expected one FILE\n%s", keygen_usage);
         return 2;
     }
-    if (pz_zmq_keygen(pos[0])) {
+    if (pz_zmq_keygen(pos[0], force)) {
         fprintf(stderr, "pipezip keygen: %s\n", pz_last_error());
         return 1;
     }

@@ -435,8 +435,56 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
 }
 
 /* ---- the split-learning server ----------------------------------------------- */
-pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *server_key, const char *client_key, int clients,
-                       const char *save_dir, const char *resume) {
+/* The largest message a client of this model can legitimately send: an
+ * activation frame of a whole micro-batch (training, or evaluation through
+ * the compressed or the plain boundary), its header, the client's state
+ * handed on (its parameters, optimizer slots, running statistics and the
+ * boundary's codec states), the tied token table, the settings. */
+static pz_status serve_max_message(const pz_run_config *cfg, const pz_model *model, const pz_pipe_config *pc, size_t *out) {
+    const pz_shape sh = model->net.layers[pc->cuts[0]].out;
+    const int M = pc->micro_batches > 0 ? pc->micro_batches : 1, mb = (pc->batch_max + M - 1) / M;
+    const int P = pc->targets > 0 ? pc->targets : 1;
+    int64_t shape[1 + PZ_SHAPE_MAX] = {mb};
+    for (int i = 0; i < sh.rank; i++) shape[1 + i] = sh.d[i];
+    const int64_t per = pz_shape_numel(sh);
+    size_t frame = 0;
+    int stateful = 0;
+    const char *specs[2] = {pc->fwd[0][0] ? pc->fwd[0] : "none", "none"};
+    for (int k = 0; k < 2; k++) {
+        pz_codec *c, *base;
+        PZ_TRY(pz_codec_create(&c, specs[k]));
+        char b[PZ_SPEC_MAX];
+        pz_codec_base_spec(c, b, sizeof b);
+        stateful |= pz_codec_is_stateful(c);
+        size_t n = pz_codec_max_frame_bytes(c, 1 + sh.rank, shape);
+        pz_codec_free(c);
+        if (n > frame) frame = n;
+        PZ_TRY(pz_codec_create(&base, b));
+        n = pz_codec_max_frame_bytes(base, 1 + sh.rank, shape);
+        pz_codec_free(base);
+        if (n > frame) frame = n;
+    }
+    if (pc->bwd[0][0]) {
+        pz_codec *c;
+        PZ_TRY(pz_codec_create(&c, pc->bwd[0]));
+        stateful |= pz_codec_is_stateful(c);
+        pz_codec_free(c);
+    }
+    int64_t params0 = 0;
+    for (int j = 0; j <= pc->cuts[0]; j++) params0 += model->net.layers[j].n_params;
+    /* a per-sample codec state grows with the client's training set: the
+     * dataset's own size (text: at most 2^16 windows) */
+    const double samples = !strcmp(cfg->data, "cifar10") ? 50000 : !strcmp(cfg->data, "synthetic") ? 6000
+                           : pz_dataset_is_text(cfg->data) ? 65536 : 60000;
+    double need = (double)frame + 16.0 + 8.0 * mb * (1.0 + P); /* + a (micro-)batch header */
+    const double state = 16.0 * (double)params0 + (stateful ? 2.0 * 8.0 * (double)per * (samples > mb ? samples : mb) : 0) + (1 << 20);
+    if (state > need) need = state;
+    need += 1 << 16; /* the settings, a checkpoint request, envelopes */
+    *out = need > 1e15 ? (size_t)1e15 : (size_t)need;
+    return PZ_OK;
+}
+
+pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o) {
     PZ_TRY(pz_run_config_check(cfg));
     pz_set_threads(cfg->threads);
     /* the server has no data: the input shape is the dataset's */
@@ -459,18 +507,76 @@ pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *s
     PZ_TRY(pz_model_preset(&model, cfg->model, pz_dataset_shape(&shape), shape.n_classes, 1, cfg->seed));
     pz_pipe_config pc;
     pz_status st = run_pipe_config(cfg, &model, &shape, &pc, 0);
+    size_t max_msg = o->max_message;
+    if (!st && pc.n_stages < 2) st = pz_fail(PZ_ERR_ARG, "pipezip serve needs a cut (--cuts LAYER or --stages S >= 2)");
+    if (!st && !max_msg) st = serve_max_message(cfg, &model, &pc, &max_msg);
     pz_model_free(&model);
     PZ_TRY(st);
-    if (pc.n_stages < 2) return pz_fail(PZ_ERR_ARG, "pipezip serve needs a cut (--cuts LAYER or --stages S >= 2)");
     pc.local_set = 1, pc.first_local = 1, pc.last_local = pc.n_stages - 1;
-    pc.save_dir = save_dir;
-    pc.resume = resume;
-    PZ_TRY(pz_link_zmq_listen(&pc.prev_link, bind, server_key, client_key, clients, "server <-> client"));
-    pz_pipe *pipe;
-    PZ_TRY(pz_pipe_create(&pipe, &pc));
-    fprintf(stderr, "pipezip serve: stages 1..%d of %s (after %s) on %s for %d client%s%s\n", pc.n_stages - 1, cfg->model,
-            pc.n_stages > 1 ? "the first cut" : "", bind, clients, clients == 1 ? "" : "s", server_key ? ", CURVE" : "");
-    st = pz_pipe_wait(pipe);
-    pz_pipe_free(pipe);
+    pc.save_dir = o->save_dir;
+    pc.serving = 1;
+    const pz_zmq_server_config zc = {o->bind, o->server_key, o->client_key, cfg->timeout, max_msg};
+    pz_link *link;
+    PZ_TRY(pz_link_zmq_listen(&link, &zc, "server <-> client"));
+    pc.prev_link = link;
+
+    /* One pipeline per session, started from the state the last completed
+     * session left (or --resume, or fresh): a session that fails — a client
+     * that dies, goes silent, breaks the protocol or runs other settings —
+     * is rolled back by never keeping what it did. */
+    pz_pipe_state snap = {0};
+    int have_snap = 0, announced = 0, sessions = 0, n_done = 0;
+    uint64_t *done = calloc((size_t)o->clients, sizeof *done);
+    if (!done) st = pz_fail(PZ_ERR_NOMEM, "out of memory");
+    while (!st && n_done < o->clients) {
+        pc.resume = have_snap ? NULL : o->resume;
+        pc.restore = have_snap ? &snap : NULL;
+        pz_pipe *pipe;
+        if ((st = pz_pipe_create(&pipe, &pc))) break; /* the server's own state (a bad --resume, memory) */
+        if (!announced) {
+            fprintf(stderr, "pipezip serve: stages 1..%d of %s (after the first cut) on %s for %d client%s%s; messages up to %.1f MB\n",
+                    pc.n_stages - 1, cfg->model, o->bind, o->clients, o->clients == 1 ? "" : "s", o->server_key ? ", CURVE" : "",
+                    (double)max_msg / 1e6);
+            announced = 1;
+        }
+        const pz_status ps = pz_pipe_wait(pipe);
+        char ended[1024];
+        snprintf(ended, sizeof ended, "%s", ps ? pz_last_error() : "");
+        uint64_t client = 0;
+        int last = 0;
+        const int how = pz_link_zmq_session(link, &client, &last, NULL, 0);
+        const int checked = pz_pipe_checked(pipe);
+        sessions++;
+        int finished = 0;
+        if (!ps && how == PZ_ZMQ_SESSION_CLOSED) {
+            /* the state the next client receives */
+            if ((st = pz_pipe_snapshot(pipe, &snap))) {
+                pz_pipe_free(pipe);
+                break;
+            }
+            have_snap = 1;
+            finished = last;
+        } else {
+            char esc[1100];
+            size_t n = 0;
+            for (const char *c = ended; *c && n + 2 < sizeof esc; c++) esc[n++] = *c == '\n' ? ' ' : *c;
+            esc[n] = 0;
+            fprintf(stderr, "pipezip serve: session %d failed: %s; the server's stages go back to %s\n", sessions, esc,
+                    have_snap ? "the state the last completed session left" : o->resume ? "the --resume checkpoint" : "their initial state");
+            finished = checked; /* a client that joined and dropped out is skipped; a refused one never joined */
+        }
+        if (finished) {
+            int seen = 0;
+            for (int i = 0; i < n_done; i++) seen |= done[i] == client;
+            if (!seen) done[n_done++] = client;
+            fprintf(stderr, "pipezip serve: client %016llx %s (%d of %d)\n", (unsigned long long)client,
+                    how == PZ_ZMQ_SESSION_CLOSED && !ps ? "finished" : "dropped out", n_done, o->clients);
+        }
+        pz_pipe_free(pipe);
+        pz_link_zmq_next_session(link);
+    }
+    free(done);
+    pz_pipe_state_free(&snap);
+    pz_link_free(link);
     return st;
 }

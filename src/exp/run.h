@@ -12,12 +12,18 @@ pz_status pz_run_config_check(const pz_run_config *cfg);
 /* Does this configuration run a pipeline (more than one stage, or a link,
  * micro-batches or an emulated link)? By default resnets do, other models not. */
 int pz_run_uses_pipeline(const pz_run_config *cfg);
-/* `pipezip serve`: the stages after the first cut, for `clients` split-
- * learning clients in turn over ZeroMQ (CURVE when keys are given); the
- * stages' checkpoints go to save_dir/epoch-E, resume loads from a
- * save_dir/epoch-E (NULL: fresh). */
-pz_status pz_run_serve(const pz_run_config *cfg, const char *bind, const char *server_key, const char *client_key, int clients,
-                       const char *save_dir, const char *resume);
+/* `pipezip serve`: the stages after the first cut, for split-learning
+ * clients over ZeroMQ (CURVE when keys are given), one session at a time,
+ * until `clients` of them have finished (a client that joined and dropped
+ * out counts as finished). Stages' checkpoints go to save_dir/epoch-E;
+ * resume loads from a save_dir/epoch-E (NULL: fresh). */
+typedef struct {
+    const char *bind, *server_key, *client_key;
+    int clients;
+    const char *save_dir, *resume;
+    size_t max_message; /* bytes; 0: what the model can need */
+} pz_serve_options;
+pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o);
 
 /* `pipezip sample`: continue a prompt with a trained language model's run
  * (its config.json and the checkpoint of `epoch`, 0 = the newest), in the

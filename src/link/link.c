@@ -135,6 +135,7 @@ pz_link_stats pz_link_get_stats(const pz_link *l) {
 const char *pz_link_name(const pz_link *l) { return l->name; }
 
 int pz_link_peer_closed(const pz_link *l) { return l->peer_closed; }
+int pz_link_is_remote_party(const pz_link *l) { return l && l->remote_party; }
 
 /* ---- parsing --------------------------------------------------------------- */
 static pz_status parse_number(const char *s, const char *what, double *v, const char **unit) {

@@ -64,19 +64,41 @@ void pz_mpi_abort(int code);
 pz_status pz_link_mpi(pz_link **l, int peer, const char *name);
 
 /* ZeroMQ over TCP (split learning). The server binds `endpoint`
- * ("tcp://0.0.0.0:5555") and takes one client at a time; the client connects
- * ("tcp://host:5555"). With CURVE key files (pipezip keygen) the channel is
- * encrypted and the server accepts only the client key it was given;
- * NULL keys: plain TCP. */
+ * ("tcp://0.0.0.0:5555") and serves one client's session at a time; the
+ * client connects ("tcp://host:5555"). With CURVE key files (pipezip
+ * keygen) the channel is encrypted and the server accepts only the client
+ * key it was given; NULL keys: plain TCP. Nothing a peer sends ends the
+ * server's end: a peer outside the session that breaks the protocol is
+ * logged and ignored; the session's client breaking it, closing, or silent
+ * for timeout_s ends the session: the receive fails, pz_link_zmq_session
+ * says how it ended, pz_link_zmq_next_session waits for the next. */
+typedef struct {
+    const char *endpoint;
+    const char *server_secret_file, *client_public_file; /* both or neither */
+    double timeout_s;      /* a session's client silent this long is dropped */
+    size_t max_message;    /* no message above this many bytes is read in (0: no limit) */
+} pz_zmq_server_config;
+enum { PZ_ZMQ_SESSION_NONE, PZ_ZMQ_SESSION_OPEN, PZ_ZMQ_SESSION_CLOSED, PZ_ZMQ_SESSION_DROPPED };
 int pz_zmq_available(void);
-pz_status pz_link_zmq_listen(pz_link **l, const char *endpoint, const char *server_secret_file,
-                             const char *client_public_file, int sessions, const char *name);
-/* Waits up to timeout_s for the server to admit this client (another
- * client may be having its turn). */
+pz_status pz_link_zmq_listen(pz_link **l, const pz_zmq_server_config *cfg, const char *name);
+/* How the current (or last) session stands: PZ_ZMQ_SESSION_*; its client's
+ * id, whether its CLOSE said it was its last turn, why it was dropped. */
+int pz_link_zmq_session(pz_link *l, uint64_t *client, int *last_turn, char *why, size_t why_cap);
+void pz_link_zmq_next_session(pz_link *l);
+/* Waits for the server to admit this client: while the server answers
+ * (another client has its turn) as long as it takes, silence at most
+ * timeout_s. */
 pz_status pz_link_zmq_connect(pz_link **l, const char *endpoint, const char *client_secret_file,
                               const char *server_public_file, double timeout_s, const char *name);
-/* Write a CURVE key pair: PATH (secret, mode 0600) and PATH.pub. */
-pz_status pz_zmq_keygen(const char *path);
+/* A client's CLOSE says whether this was its last turn (the default) or it
+ * comes back for another. */
+void pz_link_zmq_set_last_turn(pz_link *l, int last);
+/* Write a CURVE key pair: PATH (secret, created mode 0600) and PATH.pub;
+ * an existing file is an error unless force. */
+pz_status pz_zmq_keygen(const char *path, int force);
+/* A link whose far end answers as one party (a ZeroMQ peer): waiting on it
+ * is bounded by one timeout, however many stages lie behind it. */
+int pz_link_is_remote_party(const pz_link *l);
 
 /* Use `clock` for this end's messages (NULL: none), and emulate `emu` on
  * what this end sends (NULL: an ideal link). */

@@ -27,6 +27,7 @@ struct pz_link {
     pz_link_emu emu;
     double free_at; /* emulated: when the sending direction is next free */
     int peer_closed; /* set by the transport when the peer closed in order */
+    int remote_party; /* the far end is another party's process (pz_link_is_remote_party) */
 };
 
 /* A new generic link around a transport. */

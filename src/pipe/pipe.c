@@ -22,7 +22,8 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
         return pz_fail(PZ_ERR_ARG, "--micro-batches %d: expected 1..%d and at most the batch size", M, PZ_MAX_STAGES);
     pz_pipe *p = calloc(1, sizeof *p);
     if (!p) {
-        pz_link_free(cfg->prev_link), pz_link_free(cfg->next_link);
+        if (!cfg->serving) pz_link_free(cfg->prev_link);
+        pz_link_free(cfg->next_link);
         return pz_fail(PZ_ERR_NOMEM, "out of memory for a pipeline");
     }
     p->cfg = *cfg;
@@ -41,7 +42,8 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     else if (p->first > 0 && !cfg->prev_link) st = pz_fail(PZ_ERR_ARG, "stage %d needs a link to stage %d", p->first, p->first - 1);
     else if (p->last < p->S - 1 && !cfg->next_link) st = pz_fail(PZ_ERR_ARG, "stage %d needs a link to stage %d", p->last, p->last + 1);
     if (st) {
-        pz_link_free(cfg->prev_link), pz_link_free(cfg->next_link);
+        if (!cfg->serving) pz_link_free(cfg->prev_link);
+        pz_link_free(cfg->next_link);
         free(p);
         return st;
     }
@@ -73,6 +75,12 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     }
     if (p->has_driver) pz_link_set_clock(p->to_first, &p->clock);
     for (int i = p->first; i <= p->last && !st; i++) st = plan_stage(p, i);
+    if (!st && cfg->restore && cfg->restore->kept) {
+        stage *k = &p->st[p->first];
+        if (!(k->kept = malloc(cfg->restore->kept_len ? cfg->restore->kept_len : 1)))
+            st = pz_fail(PZ_ERR_NOMEM, "out of memory restoring a %zu-byte client state", cfg->restore->kept_len);
+        else memcpy(k->kept, cfg->restore->kept, cfg->restore->kept_len), k->kept_len = cfg->restore->kept_len;
+    }
     if (st) {
         pz_pipe_free(p);
         return st;
@@ -237,6 +245,38 @@ pz_status pz_pipe_wait(pz_pipe *p) {
 
 int pz_pipe_stages(const pz_pipe *p) { return p->S; }
 
+int pz_pipe_checked(const pz_pipe *p) { return p->checked; }
+
+void pz_pipe_state_free(pz_pipe_state *st) {
+    for (int i = 0; i < PZ_MAX_STAGES; i++) free(st->blob[i]);
+    free(st->kept);
+    memset(st, 0, sizeof *st);
+}
+
+pz_status pz_pipe_snapshot(pz_pipe *p, pz_pipe_state *out) {
+    for (int i = p->first; i <= p->last; i++)
+        if (p->st[i].running) return pz_fail(PZ_ERR_STATE, "a snapshot of a running pipeline");
+    pz_pipe_state st = {0};
+    pz_status rc = PZ_OK;
+    for (int i = p->first; i <= p->last && !rc; i++) {
+        stage *s = &p->st[i];
+        pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
+        rc = pz_checkpoint_pack(&st.blob[i], &st.len[i], i, &s->model[0], s->p0, s->p1, &s->opt, codecs, plan_stage_codecs(s));
+    }
+    const stage *k = &p->st[p->first];
+    if (!rc && k->kept) {
+        if (!(st.kept = malloc(k->kept_len ? k->kept_len : 1))) rc = pz_fail(PZ_ERR_NOMEM, "out of memory for a snapshot");
+        else memcpy(st.kept, k->kept, k->kept_len), st.kept_len = k->kept_len;
+    }
+    if (rc) {
+        pz_pipe_state_free(&st);
+        return rc;
+    }
+    pz_pipe_state_free(out);
+    *out = st;
+    return PZ_OK;
+}
+
 void pz_pipe_free(pz_pipe *p) {
     if (!p) return;
     if (p->started && p->has_driver) pz_link_send(p->to_first, MSG_STOP, "", 0);
@@ -249,7 +289,7 @@ void pz_pipe_free(pz_pipe *p) {
         pz_optim_free(&s->opt);
         pz_codec_free(s->fwd_rx), pz_codec_free(s->bwd_tx), pz_codec_free(s->fwd_tx), pz_codec_free(s->bwd_rx);
         pz_codec_free(s->eval_tx), pz_codec_free(s->eval_rx), pz_codec_free(s->plain_tx), pz_codec_free(s->plain_rx);
-        pz_link_free(s->prev);
+        if (!(p->cfg.serving && i == p->first)) pz_link_free(s->prev);
         pz_link_free(s->next);
         free(s->kept);
     }

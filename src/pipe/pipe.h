@@ -49,7 +49,20 @@ typedef struct {
     const char *save_dir;   /* NULL: checkpoints go where the driver says; else (a server) DIR/epoch-E */
     int session;            /* split-learning client: the remote stages outlive this process (STOP is not sent
                                to them; closing the link ends this client's turn) */
+    int serving;            /* split-learning server: prev_link is a client's session, borrowed (the pipeline does
+                               not free it); the client must CHECK first, may not STOP, and the session ends
+                               when it closes the link */
+    const struct pz_pipe_state *restore; /* start the local stages from this snapshot (NULL: fresh, or resume) */
 } pz_pipe_config;
+
+/* The local stages' whole state (parameters, statistics, optimizer, codec
+ * states; a split-learning server's kept client state), in memory. */
+typedef struct pz_pipe_state {
+    uint8_t *blob[PZ_MAX_STAGES];
+    size_t len[PZ_MAX_STAGES];
+    uint8_t *kept;
+    size_t kept_len;
+} pz_pipe_state;
 
 /* Per boundary, summed over the run so far. */
 typedef struct {
@@ -111,6 +124,12 @@ pz_status pz_pipe_fetch(pz_pipe *p, int *found);
  * or one fails (its error). */
 pz_status pz_pipe_wait(pz_pipe *p);
 int pz_pipe_stages(const pz_pipe *p);
+/* After pz_pipe_wait: the local stages' state into *st (replacing what it
+ * held), to start a later pipeline from (pz_pipe_config.restore). */
+pz_status pz_pipe_snapshot(pz_pipe *p, pz_pipe_state *st);
+void pz_pipe_state_free(pz_pipe_state *st);
+/* 1 once the driver's settings check passed at this process's first stage. */
+int pz_pipe_checked(const pz_pipe *p);
 void pz_pipe_free(pz_pipe *p);
 
 /* A stage's checkpoint file, also used for a whole model by 1-stage runs:

@@ -79,6 +79,7 @@ struct pz_pipe {
     const pipe_schedule *schedule;
     char fingerprint[PZ_MAX_STAGES * 2 * PZ_SPEC_MAX + 512]; /* what every stage must agree on */
     int S, first, last, has_driver, started, mb_max;
+    int checked;       /* the driver's CHECK passed here */
     stage st[PZ_MAX_STAGES];
     pz_link *to_first; /* the driver's end */
     pz_clock clock;    /* the driver's */
@@ -106,6 +107,12 @@ pz_status stage_encode(pz_codec *tx, const float *t, int B, pz_shape sh, const u
 /* PZ_ERR_STATE unless a decoded frame's shape (nd, shape) is B samples of sh */
 pz_status stage_check_frame(const char *what, int nd, const int64_t *shape, int B, pz_shape sh);
 
+/* How long to wait on link l for an answer that `hops` stages take part
+ * in: a timeout per stage, or one for a remote party (a split-learning
+ * peer answers for all of its stages at once, and its death must be
+ * noticed within --timeout). */
+static inline double stage_wait(const stage *s, const pz_link *l, int hops);
+
 /* targets per sample (protocol.h's P) */
 static inline int pipe_targets(const pz_pipe *p) { return p->cfg.targets > 0 ? p->cfg.targets : 1; }
 
@@ -122,6 +129,11 @@ static inline pz_shape stage_in_shape(const stage *s) {
     const pz_seq *net = &s->model[0].net;
     return s->from ? net->layers[s->from - 1].out : net->in;
 }
+static inline double stage_wait(const stage *s, const pz_link *l, int hops) {
+    const double t = s->pipe->cfg.timeout_s;
+    return pz_link_is_remote_party(l) ? t : t * (hops > 1 ? hops : 1);
+}
+
 static inline pz_shape stage_out_shape(const stage *s) { return s->model[0].net.layers[s->to - 1].out; }
 
 #endif

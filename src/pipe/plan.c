@@ -188,6 +188,11 @@ pz_status plan_stage(pz_pipe *p, int i) {
         pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
         pz_status st = pz_checkpoint_read(path, i, &s->model[0], s->p0, s->p1, &s->opt, codecs, plan_stage_codecs(s));
         if (st) return pz_fail(st, "stage %d: %s", i, pz_last_error());
+    } else if (cfg->restore && cfg->restore->blob[i]) {
+        pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
+        pz_status st = pz_checkpoint_unpack(cfg->restore->blob[i], cfg->restore->len[i], "a snapshot", i, &s->model[0], s->p0,
+                                            s->p1, &s->opt, codecs, plan_stage_codecs(s));
+        if (st) return pz_fail(st, "stage %d: %s", i, pz_last_error());
     }
     return PZ_OK;
 }

@@ -122,7 +122,7 @@ static pz_status loss_back(stage *s, stage_bufs *b, step_state *t) {
     size_t len;
     float loss;
     int correct;
-    PZ_TRY(stage_recv(s, s->next, MSG_LOSS, &b->msg, &b->cap, &len, p->cfg.timeout_s * (p->S - s->index)));
+    PZ_TRY(stage_recv(s, s->next, MSG_LOSS, &b->msg, &b->cap, &len, stage_wait(s, s->next, p->S - s->index)));
     PZ_TRY(msg_loss_get(b->msg, len, &loss, &correct));
     return pz_link_send(s->prev, MSG_LOSS, b->msg, len);
 }
@@ -214,7 +214,7 @@ static pz_status clip_grads(stage *s, stage_bufs *b) {
     double *sums = b->norms;
     if (!last) {
         size_t len;
-        PZ_TRY(stage_recv(s, s->next, MSG_NORM, &b->msg, &b->cap, &len, p->cfg.timeout_s * (p->S - s->index)));
+        PZ_TRY(stage_recv(s, s->next, MSG_NORM, &b->msg, &b->cap, &len, stage_wait(s, s->next, p->S - s->index)));
         if (len != 8 * have) return pz_fail(PZ_ERR_STATE, "a NORM message of %zu bytes, expected %zu", len, 8 * have);
         for (size_t k = 0; k < have; k++) sums[mine + k] = pz_get_f64(b->msg + 8 * k);
     }
@@ -229,7 +229,7 @@ static pz_status clip_grads(stage *s, stage_bufs *b) {
         for (int k = 0; k < mine + (int)have; k++) pz_put_f64(b->hdr_norm + 8 * k, sums[k]);
         PZ_TRY(pz_link_send(s->prev, MSG_NORM, b->hdr_norm, 8 * (size_t)(mine + (int)have)));
         size_t len;
-        PZ_TRY(stage_recv(s, s->prev, MSG_CLIP, &b->msg, &b->cap, &len, p->cfg.timeout_s * p->S));
+        PZ_TRY(stage_recv(s, s->prev, MSG_CLIP, &b->msg, &b->cap, &len, stage_wait(s, s->prev, p->S)));
         if (len != 4) return pz_fail(PZ_ERR_STATE, "a CLIP message of %zu bytes", len);
         scale = pz_get_f32(b->msg);
         if (!(scale > 0.0f && scale <= 1.0f)) return pz_fail(PZ_ERR_STATE, "a gradient scale of %g", scale);

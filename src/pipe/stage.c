@@ -70,7 +70,7 @@ pz_status stage_tied_weights(stage *s, const uint8_t *msg, size_t len) {
 static pz_status relay_back(stage *s, int reply, uint8_t **buf, size_t *cap) {
     pz_pipe *p = s->pipe;
     size_t n;
-    PZ_TRY(stage_recv(s, s->next, reply, buf, cap, &n, p->cfg.timeout_s * (p->S - s->index)));
+    PZ_TRY(stage_recv(s, s->next, reply, buf, cap, &n, stage_wait(s, s->next, p->S - s->index)));
     return pz_link_send(s->prev, reply, *buf, n);
 }
 
@@ -150,12 +150,15 @@ static pz_status stage_save(stage *s, uint8_t **buf, size_t *cap, size_t len) {
     if (len == 0 || len >= 4000 || memchr(*buf, 0, len)) return pz_fail(PZ_ERR_STATE, "bad checkpoint request");
     snprintf(dir, sizeof dir, "%.*s", (int)len, (char *)*buf);
     if (p->cfg.save_dir) {
-        /* a split-learning server keeps its stages' files in its own directory,
-         * under the last component of the driver's ("epoch-E") */
+        /* a split-learning server keeps its stages' files in its own
+         * directory, DIR/epoch-E: of what the client sent only the number
+         * E is used, so nothing it sends chooses where the server writes */
         const char *leaf = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
-        char mine[4200];
-        snprintf(mine, sizeof mine, "%.2000s/%.100s", p->cfg.save_dir, leaf);
-        memcpy(dir, mine, sizeof dir);
+        char *end = NULL;
+        const long e = !strncmp(leaf, "epoch-", 6) && leaf[6] >= '0' && leaf[6] <= '9' ? strtol(leaf + 6, &end, 10) : -1;
+        if (e < 1 || e > 100000000 || !end || *end)
+            return pz_fail(PZ_ERR_STATE, "a checkpoint request for '%.80s' (a server writes only DIR/epoch-E)", leaf);
+        snprintf(dir, sizeof dir, "%.4000s/epoch-%ld", p->cfg.save_dir, e);
     }
     PZ_TRY(pz_mkdir_p(dir)); /* a stage on another host writes on its own disk */
     snprintf(path, sizeof path, "%s/stage-%d.bin", dir, s->index);
@@ -181,7 +184,7 @@ static pz_status stage_warmup(stage *s, uint8_t **buf, size_t *cap, size_t len) 
 static pz_status stage_handoff(stage *s, int tag, uint8_t **buf, size_t *cap, size_t len) {
     pz_pipe *p = s->pipe;
     pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
-    const double tmo = p->cfg.timeout_s * (p->S - s->index);
+    const double tmo = stage_wait(s, s->next, p->S - s->index);
     if (s->index > 0) { /* the keeper */
         if (tag == MSG_PUT_STATE) {
             uint8_t *k = malloc(len ? len : 1);
@@ -229,7 +232,9 @@ static pz_status stage_check(stage *s, uint8_t **buf, size_t *cap, size_t len) {
         return pz_fail(PZ_ERR_ARG, "started with other settings than the driver: here '%.60s...', the driver '%.*s...' (give every process the same model, cuts, codecs, batch and optimizer flags)",
                        a + i, (int)(len - i < 60 ? len - i : 60), b + i);
     }
-    return pass_on(s, MSG_CHECK, MSG_CHECKED, buf, cap, len, "", 0);
+    PZ_TRY(pass_on(s, MSG_CHECK, MSG_CHECKED, buf, cap, len, "", 0));
+    if (s->index == p->first) p->checked = 1;
+    return PZ_OK;
 }
 
 static void free_bufs(stage *s, stage_bufs *b) {
@@ -282,6 +287,14 @@ void *stage_main(void *arg) {
                 st = PZ_OK;
                 if (s->next) pz_link_send(s->next, MSG_STOP, "", 0);
             }
+            break;
+        }
+        /* a split-learning server's first stage faces another party: it
+         * takes nothing before the settings check, and no STOP (the
+         * client ends its session by closing the link) */
+        if (p->cfg.serving && s->index == p->first && ((!p->checked && tag != MSG_CHECK) || tag == MSG_STOP)) {
+            st = pz_fail(PZ_ERR_STATE, "%s (%d) from the client %s", msg_name(tag), tag,
+                         tag == MSG_STOP ? "(a client ends its session by closing the link)" : "before the settings check");
             break;
         }
         if (tag == MSG_STOP) {
