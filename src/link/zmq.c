@@ -139,11 +139,13 @@ static int recv_parts(zend *z, inmsg *m, uint8_t **buf, size_t *cap, long timeou
         const size_t n = zmq_msg_size(&part);
         const uint8_t *d = zmq_msg_data(&part);
         const int which = z->server ? idx : idx + 1; /* 0 identity, 1 envelope, 2 payload */
+        if (z->server && !m->addr[0]) {
+            const char *a = zmq_msg_gets(&part, "Peer-Address");
+            if (a) snprintf(m->addr, sizeof m->addr, "%s", a);
+        }
         if (which == 0) {
             m->id_len = n < ID_MAX ? n : ID_MAX;
             if (m->id_len) memcpy(m->id, d, m->id_len);
-            const char *a = zmq_msg_gets(&part, "Peer-Address");
-            if (a) snprintf(m->addr, sizeof m->addr, "%s", a);
             keep = is_peer(z, m->id, m->id_len) && n <= ID_MAX;
         } else if (which == 1) {
             if (n == ENV && d) {
@@ -287,11 +289,16 @@ static void begin_session(zend *z, const inmsg *m) {
 static pz_status server_recv(pz_link *l, zend *z, int *tag, double *stamp, uint8_t **buf, size_t *cap, size_t *len, size_t *wire,
                              double timeout_s) {
     if (z->session_end == PZ_ZMQ_SESSION_DROPPED) return pz_fail(PZ_ERR_STATE, "%s: the client %s", l->name, z->why);
+    /* in a session, silence is bounded by the session timeout too; what
+     * other peers send does not count */
+    double limit = timeout_s;
+    if (z->peer_len && (limit < 0 || limit > z->idle_s)) limit = z->idle_s;
+    double until = limit >= 0 ? pz_now() + limit : 0;
     for (;;) {
-        /* in a session, silence is bounded by the session timeout too */
-        double limit = timeout_s;
-        if (z->peer_len && (limit < 0 || limit > z->idle_s)) limit = z->idle_s;
-        const double until = limit >= 0 ? pz_now() + limit : 0;
+        if (z->peer_len && limit < 0) { /* a session began while we waited */
+            limit = z->idle_s;
+            until = pz_now() + limit;
+        }
         inmsg m;
         int rc = 0;
         while (rc == 0) {
@@ -314,7 +321,7 @@ static pz_status server_recv(pz_link *l, zend *z, int *tag, double *stamp, uint8
         if (!current && blocked(z, m.id, m.id_len)) continue;
         char why[160];
         if (m.tag < 0) {
-            snprintf(why, sizeof why, "a malformed message (%d part%s, %zu payload bytes: not a pipezip envelope)", m.parts,
+            snprintf(why, sizeof why, "sent a malformed message (%d part%s, %zu payload bytes: not a pipezip envelope)", m.parts,
                      m.parts == 1 ? "" : "s", m.len);
             if (current) return drop_session(l, z, why);
             drop_peer(z, &m, why);
@@ -322,7 +329,7 @@ static pz_status server_recv(pz_link *l, zend *z, int *tag, double *stamp, uint8
         }
         if (!current) {
             if (m.tag != TAG_HELLO || (m.len != 0 && m.len != 8)) {
-                snprintf(why, sizeof why, "%s (tag %d, %zu bytes) outside a session", m.tag == TAG_HELLO ? "a malformed HELLO" : "a message",
+                snprintf(why, sizeof why, "sent %s (tag %d, %zu bytes) outside a session", m.tag == TAG_HELLO ? "a malformed HELLO" : "a message",
                          m.tag, m.len);
                 drop_peer(z, &m, why);
                 continue;
