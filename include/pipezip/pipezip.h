@@ -76,6 +76,8 @@ typedef struct {
     double timeout;           /* seconds a silent stage or peer is given before the run stops (default 60) */
     const char *resume;       /* a run directory to continue from its last checkpoint (written every epoch) */
     int shard_index, shard_count; /* train on the shard_index-th of shard_count slices (split-learning clients); 0/0 = all */
+    const char *turn;         /* zmq client: when to give the next client its turn: "run" (default, NULL too: after the
+                                 whole run), "epoch" (after every epoch), or a number of steps */
     float clip_norm;          /* > 0: clip the gradients' global norm (over every stage) to this; 0 = off */
     const char *tokenizer;    /* text: "bytes" (default, NULL too) or "bpe:N", byte-level BPE of N tokens learned from the
                                  training split and kept in the run directory (tokenizer.txt) */

@@ -61,6 +61,7 @@ int cmd_serve(int argc, char **argv) {
         {"seed", OPT_U64, &c.seed, "N", "seed for the server-side initialisation (as the clients)", 0, 0, NULL},
         {"threads", OPT_INT, &c.threads, "N", "threads (0 = all cores)", 0, 1024, NULL},
         {"timeout", OPT_FLOAT64, &c.timeout, "SECONDS", "a client silent this long in its session is dropped (its session rolled back)", 0.001, 1e6, NULL},
+        {"wait-for", OPT_INT, &so.wait_for, "N", "begin the first turn only once N clients have asked (a round robin from the start)", 0, 1000000, NULL},
         {"max-message", OPT_FLOAT64, &max_mb, "MB", "refuse messages above this size (default: the most the model's clients can need)", 0, 1e9, NULL},
     };
     int rc = pz_parse_args("pipezip serve", opts, (int)(sizeof opts / sizeof *opts), argc, argv, 2, serve_usage, NULL, 0, NULL);
@@ -98,9 +99,10 @@ int cmd_keygen(int argc, char **argv) {
         fprintf(stderr, "pipezip keygen: expected one FILE\n%s", keygen_usage);
         return 2;
     }
-    if (pz_zmq_keygen(pos[0], force)) {
+    const pz_status st = pz_zmq_keygen(pos[0], force);
+    if (st) {
         fprintf(stderr, "pipezip keygen: %s\n", pz_last_error());
-        return 1;
+        return st == PZ_ERR_ARG ? 2 : 1;
     }
     printf("secret key: %s\npublic key: %s.pub\n", pos[0], pos[0]);
     return 0;

@@ -162,6 +162,7 @@ static int train_opts(pz_opt *opts, train_args *a) {
         {"link-latency", OPT_STR, &cp->link_latency, "TIME", "emulate this one-way latency at every boundary: 10ms, 250us", 0, 0, NULL},
         {"link-realtime", OPT_BOOL, &cp->link_realtime, NULL, "really hold frames back (default: a virtual clock reports the time the run would take)", 0, 0, NULL},
         {"timeout", OPT_FLOAT64, &cp->timeout, "SECONDS", "a stage or peer silent this long stops the run with an error", 0.001, 1e6, NULL},
+        {"turn", OPT_STR, &cp->turn, "WHEN", "--link zmq: give the next client its turn after the whole run, every epoch, or every K steps (split learning's round robin; each turn starts from the client-side weights the last one left)", 0, 0, "run|epoch|K"},
         {"shard", OPT_STR, &a->shard, "K/N", "train on the K-th of N equal slices of the training set (split-learning clients)", 0, 0, NULL},
         {"resume", OPT_STR, &cp->resume, "DIR", "continue the run in DIR from its last checkpoint (same flags as the original run)", 0, 0, NULL},
         {"out", OPT_STR, &a->out, "DIR", "run directory (default runs/DATE-MODEL-DATA)", 0, 0, NULL},

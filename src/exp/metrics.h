@@ -43,13 +43,18 @@ int pz_fields_to_json(char *buf, size_t cap, const pz_field *fields, int n);
  * differences into boundary records, run totals and per-boundary results. */
 typedef struct {
     int n;                                 /* boundaries */
-    pz_boundary_stats first[PZ_MAX_STAGES], prev[PZ_MAX_STAGES];
+    pz_boundary_stats first[PZ_MAX_STAGES], prev[PZ_MAX_STAGES], paused[PZ_MAX_STAGES];
     /* bytes over every epoch of the run (a resumed run starts from its record's) */
     double fwd, bwd, fp32, eval, link;
 } pz_traffic;
 
 /* Take the stages' counters as the run's start (totals as given). */
 pz_status pz_traffic_start(pz_traffic *t, pz_pipe *pipe, int n_boundaries);
+/* A client's turn ends and its pipeline is rebuilt for the next (split
+ * learning's round robin): pause takes the old pipeline's counters, resume
+ * the new one's, so records and totals go on as if nothing had changed. */
+pz_status pz_traffic_pause(pz_traffic *t, pz_pipe *pipe);
+pz_status pz_traffic_resume(pz_traffic *t, pz_pipe *pipe);
 /* After an epoch: one record per boundary into m (when open), the totals
  * and res->boundaries (this run's, since start) updated. */
 pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq *net, const pz_pipe_config *pc,

@@ -42,8 +42,10 @@ typedef struct {
     pz_schedule sched;
     pz_metrics steps_m, epochs_m, bounds_m, evals_m;
     pz_traffic traffic;
-    double t0, emulated;
+    double t0, emulated, clock0; /* clock0: the pipeline's clock when the epoch (or this turn) began */
     int64_t global_step, samples;
+    int ranks;
+    int turn;                  /* split learning: 0 the whole run is one turn, -1 a turn per epoch, K per K steps */
 } run;
 
 /* ---- the run directory's streams ---------------------------------------------- */
@@ -95,6 +97,8 @@ static pz_status start(run *r) {
     r->pipeline = pz_run_uses_pipeline(cfg);
     int ranks = 0;
     if (r->link->processes) PZ_TRY(r->link->processes(&r->rank, &ranks));
+    r->ranks = ranks;
+    PZ_TRY(pz_run_turn_steps(cfg, &r->turn));
 
     run_fingerprint(cfg, r->fp, sizeof r->fp);
     if (cfg->resume) {
@@ -235,6 +239,30 @@ static void progress_eval(pz_progress *p, const run *r, const eval_result *v) {
     p->emulated_seconds = r->pipeline ? r->emulated : -1;
 }
 
+/* ---- split learning's round robin ------------------------------------------------ */
+/* This client's turn ends: its state goes to the server for the next
+ * client, it leaves, asks for a turn again (the others that asked go
+ * first) and starts from what the last client left. */
+static pz_status next_turn(run *r, int epoch) {
+    const pz_run_config *cfg = r->cfg;
+    PZ_TRY(pz_pipe_hand_on(r->pipe));
+    PZ_TRY(pz_traffic_pause(&r->traffic, r->pipe));
+    r->emulated += pz_pipe_clock(r->pipe) - r->clock0;
+    pz_link_zmq_set_last_turn(r->pc.next_link, 0);
+    pz_pipe_free(r->pipe);
+    r->pipe = NULL;
+    r->pc.next_link = NULL, r->pc.resume = NULL;
+    PZ_TRY(r->link->place(cfg, r->rank, r->ranks, &r->pc));
+    PZ_TRY(pz_pipe_create(&r->pipe, &r->pc));
+    int found = 0;
+    PZ_TRY(pz_pipe_fetch(r->pipe, &found));
+    if (!found) return pz_fail(PZ_ERR_STATE, "the server kept no client state for this client's next turn (was it restarted?)");
+    if (cfg->aqsgd_warmup > 0) PZ_TRY(pz_pipe_set_warmup(r->pipe, epoch < cfg->aqsgd_warmup));
+    PZ_TRY(pz_traffic_resume(&r->traffic, r->pipe));
+    r->clock0 = pz_pipe_clock(r->pipe);
+    return PZ_OK;
+}
+
 /* ---- one epoch of training ------------------------------------------------------ */
 typedef struct {
     double loss_sum;
@@ -266,6 +294,8 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
             PZ_TRY(pz_metrics_write(&r->steps_m, f, (int)(sizeof f / sizeof *f)));
         }
         if (r->res->stopped) break;
+        /* --turn K: every K steps (not after the run's last) the next client has its turn */
+        if (r->turn > 0 && r->global_step % r->turn == 0 && r->global_step < r->sched.total_steps) PZ_TRY(next_turn(r, epoch));
         /* --eval-every: the epoch's last step is evaluated with the epoch */
         if (cfg->eval_every > 0 && r->global_step % cfg->eval_every == 0 && e->steps < r->sched.steps_per_epoch) {
             const double t = pz_now();
@@ -346,12 +376,12 @@ static pz_status epoch_loop(run *r) {
         const double te = pz_now();
         if (cfg->aqsgd_warmup > 0 && (epoch == r->rs.epoch || epoch == cfg->aqsgd_warmup))
             PZ_TRY(pz_pipe_set_warmup(r->pipe, epoch < cfg->aqsgd_warmup));
-        const double clock0 = r->pipeline ? pz_pipe_clock(r->pipe) : 0.0;
+        r->clock0 = r->pipeline ? pz_pipe_clock(r->pipe) : 0.0;
         epoch_sums e = {0};
         PZ_TRY(train_epoch(r, epoch, &e));
         if (res->stopped) break;
         const double train_seconds = pz_now() - te - e.eval_seconds;
-        if (r->pipeline) r->emulated += pz_pipe_clock(r->pipe) - clock0;
+        if (r->pipeline) r->emulated += pz_pipe_clock(r->pipe) - r->clock0;
         eval_result v;
         PZ_TRY(evaluate(r, &v));
         const double now = pz_now();
@@ -374,6 +404,7 @@ static pz_status epoch_loop(run *r) {
         if (r->epochs_m.f) PZ_TRY(write_epoch(r, epoch, &e, &v, train_seconds, te, now));
         PZ_TRY(write_eval(r, epoch, &v));
         if (r->out_dir) PZ_TRY(checkpoint(r, epoch));
+        if (r->turn < 0 && epoch + 1 < cfg->epochs && !res->stopped) PZ_TRY(next_turn(r, epoch + 1));
     }
     return PZ_OK;
 }
@@ -515,7 +546,7 @@ pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o) {
     pc.local_set = 1, pc.first_local = 1, pc.last_local = pc.n_stages - 1;
     pc.save_dir = o->save_dir;
     pc.serving = 1;
-    const pz_zmq_server_config zc = {o->bind, o->server_key, o->client_key, cfg->timeout, max_msg};
+    const pz_zmq_server_config zc = {o->bind, o->server_key, o->client_key, cfg->timeout, max_msg, o->wait_for};
     pz_link *link;
     PZ_TRY(pz_link_zmq_listen(&link, &zc, "server <-> client"));
     pc.prev_link = link;
@@ -526,7 +557,8 @@ pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o) {
      * is rolled back by never keeping what it did. */
     pz_pipe_state snap = {0};
     int have_snap = 0, announced = 0, sessions = 0, n_done = 0;
-    uint64_t *done = calloc((size_t)o->clients, sizeof *done);
+    uint64_t *done = calloc((size_t)o->clients, sizeof *done), joined[256];
+    int n_joined = 0; /* clients that had a turn: if one fails later it dropped out, wherever it failed */
     if (!done) st = pz_fail(PZ_ERR_NOMEM, "out of memory");
     while (!st && n_done < o->clients) {
         pc.resume = have_snap ? NULL : o->resume;
@@ -542,10 +574,23 @@ pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o) {
         const pz_status ps = pz_pipe_wait(pipe);
         char ended[1024];
         snprintf(ended, sizeof ended, "%s", ps ? pz_last_error() : "");
-        uint64_t client = 0;
+        uint64_t client = 0, gone[64];
         int last = 0;
         const int how = pz_link_zmq_session(link, &client, &last, NULL, 0);
         const int checked = pz_pipe_checked(pipe);
+        const int n_gone = pz_link_zmq_dropouts(link, gone, 64);
+        for (int g = 0; g < n_gone; g++) {
+            int seen = 0;
+            for (int i = 0; i < n_done; i++) seen |= done[i] == gone[g];
+            if (!seen && n_done < o->clients) done[n_done++] = gone[g];
+            fprintf(stderr, "pipezip serve: client %016llx dropped out (%d of %d)\n", (unsigned long long)gone[g], n_done, o->clients);
+        }
+        if (how == PZ_ZMQ_SESSION_NONE) { /* no session began: a client dropped out between turns, or the link failed */
+            pz_pipe_free(pipe);
+            pz_link_zmq_next_session(link);
+            if (!n_gone) st = pz_fail(ps ? ps : PZ_ERR_STATE, "%s", ended);
+            continue;
+        }
         sessions++;
         int finished = 0;
         if (!ps && how == PZ_ZMQ_SESSION_CLOSED) {
@@ -556,6 +601,9 @@ pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o) {
             }
             have_snap = 1;
             finished = last;
+            int known = 0;
+            for (int i = 0; i < n_joined; i++) known |= joined[i] == client;
+            if (!known && n_joined < 256) joined[n_joined++] = client;
         } else {
             char esc[1100];
             size_t n = 0;
@@ -563,12 +611,14 @@ pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o) {
             esc[n] = 0;
             fprintf(stderr, "pipezip serve: session %d failed: %s; the server's stages go back to %s\n", sessions, esc,
                     have_snap ? "the state the last completed session left" : o->resume ? "the --resume checkpoint" : "their initial state");
-            finished = checked; /* a client that joined and dropped out is skipped; a refused one never joined */
+            /* a client that joined and dropped out is skipped; a refused one never joined */
+            finished = checked;
+            for (int i = 0; i < n_joined; i++) finished |= joined[i] == client;
         }
         if (finished) {
             int seen = 0;
             for (int i = 0; i < n_done; i++) seen |= done[i] == client;
-            if (!seen) done[n_done++] = client;
+            if (!seen && n_done < o->clients) done[n_done++] = client;
             fprintf(stderr, "pipezip serve: client %016llx %s (%d of %d)\n", (unsigned long long)client,
                     how == PZ_ZMQ_SESSION_CLOSED && !ps ? "finished" : "dropped out", n_done, o->clients);
         }

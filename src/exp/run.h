@@ -12,6 +12,8 @@ pz_status pz_run_config_check(const pz_run_config *cfg);
 /* Does this configuration run a pipeline (more than one stage, or a link,
  * micro-batches or an emulated link)? By default resnets do, other models not. */
 int pz_run_uses_pipeline(const pz_run_config *cfg);
+/* cfg->turn as steps: 0 the whole run, -1 every epoch, K every K steps. */
+pz_status pz_run_turn_steps(const pz_run_config *cfg, int *steps);
 /* `pipezip serve`: the stages after the first cut, for split-learning
  * clients over ZeroMQ (CURVE when keys are given), one session at a time,
  * until `clients` of them have finished (a client that joined and dropped
@@ -22,6 +24,7 @@ typedef struct {
     int clients;
     const char *save_dir, *resume;
     size_t max_message; /* bytes; 0: what the model can need */
+    int wait_for;       /* the first turn waits until this many clients ask */
 } pz_serve_options;
 pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o);
 

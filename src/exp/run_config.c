@@ -41,6 +41,18 @@ void pz_run_config_default(pz_run_config *c) {
     c->grad_mask = "none";
 }
 
+pz_status pz_run_turn_steps(const pz_run_config *c, int *steps) {
+    *steps = 0;
+    if (!c->turn || !strcmp(c->turn, "run")) return PZ_OK;
+    if (!strcmp(c->turn, "epoch")) return *steps = -1, PZ_OK;
+    char *end;
+    const long k = strtol(c->turn, &end, 10);
+    if (end == c->turn || *end || k < 1 || k > 1000000000)
+        return pz_fail(PZ_ERR_ARG, "--turn '%s' (expected run, epoch or a number of steps >= 1)", c->turn);
+    *steps = (int)k;
+    return PZ_OK;
+}
+
 pz_status pz_run_config_check(const pz_run_config *c) {
     int known = 0;
     for (const char *const *p = pz_model_preset_names(); *p; p++) known |= !strcmp(*p, c->model);
@@ -88,6 +100,9 @@ pz_status pz_run_config_check(const pz_run_config *c) {
     if (c->shard_count < 0 || (c->shard_count > 0 && (c->shard_index < 0 || c->shard_index >= c->shard_count)))
         return pz_fail(PZ_ERR_ARG, "--shard K/N: expected 1 <= K <= N");
     if (!(c->timeout > 0) || c->timeout > 1e6) return pz_fail(PZ_ERR_ARG, "--timeout must be a positive number of seconds");
+    int turn;
+    PZ_TRY(pz_run_turn_steps(c, &turn));
+    if (turn && !(link && link->session)) return pz_fail(PZ_ERR_ARG, "--turn %s takes turns with other split-learning clients: it needs --link zmq", c->turn);
     double v;
     if (c->link_bandwidth) PZ_TRY(pz_parse_bandwidth(c->link_bandwidth, &v));
     if (c->link_latency) PZ_TRY(pz_parse_duration(c->link_latency, &v));

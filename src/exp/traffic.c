@@ -14,6 +14,33 @@ pz_status pz_traffic_start(pz_traffic *t, pz_pipe *pipe, int n_boundaries) {
     return PZ_OK;
 }
 
+pz_status pz_traffic_pause(pz_traffic *t, pz_pipe *pipe) {
+    PZ_TRY(pz_pipe_collect_stats(pipe));
+    for (int b = 0; b < t->n; b++) t->paused[b] = pz_pipe_boundary_stats(pipe, b);
+    return PZ_OK;
+}
+
+/* x += to - from, field by field (counters wrap as unsigned: differences stay right) */
+static void shift(pz_boundary_stats *x, const pz_boundary_stats *from, const pz_boundary_stats *to) {
+#define U(f) x->f += to->f - from->f
+    U(fwd_bytes), U(bwd_bytes), U(fwd_frames), U(bwd_frames), U(fwd_elements), U(bwd_elements);
+    U(fwd_err_sum), U(bwd_err_sum), U(fwd_err_n), U(bwd_err_n);
+    U(fwd_encode_s), U(fwd_decode_s), U(bwd_encode_s), U(bwd_decode_s), U(eval_bytes);
+    U(link_fwd_bytes), U(link_bwd_bytes), U(wire_fwd_bytes), U(wire_bwd_bytes), U(link_fwd_messages), U(link_bwd_messages);
+    U(busy_fwd_s), U(busy_bwd_s);
+#undef U
+}
+
+pz_status pz_traffic_resume(pz_traffic *t, pz_pipe *pipe) {
+    PZ_TRY(pz_pipe_collect_stats(pipe));
+    for (int b = 0; b < t->n; b++) {
+        const pz_boundary_stats now = pz_pipe_boundary_stats(pipe, b);
+        shift(&t->prev[b], &t->paused[b], &now);
+        shift(&t->first[b], &t->paused[b], &now);
+    }
+    return PZ_OK;
+}
+
 static double mean(double sum, uint64_t n) { return n ? sum / (double)n : 0; }
 static double ratio(double a, uint64_t b) { return b ? a / (double)b : 0; }
 

@@ -77,6 +77,7 @@ typedef struct {
     const char *server_secret_file, *client_public_file; /* both or neither */
     double timeout_s;      /* a session's client silent this long is dropped */
     size_t max_message;    /* no message above this many bytes is read in (0: no limit) */
+    int wait_for;          /* the first session begins once this many clients ask (0, 1: the first to ask) */
 } pz_zmq_server_config;
 enum { PZ_ZMQ_SESSION_NONE, PZ_ZMQ_SESSION_OPEN, PZ_ZMQ_SESSION_CLOSED, PZ_ZMQ_SESSION_DROPPED };
 int pz_zmq_available(void);
@@ -85,6 +86,10 @@ pz_status pz_link_zmq_listen(pz_link **l, const pz_zmq_server_config *cfg, const
  * id, whether its CLOSE said it was its last turn, why it was dropped. */
 int pz_link_zmq_session(pz_link *l, uint64_t *client, int *last_turn, char *why, size_t why_cap);
 void pz_link_zmq_next_session(pz_link *l);
+/* Clients whose turn ended (not their last) and who did not ask for the
+ * next within the timeout: up to max ids into ids, taken. The receive
+ * between sessions fails when one is found, so the server can count it. */
+int pz_link_zmq_dropouts(pz_link *l, uint64_t *ids, int max);
 /* Waits for the server to admit this client: while the server answers
  * (another client has its turn) as long as it takes, silence at most
  * timeout_s. */

@@ -60,10 +60,15 @@ typedef struct {
     int last_turn;         /* its CLOSE said this was its last turn */
     char why[400];         /* why the session ended, when it failed */
     double idle_s;         /* a session's client silent this long is dropped */
+    int wait_for;          /* the first session begins once this many clients ask */
     size_t max_msg;
     int sessions;          /* begun */
     waiter wait[MAX_WAITERS];
     int n_wait;
+    waiter ret[MAX_WAITERS];   /* clients whose turn ended and who must come back (last: heard from) */
+    int n_ret;
+    uint64_t gone[MAX_WAITERS]; /* ... and did not, within the session timeout */
+    int n_gone;
     uint8_t blocked[MAX_BLOCKED][ID_MAX + 1]; /* [0] = length */
     int n_blocked, next_blocked;
     /* client */
@@ -265,6 +270,7 @@ static int enqueue(zend *z, uint64_t client) {
  * asked while the server was busy go first, oldest first. */
 static int its_turn(zend *z, uint64_t client) {
     const int mine = enqueue(z, client);
+    if (!z->sessions && z->n_wait < z->wait_for) return 0; /* the first turn waits for the quorum */
     if (mine < 0) return z->n_wait == 0;
     for (int i = 0; i < z->n_wait; i++)
         if (z->wait[i].first < z->wait[mine].first) return 0;
@@ -272,10 +278,40 @@ static int its_turn(zend *z, uint64_t client) {
     return 1;
 }
 
+/* a returning client was heard from (its HELLO), began a turn (drop = 1: no
+ * longer owed) */
+static void returning_heard(zend *z, uint64_t client, int drop) {
+    for (int i = 0; i < z->n_ret; i++)
+        if (z->ret[i].client == client) {
+            if (drop) z->ret[i] = z->ret[--z->n_ret];
+            else z->ret[i].last = pz_now();
+            return;
+        }
+}
+
+/* returning clients silent for the session timeout dropped out: 1 if any */
+static int expire_returning(zend *z) {
+    const double now = pz_now();
+    int n = 0, any = 0;
+    for (int i = 0; i < z->n_ret; i++) {
+        if (now - z->ret[i].last < z->idle_s) {
+            z->ret[n++] = z->ret[i];
+            continue;
+        }
+        fprintf(stderr, "pipezip serve: client %016llx did not come back for its next turn within %.1f s: dropped out\n",
+                (unsigned long long)z->ret[i].client, z->idle_s);
+        if (z->n_gone < MAX_WAITERS) z->gone[z->n_gone++] = z->ret[i].client;
+        any = 1;
+    }
+    z->n_ret = n;
+    return any;
+}
+
 static void begin_session(zend *z, const inmsg *m) {
     memcpy(z->peer, m->id, m->id_len), z->peer_len = m->id_len;
     snprintf(z->peer_addr, sizeof z->peer_addr, "%s", m->addr);
     z->client = hello_client(m);
+    returning_heard(z, z->client, 1);
     z->session_end = PZ_ZMQ_SESSION_OPEN, z->last_turn = 0, z->why[0] = 0;
     z->sessions++;
     send_env(z, m->id, m->id_len, TAG_WELCOME, 0.0, "", 0, 0);
@@ -308,7 +344,11 @@ static pz_status server_recv(pz_link *l, zend *z, int *tag, double *stamp, uint8
                 if (left <= 0) break;
                 ms = (long)(left * 1000) + 1;
             }
+            /* between sessions, look every half second for clients that did not come back */
+            if (!z->peer_len && z->n_ret && (ms < 0 || ms > 500)) ms = 500;
             rc = recv_parts(z, &m, buf, cap, ms);
+            if (rc == 0 && !z->peer_len && expire_returning(z))
+                return pz_fail(PZ_ERR_STATE, "%s: a client dropped out between its turns", l->name);
         }
         if (rc < 0) return pz_fail(PZ_ERR_IO, "%s: zmq receive: %s", l->name, zmq_strerror(errno));
         if (rc == 0) {
@@ -334,6 +374,7 @@ static pz_status server_recv(pz_link *l, zend *z, int *tag, double *stamp, uint8
                 drop_peer(z, &m, why);
                 continue;
             }
+            returning_heard(z, hello_client(&m), 0);
             if (!z->peer_len && its_turn(z, hello_client(&m))) begin_session(z, &m);
             else {
                 if (z->peer_len) enqueue(z, hello_client(&m));
@@ -348,6 +389,10 @@ static pz_status server_recv(pz_link *l, zend *z, int *tag, double *stamp, uint8
         if (m.tag == TAG_CLOSE) {
             if (m.len != 0 && m.len != 4) return drop_session(l, z, "sent a malformed CLOSE");
             z->last_turn = m.len == 0 || pz_get_u32(m.small) != 0;
+            if (!z->last_turn) { /* it owes the server its next turn */
+                returning_heard(z, z->client, 1);
+                if (z->n_ret < MAX_WAITERS) z->ret[z->n_ret++] = (waiter){z->client, pz_now(), pz_now()};
+            }
             z->session_end = PZ_ZMQ_SESSION_CLOSED;
             z->peer_closed = 1, l->peer_closed = 1;
             fprintf(stderr, "pipezip serve: session %d: the client ended its %s\n", z->sessions, z->last_turn ? "last turn" : "turn");
@@ -442,6 +487,15 @@ int pz_link_zmq_session(pz_link *l, uint64_t *client, int *last_turn, char *why,
     if (last_turn) *last_turn = z->last_turn;
     if (why && why_cap) snprintf(why, why_cap, "%s", z->why);
     return z->session_end;
+}
+
+int pz_link_zmq_dropouts(pz_link *l, uint64_t *ids, int max) {
+    zend *z = server_end(l);
+    if (!z) return 0;
+    const int n = z->n_gone < max ? z->n_gone : max;
+    memcpy(ids, z->gone, sizeof *ids * (size_t)n);
+    z->n_gone = 0;
+    return n;
 }
 
 void pz_link_zmq_next_session(pz_link *l) {
@@ -550,6 +604,7 @@ pz_status pz_link_zmq_listen(pz_link **l, const pz_zmq_server_config *cfg, const
     z->server = 1;
     z->idle_s = cfg->timeout_s > 0 ? cfg->timeout_s : 60.0;
     z->max_msg = cfg->max_message;
+    z->wait_for = cfg->wait_for;
     z->ctx = zmq_ctx_new();
     pz_status st = PZ_OK;
     if (cfg->server_secret_file) {
@@ -712,6 +767,10 @@ int pz_link_zmq_session(pz_link *l, uint64_t *client, int *last_turn, char *why,
     return PZ_ZMQ_SESSION_NONE;
 }
 void pz_link_zmq_next_session(pz_link *l) { (void)l; }
+int pz_link_zmq_dropouts(pz_link *l, uint64_t *ids, int max) {
+    (void)l, (void)ids, (void)max;
+    return 0;
+}
 void pz_link_zmq_set_last_turn(pz_link *l, int last) { (void)l, (void)last; }
 
 #endif

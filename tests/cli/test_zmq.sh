@@ -63,6 +63,12 @@ port=$((port + 1))
 "$pz" keygen "$tmp/server.key" > /dev/null && "$pz" keygen "$tmp/client.key" > /dev/null && "$pz" keygen "$tmp/other.key" > /dev/null \
   && ok || bad "keygen"
 [ "$(stat -c %a "$tmp/server.key")" = 600 ] && ok || bad "secret key file is not private"
+# a key is never replaced silently; --force replaces it, still private
+cp "$tmp/server.key" "$tmp/server.key.orig"
+expect 2 "exists.*--force" -- "$pz" keygen "$tmp/server.key"
+cmp -s "$tmp/server.key" "$tmp/server.key.orig" && ok || bad "keygen changed an existing key"
+(umask 000; "$pz" keygen --force "$tmp/forced.key" > /dev/null && "$pz" keygen --force "$tmp/forced.key" > /dev/null) && ok || bad "keygen --force"
+[ "$(stat -c %a "$tmp/forced.key")" = 600 ] && ok || bad "a replaced secret key is not private (umask 000)"
 port=$((port + 1))
 "$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" --clients 2 --server-key "$tmp/server.key" \
   --client-key "$tmp/client.key.pub" --checkpoint-dir "$tmp/srv2" > "$tmp/serve2.log" 2>&1 &
@@ -84,6 +90,42 @@ c2 = [json.loads(l) for l in open(f"{t}/c2/epochs.jsonl")]
 # starting from trained client-side weights, the second client's first epoch beats the first client's
 assert c2[0]["train_loss"] < c1[0]["train_loss"], (c1[0]["train_loss"], c2[0]["train_loss"])
 assert json.load(open(f"{t}/c2/summary.json"))["epochs"] == 2
+PY
+
+# split learning's round robin: three clients take turns every epoch, each
+# from the client-side weights the last one left; one is killed part-way and
+# skipped, the others finish; nothing waits for a time, only for states
+port=$((port + 1))
+"$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" --clients 3 --wait-for 3 --timeout 5 --checkpoint-dir "$tmp/srv4" > "$tmp/serve4.log" 2>&1 &
+srv=$!
+wait_port "$tmp/serve4.log" || bad "round-robin server did not start: $(cat "$tmp/serve4.log")"
+rr=(--limit-train 192 --limit-test 64 --epochs 4 --progress none --link zmq --connect "tcp://127.0.0.1:$port" --turn epoch --timeout 30)
+for k in 1 2 3; do
+  "$pz" train "${model[@]}" "${rr[@]}" --shard "$k/3" --out "$tmp/r$k" > "$tmp/r$k.log" 2>&1 &
+  eval "rr$k=\$!"
+done
+for _ in $(seq 1200); do [ -s "$tmp/r2/epochs.jsonl" ] && break; sleep 0.1; done
+[ -s "$tmp/r2/epochs.jsonl" ] && ok || bad "client 2 never had a turn: $(tail -5 "$tmp/serve4.log")"
+kill -9 "$rr2"
+wait "$rr1" && ok || bad "round-robin client 1: $(tail -3 "$tmp/r1.log")"
+wait "$rr3" && ok || bad "round-robin client 3: $(tail -3 "$tmp/r3.log")"
+wait "$srv" && ok || bad "round-robin server exit: $(tail -5 "$tmp/serve4.log")"
+python3 - "$tmp" <<'PY' && ok || bad "round robin: $(cat "$tmp/serve4.log")"
+import json, re, sys
+t = sys.argv[1]
+for k in (1, 3):
+    e = [json.loads(l) for l in open(f"{t}/r{k}/epochs.jsonl")]
+    assert [x["epoch"] for x in e] == [1, 2, 3, 4], e
+    assert all(x["fwd_bytes"] > 0 and x["bwd_bytes"] > 0 for x in e), e
+    assert json.load(open(f"{t}/r{k}/summary.json"))["epochs"] == 4
+log = open(f"{t}/serve4.log").read()
+assert log.count("ended its turn") >= 6, "turns"
+assert log.count("ended its last turn") == 2, "last turns"
+assert log.count("dropped out (") == 1, "the killed client"
+# turns go round: all three asked before the first (--wait-for 3), and until
+# the first last turn no client has two turns in a row
+ids = re.findall(r"session \d+: client ([0-9a-f]+)", log.split("ended its last turn")[0])
+assert len(set(ids[:3])) == 3 and all(a != b for a, b in zip(ids, ids[1:])), ids
 PY
 
 # a server that dies mid-run: the client stops within its timeout, naming the link
