@@ -111,6 +111,9 @@ pz_status pz_codec_decode(pz_codec *codec, const uint8_t *frame, size_t len, flo
 pz_status pz_codec_state_save(const pz_codec *codec, uint8_t **blob, size_t *len);
 pz_status pz_codec_state_load(pz_codec *codec, const uint8_t *blob, size_t len);
 
+/* CRC-32C (Castagnoli, reflected, as frames use it) of data[0..n). */
+uint32_t pz_crc32c(const void *data, size_t n);
+
 /* ---- frames on their own ---------------------------------------------------- */
 typedef struct {
     int codec_id;

@@ -5,7 +5,10 @@
 #include "link/link.h"
 #include "exp/run.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -120,8 +123,75 @@ static int on_progress(const pz_progress *p, void *user) {
 typedef struct {
     pz_run_config c;
     const char *progress, *out, *shard;
-    int no_out;
+    int no_out, overwrite;
 } train_args;
+
+/* Does dir hold a run (any file a run writes)? Its first such file into what. */
+static int holds_run(const char *dir, char *what, size_t cap) {
+    static const char *const files[] = {"config.json", "summary.json", "checkpoint", "steps.jsonl", "epochs.jsonl", "steps.csv",
+                                        "epochs.csv", "boundaries.jsonl", "boundaries.csv", "evals.jsonl", "evals.csv", "tokenizer.txt", NULL};
+    for (const char *const *f = files; *f; f++) {
+        snprintf(what, cap, "%s/%s", dir, *f);
+        if (access(what, F_OK) == 0) return 1;
+    }
+    return 0;
+}
+
+/* --overwrite: the files of the run in dir go (nothing else in it) */
+static int remove_run(const char *dir) {
+    static const char *const files[] = {"config.json", "summary.json", "steps.jsonl", "epochs.jsonl", "steps.csv", "epochs.csv",
+                                        "boundaries.jsonl", "boundaries.csv", "evals.jsonl", "evals.csv", "tokenizer.txt",
+                                        "checkpoint/latest.json", NULL};
+    char p[4200];
+    for (const char *const *f = files; *f; f++) {
+        snprintf(p, sizeof p, "%s/%s", dir, *f);
+        if (unlink(p) != 0 && errno != ENOENT) return -1;
+    }
+    snprintf(p, sizeof p, "%s/checkpoint", dir);
+    DIR *d = opendir(p);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (strncmp(e->d_name, "epoch-", 6)) continue;
+            char q[4500];
+            snprintf(q, sizeof q, "%s/%s", p, e->d_name);
+            DIR *s = opendir(q);
+            struct dirent *f;
+            while (s && (f = readdir(s))) {
+                if (f->d_name[0] == '.') continue;
+                char r[5000];
+                snprintf(r, sizeof r, "%s/%s", q, f->d_name);
+                unlink(r);
+            }
+            if (s) closedir(s);
+            rmdir(q);
+        }
+        closedir(d);
+        rmdir(p);
+    }
+    return 0;
+}
+
+/* A new default run directory, runs/DATE-MODEL-DATA[-N], claimed with
+ * mkdir so runs started in the same second never share one. */
+static int claim_run_dir(char *dir, size_t cap, const char *model, const char *data) {
+    time_t t = time(NULL);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    char stamp[32], clean[96];
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    snprintf(clean, sizeof clean, "%s", data);
+    for (char *c = clean; *c; c++)
+        if (*c == '/' || *c == ':') *c = '_'; /* text:FILE */
+    if (mkdir("runs", 0777) != 0 && errno != EEXIST) return -1;
+    for (int n = 1; n < 10000; n++) {
+        if (n == 1) snprintf(dir, cap, "runs/%s-%s-%s", stamp, model, clean);
+        else snprintf(dir, cap, "runs/%s-%s-%s-%d", stamp, model, clean, n);
+        if (mkdir(dir, 0777) == 0) return 0;
+        if (errno != EEXIST) return -1;
+    }
+    return -1;
+}
 
 /* the options of pipezip train, pointing into a */
 static int train_opts(pz_opt *opts, train_args *a) {
@@ -167,6 +237,7 @@ static int train_opts(pz_opt *opts, train_args *a) {
         {"resume", OPT_STR, &cp->resume, "DIR", "continue the run in DIR from its last checkpoint (same flags as the original run)", 0, 0, NULL},
         {"out", OPT_STR, &a->out, "DIR", "run directory (default runs/DATE-MODEL-DATA)", 0, 0, NULL},
         {"no-out", OPT_BOOL, &a->no_out, NULL, "write no run directory", 0, 0, NULL},
+        {"overwrite", OPT_BOOL, &a->overwrite, NULL, "replace the run already in --out DIR (without it, such a DIR is refused)", 0, 0, NULL},
         {"metrics", OPT_STR, &cp->metrics_format, "FORMAT", "metrics file format", 0, 0, "jsonl|csv"},
         {"log-every", OPT_INT, &cp->log_every, "N", "write a step record every N steps", 1, 1000000, NULL},
         {"grad-mask", OPT_STR, &cp->grad_mask, "MODE", "fwd: zero each boundary's gradient where its activation arrived as 0, before --bwd (the derivative of a forward TopK; Paper A's GPT-2 runs reuse the forward mask)", 0, 0, "none|fwd"},
@@ -213,30 +284,29 @@ int cmd_train(int argc, char **argv) {
     }
     char dir[512];
     if (c.resume) out = c.resume, no_out = 0; /* a resumed run continues in its own directory */
-    if (!no_out) {
-        if (!out) {
-            time_t t = time(NULL);
-            struct tm tm;
-            localtime_r(&t, &tm);
-            char stamp[32];
-            strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-            snprintf(dir, sizeof dir, "runs/%s-%s-%s", stamp, c.model, c.data);
-            out = dir;
+    if (c.resume && ta.overwrite) {
+        fprintf(stderr, "pipezip train: --resume continues a run, --overwrite replaces one: give one of them\n");
+        return 2;
+    }
+    if (!no_out && out && !c.resume) { /* an existing run is never mixed with this one or overwritten */
+        char what[4300];
+        if (holds_run(out, what, sizeof what)) {
+            if (!ta.overwrite) {
+                fprintf(stderr, "pipezip train: --out %s holds a run (%s): continue it with --resume %s, or replace it with --overwrite\n",
+                        out, what, out);
+                return 2;
+            }
+            if (remove_run(out) != 0) {
+                fprintf(stderr, "pipezip train: --overwrite: cannot remove the run in %s: %s\n", out, strerror(errno));
+                return 1;
+            }
         }
-        c.out_dir = out;
     }
     progress_state ps = {0};
     if (!strcmp(progress, "auto")) ps.mode = isatty(2) ? 1 : 2;
     else if (!strcmp(progress, "bar")) ps.mode = 1;
     else if (!strcmp(progress, "lines")) ps.mode = 2;
 
-    fprintf(stderr, "pipezip train: %s on %s, %d epochs, batch %d, %s lr %g (%s), seed %llu%s%s\n", c.model, c.data,
-            c.epochs, c.batch, c.optimizer, c.lr, c.schedule, (unsigned long long)c.seed,
-            c.out_dir ? ", run directory " : "", c.out_dir ? c.out_dir : "");
-    if (pz_run_uses_pipeline(&c))
-        fprintf(stderr, "pipeline: %s, activations %s, gradients %s%s%s\n",
-                c.cuts ? c.cuts : c.stages ? "balanced by compute" : "4 stages (resnets: after each residual group)", c.fwd, c.bwd,
-                strcmp(c.link, "inproc") ? ", link " : "", strcmp(c.link, "inproc") ? c.link : "");
     /* Ctrl-C finishes the current step, writes the summary, exits 130 */
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
@@ -250,7 +320,27 @@ int cmd_train(int argc, char **argv) {
             fprintf(stderr, "pipezip train: %s\n", pz_last_error());
             return 2;
         }
-        if (rank > 0) ps.mode = 0, c.out_dir = NULL; /* rank 0 drives, shows progress and writes the run directory */
+        if (rank > 0) ps.mode = 0, no_out = 1; /* rank 0 drives, shows progress and writes the run directory */
+    }
+    if (!no_out) {
+        if (!out) {
+            if (claim_run_dir(dir, sizeof dir, c.model, c.data) != 0) {
+                fprintf(stderr, "pipezip train: cannot create a run directory under runs/: %s\n", strerror(errno));
+                if (mpi) pz_mpi_abort(1);
+                return 1;
+            }
+            out = dir;
+        }
+        c.out_dir = out;
+    }
+    if (rank == 0) {
+        fprintf(stderr, "pipezip train: %s on %s, %d epochs, batch %d, %s lr %g (%s), seed %llu%s%s\n", c.model, c.data,
+                c.epochs, c.batch, c.optimizer, c.lr, c.schedule, (unsigned long long)c.seed,
+                c.out_dir ? ", run directory " : "", c.out_dir ? c.out_dir : "");
+        if (pz_run_uses_pipeline(&c))
+            fprintf(stderr, "pipeline: %s, activations %s, gradients %s%s%s\n",
+                    c.cuts ? c.cuts : c.stages ? "balanced by compute" : "4 stages (resnets: after each residual group)", c.fwd, c.bwd,
+                    strcmp(c.link, "inproc") ? ", link " : "", strcmp(c.link, "inproc") ? c.link : "");
     }
     pz_status st = pz_run_train(&c, &r, on_progress, &ps);
     if (ps.mode == 1) fprintf(stderr, "\r\033[K");

@@ -234,3 +234,5 @@ pz_status pz_codec_decode(pz_codec *c, const uint8_t *frame, size_t len, float *
     give_shape(&h, ndim, shape);
     return PZ_OK;
 }
+
+uint32_t pz_crc32c(const void *data, size_t n) { return pz_codec_kernels_best()->crc32c(0, data, n); }

@@ -63,18 +63,29 @@ int pz_fields_to_json(char *buf, size_t cap, const pz_field *f, int n) {
     return (int)used;
 }
 
+int pz_csv_field(FILE *f, const char *s) {
+    if (!strpbrk(s, ",\"\n\r")) return fputs(s, f) < 0 ? -1 : 0;
+    int bad = fputc('"', f) == EOF;
+    for (; *s; s++) {
+        if (*s == '"') bad |= fputc('"', f) == EOF;
+        bad |= fputc(*s, f) == EOF;
+    }
+    bad |= fputc('"', f) == EOF;
+    return bad ? -1 : 0;
+}
+
 pz_status pz_metrics_write(pz_metrics *m, const pz_field *f, int n) {
     if (!m->f) return PZ_OK;
     int bad = 0;
     if (m->csv) {
         if (!m->wrote_header) {
-            for (int i = 0; i < n; i++) bad |= fprintf(m->f, "%s%s", i ? "," : "", f[i].key) < 0;
+            for (int i = 0; i < n; i++) bad |= (i && fputc(',', m->f) == EOF) || pz_csv_field(m->f, f[i].key);
             bad |= fputc('\n', m->f) == EOF;
             m->wrote_header = 1;
         }
         for (int i = 0; i < n; i++) {
             char num[64];
-            if (f[i].str) bad |= fprintf(m->f, "%s%s", i ? "," : "", f[i].str) < 0;
+            if (f[i].str) bad |= (i && fputc(',', m->f) == EOF) || pz_csv_field(m->f, f[i].str);
             else {
                 fmt_num(num, sizeof num, f[i].num);
                 bad |= fprintf(m->f, "%s%s", i ? "," : "", strcmp(num, "null") ? num : "") < 0;

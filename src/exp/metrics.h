@@ -29,6 +29,9 @@ pz_status pz_metrics_open(pz_metrics *m, const char *dir, const char *stem, cons
 /* Reopen for a resumed run: keep the records of epochs 1..max_epoch (and
  * the CSV header), drop later ones (written after the last checkpoint), append. */
 pz_status pz_metrics_reopen(pz_metrics *m, const char *dir, const char *stem, const char *format, int max_epoch);
+/* s as one CSV field (RFC 4180: quoted, quotes doubled, when it holds a
+ * comma, a quote or a line break); -1 on a write error. */
+int pz_csv_field(FILE *f, const char *s);
 /* One record; CSV takes its header from the first record. */
 pz_status pz_metrics_write(pz_metrics *m, const pz_field *fields, int n);
 void pz_metrics_close(pz_metrics *m);

@@ -5,6 +5,7 @@
  * server behind `pipezip serve`. The rooms: run_config.c (configuration,
  * run directory), placement.c (transports), traffic.c (boundary accounting). */
 #include "run_internal.h"
+#include "records.h"
 #include "link/link.h"
 
 #include <errno.h>
@@ -103,10 +104,21 @@ static pz_status start(run *r) {
     run_fingerprint(cfg, r->fp, sizeof r->fp);
     if (cfg->resume) {
         PZ_TRY(run_state_read(cfg->resume, &r->rs));
-        if (strcmp(r->rs.fingerprint, r->fp))
-            return pz_fail(PZ_ERR_ARG, "--resume %s: that run was started with other settings:\n  it:   %s\n  this: %s", cfg->resume,
-                           r->rs.fingerprint, r->fp);
-        if (r->rs.epoch >= cfg->epochs) return pz_fail(PZ_ERR_ARG, "--resume %s: all %d epochs are already done", cfg->resume, cfg->epochs);
+        if (strcmp(r->rs.fingerprint, r->fp)) {
+            char diff[1024];
+            run_fingerprint_diff(r->rs.fingerprint, r->fp, diff, sizeof diff);
+            return pz_fail(PZ_ERR_ARG, "--resume %s: that run was started with other settings (%s); resume it with its own:\n  it:   %s\n  this: %s",
+                           cfg->resume, diff, r->rs.fingerprint, r->fp);
+        }
+        if (r->rs.epoch >= cfg->epochs) {
+            /* killed between its last checkpoint and its summary: resuming finishes it */
+            char sp[4300];
+            snprintf(sp, sizeof sp, "%s/summary.json", cfg->resume);
+            char *sum = pz_slurp(sp);
+            const int finished = sum && strstr(sum, "\"status\": \"finished\"");
+            free(sum);
+            if (finished) return pz_fail(PZ_ERR_ARG, "--resume %s: all %d epochs are already done", cfg->resume, cfg->epochs);
+        }
         res->resumed_from = r->rs.epoch;
         run_checkpoint_dir(r->resume_dir, sizeof r->resume_dir, cfg->resume, r->rs.epoch);
     }
@@ -433,6 +445,35 @@ static pz_status write_summary(const run *r) {
     return run_write_json(r->out_dir, "summary.json", f, (int)(sizeof f / sizeof *f));
 }
 
+/* A run resumed with every epoch done (killed before its summary): the
+ * results of its last epoch record. */
+static void last_epoch_results(run *r) {
+    pz_run_result *res = r->res;
+    char path[4300];
+    snprintf(path, sizeof path, "%s/epochs.jsonl", r->out_dir);
+    char *text = pz_slurp(path);
+    if (!text) return;
+    char *last = NULL;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+        if (*line == '{') last = line;
+    double v;
+    if (last) {
+        if (pz_json_num(last, "train_loss", &v)) res->final_train_loss = v;
+        if (pz_json_num(last, "train_accuracy", &v)) res->final_train_accuracy = v;
+        if (pz_json_num(last, "test_loss", &v)) res->final_test_loss = v;
+        if (pz_json_num(last, "test_accuracy", &v)) res->final_test_accuracy = v;
+        if (pz_json_num(last, "test_accuracy_compressed", &v)) res->final_test_accuracy_compressed = v;
+        if (pz_json_num(last, "test_loss_compressed", &v)) res->final_test_loss_compressed = v;
+        if (pz_json_num(last, "test_bits_per_byte", &v)) res->final_test_bits_per_byte = v;
+        if (pz_json_num(last, "test_bits_per_byte_compressed", &v)) res->final_test_bits_per_byte_compressed = v;
+    }
+    free(text);
+    res->fwd_bytes = (uint64_t)r->rs.fwd_bytes, res->bwd_bytes = (uint64_t)r->rs.bwd_bytes;
+    res->fp32_bytes = (uint64_t)r->rs.fp32_bytes, res->eval_bytes = (uint64_t)r->rs.eval_bytes;
+    res->link_bytes = (uint64_t)r->rs.link_bytes, res->emulated_seconds = r->rs.emulated;
+    fprintf(stderr, "pipezip train: every epoch of %s was done; its summary is written now\n", r->out_dir);
+}
+
 pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress_fn on_progress, void *user) {
     memset(res, 0, sizeof *res);
     run *r = calloc(1, sizeof *r);
@@ -441,6 +482,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     pz_status st = start(r);
     if (!st && r->rank > 0) st = pz_pipe_wait(r->pipe); /* a process without the driver: serve until it stops */
     else if (!st) {
+        if (cfg->resume && r->rs.epoch >= cfg->epochs && r->out_dir) last_epoch_results(r);
         st = epoch_loop(r);
         if (!st && r->link->session && !res->stopped) st = pz_pipe_hand_on(r->pipe); /* for the next client */
         res->wall_seconds = pz_now() - r->t0;

@@ -185,6 +185,53 @@ void run_fingerprint(const pz_run_config *c, char *out, size_t cap) {
     if (c->clip_norm > 0.0f) fp_append(out, cap, " clip=%g", c->clip_norm);
     if (c->tokenizer && *c->tokenizer && strcmp(c->tokenizer, "bytes")) fp_append(out, cap, " tok=%s", c->tokenizer);
     if (c->grad_mask && !strcmp(c->grad_mask, "fwd")) fp_append(out, cap, " grad_mask=fwd");
+    /* everything else that moves the trajectory (a run that used the defaults keeps its older fingerprint) */
+    const pz_augment aug = pz_default_augment(c->data, c->augment_pad, c->augment_flip), def = pz_default_augment(c->data, -1, -1);
+    if (aug.pad != def.pad || aug.flip != def.flip) fp_append(out, cap, " crop_pad=%d flip=%d", aug.pad, aug.flip);
+    if (c->shard_count > 0) fp_append(out, cap, " shard=%d/%d", c->shard_index + 1, c->shard_count);
+    if (c->aqsgd_warmup > 0) fp_append(out, cap, " aqsgd_warmup=%d", c->aqsgd_warmup);
+    if (c->data_dir && *c->data_dir) fp_append(out, cap, " data_dir=%s", c->data_dir);
+    if (c->turn && strcmp(c->turn, "run")) fp_append(out, cap, " turn=%s", c->turn);
+    if (c->link && !strcmp(c->link, "zmq")) fp_append(out, cap, " link=zmq");
+    if (c->metrics_format && strcmp(c->metrics_format, "jsonl")) fp_append(out, cap, " metrics=%s", c->metrics_format);
+}
+
+/* key's value in a fingerprint ("k=v k=v ..."): its start and length, or NULL */
+static const char *fp_value(const char *fp, const char *key, size_t kn, size_t *vn) {
+    for (const char *t = fp; *t;) {
+        while (*t == ' ') t++;
+        const char *e = strchr(t, ' ');
+        if (!e) e = t + strlen(t);
+        if ((size_t)(e - t) > kn && !strncmp(t, key, kn) && t[kn] == '=') {
+            *vn = (size_t)(e - t) - kn - 1;
+            return t + kn + 1;
+        }
+        t = e;
+    }
+    return NULL;
+}
+
+/* The settings two fingerprints disagree on: "key: A -> B; ..." */
+void run_fingerprint_diff(const char *a, const char *b, char *out, size_t cap) {
+    out[0] = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *x = pass ? b : a, *y = pass ? a : b;
+        for (const char *t = x; *t;) {
+            while (*t == ' ') t++;
+            const char *e = strchr(t, ' '), *eq = strchr(t, '=');
+            if (!e) e = t + strlen(t);
+            if (eq && eq < e) {
+                const size_t kn = (size_t)(eq - t), xn = (size_t)(e - eq - 1);
+                size_t yn = 0;
+                const char *yv = fp_value(y, t, kn, &yn);
+                if (!pass && (!yv || yn != xn || strncmp(yv, eq + 1, xn)))
+                    fp_append(out, cap, "%s%.*s: %.*s -> %.*s", out[0] ? "; " : "", (int)kn, t, (int)xn, eq + 1, yv ? (int)yn : 7,
+                              yv ? yv : "(unset)");
+                if (pass && !yv) fp_append(out, cap, "%s%.*s: (unset) -> %.*s", out[0] ? "; " : "", (int)kn, t, (int)xn, eq + 1);
+            }
+            t = e;
+        }
+    }
 }
 
 pz_status run_state_write(const char *dir, const run_state *s) {

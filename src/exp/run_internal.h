@@ -25,6 +25,8 @@ typedef struct {
 
 /* The settings a resumed run must share with the run it continues. */
 void run_fingerprint(const pz_run_config *c, char *out, size_t cap);
+/* The settings fingerprints a and b disagree on, "key: A -> B; ...". */
+void run_fingerprint_diff(const char *a, const char *b, char *out, size_t cap);
 pz_status run_state_write(const char *dir, const run_state *s);
 pz_status run_state_read(const char *dir, run_state *s);
 void run_checkpoint_dir(char *out, size_t cap, const char *dir, int epoch);

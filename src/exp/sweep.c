@@ -6,6 +6,7 @@
 #include "sweep.h"
 #include "ini.h"
 #include "records.h"
+#include "metrics.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -157,6 +158,10 @@ static pz_status plan_load(plan *pl, const char *path, const char *variant, pz_o
                     return pz_fail(PZ_ERR_ARG, "%s:%d: '%s' is not a pipezip train option (see pipezip train --help)", path, e->line, e->key);
                 } else if (!strcmp(e->key, "out") || !strcmp(e->key, "resume") || !strcmp(e->key, "progress")) {
                     return pz_fail(PZ_ERR_ARG, "%s:%d: '%s' is set by the sweep itself", path, e->line, e->key);
+                } else if (!strcmp(e->key, "metrics") && strcmp(e->value, "jsonl")) {
+                    /* the sweep reads its runs' JSON Lines; results.csv is its CSV */
+                    return pz_fail(PZ_ERR_ARG, "%s:%d: metrics = %s: a sweep's runs write jsonl (the sweep reads them; its results.csv is the table)",
+                                   path, e->line, e->value);
                 }
             } else if (pass == 1) {
                 if (!strcmp(s, "base")) kv_set(pl->base, &pl->nbase, e->key, e->value);
@@ -234,6 +239,8 @@ static pz_status spawn_point(const pz_sweep_opts *o, const plan *pl, int p, int 
     const int resume = access(ckpt, F_OK) == 0;
     snprintf(runarg, sizeof runarg, "--%s=%s", resume ? "resume" : "out", run);
     argv[a++] = runarg;
+    /* a point that failed before its first checkpoint starts again: its directory is the sweep's */
+    if (!resume) argv[a++] = (char *)"--overwrite";
     argv[a++] = (char *)"--progress=none";
     int has_threads = 0;
     for (int i = 0; i < pt->n; i++) {
@@ -358,18 +365,7 @@ pz_status pz_sweep_run(const pz_sweep_opts *o, pz_option_check_fn known) {
 
 
 
-static void csv_field(FILE *f, const char *s) {
-    if (strpbrk(s, ",\"\n")) {
-        fputc('"', f);
-        for (; *s; s++) {
-            if (*s == '"') fputc('"', f);
-            fputc(*s, f);
-        }
-        fputc('"', f);
-    } else {
-        fputs(s, f);
-    }
-}
+static void csv_field(FILE *f, const char *s) { pz_csv_field(f, s); }
 
 static void csv_num(FILE *f, double v) {
     if (isnan(v)) return; /* empty: not available */

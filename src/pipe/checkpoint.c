@@ -3,16 +3,32 @@
  * optimizer's moments and step count, and its codecs' states.
  *
  * Little-endian (docs/PROTOCOL.md, "The checkpoint blob"):
- * [8 "PZCKPT01"][i32 stage][i64 p0][i64 p1][i64 n_buffers][i32 opt kind][i64 opt t]
+ * [8 "PZCKPT02"][i32 stage][i64 p0][i64 p1][i64 n_buffers][i32 opt kind][i64 opt t]
  * [(p1-p0) f32 params][n_buffers f32][(p1-p0) f32 m][(p1-p0) f32 v or none]
- * [i32 n_codecs] n_codecs x ([u64 len][len bytes]) */
+ * [i32 n_codecs] n_codecs x ([u64 len][len bytes]) [u32 CRC-32C of every byte before it]
+ * A damaged blob is refused. "PZCKPT01" blobs (before the CRC) still load. */
 #include "pipe.h"
 #include "base/wire.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static const char magic[8] = {'P', 'Z', 'C', 'K', 'P', 'T', '0', '1'};
+static const char magic[8] = {'P', 'Z', 'C', 'K', 'P', 'T', '0', '2'};
+static const char magic_v1[8] = {'P', 'Z', 'C', 'K', 'P', 'T', '0', '1'}; /* no CRC */
+
+/* The blob's version (1, 2; 0: not a checkpoint) and, for version 2, its
+ * CRC checked; *body_len the bytes before the CRC. */
+static pz_status check_blob(const uint8_t *data, size_t len, const char *path, int *version, size_t *body_len) {
+    *version = 0, *body_len = len;
+    if (len >= 8 && !memcmp(data, magic_v1, 8)) return *version = 1, PZ_OK;
+    if (len < 12 || memcmp(data, magic, 8)) return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint", path);
+    const uint32_t want = (uint32_t)pz_get_i32(data + len - 4), got = pz_crc32c(data, len - 4);
+    if (want != got)
+        return pz_fail(PZ_ERR_FORMAT, "'%s' is damaged: its CRC-32C is %08x, the bytes give %08x (a truncated or corrupted file)",
+                       path, want, got);
+    *version = 2, *body_len = len - 4;
+    return PZ_OK;
+}
 
 /* A growing little-endian byte buffer; `failed` once an allocation failed. */
 typedef struct {
@@ -63,6 +79,10 @@ pz_status pz_checkpoint_pack(uint8_t **out, size_t *out_len, int stage, const pz
         put_i64(&w, (int64_t)len), put_bytes(&w, blob, len);
         free(blob);
     }
+    if (!s && !w.failed) {
+        const uint32_t crc = pz_crc32c(w.b, w.len);
+        put_i32(&w, (int32_t)crc);
+    }
     if (!s && w.failed) s = pz_fail(PZ_ERR_NOMEM, "out of memory packing stage %d's state", stage);
     if (s) {
         free(w.b);
@@ -94,7 +114,10 @@ pz_status pz_checkpoint_read(const char *path, int stage, pz_model *m, int64_t p
 
 pz_status pz_checkpoint_unpack(const uint8_t *data, size_t len, const char *path, int stage, pz_model *m, int64_t p0,
                                int64_t p1, pz_optim *opt, pz_codec **codecs, int n_codecs) {
-    const uint8_t *p = data, *end = data + len;
+    int version;
+    size_t body;
+    PZ_TRY(check_blob(data, len, path, &version, &body));
+    const uint8_t *p = data, *end = data + body;
     pz_status s = PZ_OK;
 #define NEED(n) do { if ((size_t)(end - p) < (size_t)(n)) goto truncated; } while (0)
 #define GET32(dst) do { NEED(4); (dst) = pz_get_i32(p); p += 4; } while (0)
@@ -103,10 +126,6 @@ pz_status pz_checkpoint_unpack(const uint8_t *data, size_t len, const char *path
     int32_t st, kind, flags, nc;
     int64_t a0, a1, nb, t;
     NEED(8);
-    if (memcmp(p, magic, 8)) {
-        s = pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint", path);
-        goto done;
-    }
     p += 8;
     GET32(st); GET64(a0); GET64(a1); GET64(nb); GET32(kind); GET64(t);
     if (st != stage || a0 != p0 || a1 != p1 || nb != m->n_buffers || kind != (int32_t)opt->kind) {
@@ -173,10 +192,14 @@ pz_status pz_checkpoint_read_params(const char *path, pz_model *m, int64_t *p0, 
     uint8_t *data;
     size_t len;
     PZ_TRY(pz_read_file(path, &data, &len));
-    pz_status s = PZ_OK;
+    int version;
+    size_t body;
+    pz_status s = check_blob(data, len, path, &version, &body);
+    if (s) goto done;
+    len = body;
     const size_t head = 8 + 4 + 8 + 8 + 8 + 4 + 8;
-    if (len < head || memcmp(data, magic, 8)) {
-        s = pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint", path);
+    if (len < head) {
+        s = pz_fail(PZ_ERR_FORMAT, "'%s' is truncated", path);
         goto done;
     }
     const int64_t a0 = pz_get_i64(data + 12), a1 = pz_get_i64(data + 20), nb = pz_get_i64(data + 28);

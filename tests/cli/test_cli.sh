@@ -151,11 +151,35 @@ expect 2 "--tokenizer bpe:512 is for text" -- "$PZ" train --data synthetic --tok
 "$PZ" train --data synthetic --model lenet5 --epochs 1000 --out "$tmp/int" --progress none --threads 1 \
   > "$tmp/int.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do [ -s "$tmp/int/epochs.jsonl" ] && break; sleep 0.2; done
+# wait for the state (the first epoch recorded), however long a loaded machine takes
+while [ ! -s "$tmp/int/epochs.jsonl" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
 kill -INT "$pid"
 wait "$pid"; rc=$?
 if [ "$rc" -eq 130 ] && grep -q '"status": "stopped"' "$tmp/int/summary.json" 2>/dev/null && \
    grep -q "interrupted after [1-9][0-9]* finished epochs" "$tmp/int.log"; then ok
 else bad "SIGINT: exit $rc, log: $(cat "$tmp/int.log"), summary: $(cat "$tmp/int/summary.json" 2>&1)"; fi
 
+# an existing run is never mixed or overwritten: refused, continued with --resume, or replaced with --overwrite
+"$PZ" train --data synthetic --model mlp --epochs 1 --limit-train 256 --limit-test 64 --out "$tmp/once" --progress none > /dev/null 2>&1 \
+  && ok || bad "a small run"
+cp "$tmp/once/epochs.jsonl" "$tmp/once-epochs"
+expect 2 "holds a run.*--resume.*--overwrite" -- "$PZ" train --data synthetic --model mlp --epochs 1 --limit-train 256 --out "$tmp/once"
+cmp -s "$tmp/once/epochs.jsonl" "$tmp/once-epochs" && ok || bad "a refused run touched the old one"
+"$PZ" train --data synthetic --model mlp --epochs 1 --limit-train 128 --limit-test 64 --out "$tmp/once" --overwrite --progress none > /dev/null 2>&1 \
+  && [ "$(wc -l < "$tmp/once/epochs.jsonl")" -eq 1 ] && ok || bad "--overwrite"
+expect 2 "give one of them" -- "$PZ" train --data synthetic --model mlp --resume "$tmp/once" --overwrite
+# two runs started in the same second get their own default directories
+mkdir -p "$tmp/cwd" && (cd "$tmp/cwd" && for i in 1 2 3; do "$PZ" train --data synthetic --model mlp --epochs 1 --limit-train 64 --limit-test 32 --progress none > /dev/null 2>&1 & done; wait)
+[ "$(ls "$tmp/cwd/runs" | wc -l)" -eq 3 ] && ok || bad "default run directories shared: $(ls "$tmp/cwd/runs")"
+# CSV metrics stay CSV with a codec spec holding commas
+"$PZ" train --data synthetic --model lenet5 --epochs 1 --limit-train 128 --limit-test 64 --cuts pool1 --fwd "ms:0.1,bits=2" \
+  --metrics csv --out "$tmp/csv" --progress none > /dev/null 2>&1 && ok || bad "a csv run"
+python3 - "$tmp/csv" <<'PY' && ok || bad "csv metrics do not parse"
+import csv, sys
+for name in ("boundaries", "epochs", "steps"):
+    rows = list(csv.reader(open(f"{sys.argv[1]}/{name}.csv")))
+    assert len(rows) >= 2 and all(len(r) == len(rows[0]) for r in rows), (name, rows[:3])
+b = list(csv.DictReader(open(f"{sys.argv[1]}/boundaries.csv")))
+assert b[0]["fwd"] == "ms:0.1,bits=2", b[0]
+PY
 finish test_cli.sh

@@ -41,6 +41,33 @@ open(sys.argv[1], "w").write(" ".join(random.choice(w) + random.choice(["", "", 
 PY
 check bpe --model gpt-tiny --data "text:$tmp/text.txt" --tokenizer bpe:320 --optimizer adamw --lr 1e-3 --epochs 4 \
   --limit-train 48 --limit-test 8 --batch 8 --progress none --threads 1
-expect 2 "other settings" -- "$pz" train "${common[@]}" --limit-train 4096 --lr 0.05 --resume "$tmp/single-b"
+expect 2 "other settings \(lr: 0.02 -> 0.05\)" -- "$pz" train "${common[@]}" --limit-train 4096 --lr 0.05 --resume "$tmp/single-b"
+# every setting that moves the trajectory is compared, and the one that differs named
+expect 2 "flip: \(unset\) -> 0" -- "$pz" train "${common[@]}" --limit-train 4096 --no-flip --resume "$tmp/single-b"
+expect 2 "crop_pad: \(unset\) -> 2" -- "$pz" train "${common[@]}" --limit-train 4096 --crop-pad 2 --resume "$tmp/single-b"
+expect 2 "shard: \(unset\) -> 1/2" -- "$pz" train "${common[@]}" --limit-train 4096 --shard 1/2 --resume "$tmp/single-b"
+expect 2 "already done" -- "$pz" train "${common[@]}" --limit-train 4096 --resume "$tmp/single-b"
+# a run killed between its last checkpoint and its summary: --resume finishes it;
+# a damaged checkpoint is refused, naming the file
+cp "$tmp/pipe-b/summary.json" "$tmp/pipe-summary.json"
+rm "$tmp/pipe-b/summary.json"
+ck="$tmp/pipe-b/checkpoint/epoch-4/stage-1.bin"
+cp "$ck" "$tmp/stage-1.bin.good"
+python3 - "$ck" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read()); b[len(b) // 2] ^= 0x10; open(sys.argv[1], "wb").write(b)
+PY
+expect 1 "stage-1.bin' is damaged" -- "$pz" train "${common[@]}" --stages 3 --fwd "ef(q4)" --bwd "ef21(q8)" --resume "$tmp/pipe-b"
+[ ! -e "$tmp/pipe-b/summary.json" ] && ok || bad "a damaged checkpoint wrote a summary"
+cp "$tmp/stage-1.bin.good" "$ck"
+"$pz" train "${common[@]}" --stages 3 --fwd "ef(q4)" --bwd "ef21(q8)" --resume "$tmp/pipe-b" > "$tmp/finish.log" 2>&1 \
+  && ok || bad "finishing a run whose epochs were all done: $(tail -3 "$tmp/finish.log")"
+python3 - "$tmp/pipe-summary.json" "$tmp/pipe-b/summary.json" <<'PY' && ok || bad "the finished summary differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert b["status"] == "finished" and b["epochs"] == 4
+for k in ("final_test_accuracy", "final_test_accuracy_compressed", "final_train_loss", "fwd_bytes", "bwd_bytes", "best_test_accuracy"):
+    assert a[k] == b[k], (k, a[k], b[k])
+PY
 expect 1 "no checkpoint" -- "$pz" train "${common[@]}" --resume "$tmp/nothing"
 finish test_resume
