@@ -133,6 +133,15 @@ typedef struct {
 pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info);
 /* Decode any stateless frame (or a stateful one's inner payload, without
  * the state: e.g. an ef21 frame gives C(x - A), not A). */
+/* Every check a decode makes (header, parameters, payload), without a
+ * destination: what `pipezip codec inspect` reports as ok. */
+pz_status pz_frame_validate(const uint8_t *frame, size_t len);
+/* Decoders refuse a frame declaring more elements than this before they
+ * allocate or write anything: 2^28 (1 GiB of floats) unless set; 0 sets
+ * the default again. Process-wide; set it before decoding starts. */
+#define PZ_CODEC_DECODE_LIMIT ((uint64_t)1 << 28)
+void pz_codec_set_decode_limit(uint64_t max_elements);
+uint64_t pz_codec_decode_limit(void);
 pz_status pz_frame_decode(const uint8_t *frame, size_t len, float *x, size_t cap, int *ndim, int64_t *shape);
 
 #ifdef __cplusplus

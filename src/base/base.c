@@ -73,21 +73,50 @@ float *pz_floats_try(size_t n) {
 /* ------------------------------------------------------------------------- */
 /* I/O */
 
-pz_status pz_read_file(const char *path, uint8_t **data, size_t *len) {
+/* The file (gzip or plain) whole, failing once it holds more than max
+ * bytes: never more than max + 1 are decompressed. */
+pz_status pz_read_file_max(const char *path, size_t max, uint8_t **data, size_t *len) {
     *data = NULL;
     *len = 0;
+    if (!strcmp(path, "-")) { /* standard input */
+        size_t cap = 1 << 16, n = 0;
+        uint8_t *buf = malloc(cap);
+        if (!buf) return pz_fail(PZ_ERR_NOMEM, "out of memory reading standard input");
+        for (;;) {
+            if (n == cap) {
+                uint8_t *nb = realloc(buf, cap * 2);
+                if (!nb) { free(buf); return pz_fail(PZ_ERR_NOMEM, "out of memory reading standard input"); }
+                buf = nb, cap *= 2;
+            }
+            const ssize_t got = read(0, buf + n, cap - n);
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0) { free(buf); return pz_fail(PZ_ERR_IO, "cannot read standard input: %s", strerror(errno)); }
+            if (got == 0) break;
+            n += (size_t)got;
+            if (n > max) { free(buf); return pz_fail(PZ_ERR_FORMAT, "standard input holds more than %zu bytes", max); }
+        }
+        *data = buf, *len = n;
+        return PZ_OK;
+    }
     gzFile f = gzopen(path, "rb"); /* reads plain files transparently */
     if (!f)
         return pz_fail(PZ_ERR_IO, "cannot open '%s': %s", path, strerror(errno ? errno : ENOENT));
-    size_t cap = 1 << 20, n = 0;
+    size_t cap = max < (1 << 20) ? max + 1 : 1 << 20, n = 0;
     uint8_t *buf = malloc(cap);
     if (!buf) { gzclose(f); return pz_fail(PZ_ERR_NOMEM, "out of memory reading '%s'", path); }
     for (;;) {
         if (n == cap) {
-            uint8_t *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); gzclose(f); return pz_fail(PZ_ERR_NOMEM, "out of memory reading '%s'", path); }
+            size_t nc = cap * 2;
+            if (nc > max + 1) nc = max + 1; /* one byte past the limit says it is exceeded */
+            uint8_t *nb = nc > cap ? realloc(buf, nc) : NULL;
+            if (!nb) {
+                free(buf);
+                gzclose(f);
+                return nc > cap ? pz_fail(PZ_ERR_NOMEM, "out of memory reading '%s'", path)
+                                : pz_fail(PZ_ERR_FORMAT, "'%s' holds more than %zu bytes", path, max);
+            }
             buf = nb;
-            cap *= 2;
+            cap = nc;
         }
         int got = gzread(f, buf + n, (unsigned)(cap - n > (1u << 30) ? (1u << 30) : cap - n));
         if (got < 0) {
@@ -100,10 +129,30 @@ pz_status pz_read_file(const char *path, uint8_t **data, size_t *len) {
         }
         if (got == 0) break;
         n += (size_t)got;
+        if (n > max) {
+            free(buf);
+            gzclose(f);
+            return pz_fail(PZ_ERR_FORMAT, "'%s' holds more than %zu bytes", path, max);
+        }
     }
     gzclose(f);
     *data = buf;
     *len = n;
+    return PZ_OK;
+}
+
+pz_status pz_read_file(const char *path, uint8_t **data, size_t *len) { return pz_read_file_max(path, (size_t)-2, data, len); }
+
+/* The first up to n bytes of a file (gzip or plain), for checking a header
+ * before reading the rest. */
+pz_status pz_read_head(const char *path, uint8_t *out, size_t n, size_t *got) {
+    *got = 0;
+    gzFile f = gzopen(path, "rb");
+    if (!f) return pz_fail(PZ_ERR_IO, "cannot open '%s': %s", path, strerror(errno ? errno : ENOENT));
+    const int r = gzread(f, out, (unsigned)n);
+    gzclose(f);
+    if (r < 0) return pz_fail(PZ_ERR_FORMAT, "'%s' is corrupt", path);
+    *got = (size_t)r;
     return PZ_OK;
 }
 
@@ -167,6 +216,56 @@ static pz_status write_file(const char *path, const void *data, size_t len, int 
 }
 
 pz_status pz_write_file_atomic(const char *path, const void *data, size_t len) { return write_file(path, data, len, 0644, 1); }
+
+static pz_status write_fd(int fd, const char *name, const void *data, size_t len) {
+    const uint8_t *p = data;
+    while (len > 0) {
+        const ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", name, strerror(errno));
+        p += w, len -= (size_t)w;
+    }
+    return PZ_OK;
+}
+
+pz_status pz_write_output(const char *path, const void *data, size_t len) {
+    if (!strcmp(path, "-")) return write_fd(1, "standard output", data, len);
+    /* a symbolic link: write its target (atomically when that is a file) */
+    char *real = NULL;
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        real = realpath(path, NULL);
+        if (!real && errno == ENOENT) { /* a link to a file not yet there: create its target */
+            char target[4096];
+            const ssize_t n = readlink(path, target, sizeof target - 1);
+            if (n > 0) {
+                target[n] = 0;
+                const char *slash = strrchr(path, '/');
+                const size_t dl = target[0] == '/' || !slash ? 0 : (size_t)(slash - path + 1);
+                if ((real = malloc(dl + (size_t)n + 1))) memcpy(real, path, dl), memcpy(real + dl, target, (size_t)n + 1);
+            }
+        }
+        if (!real) return pz_fail(PZ_ERR_IO, "'%s' is a symbolic link to nowhere writable: %s", path, strerror(errno));
+        path = real;
+    }
+    pz_status rc;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode)) {
+            rc = pz_fail(PZ_ERR_ARG, "'%s' is a directory", path);
+        } else { /* a FIFO, a device, a socket: written through, never replaced */
+            const int fd = open(path, O_WRONLY | O_NOCTTY);
+            if (fd < 0) rc = pz_fail(PZ_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+            else {
+                rc = write_fd(fd, path, data, len);
+                if (close(fd) != 0 && !rc) rc = pz_fail(PZ_ERR_IO, "cannot close '%s': %s", path, strerror(errno));
+            }
+        }
+    } else {
+        rc = pz_write_file_atomic(path, data, len);
+    }
+    free(real);
+    return rc;
+}
 
 pz_status pz_write_file_private(const char *path, const void *data, size_t len, int replace) {
     return write_file(path, data, len, 0600, replace);

@@ -28,9 +28,18 @@ float *pz_floats_try(size_t n);
  * Checked I/O: whole-file read (plain or gzip, decided by content) and an
  * atomic write (temp file, fsync, rename) so a crash never leaves a torn file. */
 pz_status pz_read_file(const char *path, uint8_t **data, size_t *len);
+/* The same, failing (PZ_ERR_FORMAT) once the file holds more than max bytes,
+ * without decompressing more than max + 1; path "-" reads standard input. */
+pz_status pz_read_file_max(const char *path, size_t max, uint8_t **data, size_t *len);
+/* Up to n first bytes (a header to check before the bulk). */
+pz_status pz_read_head(const char *path, uint8_t *out, size_t n, size_t *got);
 /* The same as a NUL-terminated string (len may be NULL). */
 pz_status pz_read_text(const char *path, char **text, size_t *len);
 pz_status pz_write_file_atomic(const char *path, const void *data, size_t len);
+/* A file the user named: "-" is standard output; a FIFO, a device or a
+ * socket is written through (never replaced); a symbolic link writes its
+ * target; a regular file (or a new one) is written atomically. */
+pz_status pz_write_output(const char *path, const void *data, size_t len);
 /* The same for a secret: created mode 0600 before its first byte is
  * written; an existing path (a file, a link, anything) is an error unless
  * replace. */

@@ -81,11 +81,11 @@ static int encode(int argc, char **argv) {
     size_t cap = pz_codec_max_frame_bytes(c, t.ndim, t.shape), len;
     uint8_t *frame = pz_xmalloc(cap);
     pz_codec_stats st;
-    if (pz_codec_encode(c, t.data, t.ndim, t.shape, ids, frame, cap, &len, &st) || pz_write_file_atomic(pos[1], frame, len)) {
+    if (pz_codec_encode(c, t.data, t.ndim, t.shape, ids, frame, cap, &len, &st) || pz_write_output(pos[1], frame, len)) {
         fprintf(stderr, "pipezip codec encode: %s\n", pz_last_error());
         ret = 1;
     } else {
-        printf("%s: %llu elements -> %zu bytes (%.4f bits/element, %.2fx smaller than fp32), relative error %.6g\n",
+        fprintf(strcmp(pos[1], "-") ? stdout : stderr, "%s: %llu elements -> %zu bytes (%.4f bits/element, %.2fx smaller than fp32), relative error %.6g\n",
                pz_codec_spec(c), (unsigned long long)st.elements, len, st.bits_per_element,
                st.elements ? 32.0 / st.bits_per_element : 0.0, st.rel_error);
     }
@@ -98,13 +98,16 @@ done:
 }
 
 static int read_frame(const char *cmd, const char *path, uint8_t **f, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        fprintf(stderr, "%s: cannot open '%s'\n", cmd, path);
-        return 1;
+    if (strcmp(path, "-")) {
+        FILE *fp = fopen(path, "rb");
+        if (!fp) {
+            fprintf(stderr, "%s: cannot open '%s'\n", cmd, path);
+            return 1;
+        }
+        fclose(fp);
     }
-    fclose(fp);
-    if (pz_read_file(path, f, len)) {
+    /* a frame is at most its header and what the decoding limit allows */
+    if (pz_read_file_max(path, (size_t)64 + 64 * (size_t)pz_codec_decode_limit(), f, len)) {
         fprintf(stderr, "%s: %s\n", cmd, pz_last_error());
         return 1;
     }
@@ -117,14 +120,17 @@ static int read_frame(const char *cmd, const char *path, uint8_t **f, size_t *le
 static int frame_args(const char *cmd, int argc, char **argv, char **pos, int want, const char *what, uint8_t **f, size_t *len,
                       pz_frame_info *info) {
     int n_pos;
-    int rc = pz_parse_args(cmd, NULL, 0, argc, argv, 3, usage, pos, want, &n_pos);
+    double max_el = 0;
+    const pz_opt opts[] = {{"max-elements", OPT_FLOAT64, &max_el, "N", "refuse frames declaring more elements (default 2^28)", 1, 1e15, NULL}};
+    int rc = pz_parse_args(cmd, opts, 1, argc, argv, 3, usage, pos, want, &n_pos);
     if (rc == 1) return 0;
+    if (max_el > 0) pz_codec_set_decode_limit((uint64_t)max_el);
     if (rc || n_pos != want) {
         if (!rc) fprintf(stderr, "%s: needs %s\n", cmd, what);
         return 2;
     }
     if (read_frame(cmd, pos[0], f, len)) return 1;
-    if (pz_frame_inspect(*f, *len, info)) {
+    if (pz_frame_inspect(*f, *len, info) || pz_frame_validate(*f, *len)) {
         fprintf(stderr, "%s: '%s': %s\n", cmd, pos[0], pz_last_error());
         free(*f);
         return 1;
@@ -143,12 +149,18 @@ static int decode(int argc, char **argv) {
     int ret = 0;
     t.ndim = info.ndim;
     for (int i = 0; i < info.ndim; i++) t.shape[i] = info.shape[i];
-    t.data = pz_xfloats((size_t)info.elements + 1);
+    /* the frame was validated whole (frame_args) before this allocation */
+    t.data = pz_floats_try((size_t)info.elements + 1);
+    if (!t.data) {
+        fprintf(stderr, "pipezip codec decode: '%s': out of memory for %llu elements\n", pos[0], (unsigned long long)info.elements);
+        free(f);
+        return 1;
+    }
     if (pz_frame_decode(f, len, t.data, (size_t)info.elements, NULL, NULL) || pz_tensor_write(pos[1], &t)) {
         fprintf(stderr, "pipezip codec decode: '%s': %s\n", pos[0], pz_last_error());
         ret = 1;
     } else if (info.wrapper) {
-        printf("note: a %s frame holds the compressed difference, not the tensor the receiver reconstructs with its state\n",
+        fprintf(strcmp(pos[1], "-") ? stdout : stderr, "note: a %s frame holds the compressed difference, not the tensor the receiver reconstructs with its state\n",
                info.wrapper == 1 ? "ef" : info.wrapper == 2 ? "ef21" : "aqsgd");
     }
     free(t.data);

@@ -66,10 +66,12 @@ pz_status pz_tensor_read(const char *path, const char *shape_spec, pz_tensor *t)
     memset(t, 0, sizeof *t);
     uint8_t *b;
     size_t len, off = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return pz_fail(PZ_ERR_IO, "cannot open '%s'", path);
-    fclose(f);
-    PZ_TRY(pz_read_file(path, &b, &len));
+    if (strcmp(path, "-")) {
+        FILE *f = fopen(path, "rb");
+        if (!f) return pz_fail(PZ_ERR_IO, "cannot open '%s'", path);
+        fclose(f);
+    }
+    PZ_TRY(pz_read_file(path, &b, &len)); /* "-": standard input */
     pz_status st = PZ_OK;
     if (ends_with(path, ".npy")) st = parse_npy(path, b, len, t, &off);
     else if (shape_spec) st = pz_parse_shape(shape_spec, &t->ndim, t->shape);
@@ -113,7 +115,7 @@ pz_status pz_tensor_write(const char *path, const pz_tensor *t) {
     uint8_t *buf = pz_xmalloc(hl + (size_t)n * 4);
     memcpy(buf, header, hl);
     memcpy(buf + hl, t->data, (size_t)n * 4);
-    pz_status st = pz_write_file_atomic(path, buf, hl + (size_t)n * 4);
+    pz_status st = pz_write_output(path, buf, hl + (size_t)n * 4);
     free(buf);
     return st;
 }

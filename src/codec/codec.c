@@ -164,6 +164,14 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
     uint64_t z = c->seed + 0x9E3779B97F4A7C15ull * ++c->counter;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     const uint64_t seed = z ^ (z >> 31);
+    /* every lossy codec refuses alike what it cannot represent: a NaN or an
+     * infinity anywhere in the input (one vector pass; quantization and MS
+     * also catch what a wrapper's state adds, inside their own passes). The
+     * float formats (none, fp16, bf16) carry them as IEEE 754 does. */
+    const size_t bad = n && !c->p.fam->plain_payload ? c->k->count_nonfinite(x, (size_t)n) : 0;
+    if (bad)
+        return pz_fail(PZ_ERR_ARG, "cannot encode with %s: the input is not finite (%zu of its %lld values are NaN or infinite)", c->spec,
+                       bad, (long long)n);
     float *t = codec_tmp(c, n);
     if (!t) return pz_fail(PZ_ERR_NOMEM, "out of memory for a codec buffer of %lld floats", (long long)n);
     float *hat = t + n;
@@ -188,9 +196,16 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
     return PZ_OK;
 }
 
+static uint64_t decode_limit = PZ_CODEC_DECODE_LIMIT;
+void pz_codec_set_decode_limit(uint64_t max_elements) { decode_limit = max_elements ? max_elements : PZ_CODEC_DECODE_LIMIT; }
+uint64_t pz_codec_decode_limit(void) { return decode_limit; }
+
 /* parse a frame for decoding into a destination of cap floats */
 static pz_status parse_for_decode(const uint8_t *frame, size_t len, size_t cap, frame_header *h) {
     PZ_TRY(frame_parse(frame, len, h));
+    if ((uint64_t)h->n > decode_limit)
+        return frame_error(PZ_FRAME_CAPACITY, "the frame declares %lld elements, more than the decoding limit of %llu (pz_codec_set_decode_limit, --max-elements)",
+                           (long long)h->n, (unsigned long long)decode_limit);
     if ((uint64_t)h->n > cap)
         return frame_error(PZ_FRAME_CAPACITY, "the tensor has %lld elements, the destination holds %zu", (long long)h->n, cap);
     return PZ_OK;
@@ -211,6 +226,18 @@ pz_status pz_frame_decode(const uint8_t *frame, size_t len, float *x, size_t cap
     PZ_TRY(st);
     give_shape(&h, ndim, shape);
     return PZ_OK;
+}
+
+pz_status pz_frame_validate(const uint8_t *frame, size_t len) {
+    frame_header h;
+    PZ_TRY(parse_for_decode(frame, len, (size_t)decode_limit, &h));
+    float *x = pz_floats_try((size_t)h.n + 1);
+    if (!x) return pz_fail(PZ_ERR_NOMEM, "out of memory for the %lld elements of a frame", (long long)h.n);
+    codec_scratch sc = {0};
+    const pz_status st = base_decode(&h, pz_codec_kernels_best(), x, &sc);
+    scratch_release(&sc);
+    free(x);
+    return st;
 }
 
 pz_status pz_codec_decode(pz_codec *c, const uint8_t *frame, size_t len, float *x, size_t cap, int *ndim, int64_t *shape) {

@@ -270,8 +270,10 @@ static pz_status scatter_bitmap(const uint8_t *b, size_t idx_bytes, const units 
         memcpy(&v, b + w * 8, nbytes - w * 8 < 8 ? nbytes - w * 8 : 8);
         for (; v; v &= v - 1) {
             const int64_t g = (int64_t)(w * 64) + __builtin_ctzll(v);
-            while (g >= unit_end && un < U) { /* close the units before g */
-                if (got != kk) break;
+            while (g >= unit_end && un < U) { /* close the units before g: each must have had exactly kk */
+                if (got != kk)
+                    return frame_error(PZ_FRAME_PAYLOAD, "unit %lld has %lld positions in its bitmap, not %lld", (long long)un,
+                                       (long long)got, (long long)kk);
                 un++, got = 0, unit_end += m;
             }
             if (got >= kk || un >= U)

@@ -36,15 +36,35 @@ static pz_status idx_header(const char *path, const uint8_t *b, size_t len, int 
     return PZ_OK;
 }
 
+/* An idx file whose header is checked before its bulk is decompressed:
+ * never more than the header's size (+1) is read. */
+static pz_status read_idx(const char *path, int ndim, uint8_t **b, size_t *len, uint32_t *dims, size_t *off) {
+    uint8_t head[16];
+    size_t got;
+    PZ_TRY(pz_read_head(path, head, sizeof head, &got));
+    const size_t hl = 4 + 4 * (size_t)ndim;
+    if (got >= 4 && (head[0] != 0 || head[1] != 0)) return pz_fail(PZ_ERR_FORMAT, "'%s' is not an idx file (bad magic number)", path);
+    if (got < hl) return pz_fail(PZ_ERR_FORMAT, "'%s' is truncated inside its header", path);
+    uint32_t d[3];
+    size_t o;
+    /* the header alone: sizes plausible? (the payload check fails; only its sizes matter here) */
+    pz_status st = idx_header(path, head, hl, ndim, d, &o);
+    uint64_t total = 1;
+    for (int i = 0; i < ndim; i++) total *= be32(head + 4 + 4 * i);
+    if (st && !(total > 0 && total <= ((uint64_t)1 << 36))) return st;
+    PZ_TRY(pz_read_file_max(path, hl + (size_t)total, b, len));
+    st = idx_header(path, *b, *len, ndim, dims, off);
+    if (st) free(*b), *b = NULL;
+    return st;
+}
+
 pz_status pz_load_idx(pz_dataset *d, const char *images_path, const char *labels_path, const char *name) {
     memset(d, 0, sizeof *d);
     uint8_t *img = NULL, *lab = NULL;
     size_t ni, nl, oi, ol;
     uint32_t di[3], dl[1];
-    pz_status st = pz_read_file(images_path, &img, &ni);
-    if (!st) st = idx_header(images_path, img, ni, 3, di, &oi);
-    if (!st) st = pz_read_file(labels_path, &lab, &nl);
-    if (!st) st = idx_header(labels_path, lab, nl, 1, dl, &ol);
+    pz_status st = read_idx(images_path, 3, &img, &ni, di, &oi);
+    if (!st) st = read_idx(labels_path, 1, &lab, &nl, dl, &ol);
     if (!st && di[0] != dl[0])
         st = pz_fail(PZ_ERR_FORMAT, "'%s' has %u images but '%s' has %u labels", images_path, di[0], labels_path, dl[0]);
     if (!st) {
@@ -101,8 +121,8 @@ pz_status pz_load_idx_dir(pz_dataset *train, pz_dataset *test, const char *dir, 
 static pz_status cifar_append(pz_dataset *d, const char *path) {
     uint8_t *buf;
     size_t len;
-    PZ_TRY(pz_read_file(path, &buf, &len));
     const size_t rec = 1 + 3 * 32 * 32;
+    PZ_TRY(pz_read_file_max(path, rec * 100000, &buf, &len)); /* a batch holds 10,000 records; more than 100,000 is not CIFAR-10 */
     if (len == 0 || len % rec) {
         free(buf);
         return pz_fail(PZ_ERR_FORMAT, "'%s' is %zu bytes, not a whole number of %zu-byte CIFAR-10 records", path, len, rec);

@@ -66,4 +66,68 @@ expect 0 "memory read bandwidth [0-9.]+ GB/s" -- "$PZ" bench codecs --sizes 1e4 
 expect 0 '"bench": "codec", "codec": "ms:0.01,bits=2"' -- "$PZ" bench codecs --sizes 1e4 --repeat 1 --codecs "ms:0.01,bits=2" --format json
 expect 2 "codec spec 'zip'" -- "$PZ" bench codecs --codecs zip
 
+# the edges: NaN and infinities refused alike by every lossy encoder, carried by the float formats
+python3 - "$tmp" <<'PY'
+import struct, sys
+open(f"{sys.argv[1]}/nan.f32", "wb").write(struct.pack("<8f", 1, 2, float("nan"), 4, 5, float("inf"), 7, 8))
+PY
+for c in q4 topk:0.5 "topk:0.5,values=q4" randtopk:0.5 randk:0.5 "ms:0.5,bits=2" "ef(topk:0.5)" "ef21(q4)"; do
+  expect 1 "input is not finite \(2 of its 8 values" -- "$PZ" codec encode --codec "$c" --shape 2x4 "$tmp/nan.f32" "$tmp/nan.pzf"
+done
+expect 0 "relative error" -- "$PZ" codec encode --codec fp16 --shape 2x4 "$tmp/nan.f32" "$tmp/nan.pzf"
+# frames crafted past what the encoder writes, CRC made right: inspect refuses what decode refuses
+"$PZ" codec encode --codec q4 --shape 2x60 "$tmp/x.f32" "$tmp/q4.pzf" > /dev/null
+"$PZ" codec encode --codec "topk:0.5,index=bitmap,per=sample" --shape 2x60 "$tmp/x.f32" "$tmp/tk.pzf" > /dev/null
+python3 - "$tmp" <<'PY'
+import struct, sys
+d = sys.argv[1]
+def crc32c(data):  # FORMAT.md: Castagnoli, reflected, init and xor-out 0xFFFFFFFF
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+def seal(b):
+    b = bytearray(b)
+    struct.pack_into("<I", b, 56, crc32c(bytes(b[:56]) + bytes(b[64:])))
+    return bytes(b)
+q = bytearray(open(f"{d}/q4.pzf", "rb").read())
+q[24] = 9  # 9-bit quantization
+open(f"{d}/q9.pzf", "wb").write(seal(q))
+big = bytearray(q[:64])  # 2^31 elements announced, a few bytes of payload
+big[24] = 4
+struct.pack_into("<4I", big, 8, 1 << 16, 1 << 15, 0, 0)
+big[6] = 2
+big += b"\0" * 480
+struct.pack_into("<Q", big, 48, 480)
+open(f"{d}/big.pzf", "wb").write(seal(big))
+t = bytearray(open(f"{d}/tk.pzf", "rb").read())
+# the bitmap (120 bits) starts the payload: move one position from sample 0 to sample 1, same total
+bits = int.from_bytes(t[64:79], "little")
+first = next(i for i in range(60) if bits >> i & 1)
+free = next(i for i in range(60, 120) if not bits >> i & 1)
+bits &= ~(1 << first); bits |= 1 << free
+t[64:79] = bits.to_bytes(15, "little")
+open(f"{d}/tkbad.pzf", "wb").write(seal(t))
+PY
+expect 1 "quantization width 9" -- "$PZ" codec decode "$tmp/q9.pzf" "$tmp/out.f32"
+expect 1 "quantization width 9" -- "$PZ" codec inspect "$tmp/q9.pzf"
+expect 1 "decoding limit" -- "$PZ" codec decode "$tmp/big.pzf" "$tmp/out.f32"
+expect 1 "decoding limit" -- "$PZ" codec inspect "$tmp/big.pzf"
+expect 1 "unit 0 has 29 positions in its bitmap, not 30" -- "$PZ" codec decode "$tmp/tkbad.pzf" "$tmp/out.f32"
+expect 1 "unit 0 has 29 positions" -- "$PZ" codec inspect "$tmp/tkbad.pzf"
+# files the user names are written through, not replaced: a FIFO, a symlink, - for stdin and stdout
+"$PZ" codec decode "$tmp/q4.pzf" "$tmp/ref.f32" > /dev/null
+mkfifo "$tmp/fifo"
+cat "$tmp/fifo" > "$tmp/from-fifo" &
+cat_pid=$!
+"$PZ" codec decode "$tmp/q4.pzf" "$tmp/fifo" > /dev/null && wait "$cat_pid" && [ -p "$tmp/fifo" ] && cmp -s "$tmp/from-fifo" "$tmp/ref.f32" \
+  && ok || bad "decoding into a FIFO"
+ln -s "$tmp/target.f32" "$tmp/link.f32"
+"$PZ" codec decode "$tmp/q4.pzf" "$tmp/link.f32" > /dev/null && [ -L "$tmp/link.f32" ] && cmp -s "$tmp/target.f32" "$tmp/ref.f32" \
+  && ok || bad "decoding through a symlink"
+"$PZ" codec encode --codec q4 --shape 2x60 - - < "$tmp/x.f32" 2>/dev/null | "$PZ" codec decode - - > "$tmp/piped.f32" && cmp -s "$tmp/piped.f32" "$tmp/ref.f32" \
+  && ok || bad "stdin/stdout round trip"
+
 finish test_codec_cli.sh
