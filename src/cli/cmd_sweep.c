@@ -93,8 +93,8 @@ int cmd_report(int argc, char **argv) {
         fprintf(stderr, "pipezip report: expected one sweep directory\n");
         return 2;
     }
-    pz_status st = pz_sweep_collect(pos[0]);
-    if (!st) st = pz_sweep_report(pos[0]);
+    /* the report reads results.csv; only pipezip sweep writes it */
+    pz_status st = pz_sweep_report(pos[0]);
     if (st) {
         fprintf(stderr, "pipezip report: %s\n", pz_last_error());
         return st == PZ_ERR_ARG ? 2 : 1;

@@ -340,7 +340,7 @@ static void grid_table(FILE *f, const table *t, const char *rk, const char *ck, 
 pz_status pz_sweep_report(const char *dir) {
     char path[4300];
     snprintf(path, sizeof path, "%s/results.csv", dir);
-    if (access(path, F_OK) != 0) return pz_fail(PZ_ERR_IO, "%s has no results.csv (run pipezip sweep first)", dir);
+    if (access(path, F_OK) != 0) return pz_fail(PZ_ERR_IO, "%s is not a sweep directory: it has no results.csv (run pipezip sweep first)", dir);
     table *t = calloc(1, sizeof *t);
     series *s = calloc(64, sizeof *s); /* the plots' curves */
     if (!t || !s) {
@@ -469,7 +469,12 @@ pz_status pz_sweep_report(const char *dir) {
         ns += b->n ? 2 : 1;
     }
     snprintf(path, sizeof path, "%s/plots/accuracy_per_epoch.svg", dir);
-    if (!st)
+    /* a published sweep keeps results.csv and its plots, not its runs: a
+     * plot drawn from the runs' records is kept as it is when none are here */
+    const int have_runs = ns > 0;
+    if (!have_runs && t->nrow)
+        fprintf(stderr, "report: no run's records under %s/runs: the per-epoch and time plots are kept as they are\n", dir);
+    if (!st && have_runs)
         st = plot(path, lm ? "Validation loss per epoch (dashed: through compressed boundaries)" : "Test accuracy per epoch (dashed: through compressed boundaries)",
                   "epoch", ylab, s, ns, 0);
     /* accuracy and error against bits per element */
@@ -541,7 +546,7 @@ pz_status pz_sweep_report(const char *dir) {
     for (int i = 0; i < ns; i++)
         for (int j = 0; j < s[i].n; j++)
             if (s[i].x[j] > 0) tmin = fmin(tmin, s[i].x[j]), tmax = fmax(tmax, s[i].x[j]);
-    if (!st)
+    if (!st && have_runs)
         st = plot(path, lm ? "Validation loss against training time on the (emulated) link" : "Test accuracy against training time on the (emulated) link",
                   "seconds (virtual clock)", ylab, s, ns,
                   tmax > 20 * tmin ? 2 : 0);

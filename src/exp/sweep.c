@@ -470,6 +470,68 @@ static void read_run(const char *dir, run_result *r) {
     }
 }
 
+/* the first two CSV fields of a line (id, status), quotes undone */
+static void first_fields(const char *line, char *id, size_t idcap, char *status, size_t scap) {
+    char *outs[2] = {id, status};
+    const size_t caps[2] = {idcap, scap};
+    const char *p = line;
+    for (int k = 0; k < 2; k++) {
+        size_t n = 0;
+        if (*p == '"') {
+            for (p++; *p && !(*p == '"' && p[1] != '"'); p++) {
+                if (*p == '"') p++;
+                if (n + 1 < caps[k]) outs[k][n++] = *p;
+            }
+            if (*p == '"') p++;
+        } else {
+            for (; *p && *p != ',' && *p != '\n'; p++)
+                if (n + 1 < caps[k]) outs[k][n++] = *p;
+        }
+        outs[k][n] = 0;
+        if (*p == ',') p++;
+    }
+}
+
+/* A run whose directory is gone (a published sweep keeps only its table)
+ * is never dropped: its finished row in the old results.csv is kept when
+ * the new one would say "missing" (same columns). */
+static pz_status keep_finished_rows(const char *old_path, const char *tmp_path) {
+    char *old = pz_slurp(old_path), *neu = pz_slurp(tmp_path);
+    pz_status st = PZ_OK;
+    if (!old || !neu) goto done;
+    const char *oh_end = strchr(old, '\n'), *nh_end = strchr(neu, '\n');
+    if (!oh_end || !nh_end || oh_end - old != nh_end - neu || strncmp(old, neu, (size_t)(oh_end - old))) goto done;
+    FILE *f = fopen(tmp_path, "w");
+    if (!f) {
+        st = pz_fail(PZ_ERR_IO, "cannot write '%s': %s", tmp_path, strerror(errno));
+        goto done;
+    }
+    fwrite(neu, 1, (size_t)(nh_end - neu) + 1, f);
+    for (const char *line = nh_end + 1; *line;) {
+        const char *end = strchr(line, '\n');
+        const size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+        char id[600], status[64];
+        first_fields(line, id, sizeof id, status, sizeof status);
+        const char *keep = NULL;
+        size_t klen = 0;
+        if (!strcmp(status, "missing"))
+            for (const char *o = oh_end + 1; *o && !keep;) {
+                const char *oe = strchr(o, '\n');
+                const size_t ol = oe ? (size_t)(oe - o) + 1 : strlen(o);
+                char oid[600], ostatus[64];
+                first_fields(o, oid, sizeof oid, ostatus, sizeof ostatus);
+                if (!strcmp(oid, id) && strcmp(ostatus, "missing")) keep = o, klen = ol;
+                o += ol;
+            }
+        fwrite(keep ? keep : line, 1, keep ? klen : len, f);
+        line += len;
+    }
+    if (fclose(f) != 0) st = pz_fail(PZ_ERR_IO, "cannot write '%s'", tmp_path);
+done:
+    free(old), free(neu);
+    return st;
+}
+
 pz_status pz_sweep_collect(const char *dir) {
     char path[4300], var[64] = "full";
     snprintf(path, sizeof path, "%s/variant", dir);
@@ -568,6 +630,7 @@ pz_status pz_sweep_collect(const char *dir) {
     if (bad) return pz_fail(PZ_ERR_IO, "writing '%s' failed", path);
     char final[4300];
     snprintf(final, sizeof final, "%s/results.csv", dir);
+    PZ_TRY(keep_finished_rows(final, path));
     if (rename(path, final) != 0) return pz_fail(PZ_ERR_IO, "cannot rename '%s': %s", path, strerror(errno));
     return PZ_OK;
 }

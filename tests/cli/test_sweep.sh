@@ -80,4 +80,14 @@ printf '[sweep]\ntarget-inference = sideways\n' > "$tmp/bad5.ini"
 expect 2 "bad5.ini:2: target-inference = sideways \(expected plain or compressed\)" -- "$pz" sweep "$tmp/bad5.ini" --out "$tmp/bad5"
 expect 2 "--variant .huge. is not one of: quick.full.paper" -- "$pz" sweep "$configs/a2_topk.ini" --variant huge --out "$tmp/bad6"
 expect 1 "not a sweep directory" -- "$pz" report "$tmp/nothing"
+# pipezip report on a published sweep (results.csv, its config, no runs) destroys nothing:
+# results.csv and every plot stay byte for byte, report.md is drawn again from the table
+for pub in "$configs/../docs/results"/*/; do
+  n=$(basename "$pub")
+  cp -r "$pub" "$tmp/pub-$n"
+  "$pz" report "$tmp/pub-$n" > "$tmp/pub-$n.log" 2>&1 || { bad "report on published $n: $(tail -2 "$tmp/pub-$n.log")"; continue; }
+  cmp -s "$pub/results.csv" "$tmp/pub-$n/results.csv" && ok || bad "report rewrote $n/results.csv"
+  for p in "$pub"/plots/*; do cmp -s "$p" "$tmp/pub-$n/plots/$(basename "$p")" || bad "report changed $n/plots/$(basename "$p")"; done
+  [ -s "$tmp/pub-$n/report.md" ] && ok || bad "no report for $n"
+done
 finish test_sweep
