@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,8 +60,14 @@ static void on_sigint(int sig) {
     interrupted = 1;
 }
 
+/* Crash tests: PZ_TEST_KILL_AT_EPOCH=E kills this process with SIGKILL (as
+ * a crash would) at the first step of epoch E, once epoch E-1's checkpoint
+ * is written: the state a resume test needs, reached without racing a poll. */
+static int kill_at_epoch;
+
 static int on_progress(const pz_progress *p, void *user) {
     progress_state *ps = user;
+    if (kill_at_epoch > 0 && p->epoch == kill_at_epoch && !p->end_of_epoch && !p->evaluation) kill(getpid(), SIGKILL);
     if (interrupted) return 1;
     char eta[32], el[32];
     fmt_time(eta, sizeof eta, p->eta);
@@ -270,6 +277,8 @@ int cmd_train(int argc, char **argv) {
     }
     if (rc) return 2;
     pz_run_config c = ta.c;
+    const char *kill_env = getenv("PZ_TEST_KILL_AT_EPOCH");
+    kill_at_epoch = kill_env ? atoi(kill_env) : 0;
     const char *progress = ta.progress, *out = ta.out, *shard = ta.shard;
     int no_out = ta.no_out;
 

@@ -722,7 +722,8 @@ pz_status pz_link_zmq_connect(pz_link **l, const char *endpoint, const char *cli
         free(buf);
         if (rc > 0 && m.tag == TAG_WELCOME) break;
         if (rc > 0 && m.tag == TAG_BUSY) {
-            if (!busy) fprintf(stderr, "%s: the server is serving another client; waiting for this client's turn\n", name);
+            static int said; /* once per process, not at every turn */
+            if (!busy && !said++) fprintf(stderr, "%s: the server is serving another client; waiting for this client's turn\n", name);
             busy = 1, heard = pz_now();
         }
         if (pz_now() >= heard + timeout_s) {

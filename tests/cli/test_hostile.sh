@@ -16,12 +16,13 @@ model=(--model lenet5 --cuts pool1 --fwd "topk:0.3" --bwd q8 --batch 64 --lr 0.0
 data=(--limit-train 256 --limit-test 128 --epochs 2 --progress none)
 "$pz" train "${model[@]}" "${data[@]}" --out "$tmp/a" > "$tmp/a.log" 2>&1 && ok || bad "in-process run: $(tail -3 "$tmp/a.log")"
 
-wait_for() { for _ in $(seq 600); do grep -qs "$2" "$1" && return 0; sleep 0.1; done; return 1; }
+# wait for a state (a line in a log) while process $3 lives: never for a time
+wait_for() { while ! grep -qs "$2" "$1"; do kill -0 "$3" 2>/dev/null || return 1; sleep 0.1; done; }
 
 # a real client's settings check, recorded by a stand-in server
 "$hp" record "$port" "$tmp/check.bin" > "$tmp/record.log" 2>&1 &
 rec=$!
-wait_for "$tmp/record.log" listening || bad "recorder did not start"
+wait_for "$tmp/record.log" listening "$rec" || bad "recorder did not start"
 "$pz" train "${model[@]}" "${data[@]}" --link zmq --connect "tcp://127.0.0.1:$port" --no-out > "$tmp/rec-client.log" 2>&1
 wait "$rec" && [ -s "$tmp/check.bin" ] && ok || bad "recording the settings check: $(cat "$tmp/record.log")"
 
@@ -31,7 +32,7 @@ checked=(empty-eval-checked stop save-escape bad-meta bad-frame bad-labels step-
 "$pz" serve "${model[@]}" --bind "$ep" --timeout 3 --clients $(( ${#checked[@]} + 1 )) --checkpoint-dir "$tmp/srv" \
   > "$tmp/serve.log" 2>&1 &
 srv=$!
-wait_for "$tmp/serve.log" "on tcp" || bad "server did not start: $(cat "$tmp/serve.log")"
+wait_for "$tmp/serve.log" "on tcp" "$srv" || bad "server did not start: $(cat "$tmp/serve.log")"
 
 alive() { kill -0 "$srv" 2>/dev/null && ok || bad "the server died after: $1 ($(tail -3 "$tmp/serve.log"))"; }
 # bytes that are not ZeroMQ at all, and ZMTP 1.0 framing (an empty identity, a one-part message)

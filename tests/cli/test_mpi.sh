@@ -82,7 +82,7 @@ start=$(date +%s)
 timeout 300 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS "$pz" train "${args[@]}" --epochs 50 --link mpi --out "$tmp/dead" \
   > "$tmp/dead.log" 2>&1 &
 runner=$!
-for _ in $(seq 600); do [ -s "$tmp/dead/steps.jsonl" ] && break; sleep 0.1; done
+while [ ! -s "$tmp/dead/steps.jsonl" ] && kill -0 "$runner" 2>/dev/null; do sleep 0.1; done
 victim=$(pgrep -f "pipezip train .*--out $tmp/dead" | sed -n 3p)
 [ -n "$victim" ] && kill -9 "$victim"
 wait "$runner"; rc=$?

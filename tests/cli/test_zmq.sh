@@ -12,7 +12,8 @@ port=$((20000 + RANDOM % 20000))
 model=(--model lenet5 --cuts pool1 --fwd "topk:0.3" --bwd q8 --batch 64 --lr 0.05 --threads 1 --seed 4)
 data=(--limit-train 512 --limit-test 200 --epochs 2 --progress none)
 
-wait_port() { for _ in $(seq 100); do grep -qs "on tcp" "$1" && return 0; sleep 0.1; done; return 1; }
+# wait for a state (the server listening), for as long as the server lives: never for a time
+wait_port() { while ! grep -qs "on tcp" "$1"; do kill -0 "$srv" 2>/dev/null || return 1; sleep 0.1; done; }
 
 "$pz" train "${model[@]}" "${data[@]}" --out "$tmp/a" > "$tmp/a.log" 2>&1 && ok || bad "in-process run: $(tail -3 "$tmp/a.log")"
 "$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" --checkpoint-dir "$tmp/srv" > "$tmp/serve1.log" 2>&1 &
@@ -104,7 +105,7 @@ for k in 1 2 3; do
   "$pz" train "${model[@]}" "${rr[@]}" --shard "$k/3" --out "$tmp/r$k" > "$tmp/r$k.log" 2>&1 &
   eval "rr$k=\$!"
 done
-for _ in $(seq 1200); do [ -s "$tmp/r2/epochs.jsonl" ] && break; sleep 0.1; done
+while [ ! -s "$tmp/r2/epochs.jsonl" ] && kill -0 "$rr2" 2>/dev/null; do sleep 0.1; done
 [ -s "$tmp/r2/epochs.jsonl" ] && ok || bad "client 2 never had a turn: $(tail -5 "$tmp/serve4.log")"
 kill -9 "$rr2"
 wait "$rr1" && ok || bad "round-robin client 1: $(tail -3 "$tmp/r1.log")"
@@ -137,7 +138,7 @@ start=$(date +%s)
 "$pz" train "${model[@]}" --limit-train 512 --epochs 100 --progress none --link zmq --connect "tcp://127.0.0.1:$port" --timeout 5 \
   --out "$tmp/d" > "$tmp/d.log" 2>&1 &
 cli=$!
-for _ in $(seq 300); do [ -s "$tmp/d/steps.jsonl" ] && break; sleep 0.1; done
+while [ ! -s "$tmp/d/steps.jsonl" ] && kill -0 "$cli" 2>/dev/null; do sleep 0.1; done
 kill -9 "$srv"
 wait "$cli"; rc=$?
 took=$(( $(date +%s) - start ))
