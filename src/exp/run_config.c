@@ -194,6 +194,8 @@ void run_fingerprint(const pz_run_config *c, char *out, size_t cap) {
     if (c->turn && strcmp(c->turn, "run")) fp_append(out, cap, " turn=%s", c->turn);
     if (c->link && !strcmp(c->link, "zmq")) fp_append(out, cap, " link=zmq");
     if (c->metrics_format && strcmp(c->metrics_format, "jsonl")) fp_append(out, cap, " metrics=%s", c->metrics_format);
+    /* the thread count orders the sums (same seed and threads, same numbers); 0, all cores, is not compared */
+    if (c->threads > 0) fp_append(out, cap, " threads=%d", c->threads);
 }
 
 /* key's value in a fingerprint ("k=v k=v ..."): its start and length, or NULL */

@@ -171,6 +171,21 @@ expect 2 "give one of them" -- "$PZ" train --data synthetic --model mlp --resume
 # two runs started in the same second get their own default directories
 mkdir -p "$tmp/cwd" && (cd "$tmp/cwd" && for i in 1 2 3; do "$PZ" train --data synthetic --model mlp --epochs 1 --limit-train 64 --limit-test 32 --progress none > /dev/null 2>&1 & done; wait)
 [ "$(ls "$tmp/cwd/runs" | wc -l)" -eq 3 ] && ok || bad "default run directories shared: $(ls "$tmp/cwd/runs")"
+# a small gzip dataset that expands far past what its header says is refused after the header's bytes, not decompressed whole
+mkdir -p "$tmp/bomb"
+python3 - "$tmp/bomb" <<'PY'
+import gzip, struct, sys
+d = sys.argv[1]
+with gzip.open(f"{d}/train-images-idx3-ubyte.gz", "wb", compresslevel=9) as f:
+    f.write(struct.pack(">IIII", 0x803, 10, 28, 28))
+    block = bytes(1 << 20)
+    for _ in range(512):  # 512 MB of zeros where the header promises 7,840 bytes
+        f.write(block)
+with gzip.open(f"{d}/train-labels-idx1-ubyte.gz", "wb") as f:
+    f.write(struct.pack(">II", 0x801, 10) + bytes(10))
+PY
+[ "$(stat -c %s "$tmp/bomb/train-images-idx3-ubyte.gz")" -lt 2000000 ] && ok || bad "the test's gzip bomb is not small"
+expect 1 "train-images-idx3-ubyte.gz' holds more than 7856 bytes" -- "$PZ" train --data fashion-mnist --data-dir "$tmp/bomb" --no-out --epochs 1
 # CSV metrics stay CSV with a codec spec holding commas
 "$PZ" train --data synthetic --model lenet5 --epochs 1 --limit-train 128 --limit-test 64 --cuts pool1 --fwd "ms:0.1,bits=2" \
   --metrics csv --out "$tmp/csv" --progress none > /dev/null 2>&1 && ok || bad "a csv run"
