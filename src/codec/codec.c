@@ -150,6 +150,11 @@ static double rel_error(const float *a, const float *ref, int64_t n) {
     return r > 0 ? sqrt(e / r) : sqrt(e);
 }
 
+static pz_status not_finite(const pz_codec *c, size_t bad, int64_t n) {
+    return pz_fail(PZ_ERR_ARG, "cannot encode with %s: the input is not finite (%zu of its %lld values are NaN or infinite)", c->spec,
+                   bad, (long long)n);
+}
+
 pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *shape, const uint32_t *ids, uint8_t *frame, size_t cap,
                           size_t *len, pz_codec_stats *stats) {
     int64_t n = 0;
@@ -168,10 +173,10 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
      * infinity anywhere in the input (one vector pass; quantization and MS
      * also catch what a wrapper's state adds, inside their own passes). The
      * float formats (none, fp16, bf16) carry them as IEEE 754 does. */
-    const size_t bad = n && !c->p.fam->plain_payload ? c->k->count_nonfinite(x, (size_t)n) : 0;
-    if (bad)
-        return pz_fail(PZ_ERR_ARG, "cannot encode with %s: the input is not finite (%zu of its %lld values are NaN or infinite)", c->spec,
-                       bad, (long long)n);
+    /* quantization finds them in its min/max pass anyway: counted only when it fails */
+    const int own_check = c->p.fam == &codec_quant;
+    const size_t bad = n && !c->p.fam->plain_payload && !own_check ? c->k->count_nonfinite(x, (size_t)n) : 0;
+    if (bad) return not_finite(c, bad, n);
     float *t = codec_tmp(c, n);
     if (!t) return pz_fail(PZ_ERR_NOMEM, "out of memory for a codec buffer of %lld floats", (long long)n);
     float *hat = t + n;
@@ -179,7 +184,12 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
     int wire = c->wrap ? c->wrap->wire_id : WRAP_NONE;
     codec_params p = c->p;
     if (c->wrap) PZ_TRY(c->wrap->prepare(c, x, shape, n, ids, t, &src, &p, &wire));
-    PZ_TRY(base_encode(c, &p, src, ndim, shape, frame_ids, wire, seed, frame, cap, len));
+    const pz_status est = base_encode(c, &p, src, ndim, shape, frame_ids, wire, seed, frame, cap, len);
+    if (est && own_check) {
+        const size_t nb = c->k->count_nonfinite(x, (size_t)n);
+        if (nb) return not_finite(c, nb, n);
+    }
+    PZ_TRY(est);
     const float *received = hat; /* what the receiver will use */
     if (c->wrap || stats) {
         frame_header h;
