@@ -144,4 +144,6 @@ wait "$cli"; rc=$?
 took=$(( $(date +%s) - start ))
 if [ "$rc" -eq 1 ] && [ "$took" -lt 60 ]; then ok; else bad "client after the server died: exit $rc after ${took}s"; fi
 grep -qE "server.*(no message|dead|closed)" "$tmp/d.log" && ok || bad "no reason given: $(tail -1 "$tmp/d.log")"
+# the client waited one --timeout for the server (another party), not one per stage behind it
+grep -q "no message within 5.0 s" "$tmp/d.log" && ok || bad "the client did not give up after its --timeout: $(tail -1 "$tmp/d.log")"
 finish test_zmq
