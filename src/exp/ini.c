@@ -26,6 +26,13 @@ pz_status pz_ini_load(pz_ini *ini, const char *path) {
         line++;
         char *s = trim(p);
         if (!*s || *s == '#' || *s == ';') continue;
+        /* an inline comment: '#' or ';' after whitespace ends the line (values never hold them so) */
+        for (char *c = s + 1; *c; c++)
+            if ((*c == '#' || *c == ';') && isspace((unsigned char)c[-1])) {
+                *c = 0;
+                s = trim(s);
+                break;
+            }
         if (*s == '[') {
             char *close = strchr(s, ']');
             if (!close || *trim(close + 1)) {

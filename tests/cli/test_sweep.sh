@@ -90,4 +90,8 @@ for pub in "$configs/../docs/results"/*/; do
   for p in "$pub"/plots/*; do cmp -s "$p" "$tmp/pub-$n/plots/$(basename "$p")" || bad "report changed $n/plots/$(basename "$p")"; done
   [ -s "$tmp/pub-$n/report.md" ] && ok || bad "no report for $n"
 done
+# configs as people write them: inline comments end a line
+printf '[sweep]   # the sweep\nname = commented   # its name\nrows = fwd    # the tables\ncols = bwd ; columns\n[base]\nmodel = mlp  # small\ndata = synthetic\nepochs = 1\nlimit-train = 64\nlimit-test = 32\nstages = 2\n[grid]\nfwd = none | q8   # two\nbwd = none | q8\n' > "$tmp/comments.ini"
+"$pz" sweep "$tmp/comments.ini" --out "$tmp/comments" > "$tmp/comments.log" 2>&1 && ok || bad "a config with inline comments: $(tail -3 "$tmp/comments.log")"
+grep -q "^# commented (" "$tmp/comments/report.md" && grep -q 'rows: `fwd`, columns: `bwd`' "$tmp/comments/report.md" && ok || bad "inline comments leaked into the report: $(head -20 "$tmp/comments/report.md")"
 finish test_sweep
