@@ -78,43 +78,23 @@ float *pz_floats_try(size_t n) {
 pz_status pz_read_file_max(const char *path, size_t max, uint8_t **data, size_t *len) {
     *data = NULL;
     *len = 0;
-    if (!strcmp(path, "-")) { /* standard input */
-        size_t cap = 1 << 16, n = 0;
-        uint8_t *buf = malloc(cap);
-        if (!buf) return pz_fail(PZ_ERR_NOMEM, "out of memory reading standard input");
-        for (;;) {
-            if (n == cap) {
-                uint8_t *nb = realloc(buf, cap * 2);
-                if (!nb) { free(buf); return pz_fail(PZ_ERR_NOMEM, "out of memory reading standard input"); }
-                buf = nb, cap *= 2;
-            }
-            const ssize_t got = read(0, buf + n, cap - n);
-            if (got < 0 && errno == EINTR) continue;
-            if (got < 0) { free(buf); return pz_fail(PZ_ERR_IO, "cannot read standard input: %s", strerror(errno)); }
-            if (got == 0) break;
-            n += (size_t)got;
-            if (n > max) { free(buf); return pz_fail(PZ_ERR_FORMAT, "standard input holds more than %zu bytes", max); }
-        }
-        *data = buf, *len = n;
-        return PZ_OK;
+    const int in = !strcmp(path, "-");
+    const char *name = in ? "standard input" : path;
+    int fd = -1;
+    if (in && (fd = dup(0)) < 0) return pz_fail(PZ_ERR_IO, "cannot read standard input: %s", strerror(errno));
+    gzFile f = in ? gzdopen(fd, "rb") : gzopen(path, "rb"); /* reads plain data transparently */
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return pz_fail(PZ_ERR_IO, "cannot open '%s': %s", name, strerror(errno ? errno : ENOENT));
     }
-    gzFile f = gzopen(path, "rb"); /* reads plain files transparently */
-    if (!f)
-        return pz_fail(PZ_ERR_IO, "cannot open '%s': %s", path, strerror(errno ? errno : ENOENT));
     size_t cap = max < (1 << 20) ? max + 1 : 1 << 20, n = 0;
     uint8_t *buf = malloc(cap);
-    if (!buf) { gzclose(f); return pz_fail(PZ_ERR_NOMEM, "out of memory reading '%s'", path); }
+    if (!buf) { gzclose(f); return pz_fail(PZ_ERR_NOMEM, "out of memory reading '%s'", name); }
     for (;;) {
-        if (n == cap) {
-            size_t nc = cap * 2;
-            if (nc > max + 1) nc = max + 1; /* one byte past the limit says it is exceeded */
-            uint8_t *nb = nc > cap ? realloc(buf, nc) : NULL;
-            if (!nb) {
-                free(buf);
-                gzclose(f);
-                return nc > cap ? pz_fail(PZ_ERR_NOMEM, "out of memory reading '%s'", path)
-                                : pz_fail(PZ_ERR_FORMAT, "'%s' holds more than %zu bytes", path, max);
-            }
+        if (n == cap) { /* n <= max here: grow, to at most one byte past the limit (which says it is exceeded) */
+            const size_t nc = cap * 2 < max + 1 ? cap * 2 : max + 1;
+            uint8_t *nb = realloc(buf, nc);
+            if (!nb) { free(buf); gzclose(f); return pz_fail(PZ_ERR_NOMEM, "out of memory reading '%s'", name); }
             buf = nb;
             cap = nc;
         }
@@ -122,7 +102,7 @@ pz_status pz_read_file_max(const char *path, size_t max, uint8_t **data, size_t 
         if (got < 0) {
             int zerr;
             const char *msg = gzerror(f, &zerr);
-            pz_status st = pz_fail(PZ_ERR_FORMAT, "'%s' is corrupt: %s", path, msg);
+            pz_status st = pz_fail(PZ_ERR_FORMAT, "'%s' is corrupt: %s", name, msg);
             free(buf);
             gzclose(f);
             return st;
@@ -132,7 +112,7 @@ pz_status pz_read_file_max(const char *path, size_t max, uint8_t **data, size_t 
         if (n > max) {
             free(buf);
             gzclose(f);
-            return pz_fail(PZ_ERR_FORMAT, "'%s' holds more than %zu bytes", path, max);
+            return pz_fail(PZ_ERR_FORMAT, "'%s' holds more than %zu bytes", name, max);
         }
     }
     gzclose(f);
@@ -171,6 +151,17 @@ pz_status pz_read_text(const char *path, char **text, size_t *len) {
     return PZ_OK;
 }
 
+static pz_status write_fd(int fd, const char *name, const void *data, size_t len) {
+    const uint8_t *p = data;
+    while (len > 0) {
+        const ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", name, strerror(errno));
+        p += w, len -= (size_t)w;
+    }
+    return PZ_OK;
+}
+
 static pz_status write_file(const char *path, const void *data, size_t len, int mode, int replace) {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
@@ -184,19 +175,11 @@ static pz_status write_file(const char *path, const void *data, size_t len, int 
         unlink(tmp);
         return st;
     }
-    const uint8_t *p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            pz_status st = pz_fail(PZ_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
-            close(fd);
-            unlink(tmp);
-            return st;
-        }
-        p += w;
-        left -= (size_t)w;
+    pz_status wst = write_fd(fd, tmp, data, len);
+    if (wst) {
+        close(fd);
+        unlink(tmp);
+        return wst;
     }
     if (fsync(fd) != 0 || close(fd) != 0) {
         pz_status st = pz_fail(PZ_ERR_IO, "cannot flush '%s': %s", tmp, strerror(errno));
@@ -216,17 +199,6 @@ static pz_status write_file(const char *path, const void *data, size_t len, int 
 }
 
 pz_status pz_write_file_atomic(const char *path, const void *data, size_t len) { return write_file(path, data, len, 0644, 1); }
-
-static pz_status write_fd(int fd, const char *name, const void *data, size_t len) {
-    const uint8_t *p = data;
-    while (len > 0) {
-        const ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", name, strerror(errno));
-        p += w, len -= (size_t)w;
-    }
-    return PZ_OK;
-}
 
 pz_status pz_write_output(const char *path, const void *data, size_t len) {
     if (!strcmp(path, "-")) return write_fd(1, "standard output", data, len);
