@@ -151,6 +151,15 @@ pz_status pz_read_text(const char *path, char **text, size_t *len) {
     return PZ_OK;
 }
 
+void pz_escape_text(char *out, size_t cap, const char *in) {
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p && n + 5 < cap; p++) {
+        if (*p >= 0x20 && *p < 0x7f && *p != '\\') out[n++] = (char)*p;
+        else n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *p);
+    }
+    if (cap) out[n < cap ? n : cap - 1] = 0;
+}
+
 static pz_status write_fd(int fd, const char *name, const void *data, size_t len) {
     const uint8_t *p = data;
     while (len > 0) {

@@ -40,6 +40,9 @@ pz_status pz_write_file_atomic(const char *path, const void *data, size_t len);
  * socket is written through (never replaced); a symbolic link writes its
  * target; a regular file (or a new one) is written atomically. */
 pz_status pz_write_output(const char *path, const void *data, size_t len);
+/* Text another party chose (a peer's address, an error it sent), made one
+ * printable log line: bytes outside printable ASCII and backslashes as \xNN. */
+void pz_escape_text(char *out, size_t cap, const char *in);
 /* The same for a secret: created mode 0600 before its first byte is
  * written; an existing path (a file, a link, anything) is an error unless
  * replace. */

@@ -648,9 +648,7 @@ pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o) {
             if (!known && n_joined < 256) joined[n_joined++] = client;
         } else {
             char esc[1100];
-            size_t n = 0;
-            for (const char *c = ended; *c && n + 2 < sizeof esc; c++) esc[n++] = *c == '\n' ? ' ' : *c;
-            esc[n] = 0;
+            pz_escape_text(esc, sizeof esc, ended); /* the reason may be the client's own ERROR text */
             fprintf(stderr, "pipezip serve: session %d failed: %s; the server's stages go back to %s\n", sessions, esc,
                     have_snap ? "the state the last completed session left" : o->resume ? "the --resume checkpoint" : "their initial state");
             /* a client that joined and dropped out is skipped; a refused one never joined */

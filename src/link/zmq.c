@@ -185,26 +185,16 @@ static int recv_parts(zend *z, inmsg *m, uint8_t **buf, size_t *cap, long timeou
 }
 
 /* ---- the server's peers ---------------------------------------------------- */
-/* what a peer sent, as printable text for one log line */
-static void escape(char *out, size_t cap, const char *in) {
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)in; *p && n + 5 < cap; p++) {
-        if (*p >= 0x20 && *p < 0x7f && *p != '\\') out[n++] = (char)*p;
-        else n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *p);
-    }
-    out[n] = 0;
-}
-
 static void peer_name(const uint8_t *id, size_t id_len, const char *addr, char *out, size_t cap) {
     char hex[2 * 16 + 1] = "", a[160];
     for (size_t i = 0; i < id_len && i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", id[i]);
-    escape(a, sizeof a, addr && *addr ? addr : "?");
+    pz_escape_text(a, sizeof a, addr && *addr ? addr : "?");
     snprintf(out, cap, "peer %s%s at %s", hex[0] ? hex : "-", id_len > 16 ? "..." : "", a);
 }
 
 static void serve_log(const char *fmt, const char *who, const char *what) {
     char w[400];
-    escape(w, sizeof w, what);
+    pz_escape_text(w, sizeof w, what);
     fprintf(stderr, fmt, who, w);
 }
 
@@ -589,7 +579,7 @@ static void *zap_main(void *arg) {
                 char raw[64];
                 const size_t an = zmq_msg_size(&parts[3]) < sizeof raw - 1 ? zmq_msg_size(&parts[3]) : sizeof raw - 1;
                 memcpy(raw, zmq_msg_data(&parts[3]), an), raw[an] = 0;
-                escape(addr, sizeof addr, raw);
+                pz_escape_text(addr, sizeof addr, raw);
             }
             fprintf(stderr, "pipezip serve: refused a client at %s with an unknown CURVE key\n", addr);
         }

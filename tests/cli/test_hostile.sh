@@ -28,7 +28,7 @@ wait "$rec" && [ -s "$tmp/check.bin" ] && ok || bad "recording the settings chec
 
 port=$((port + 1))
 ep="tcp://127.0.0.1:$port"
-checked=(empty-eval-checked stop save-escape bad-meta bad-frame bad-labels step-then-die half-step)
+checked=(empty-eval-checked error-text stop save-escape bad-meta bad-frame bad-labels step-then-die half-step)
 "$pz" serve "${model[@]}" --bind "$ep" --timeout 5 --clients $(( ${#checked[@]} + 1 )) --checkpoint-dir "$tmp/srv" \
   > "$tmp/serve.log" 2>&1 &
 srv=$!

@@ -244,6 +244,11 @@ static int scenario(const char *ep, const char *name) {
         send_msg(sock, NULL, 0, T_EVAL_META, "", 0);
         return expect_error("evaluation header");
     }
+    if (!strcmp(name, "error-text")) { /* an ERROR of its own, with terminal escapes and a line break */
+        const char e[] = "evil\x1b[2J\nforged log line";
+        send_msg(sock, NULL, 0, T_ERROR, e, sizeof e);
+        return expect_error("evil");
+    }
     if (!strcmp(name, "stop")) {
         send_msg(sock, NULL, 0, T_STOP, "", 0);
         return expect_error("STOP");
