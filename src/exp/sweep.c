@@ -365,8 +365,6 @@ pz_status pz_sweep_run(const pz_sweep_opts *o, pz_option_check_fn known) {
 
 
 
-static void csv_field(FILE *f, const char *s) { pz_csv_field(f, s); }
-
 static void csv_num(FILE *f, double v) {
     if (isnan(v)) return; /* empty: not available */
     if (v == floor(v) && fabs(v) < 1e15) fprintf(f, "%.0f", v);
@@ -594,15 +592,15 @@ pz_status pz_sweep_collect(const char *dir) {
           f);
     for (int p = 0; p < pl.npts; p++) {
         const run_result *r = &rr[p];
-        csv_field(f, pl.pts[p].id);
+        pz_csv_field(f, pl.pts[p].id);
         fputc(',', f);
-        csv_field(f, r->status);
+        pz_csv_field(f, r->status);
         for (int k = 0; k < nk; k++) {
             const char *val = "";
             for (int i = 0; i < pl.pts[p].n; i++)
                 if (!strcmp(pl.pts[p].set[i].key, keys[k].key)) val = pl.pts[p].set[i].value;
             fputc(',', f);
-            csv_field(f, val);
+            pz_csv_field(f, val);
         }
         const double total = r->fwd_bytes + r->bwd_bytes;
         const double vals[] = {r->epochs, r->final_acc, r->best_acc, r->final_cacc, r->best_cacc, r->fwd_bytes, r->bwd_bytes,

@@ -109,9 +109,9 @@ static pz_status zmq_send_msg(pz_link *l, int tag, double stamp, const void *msg
     return PZ_OK;
 }
 
-/* One multipart message as it arrived. The payload goes into *buf only when
- * `keep` says so for its sender (the server copies only its session
- * client's); else its first bytes into small[]. */
+/* One multipart message as it arrived. The payload goes into *buf only
+ * from the server's session client (or, on a client, the server); its
+ * first bytes always into small[]. */
 typedef struct {
     uint8_t id[ID_MAX];
     size_t id_len;
@@ -119,7 +119,6 @@ typedef struct {
     double stamp;
     size_t len;            /* the payload's size */
     uint8_t small[16];
-    int copied;            /* the payload is in *buf */
     char addr[64];         /* the sender's address, when the transport gives it */
 } inmsg;
 
@@ -172,7 +171,6 @@ static int recv_parts(zend *z, inmsg *m, uint8_t **buf, size_t *cap, long timeou
                     *buf = b, *cap = n ? n : 1;
                 }
                 if (n) memcpy(*buf, d, n);
-                m->copied = 1;
             }
         }
         more = zmq_msg_more(&part);

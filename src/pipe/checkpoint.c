@@ -16,17 +16,17 @@
 static const char magic[8] = {'P', 'Z', 'C', 'K', 'P', 'T', '0', '2'};
 static const char magic_v1[8] = {'P', 'Z', 'C', 'K', 'P', 'T', '0', '1'}; /* no CRC */
 
-/* The blob's version (1, 2; 0: not a checkpoint) and, for version 2, its
- * CRC checked; *body_len the bytes before the CRC. */
-static pz_status check_blob(const uint8_t *data, size_t len, const char *path, int *version, size_t *body_len) {
-    *version = 0, *body_len = len;
-    if (len >= 8 && !memcmp(data, magic_v1, 8)) return *version = 1, PZ_OK;
+/* A checkpoint blob of either version, version 2's CRC checked; *body_len
+ * the bytes before the CRC (all of a version-1 blob). */
+static pz_status check_blob(const uint8_t *data, size_t len, const char *path, size_t *body_len) {
+    *body_len = len;
+    if (len >= 8 && !memcmp(data, magic_v1, 8)) return PZ_OK;
     if (len < 12 || memcmp(data, magic, 8)) return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint", path);
     const uint32_t want = (uint32_t)pz_get_i32(data + len - 4), got = pz_crc32c(data, len - 4);
     if (want != got)
         return pz_fail(PZ_ERR_FORMAT, "'%s' is damaged: its CRC-32C is %08x, the bytes give %08x (a truncated or corrupted file)",
                        path, want, got);
-    *version = 2, *body_len = len - 4;
+    *body_len = len - 4;
     return PZ_OK;
 }
 
@@ -114,9 +114,8 @@ pz_status pz_checkpoint_read(const char *path, int stage, pz_model *m, int64_t p
 
 pz_status pz_checkpoint_unpack(const uint8_t *data, size_t len, const char *path, int stage, pz_model *m, int64_t p0,
                                int64_t p1, pz_optim *opt, pz_codec **codecs, int n_codecs) {
-    int version;
     size_t body;
-    PZ_TRY(check_blob(data, len, path, &version, &body));
+    PZ_TRY(check_blob(data, len, path, &body));
     const uint8_t *p = data, *end = data + body;
     pz_status s = PZ_OK;
 #define NEED(n) do { if ((size_t)(end - p) < (size_t)(n)) goto truncated; } while (0)
@@ -192,9 +191,8 @@ pz_status pz_checkpoint_read_params(const char *path, pz_model *m, int64_t *p0, 
     uint8_t *data;
     size_t len;
     PZ_TRY(pz_read_file(path, &data, &len));
-    int version;
     size_t body;
-    pz_status s = check_blob(data, len, path, &version, &body);
+    pz_status s = check_blob(data, len, path, &body);
     if (s) goto done;
     len = body;
     const size_t head = 8 + 4 + 8 + 8 + 8 + 4 + 8;
