@@ -557,6 +557,19 @@ static pz_status serve_max_message(const pz_run_config *cfg, const pz_model *mod
     return PZ_OK;
 }
 
+/* a set of client ids: add id unless it is there or the set is full */
+static void id_add(uint64_t *set, int *n, int cap, uint64_t id) {
+    for (int i = 0; i < *n; i++)
+        if (set[i] == id) return;
+    if (*n < cap) set[(*n)++] = id;
+}
+
+static int id_in(const uint64_t *set, int n, uint64_t id) {
+    for (int i = 0; i < n; i++)
+        if (set[i] == id) return 1;
+    return 0;
+}
+
 pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o) {
     PZ_TRY(pz_run_config_check(cfg));
     pz_set_threads(cfg->threads);
@@ -622,9 +635,7 @@ pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o) {
         const int checked = pz_pipe_checked(pipe);
         const int n_gone = pz_link_zmq_dropouts(link, gone, 64);
         for (int g = 0; g < n_gone; g++) {
-            int seen = 0;
-            for (int i = 0; i < n_done; i++) seen |= done[i] == gone[g];
-            if (!seen && n_done < o->clients) done[n_done++] = gone[g];
+            id_add(done, &n_done, o->clients, gone[g]);
             fprintf(stderr, "pipezip serve: client %016llx dropped out (%d of %d)\n", (unsigned long long)gone[g], n_done, o->clients);
         }
         if (how == PZ_ZMQ_SESSION_NONE) { /* no session began: a client dropped out between turns, or the link failed */
@@ -643,22 +654,17 @@ pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o) {
             }
             have_snap = 1;
             finished = last;
-            int known = 0;
-            for (int i = 0; i < n_joined; i++) known |= joined[i] == client;
-            if (!known && n_joined < 256) joined[n_joined++] = client;
+            id_add(joined, &n_joined, 256, client);
         } else {
             char esc[1100];
             pz_escape_text(esc, sizeof esc, ended); /* the reason may be the client's own ERROR text */
             fprintf(stderr, "pipezip serve: session %d failed: %s; the server's stages go back to %s\n", sessions, esc,
                     have_snap ? "the state the last completed session left" : o->resume ? "the --resume checkpoint" : "their initial state");
             /* a client that joined and dropped out is skipped; a refused one never joined */
-            finished = checked;
-            for (int i = 0; i < n_joined; i++) finished |= joined[i] == client;
+            finished = checked || id_in(joined, n_joined, client);
         }
         if (finished) {
-            int seen = 0;
-            for (int i = 0; i < n_done; i++) seen |= done[i] == client;
-            if (!seen && n_done < o->clients) done[n_done++] = client;
+            id_add(done, &n_done, o->clients, client);
             fprintf(stderr, "pipezip serve: client %016llx %s (%d of %d)\n", (unsigned long long)client,
                     how == PZ_ZMQ_SESSION_CLOSED && !ps ? "finished" : "dropped out", n_done, o->clients);
         }
