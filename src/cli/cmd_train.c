@@ -133,11 +133,14 @@ typedef struct {
     int no_out, overwrite;
 } train_args;
 
+/* The files a run writes into its directory (and its checkpoint/ directory). */
+static const char *const run_files[] = {"config.json", "summary.json", "steps.jsonl", "epochs.jsonl", "steps.csv", "epochs.csv",
+                                        "boundaries.jsonl", "boundaries.csv", "evals.jsonl", "evals.csv", "tokenizer.txt",
+                                        "checkpoint", NULL};
+
 /* Does dir hold a run (any file a run writes)? Its first such file into what. */
 static int holds_run(const char *dir, char *what, size_t cap) {
-    static const char *const files[] = {"config.json", "summary.json", "checkpoint", "steps.jsonl", "epochs.jsonl", "steps.csv",
-                                        "epochs.csv", "boundaries.jsonl", "boundaries.csv", "evals.jsonl", "evals.csv", "tokenizer.txt", NULL};
-    for (const char *const *f = files; *f; f++) {
+    for (const char *const *f = run_files; *f; f++) {
         snprintf(what, cap, "%s/%s", dir, *f);
         if (access(what, F_OK) == 0) return 1;
     }
@@ -146,14 +149,14 @@ static int holds_run(const char *dir, char *what, size_t cap) {
 
 /* --overwrite: the files of the run in dir go (nothing else in it) */
 static int remove_run(const char *dir) {
-    static const char *const files[] = {"config.json", "summary.json", "steps.jsonl", "epochs.jsonl", "steps.csv", "epochs.csv",
-                                        "boundaries.jsonl", "boundaries.csv", "evals.jsonl", "evals.csv", "tokenizer.txt",
-                                        "checkpoint/latest.json", NULL};
     char p[4200];
-    for (const char *const *f = files; *f; f++) {
+    for (const char *const *f = run_files; *f; f++) {
+        if (!strcmp(*f, "checkpoint")) continue; /* a directory: below */
         snprintf(p, sizeof p, "%s/%s", dir, *f);
         if (unlink(p) != 0 && errno != ENOENT) return -1;
     }
+    snprintf(p, sizeof p, "%s/checkpoint/latest.json", dir);
+    if (unlink(p) != 0 && errno != ENOENT) return -1;
     snprintf(p, sizeof p, "%s/checkpoint", dir);
     DIR *d = opendir(p);
     if (d) {

@@ -10,9 +10,10 @@
 
 static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
-/* Parse an idx header; *dims gets ndim sizes, returns the payload offset. */
-static pz_status idx_header(const char *path, const uint8_t *b, size_t len, int want_ndim,
-                            uint32_t *dims, size_t *offset) {
+/* Parse an idx header from its first len bytes; *dims gets ndim sizes,
+ * *offset the payload's start, *total its size. */
+static pz_status idx_sizes(const char *path, const uint8_t *b, size_t len, int want_ndim, uint32_t *dims, size_t *offset,
+                           uint64_t *total_out) {
     if (len < 4 || b[0] != 0 || b[1] != 0)
         return pz_fail(PZ_ERR_FORMAT, "'%s' is not an idx file (bad magic number)", path);
     if (b[2] != 0x08)
@@ -29,10 +30,17 @@ static pz_status idx_header(const char *path, const uint8_t *b, size_t len, int 
         total *= dims[i];
         if (total > ((uint64_t)1 << 36)) return pz_fail(PZ_ERR_FORMAT, "'%s': sizes are implausibly large", path);
     }
-    if (len - off != total)
-        return pz_fail(PZ_ERR_FORMAT, "'%s' holds %zu bytes of data, its header says %llu", path, len - off,
+    *offset = off, *total_out = total;
+    return PZ_OK;
+}
+
+/* ... and its payload, which must be exactly what the header says */
+static pz_status idx_header(const char *path, const uint8_t *b, size_t len, int want_ndim, uint32_t *dims, size_t *offset) {
+    uint64_t total = 0;
+    PZ_TRY(idx_sizes(path, b, len, want_ndim, dims, offset, &total));
+    if (len - *offset != total)
+        return pz_fail(PZ_ERR_FORMAT, "'%s' holds %zu bytes of data, its header says %llu", path, len - *offset,
                        (unsigned long long)total);
-    *offset = off;
     return PZ_OK;
 }
 
@@ -40,20 +48,12 @@ static pz_status idx_header(const char *path, const uint8_t *b, size_t len, int 
  * never more than the header's size (+1) is read. */
 static pz_status read_idx(const char *path, int ndim, uint8_t **b, size_t *len, uint32_t *dims, size_t *off) {
     uint8_t head[16];
-    size_t got;
+    size_t got, hl = 0;
+    uint64_t total = 0;
     PZ_TRY(pz_read_head(path, head, sizeof head, &got));
-    const size_t hl = 4 + 4 * (size_t)ndim;
-    if (got >= 4 && (head[0] != 0 || head[1] != 0)) return pz_fail(PZ_ERR_FORMAT, "'%s' is not an idx file (bad magic number)", path);
-    if (got < hl) return pz_fail(PZ_ERR_FORMAT, "'%s' is truncated inside its header", path);
-    uint32_t d[3];
-    size_t o;
-    /* the header alone: sizes plausible? (the payload check fails; only its sizes matter here) */
-    pz_status st = idx_header(path, head, hl, ndim, d, &o);
-    uint64_t total = 1;
-    for (int i = 0; i < ndim; i++) total *= be32(head + 4 + 4 * i);
-    if (st && !(total > 0 && total <= ((uint64_t)1 << 36))) return st;
+    PZ_TRY(idx_sizes(path, head, got, ndim, dims, &hl, &total));
     PZ_TRY(pz_read_file_max(path, hl + (size_t)total, b, len));
-    st = idx_header(path, *b, *len, ndim, dims, off);
+    const pz_status st = idx_header(path, *b, *len, ndim, dims, off);
     if (st) free(*b), *b = NULL;
     return st;
 }
