@@ -77,9 +77,9 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     for (int i = p->first; i <= p->last && !st; i++) st = plan_stage(p, i);
     if (!st && cfg->restore && cfg->restore->kept) {
         stage *k = &p->st[p->first];
-        if (!(k->kept = malloc(cfg->restore->kept_len ? cfg->restore->kept_len : 1)))
+        if (!(k->kept = blob_dup(cfg->restore->kept, cfg->restore->kept_len)))
             st = pz_fail(PZ_ERR_NOMEM, "out of memory restoring a %zu-byte client state", cfg->restore->kept_len);
-        else memcpy(k->kept, cfg->restore->kept, cfg->restore->kept_len), k->kept_len = cfg->restore->kept_len;
+        else k->kept_len = cfg->restore->kept_len;
     }
     if (st) {
         pz_pipe_free(p);
@@ -265,8 +265,8 @@ pz_status pz_pipe_snapshot(pz_pipe *p, pz_pipe_state *out) {
     }
     const stage *k = &p->st[p->first];
     if (!rc && k->kept) {
-        if (!(st.kept = malloc(k->kept_len ? k->kept_len : 1))) rc = pz_fail(PZ_ERR_NOMEM, "out of memory for a snapshot");
-        else memcpy(st.kept, k->kept, k->kept_len), st.kept_len = k->kept_len;
+        if (!(st.kept = blob_dup(k->kept, k->kept_len))) rc = pz_fail(PZ_ERR_NOMEM, "out of memory for a snapshot");
+        else st.kept_len = k->kept_len;
     }
     if (rc) {
         pz_pipe_state_free(&st);

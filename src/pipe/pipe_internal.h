@@ -10,6 +10,8 @@
 #include "protocol.h"
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 typedef struct stage stage;
 typedef struct stage_bufs stage_bufs;
@@ -112,6 +114,13 @@ pz_status stage_check_frame(const char *what, int nd, const int64_t *shape, int 
  * peer answers for all of its stages at once, and its death must be
  * noticed within --timeout). */
 static inline double stage_wait(const stage *s, const pz_link *l, int hops);
+
+/* A copy of n bytes (a client state kept or snapshotted); NULL when out of memory. */
+static inline uint8_t *blob_dup(const uint8_t *p, size_t n) {
+    uint8_t *c = malloc(n ? n : 1);
+    if (c && n) memcpy(c, p, n);
+    return c;
+}
 
 /* targets per sample (protocol.h's P) */
 static inline int pipe_targets(const pz_pipe *p) { return p->cfg.targets > 0 ? p->cfg.targets : 1; }

@@ -187,9 +187,8 @@ static pz_status stage_handoff(stage *s, int tag, uint8_t **buf, size_t *cap, si
     const double tmo = stage_wait(s, s->next, p->S - s->index);
     if (s->index > 0) { /* the keeper */
         if (tag == MSG_PUT_STATE) {
-            uint8_t *k = malloc(len ? len : 1);
+            uint8_t *k = blob_dup(*buf, len);
             if (!k) return pz_fail(PZ_ERR_NOMEM, "out of memory keeping a %zu-byte client state", len);
-            memcpy(k, *buf, len);
             free(s->kept);
             s->kept = k, s->kept_len = len;
             return pz_link_send(s->prev, MSG_KEPT, "", 0);
