@@ -129,7 +129,8 @@ typedef struct {
     int has_ids;
 } pz_frame_info;
 
-/* Validate a frame's header and checksum and describe it. */
+/* Validate a frame's header (its family's parameters, the decoding limit)
+ * and checksum and describe it; pz_frame_validate checks the payload too. */
 pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info);
 /* Decode any stateless frame (or a stateful one's inner payload, without
  * the state: e.g. an ef21 frame gives C(x - A), not A). */

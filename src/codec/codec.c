@@ -210,12 +210,16 @@ static uint64_t decode_limit = PZ_CODEC_DECODE_LIMIT;
 void pz_codec_set_decode_limit(uint64_t max_elements) { decode_limit = max_elements ? max_elements : PZ_CODEC_DECODE_LIMIT; }
 uint64_t pz_codec_decode_limit(void) { return decode_limit; }
 
+pz_status frame_check_limit(const frame_header *h) {
+    if ((uint64_t)h->n <= decode_limit) return PZ_OK;
+    return frame_error(PZ_FRAME_CAPACITY, "the frame declares %lld elements, more than the decoding limit of %llu (pz_codec_set_decode_limit, --max-elements)",
+                       (long long)h->n, (unsigned long long)decode_limit);
+}
+
 /* parse a frame for decoding into a destination of cap floats */
 static pz_status parse_for_decode(const uint8_t *frame, size_t len, size_t cap, frame_header *h) {
     PZ_TRY(frame_parse(frame, len, h));
-    if ((uint64_t)h->n > decode_limit)
-        return frame_error(PZ_FRAME_CAPACITY, "the frame declares %lld elements, more than the decoding limit of %llu (pz_codec_set_decode_limit, --max-elements)",
-                           (long long)h->n, (unsigned long long)decode_limit);
+    PZ_TRY(frame_check_limit(h));
     if ((uint64_t)h->n > cap)
         return frame_error(PZ_FRAME_CAPACITY, "the tensor has %lld elements, the destination holds %zu", (long long)h->n, cap);
     return PZ_OK;

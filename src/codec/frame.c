@@ -142,6 +142,7 @@ pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info
     PZ_TRY(frame_parse(frame, len, &h));
     PZ_TRY(frame_verify_deferred(&h));
     PZ_TRY(h.fam->check(&h)); /* the parameters its family allows, as a decode checks them */
+    PZ_TRY(frame_check_limit(&h));
     info->codec_id = h.codec;
     info->codec_name = h.fam->name;
     info->ndim = h.ndim;

@@ -49,6 +49,9 @@ void frame_write_header_crc(uint8_t *f, const frame_header *h, uint32_t payload_
  * pass for callers that do not decode. */
 pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h);
 pz_status frame_verify_deferred(const frame_header *h);
+/* PZ_FRAME_CAPACITY when the frame declares more elements than the
+ * decoding limit (pz_codec_set_decode_limit; codec.c) */
+pz_status frame_check_limit(const frame_header *h);
 pz_status frame_check_crc(const frame_header *h, uint32_t body_crc);
 
 /* The CRC-32C of a body written in chunks of `chunk_bytes` (the last may be
