@@ -631,7 +631,7 @@ pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o) {
         snprintf(ended, sizeof ended, "%s", ps ? pz_last_error() : "");
         uint64_t client = 0, gone[64];
         int last = 0;
-        const int how = pz_link_zmq_session(link, &client, &last, NULL, 0);
+        const int how = pz_link_zmq_session(link, &client, &last);
         const int checked = pz_pipe_checked(pipe);
         const int n_gone = pz_link_zmq_dropouts(link, gone, 64);
         for (int g = 0; g < n_gone; g++) {

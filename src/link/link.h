@@ -83,8 +83,9 @@ enum { PZ_ZMQ_SESSION_NONE, PZ_ZMQ_SESSION_OPEN, PZ_ZMQ_SESSION_CLOSED, PZ_ZMQ_S
 int pz_zmq_available(void);
 pz_status pz_link_zmq_listen(pz_link **l, const pz_zmq_server_config *cfg, const char *name);
 /* How the current (or last) session stands: PZ_ZMQ_SESSION_*; its client's
- * id, whether its CLOSE said it was its last turn, why it was dropped. */
-int pz_link_zmq_session(pz_link *l, uint64_t *client, int *last_turn, char *why, size_t why_cap);
+ * id, whether its CLOSE said it was its last turn (why a session was
+ * dropped is the failed receive's error). */
+int pz_link_zmq_session(pz_link *l, uint64_t *client, int *last_turn);
 void pz_link_zmq_next_session(pz_link *l);
 /* Clients whose turn ended (not their last) and who did not ask for the
  * next within the timeout: up to max ids into ids, taken. The receive

@@ -12,7 +12,7 @@
  * unexpected or oversized message from a peer outside the session is logged
  * (one escaped line naming the peer) and the peer ignored from then on; from
  * the session's client it ends the session (the receive fails, and
- * pz_link_zmq_session says why), as does a client silent for the session
+ * pz_link_zmq_session says how it ended), as does a client silent for the session
  * timeout. pz_link_zmq_next_session makes the end ready for the next one.
  * Message sizes are capped (ZMQ_MAXMSGSIZE) at what the served model can
  * need, so a peer without a key cannot make the server allocate more; a
@@ -468,12 +468,11 @@ static zend *server_end(pz_link *l) {
     return z->server ? z : NULL;
 }
 
-int pz_link_zmq_session(pz_link *l, uint64_t *client, int *last_turn, char *why, size_t why_cap) {
+int pz_link_zmq_session(pz_link *l, uint64_t *client, int *last_turn) {
     zend *z = server_end(l);
     if (!z) return PZ_ZMQ_SESSION_NONE;
     if (client) *client = z->client;
     if (last_turn) *last_turn = z->last_turn;
-    if (why && why_cap) snprintf(why, why_cap, "%s", z->why);
     return z->session_end;
 }
 
@@ -751,8 +750,8 @@ pz_status pz_zmq_keygen(const char *path, int force) {
     (void)path, (void)force;
     return NO_ZMQ;
 }
-int pz_link_zmq_session(pz_link *l, uint64_t *client, int *last_turn, char *why, size_t why_cap) {
-    (void)l, (void)client, (void)last_turn, (void)why, (void)why_cap;
+int pz_link_zmq_session(pz_link *l, uint64_t *client, int *last_turn) {
+    (void)l, (void)client, (void)last_turn;
     return PZ_ZMQ_SESSION_NONE;
 }
 void pz_link_zmq_next_session(pz_link *l) { (void)l; }
