@@ -236,12 +236,13 @@ static uint64_t hello_client(const inmsg *m) {
 }
 
 /* The queue of clients that asked while the server was busy (and still
- * ask: one that stopped asking for 3 s is forgotten): this one's place. */
+ * ask, every 0.1 s: one silent for the session timeout, at most 10 s, is
+ * forgotten; a stalled process keeps its place): this one's place. */
 static int enqueue(zend *z, uint64_t client) {
     const double now = pz_now();
     int n = 0, mine = -1;
     for (int i = 0; i < z->n_wait; i++)
-        if (now - z->wait[i].last < 3.0) z->wait[n++] = z->wait[i];
+        if (now - z->wait[i].last < (z->idle_s < 10.0 ? z->idle_s : 10.0)) z->wait[n++] = z->wait[i];
     z->n_wait = n;
     for (int i = 0; i < n; i++)
         if (z->wait[i].client == client) mine = i;

@@ -97,7 +97,7 @@ PY
 # from the client-side weights the last one left; one is killed part-way and
 # skipped, the others finish; nothing waits for a time, only for states
 port=$((port + 1))
-"$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" --clients 3 --wait-for 3 --timeout 5 --checkpoint-dir "$tmp/srv4" > "$tmp/serve4.log" 2>&1 &
+"$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" --clients 3 --wait-for 3 --timeout 30 --checkpoint-dir "$tmp/srv4" > "$tmp/serve4.log" 2>&1 &
 srv=$!
 wait_port "$tmp/serve4.log" || bad "round-robin server did not start: $(cat "$tmp/serve4.log")"
 rr=(--limit-train 192 --limit-test 64 --epochs 4 --progress none --link zmq --connect "tcp://127.0.0.1:$port" --turn epoch --timeout 30)
