@@ -1,12 +1,59 @@
-/* conv.c — 2-D convolution as im2col + one BLAS GEMM per sample.
- * Samples are spread over OpenMP threads; each thread has its own column
- * buffers and its own weight-gradient accumulator, reduced in thread order
+/* conv.c — 2-D convolution. Stride 1 with "same" padding (every 3x3 pad 1
+ * convolution) runs the direct kernels of conv_direct_*.c, chosen by the
+ * CPU's features; every other shape is im2col + one BLAS GEMM per sample.
+ * Samples are spread over OpenMP threads; each thread has its own buffers
+ * and its own weight-gradient accumulator, reduced in thread order
  * afterwards, so a fixed thread count gives bit-identical results. */
 #include "kernels.h"
 #include "blas.h"
+#include "conv_direct.h"
 
 #include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static const pz_conv_direct_ops direct_avx512 = {"avx512", pz_conv_direct_ws_avx512, pz_conv_direct_forward_avx512,
+                                                 pz_conv_direct_backward_avx512};
+static const pz_conv_direct_ops direct_avx2 = {"avx2", pz_conv_direct_ws_avx2, pz_conv_direct_forward_avx2,
+                                               pz_conv_direct_backward_avx2};
+
+const pz_conv_direct_ops *pz_conv_direct_for(unsigned features, const char *want) {
+    if (want && *want) {
+        if (!strcmp(want, "im2col")) return NULL;
+        if (!strcmp(want, "avx512") && (features & PZ_CPU_AVX512)) return &direct_avx512;
+        if (!strcmp(want, "avx2") && (features & PZ_CPU_AVX2_FMA)) return &direct_avx2;
+    }
+    if (features & PZ_CPU_AVX512) return &direct_avx512;
+    if (features & PZ_CPU_AVX2_FMA) return &direct_avx2;
+    return NULL;
+}
+
+/* chosen once per process: by the CPU's features, or PZ_CONV_KERNELS
+ * (im2col, avx2, avx512; one this CPU lacks is refused with a warning) */
+static const pz_conv_direct_ops *direct_ops(void) {
+    static int chosen;
+    static const pz_conv_direct_ops *ops;
+    if (!chosen) {
+        const char *want = getenv("PZ_CONV_KERNELS");
+        if (want && !*want) want = NULL;
+        ops = pz_conv_direct_for(pz_cpu_features(), want);
+        if (want && strcmp(want, "im2col") && strcmp(want, "avx2") && strcmp(want, "avx512"))
+            fprintf(stderr, "pipezip: PZ_CONV_KERNELS='%s' is not im2col, avx2 or avx512; choosing by CPU\n", want);
+        else if (want && strcmp(want, "im2col") && (!ops || strcmp(ops->name, want)))
+            fprintf(stderr, "pipezip: PZ_CONV_KERNELS=%s: this CPU lacks it; choosing by CPU\n", want);
+        chosen = 1;
+    }
+    return ops;
+}
+
+const char *pz_conv_kernels(void) {
+    const pz_conv_direct_ops *d = direct_ops();
+    return d ? d->name : "im2col";
+}
+
+/* the shapes the direct kernels take: stride 1, same size out, K > 1 */
+static int direct_shape(int K, int stride, int pad) { return K > 1 && stride == 1 && 2 * pad == K - 1; }
 
 static int out_dim(int n, int K, int stride, int pad) { return (n + 2 * pad - K) / stride + 1; }
 
@@ -164,11 +211,20 @@ static size_t per_thread_floats(int C, int H, int W, int OC, int K, int stride, 
 }
 
 size_t conv2d_workspace_floats(int C, int H, int W, int OC, int K, int stride, int pad) {
-    return (size_t)pz_get_threads() * per_thread_floats(C, H, W, OC, K, stride, pad);
+    const size_t gemm = (size_t)pz_get_threads() * per_thread_floats(C, H, W, OC, K, stride, pad);
+    const pz_conv_direct_ops *d = direct_ops();
+    if (!d || !direct_shape(K, stride, pad)) return gemm;
+    const size_t direct = d->ws(C, H, W, OC, K, pz_get_threads());
+    return direct > gemm ? direct : gemm;
 }
 
 void conv2d_forward(float *out, float *ws, const float *inp, const float *weight, const float *bias,
                     int B, int C, int H, int W, int OC, int K, int stride, int pad) {
+    const pz_conv_direct_ops *direct = direct_ops();
+    if (direct && direct_shape(K, stride, pad)) {
+        direct->forward(out, ws, inp, weight, bias, B, C, H, W, OC, K, pz_get_threads());
+        return;
+    }
     pz_blas_prepare();
     const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
     const int CKK = C * K * K, OHW = OH * OW;
@@ -197,15 +253,38 @@ void conv2d_forward(float *out, float *ws, const float *inp, const float *weight
     }
 }
 
+static void bias_grad(float *dbias, const float *dout, int B, int OC, int OHW) {
+    if (dbias)
+        for (int oc = 0; oc < OC; oc++) {
+            double s = 0.0;
+            for (int b = 0; b < B; b++) {
+                const float *p = dout + ((size_t)b * OC + oc) * OHW;
+                for (int i = 0; i < OHW; i++) s += p[i];
+            }
+            dbias[oc] += (float)s;
+        }
+}
+
 void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
                      const float *dout, const float *inp, const float *weight,
                      int B, int C, int H, int W, int OC, int K, int stride, int pad) {
-    pz_blas_prepare();
     const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
     const int CKK = C * K * K, OHW = OH * OW;
     const size_t per = per_thread_floats(C, H, W, OC, K, stride, pad);
     const int pointwise = is_pointwise(K, stride, pad);
     const int T = pz_get_threads();
+    const size_t nw = (size_t)OC * CKK;
+    const pz_conv_direct_ops *direct = direct_ops();
+    if (direct && direct_shape(K, stride, pad)) {
+        float *acc;
+        size_t stride_t;
+        direct->backward(dinp, ws, dout, inp, weight, B, C, H, W, OC, K, T, &acc, &stride_t);
+        for (int t = 0; t < T; t++)
+            for (size_t i = 0; i < nw; i++) dweight[i] += acc[(size_t)t * stride_t + i];
+        bias_grad(dbias, dout, B, OC, OHW);
+        return;
+    }
+    pz_blas_prepare();
 #pragma omp parallel num_threads(T)
     {
         const int t = omp_get_thread_num();
@@ -239,18 +318,9 @@ void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
         }
     }
     /* reduce the per-thread weight gradients in a fixed order */
-    const size_t nw = (size_t)OC * CKK;
     for (int t = 0; t < T; t++) {
         const float *dw = ws + (size_t)t * per + 2 * (size_t)CKK * OHW;
         for (size_t i = 0; i < nw; i++) dweight[i] += dw[i];
     }
-    if (dbias)
-        for (int oc = 0; oc < OC; oc++) {
-            double s = 0.0;
-            for (int b = 0; b < B; b++) {
-                const float *p = dout + ((size_t)b * OC + oc) * OHW;
-                for (int i = 0; i < OHW; i++) s += p[i];
-            }
-            dbias[oc] += (float)s;
-        }
+    bias_grad(dbias, dout, B, OC, OHW);
 }

@@ -29,6 +29,16 @@ void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
                      const float *dout, const float *inp, const float *weight,
                      int B, int C, int H, int W, int OC, int K, int stride, int pad);
 
+/* The convolution kernels that run: "avx512" or "avx2" (the direct kernels
+ * for stride 1, same padding; every other shape is im2col + BLAS), or
+ * "im2col" (all shapes im2col + BLAS: a CPU without AVX2 and FMA, or
+ * PZ_CONV_KERNELS=im2col). Chosen once per process from the CPU's features
+ * (pz_cpu_features) unless PZ_CONV_KERNELS names one the CPU has. */
+const char *pz_conv_kernels(void);
+/* the choice itself, pure (tests): NULL means im2col; want may be NULL */
+struct pz_conv_direct_ops;
+const struct pz_conv_direct_ops *pz_conv_direct_for(unsigned features, const char *want);
+
 /* col (C*K*K, OH*OW) <- one image (C, H, W); col2im accumulates back (and
  * may overwrite col's padding positions: col is the caller's scratch). */
 void im2col(float *col, const float *img, int C, int H, int W, int K, int stride, int pad);
