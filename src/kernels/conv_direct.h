@@ -1,7 +1,9 @@
-/* conv_direct.h — direct convolution kernels for stride 1 with "same"
- * padding (2 pad = K - 1, K > 1), one build per ISA (conv_direct_impl.h
- * says how they work); kernels/conv.c chooses among them by the CPU's
- * features and falls back to im2col + BLAS elsewhere. Internal to kernels. */
+/* conv_direct.h — direct convolution kernels, one build per ISA
+ * (conv_direct_impl.h says how they work): for stride 1 with "same" padding
+ * (2 pad = K - 1, K > 1), and for any other stride up to 8 and padding
+ * through phase planes. kernels/conv.c chooses among them by the CPU's
+ * features; pointwise 1x1 convolutions stay one BLAS GEMM a sample, and a
+ * CPU without AVX2 and FMA runs im2col + BLAS. Internal to kernels. */
 #ifndef PZ_CONV_DIRECT_H
 #define PZ_CONV_DIRECT_H
 
@@ -16,6 +18,13 @@ typedef struct pz_conv_direct_ops {
      * thread's accumulator: thread t's at *acc + t * *acc_stride, (OC, C K K) */
     void (*backward)(float *dinp, float *ws, const float *dout, const float *inp, const float *weight, int B, int C,
                      int H, int W, int OC, int K, int threads, float **acc, size_t *acc_stride);
+    /* any stride from 1 to 8 and any padding, by phase planes */
+    size_t (*ws_strided)(int C, int H, int W, int OC, int K, int S, int pad, int threads);
+    void (*forward_strided)(float *out, float *ws, const float *inp, const float *weight, const float *bias, int B,
+                            int C, int H, int W, int OC, int K, int S, int pad, int threads);
+    void (*backward_strided)(float *dinp, float *ws, const float *dout, const float *inp, const float *weight, int B,
+                             int C, int H, int W, int OC, int K, int S, int pad, int threads, float **acc,
+                             size_t *acc_stride);
 } pz_conv_direct_ops;
 
 size_t pz_conv_direct_ws_avx512(int C, int H, int W, int OC, int K, int threads);
@@ -30,5 +39,19 @@ void pz_conv_direct_forward_avx2(float *out, float *ws, const float *inp, const 
 void pz_conv_direct_backward_avx2(float *dinp, float *ws, const float *dout, const float *inp, const float *weight,
                                   int B, int C, int H, int W, int OC, int K, int threads, float **acc,
                                   size_t *acc_stride);
+size_t pz_conv_direct_ws_strided_avx512(int C, int H, int W, int OC, int K, int S, int pad, int threads);
+void pz_conv_direct_forward_strided_avx512(float *out, float *ws, const float *inp, const float *weight,
+                                           const float *bias, int B, int C, int H, int W, int OC, int K, int S,
+                                           int pad, int threads);
+void pz_conv_direct_backward_strided_avx512(float *dinp, float *ws, const float *dout, const float *inp,
+                                            const float *weight, int B, int C, int H, int W, int OC, int K, int S,
+                                            int pad, int threads, float **acc, size_t *acc_stride);
+size_t pz_conv_direct_ws_strided_avx2(int C, int H, int W, int OC, int K, int S, int pad, int threads);
+void pz_conv_direct_forward_strided_avx2(float *out, float *ws, const float *inp, const float *weight,
+                                           const float *bias, int B, int C, int H, int W, int OC, int K, int S,
+                                           int pad, int threads);
+void pz_conv_direct_backward_strided_avx2(float *dinp, float *ws, const float *dout, const float *inp,
+                                            const float *weight, int B, int C, int H, int W, int OC, int K, int S,
+                                            int pad, int threads, float **acc, size_t *acc_stride);
 
 #endif

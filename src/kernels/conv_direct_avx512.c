@@ -16,4 +16,14 @@ typedef __m512 vec;
 #define vset1(x) _mm512_set1_ps(x)
 #define vzero() _mm512_setzero_ps()
 #define vfma(a, b, c) _mm512_fmadd_ps(a, b, c)
+/* pairwise over the lanes: j + 8, j + 4, j + 2, j + 1 (vector adds of the
+ * swapped halves, quarters, pairs, neighbours) */
+static inline float vsum16(const vec *v) {
+    __m512 x = v[0];
+    x = _mm512_add_ps(x, _mm512_shuffle_f32x4(x, x, 0x4E)); /* 256-bit halves swapped */
+    x = _mm512_add_ps(x, _mm512_shuffle_f32x4(x, x, 0xB1)); /* 128-bit quarters swapped */
+    x = _mm512_add_ps(x, _mm512_permute_ps(x, 0x4E));       /* 64-bit pairs swapped */
+    x = _mm512_add_ps(x, _mm512_permute_ps(x, 0xB1));       /* neighbours swapped */
+    return _mm512_cvtss_f32(x);
+}
 #include "conv_direct_impl.h"

@@ -3,6 +3,8 @@
  * conv_direct_avx2.c and conv_direct_avx512.c, which define
  *   CD_SUFFIX  the name suffix,    CD_V  floats per vector,
  *   vec, vload, vstore, vset1, vzero, vfma   (intrinsics),
+ *   vsum16(v)  the 16 lanes of v[0..16/CD_V) added pairwise: lane j + lane
+ *              j + 8 (j < 8), then + 4, + 2, + 1; lane 0 is the sum,
  *   CD_RO, CD_RI      forward tile: output channels x vectors of positions,
  *   CD_WO, CD_WK      weight-gradient tile: output channels x kernel taps.
  *
@@ -115,13 +117,7 @@ static void CD_FN(tile_dw)(float *restrict dw, int ld, const float *const *restr
         }
     }
     for (int o = 0; o < no; o++)
-        for (int k = 0; k < nk; k++) {
-            float lane[16];
-            for (int u = 0; u < NV; u++) vstore(lane + u * CD_V, acc[o][k][u]);
-            for (int step = 8; step; step >>= 1)
-                for (int j = 0; j < step; j++) lane[j] += lane[j + step];
-            dw[(size_t)o * ld + k] += lane[0];
-        }
+        for (int k = 0; k < nk; k++) dw[(size_t)o * ld + k] += vsum16(acc[o][k]);
 }
 
 /* dw (nout, nk) += the sum over nb samples and their positions of g rows
@@ -194,23 +190,23 @@ static void CD_FN(tap_table)(int *off, int C, int K, const CD_FN(geom) *g) {
 /* one image (C, H, W) into the interiors of the padded planes */
 static void CD_FN(fill)(float *restrict planes, const float *restrict img, int C, int H, int W, const CD_FN(geom) *g) {
     for (int c = 0; c < C; c++)
-        for (int h = 0; h < H; h++)
-            memcpy(planes + (size_t)c * g->PS + (size_t)(h + g->pad) * g->Wp + g->pad, img + ((size_t)c * H + h) * W,
-                   sizeof(float) * (size_t)W);
+        for (int h = 0; h < H; h++) {
+            float *restrict d = planes + (size_t)c * g->PS + (size_t)(h + g->pad) * g->Wp + g->pad;
+            const float *restrict s = img + ((size_t)c * H + h) * W;
+            for (int w = 0; w < W; w++) d[w] = s[w]; /* rows of a few floats: no memcpy call */
+        }
 }
 
-/* the valid positions of rows (C, NI-grid of stride ds) into (C, H, W) */
+/* the valid positions of rows (C rows of stride ds, a grid of rows wr wide)
+ * into (C, OH, OW) */
 static void CD_FN(drop_garbage)(float *restrict img, const float *restrict rows, size_t ds, const float *bias, int C,
-                                int H, int W, const CD_FN(geom) *g) {
+                                int OH, int OW, int wr) {
     for (int c = 0; c < C; c++) {
-        const float b = bias ? bias[c] : 0.0f;
-        for (int h = 0; h < H; h++) {
-            const float *s = rows + (size_t)c * ds + (size_t)h * g->Wp;
-            float *d = img + ((size_t)c * H + h) * W;
-            if (bias)
-                for (int w = 0; w < W; w++) d[w] = s[w] + b;
-            else
-                memcpy(d, s, sizeof(float) * (size_t)W);
+        const float b = bias ? bias[c] : 0.0f; /* x + 0.0f is x (a -0.0 output becomes +0.0) */
+        for (int h = 0; h < OH; h++) {
+            const float *s = rows + (size_t)c * ds + (size_t)h * wr;
+            float *d = img + ((size_t)c * OH + h) * OW;
+            for (int w = 0; w < OW; w++) d[w] = s[w] + b;
         }
     }
 }
@@ -239,7 +235,7 @@ void CD_FN(pz_conv_direct_forward)(float *out, float *ws, const float *inp, cons
         for (int b = 0; b < B; b++) {
             CD_FN(fill)(X, inp + (size_t)b * C * H * W, C, H, W, &g);
             CD_FN(gemm_taps)(D, (size_t)g.n16 * 16, X, off, nk, wpk, nob, g.nvec);
-            CD_FN(drop_garbage)(out + (size_t)b * OC * H * W, D, (size_t)g.n16 * 16, bias, OC, H, W, &g);
+            CD_FN(drop_garbage)(out + (size_t)b * OC * H * W, D, (size_t)g.n16 * 16, bias, OC, H, W, g.Wp);
         }
     }
 }
@@ -297,8 +293,220 @@ void CD_FN(pz_conv_direct_backward)(float *dinp, float *ws, const float *dout, c
                 for (int j = 0; j < nb; j++) {
                     CD_FN(gemm_taps)(D, (size_t)g.n16 * 16, DY + j * DS, off_d, nkt, wpk, nob, g.nvec);
                     CD_FN(drop_garbage)(dinp + (size_t)(b0 + j) * C * H * W, D, (size_t)g.n16 * 16, NULL, C, H, W,
-                                        &g);
+                                        g.Wp);
                 }
+        }
+    }
+}
+
+/* ---- stride S > 1 -------------------------------------------------------
+ * The padded image split into S x S phase planes, Q[ph][pw][y][x] =
+ * Xp[S y + ph][S x + pw], Wq = ceil(Wp / S) wide: output (oh, ow) reads tap
+ * (kh, kw) at phase (kh % S, kw % S), position (oh + kh / S, ow + kw / S),
+ * so in an output grid Wq wide every tap is again one shifted contiguous
+ * run, and the forward and weight-gradient kernels are those above. The
+ * input gradient, phase by phase: dQ[ph][pw][y][x] = sum over the taps (kh,
+ * kw) = (S a + ph, S b + pw) of w * dy[y - a][x - b], a correlation over
+ * dy padded by A = (K - 1) / S above and to the left, Wd = Wq + A wide. */
+typedef struct {
+    int S, pad, K, OH, OW;
+    int Hq, Wq, A;   /* phase planes; the largest tap shift */
+    size_t PSq;      /* floats per phase plane, guards included */
+    int NI, n16, nvec; /* output grid OH x Wq */
+    int group;
+    int Wd, Hd;      /* the padded dy of the input gradient */
+    size_t PSd;
+    int n16q, nvecq; /* a phase's input-gradient grid Hq x Wd */
+} CD_FN(sgeom);
+
+static CD_FN(sgeom) CD_FN(sgeometry)(int H, int W, int K, int S, int pad) {
+    CD_FN(sgeom) g;
+    g.S = S, g.pad = pad, g.K = K;
+    g.OH = (H + 2 * pad - K) / S + 1, g.OW = (W + 2 * pad - K) / S + 1;
+    g.Hq = (H + 2 * pad + S - 1) / S, g.Wq = (W + 2 * pad + S - 1) / S;
+    g.A = (K - 1) / S;
+    g.PSq = (size_t)(g.Hq * g.Wq + g.A + 32 + 15) / 16 * 16;
+    g.NI = g.OH * g.Wq;
+    g.n16 = (g.NI + 15) / 16;
+    g.nvec = g.n16 * 16 / CD_V;
+    g.group = (64 + g.n16 - 1) / g.n16;
+    if (g.group > 16) g.group = 16;
+    g.Wd = g.Wq + g.A, g.Hd = g.Hq + g.A;
+    g.PSd = (size_t)(g.Hd * g.Wd + g.A + 32 + 15) / 16 * 16;
+    g.n16q = (g.Hq * g.Wd + 15) / 16;
+    g.nvecq = g.n16q * 16 / CD_V;
+    return g;
+}
+
+static size_t CD_FN(sthread_floats)(int C, int H, int W, int OC, int K, int S, int pad) {
+    const CD_FN(sgeom) g = CD_FN(sgeometry)(H, W, K, S, pad);
+    const int rows = CD_FN(round_up)(C > OC ? C : OC, CD_RO);
+    const size_t grid = (size_t)(g.n16 > g.n16q ? g.n16 : g.n16q) * 16;
+    return (size_t)g.group * ((size_t)C * S * S * g.PSq + (size_t)OC * g.n16 * 16) + (size_t)OC * g.PSd +
+           (size_t)rows * grid + (size_t)OC * C * K * K + 64;
+}
+
+size_t CD_FN(pz_conv_direct_ws_strided)(int C, int H, int W, int OC, int K, int S, int pad, int threads) {
+    return CD_FN(shared_floats)(C, OC, K) + (size_t)threads * CD_FN(sthread_floats)(C, H, W, OC, K, S, pad);
+}
+
+/* tap (c, kh, kw) of the phase planes */
+static void CD_FN(stap_table)(int *off, int C, const CD_FN(sgeom) *g) {
+    const int K = g->K, S = g->S;
+    for (int c = 0; c < C; c++)
+        for (int kh = 0; kh < K; kh++)
+            for (int kw = 0; kw < K; kw++)
+                off[(c * K + kh) * K + kw] =
+                    (int)(((size_t)c * S * S + (size_t)(kh % S) * S + kw % S) * g->PSq) + (kh / S) * g->Wq + kw / S;
+}
+
+/* one image (C, H, W) into its phase planes (their padding stays zero);
+ * phases no tap reads (kh % S >= K: K < S) are left out */
+static void CD_FN(fill_phases)(float *restrict q, const float *restrict img, int C, int H, int W,
+                               const CD_FN(sgeom) *g) {
+    const int S = g->S, p = g->pad;
+    for (int c = 0; c < C; c++)
+        for (int h = 0; h < H; h++) {
+            const int y = (h + p) / S, ph = (h + p) % S;
+            if (ph >= g->K) continue;
+            const float *restrict s = img + ((size_t)c * H + h) * W;
+            for (int pw = 0; pw < S && pw < g->K; pw++) {
+                float *restrict row = q + (((size_t)c * S + ph) * S + pw) * g->PSq + (size_t)y * g->Wq;
+                const int w0 = ((pw - p) % S + S) % S, x0 = (w0 + p) / S;
+                for (int w = w0, x = x0; w < W; w += S, x++) row[x] = s[w];
+            }
+        }
+}
+
+/* rows (C, OH, OW) into a grid rows wr wide, at (r0, c0) (the rest stays zero) */
+static void CD_FN(fill_grid)(float *restrict d, size_t ds, const float *restrict img, int C, int OH, int OW, int wr,
+                             int r0, int c0) {
+    for (int c = 0; c < C; c++)
+        for (int h = 0; h < OH; h++) {
+            float *restrict row = d + (size_t)c * ds + (size_t)(h + r0) * wr + c0;
+            const float *restrict s = img + ((size_t)c * OH + h) * OW;
+            for (int w = 0; w < OW; w++) row[w] = s[w];
+        }
+}
+
+void CD_FN(pz_conv_direct_forward_strided)(float *out, float *ws, const float *inp, const float *weight,
+                                           const float *bias, int B, int C, int H, int W, int OC, int K, int S,
+                                           int pad, int threads) {
+    const CD_FN(sgeom) g = CD_FN(sgeometry)(H, W, K, S, pad);
+    const int nk = C * K * K, nob = CD_FN(round_up)(OC, CD_RO) / CD_RO;
+    float *wpk = ws;
+    int *off = (int *)(ws + (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_RO) * (C > OC ? C : OC) * K * K);
+    float *per = ws + CD_FN(shared_floats)(C, OC, K);
+    const size_t tf = CD_FN(sthread_floats)(C, H, W, OC, K, S, pad);
+    const size_t QS = (size_t)C * S * S * g.PSq, ds = (size_t)g.n16 * 16;
+    for (int ob = 0; ob < nob; ob++)
+        for (int k = 0; k < nk; k++)
+            for (int r = 0; r < CD_RO; r++) {
+                const int oc = ob * CD_RO + r;
+                wpk[((size_t)ob * nk + k) * CD_RO + r] = oc < OC ? weight[(size_t)oc * nk + k] : 0.0f;
+            }
+    CD_FN(stap_table)(off, C, &g);
+#pragma omp parallel num_threads(threads)
+    {
+        float *Q = per + (size_t)omp_get_thread_num() * tf;
+        float *D = Q + (size_t)g.group * (QS + (size_t)OC * ds) + (size_t)OC * g.PSd;
+        memset(Q, 0, sizeof(float) * QS);
+#pragma omp for schedule(static)
+        for (int b = 0; b < B; b++) {
+            CD_FN(fill_phases)(Q, inp + (size_t)b * C * H * W, C, H, W, &g);
+            CD_FN(gemm_taps)(D, ds, Q, off, nk, wpk, nob, g.nvec);
+            CD_FN(drop_garbage)(out + (size_t)b * OC * g.OH * g.OW, D, ds, bias, OC, g.OH, g.OW, g.Wq);
+        }
+    }
+}
+
+void CD_FN(pz_conv_direct_backward_strided)(float *dinp, float *ws, const float *dout, const float *inp,
+                                            const float *weight, int B, int C, int H, int W, int OC, int K, int S,
+                                            int pad, int threads, float **acc, size_t *acc_stride) {
+    const CD_FN(sgeom) g = CD_FN(sgeometry)(H, W, K, S, pad);
+    const int nk = C * K * K, nob = CD_FN(round_up)(C, CD_RO) / CD_RO;
+    const int taps = (C > OC ? C : OC) * K * K;
+    float *wpk = ws;
+    int *off_x = (int *)(ws + (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_RO) * taps);
+    int *off_d = off_x + taps;
+    float *per = ws + CD_FN(shared_floats)(C, OC, K);
+    const size_t tf = CD_FN(sthread_floats)(C, H, W, OC, K, S, pad);
+    const size_t QS = (size_t)C * S * S * g.PSq, ds = (size_t)g.n16 * 16, dq = (size_t)g.n16q * 16;
+    const size_t GS = (size_t)OC * ds; /* a sample's dy in the output grid */
+    /* per phase (ph, pw): its taps (oc, a, b), packed weights and offsets,
+     * phases one after another; at most S*S <= 64 phases (S <= 8) */
+    int ph_tap0[65], ph_w0[65];
+    int t = 0, wo = 0;
+    for (int ph = 0; ph < S; ph++)
+        for (int pw = 0; pw < S; pw++) {
+            const int P = ph * S + pw;
+            ph_tap0[P] = t, ph_w0[P] = wo;
+            const int t0 = t;
+            for (int oc = 0; oc < OC; oc++)
+                for (int kh = ph; kh < K; kh += S)
+                    for (int kw = pw; kw < K; kw += S)
+                        off_d[t++] = (int)((size_t)oc * g.PSd) + (g.A - kh / S) * g.Wd + (g.A - kw / S);
+            if (dinp)
+                for (int ob = 0; ob < nob; ob++) {
+                    int k = 0;
+                    for (int oc = 0; oc < OC; oc++)
+                        for (int kh = ph; kh < K; kh += S)
+                            for (int kw = pw; kw < K; kw += S, k++)
+                                for (int r = 0; r < CD_RO; r++) {
+                                    const int c = ob * CD_RO + r;
+                                    wpk[wo + ((size_t)ob * (t - t0) + k) * CD_RO + r] =
+                                        c < C ? weight[(((size_t)oc * C + c) * K + kh) * K + kw] : 0.0f;
+                                }
+                }
+            wo += nob * CD_RO * (t - t0);
+        }
+    ph_tap0[S * S] = t;
+    CD_FN(stap_table)(off_x, C, &g);
+    const size_t dw_at = (size_t)g.group * (QS + GS) + (size_t)OC * g.PSd +
+                         (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_RO) * (ds > dq ? ds : dq);
+    *acc = per + dw_at;
+    *acc_stride = tf;
+#pragma omp parallel num_threads(threads)
+    {
+        const int th = omp_get_thread_num(), nt = omp_get_num_threads();
+        float *Q = per + (size_t)th * tf;              /* group samples' phase planes */
+        float *G = Q + (size_t)g.group * QS;            /* their dy in the output grid */
+        float *DP = G + (size_t)g.group * GS;           /* one sample's padded dy */
+        float *D = DP + (size_t)OC * g.PSd;
+        float *dw = per + (size_t)th * tf + dw_at;
+        memset(Q, 0, sizeof(float) * ((size_t)g.group * (QS + GS) + (size_t)OC * g.PSd));
+        memset(dw, 0, sizeof(float) * (size_t)OC * nk);
+        const int lo = (int)((int64_t)B * th / nt), hi = (int)((int64_t)B * (th + 1) / nt);
+        for (int b0 = lo; b0 < hi; b0 += g.group) {
+            const int nb = hi - b0 < g.group ? hi - b0 : g.group;
+            for (int j = 0; j < nb; j++) {
+                CD_FN(fill_phases)(Q + j * QS, inp + (size_t)(b0 + j) * C * H * W, C, H, W, &g);
+                CD_FN(fill_grid)(G + j * GS, ds, dout + (size_t)(b0 + j) * OC * g.OH * g.OW, OC, g.OH, g.OW, g.Wq, 0,
+                                 0);
+            }
+            CD_FN(dw_taps)(dw, G, ds, GS, OC, Q, QS, off_x, nk, nb, g.n16);
+            if (!dinp) continue;
+            for (int j = 0; j < nb; j++) {
+                float *dx = dinp + (size_t)(b0 + j) * C * H * W;
+                CD_FN(fill_grid)(DP, g.PSd, dout + (size_t)(b0 + j) * OC * g.OH * g.OW, OC, g.OH, g.OW, g.Wd, g.A,
+                                 g.A);
+                for (int ph = 0; ph < S; ph++)
+                    for (int pw = 0; pw < S; pw++) {
+                        const int P = ph * S + pw, nt_p = ph_tap0[P + 1] - ph_tap0[P];
+                        if (nt_p) CD_FN(gemm_taps)(D, dq, DP, off_d + ph_tap0[P], nt_p, wpk + ph_w0[P], nob, g.nvecq);
+                        /* input positions of this phase: (h + pad) % S == ph, (w + pad) % S == pw */
+                        const int w0 = ((pw - pad) % S + S) % S, x0 = (w0 + pad) / S;
+                        for (int c = 0; c < C; c++)
+                            for (int h = ((ph - pad) % S + S) % S; h < H; h += S) {
+                                const float *restrict s = D + (size_t)c * dq + (size_t)((h + pad) / S) * g.Wd;
+                                float *restrict d = dx + ((size_t)c * H + h) * W;
+                                if (nt_p)
+                                    for (int w = w0, x = x0; w < W; w += S, x++) d[w] = s[x];
+                                else
+                                    for (int w = w0; w < W; w += S) d[w] = 0.0f;
+                            }
+                    }
+            }
         }
     }
 }

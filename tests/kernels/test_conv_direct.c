@@ -17,8 +17,10 @@
 #include "kernels/kernels.h"
 
 typedef struct {
-    int B, C, H, W, OC, K;
+    int B, C, H, W, OC, K, S, pad; /* S = 0: stride 1, same padding (the stride-1 kernels) */
 } shape;
+
+static int odim(int n, const shape *s) { return s->S ? (n + 2 * s->pad - s->K) / s->S + 1 : n; }
 
 /* each element's bound: 4e-6 of the sum of the magnitudes of its terms
  * (float32 rounding over at most a few thousand fused terms), plus a floor */
@@ -39,19 +41,20 @@ static int same_bits(const float *a, const float *b, size_t n) { return memcmp(a
 
 static void reference(const shape *s, const float *x, const float *w, const float *dy, double *y, double *ym,
                       double *dx, double *dxm, double *dw, double *dwm) {
-    const int B = s->B, C = s->C, H = s->H, W = s->W, OC = s->OC, K = s->K, p = (K - 1) / 2;
-    const size_t ny = (size_t)B * OC * H * W, nx = (size_t)B * C * H * W, nw = (size_t)OC * C * K * K;
+    const int B = s->B, C = s->C, H = s->H, W = s->W, OC = s->OC, K = s->K, st = s->S ? s->S : 1;
+    const int p = s->S ? s->pad : (K - 1) / 2, OH = odim(H, s), OW = odim(W, s);
+    const size_t ny = (size_t)B * OC * OH * OW, nx = (size_t)B * C * H * W, nw = (size_t)OC * C * K * K;
     memset(y, 0, ny * 8), memset(ym, 0, ny * 8), memset(dx, 0, nx * 8), memset(dxm, 0, nx * 8);
     memset(dw, 0, nw * 8), memset(dwm, 0, nw * 8);
     for (int b = 0; b < B; b++)
         for (int oc = 0; oc < OC; oc++)
-            for (int oh = 0; oh < H; oh++)
-                for (int ow = 0; ow < W; ow++) {
-                    const size_t yi = (((size_t)b * OC + oc) * H + oh) * W + ow;
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                    const size_t yi = (((size_t)b * OC + oc) * OH + oh) * OW + ow;
                     for (int c = 0; c < C; c++)
                         for (int kh = 0; kh < K; kh++)
                             for (int kw = 0; kw < K; kw++) {
-                                const int ih = oh + kh - p, iw = ow + kw - p;
+                                const int ih = oh * st + kh - p, iw = ow * st + kw - p;
                                 if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
                                 const size_t xi = (((size_t)b * C + c) * H + ih) * W + iw;
                                 const size_t wi = (((size_t)oc * C + c) * K + kh) * K + kw;
@@ -65,11 +68,18 @@ static void reference(const shape *s, const float *x, const float *w, const floa
 static void run_ops(const pz_conv_direct_ops *ops, const shape *s, int threads, const float *x, const float *w,
                     const float *dy, float *y, float *dx, float *dw) {
     const int B = s->B, C = s->C, H = s->H, W = s->W, OC = s->OC, K = s->K;
-    float *ws = pz_xfloats(ops->ws(C, H, W, OC, K, threads));
-    ops->forward(y, ws, x, w, NULL, B, C, H, W, OC, K, threads);
     float *acc;
     size_t stride;
-    ops->backward(dx, ws, dy, x, w, B, C, H, W, OC, K, threads, &acc, &stride);
+    float *ws;
+    if (!s->S) {
+        ws = pz_xfloats(ops->ws(C, H, W, OC, K, threads));
+        ops->forward(y, ws, x, w, NULL, B, C, H, W, OC, K, threads);
+        ops->backward(dx, ws, dy, x, w, B, C, H, W, OC, K, threads, &acc, &stride);
+    } else {
+        ws = pz_xfloats(ops->ws_strided(C, H, W, OC, K, s->S, s->pad, threads));
+        ops->forward_strided(y, ws, x, w, NULL, B, C, H, W, OC, K, s->S, s->pad, threads);
+        ops->backward_strided(dx, ws, dy, x, w, B, C, H, W, OC, K, s->S, s->pad, threads, &acc, &stride);
+    }
     const size_t nw = (size_t)OC * C * K * K;
     memset(dw, 0, nw * sizeof(float));
     for (int t = 0; t < threads; t++)
@@ -104,15 +114,24 @@ int main(void) {
     const pz_conv_direct_ops *native = (f & PZ_CPU_AVX512) ? a512 : a2;
 
     const shape shapes[] = {
-        {3, 16, 28, 28, 16, 3}, {5, 32, 14, 14, 32, 3}, {20, 64, 7, 7, 64, 3}, {2, 1, 28, 28, 16, 3},
-        {3, 3, 5, 6, 5, 3},     {2, 2, 9, 9, 3, 5},     {17, 7, 3, 4, 9, 3},   {3, 5, 1, 1, 6, 3},
-        {2, 3, 8, 1, 2, 3},     {2, 2, 1, 9, 7, 3},     {2, 3, 8, 8, 5, 7},    {33, 6, 4, 4, 10, 3},
+        /* stride 1, same padding: resnet8's, then the tails */
+        {3, 16, 28, 28, 16, 3, 0, 0}, {5, 32, 14, 14, 32, 3, 0, 0}, {20, 64, 7, 7, 64, 3, 0, 0}, {2, 1, 28, 28, 16, 3, 0, 0},
+        {3, 3, 5, 6, 5, 3, 0, 0},     {2, 2, 9, 9, 3, 5, 0, 0},     {17, 7, 3, 4, 9, 3, 0, 0},   {3, 5, 1, 1, 6, 3, 0, 0},
+        {2, 3, 8, 1, 2, 3, 0, 0},     {2, 2, 1, 9, 7, 3, 0, 0},     {2, 3, 8, 8, 5, 7, 0, 0},    {33, 6, 4, 4, 10, 3, 0, 0},
+        /* phase planes: resnet8's stride-2 convolutions and shortcuts, then
+         * odd sizes, strides 3 and 4, kernels smaller than the stride, no
+         * padding, padding beyond "same", stride 1 without "same" */
+        {5, 16, 28, 28, 32, 3, 2, 1}, {9, 32, 14, 14, 64, 3, 2, 1}, {5, 16, 28, 28, 32, 1, 2, 0},
+        {9, 32, 14, 14, 64, 1, 2, 0}, {3, 3, 7, 5, 5, 3, 2, 1},     {2, 2, 9, 8, 3, 5, 2, 2},
+        {4, 3, 10, 11, 6, 3, 3, 1},   {2, 2, 9, 9, 3, 2, 4, 0},     {2, 4, 6, 7, 5, 4, 2, 3},
+        {3, 2, 7, 7, 3, 3, 1, 0},     {2, 3, 6, 5, 4, 3, 1, 2},     {19, 5, 3, 3, 7, 3, 2, 1},
+        {2, 1, 1, 1, 3, 3, 2, 1},     {2, 3, 12, 2, 4, 5, 3, 2},
     };
     pz_rng r;
     pz_rng_seed(&r, 5);
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const shape *s = &shapes[si];
-        const size_t nx = (size_t)s->B * s->C * s->H * s->W, ny = (size_t)s->B * s->OC * s->H * s->W;
+        const size_t nx = (size_t)s->B * s->C * s->H * s->W, ny = (size_t)s->B * s->OC * odim(s->H, s) * odim(s->W, s);
         const size_t nw = (size_t)s->OC * s->C * s->K * s->K;
         float *x = pz_xfloats(nx), *w = pz_xfloats(nw), *dy = pz_xfloats(ny);
         fill(x, nx, &r), fill(w, nw, &r), fill(dy, ny, &r);
@@ -149,39 +168,55 @@ int main(void) {
                           same_bits(gdw[0][t], gdw[1][t], nw),
                       "shape %zu, %d thread(s): AVX2 and AVX-512 give the same bits", si, t + 1);
 
-        /* the public entry points: bias, accumulation, the im2col path's values */
+        /* the public entry points: these kernels where there are 32 taps or more
+         * (but 1x1; else im2col + BLAS), the bias, accumulation */
         if (!strcmp(pz_conv_kernels(), native->name)) {
-            const int B = s->B, C = s->C, H = s->H, W = s->W, OC = s->OC, K = s->K, p = (K - 1) / 2;
+            const int B = s->B, C = s->C, H = s->H, W = s->W, OC = s->OC, K = s->K;
+            const int st = s->S ? s->S : 1, p = s->S ? s->pad : (K - 1) / 2, OHW = odim(H, s) * odim(W, s);
             float *bias = pz_xfloats(OC), *out = pz_xfloats(ny), *gx = pz_xfloats(nx), *gw = pz_xfloats(nw);
             float *gb = pz_xfloats(OC);
             fill(bias, OC, &r);
             pz_set_threads(2);
-            float *ws = pz_xfloats(conv2d_workspace_floats(C, H, W, OC, K, 1, p));
-            conv2d_forward(out, ws, x, w, bias, B, C, H, W, OC, K, 1, p);
+            float *ws = pz_xfloats(conv2d_workspace_floats(C, H, W, OC, K, st, p));
+            if (C * K * K < 32 || K == 1) { /* under 32 taps, or 1x1: im2col + BLAS, to the definition */
+                conv2d_forward(out, ws, x, w, NULL, B, C, H, W, OC, K, st, p);
+                conv2d_backward(gx, gw, NULL, ws, dy, x, w, B, C, H, W, OC, K, st, p);
+                snprintf(what, sizeof what, "shape %zu im2col output", si);
+                close_to(what, out, y, ym, ny);
+                snprintf(what, sizeof what, "shape %zu im2col input grad", si);
+                close_to(what, gx, dx, dxm, nx);
+                snprintf(what, sizeof what, "shape %zu im2col weight grad", si);
+                close_to(what, gw, dw, dwm, nw);
+                free(ws), free(bias), free(out), free(gx), free(gw), free(gb);
+                pz_set_threads(1);
+                goto next;
+            }
+            conv2d_forward(out, ws, x, w, bias, B, C, H, W, OC, K, st, p);
             int ok = 1;
-            for (size_t i = 0; i < ny; i++) ok &= out[i] == gy[1][1][i] + bias[(i / ((size_t)H * W)) % OC] || !isa[1];
-            for (size_t i = 0; i < ny && !isa[1]; i++) ok &= out[i] == gy[0][1][i] + bias[(i / ((size_t)H * W)) % OC];
+            for (size_t i = 0; i < ny; i++) ok &= out[i] == gy[1][1][i] + bias[(i / (size_t)OHW) % OC] || !isa[1];
+            for (size_t i = 0; i < ny && !isa[1]; i++) ok &= out[i] == gy[0][1][i] + bias[(i / (size_t)OHW) % OC];
             CHECK(ok, "shape %zu: conv2d_forward runs the direct kernels, plus the bias", si);
             for (int i = 0; i < OC; i++) gb[i] = 0.5f;
-            conv2d_backward(gx, gw, gb, ws, dy, x, w, B, C, H, W, OC, K, 1, p);
+            conv2d_backward(gx, gw, gb, ws, dy, x, w, B, C, H, W, OC, K, st, p);
             const float *want_dw = gdw[isa[1] ? 1 : 0][1], *want_dx = gdx[isa[1] ? 1 : 0][1];
             CHECK(same_bits(gx, want_dx, nx) && same_bits(gw, want_dw, nw),
                   "shape %zu: conv2d_backward runs the direct kernels (2 threads)", si);
             for (size_t i = 0; i < nx; i++) gx[i] = NAN;
             for (size_t i = 0; i < nw; i++) gw[i] = 1.0f;
-            conv2d_backward(gx, gw, NULL, ws, dy, x, w, B, C, H, W, OC, K, 1, p);
+            conv2d_backward(gx, gw, NULL, ws, dy, x, w, B, C, H, W, OC, K, st, p);
             ok = same_bits(gx, want_dx, nx);
             for (size_t i = 0; i < nw; i++) ok &= fabsf(gw[i] - (1.0f + want_dw[i])) <= 1e-6f * (2 + fabsf(want_dw[i]));
             CHECK(ok, "shape %zu: conv2d_backward overwrites the input grad, adds to the weight grad", si);
             for (int oc = 0; oc < OC; oc++) {
                 double sb = 0;
                 for (int b = 0; b < B; b++)
-                    for (int i = 0; i < H * W; i++) sb += dy[((size_t)b * OC + oc) * H * W + i];
+                    for (int i = 0; i < OHW; i++) sb += dy[((size_t)b * OC + oc) * OHW + i];
                 CHECK(fabs(gb[oc] - (0.5 + sb)) <= 1e-4 * (1 + fabs(sb)), "shape %zu: bias grad %d", si, oc);
             }
             free(ws), free(bias), free(out), free(gx), free(gw), free(gb);
             pz_set_threads(1);
         }
+    next:
         for (int v = 0; v < 2; v++)
             for (int t = 0; t < 3; t++) free(gy[v][t]), free(gdx[v][t]), free(gdw[v][t]);
         free(y), free(ym), free(dx), free(dxm), free(dw), free(dwm);
