@@ -136,6 +136,13 @@ typedef struct {
     int generic;              /* 1: the core does not use vector units the CPU has */
 } pz_blas_info;
 pz_blas_info pz_blas_get_info(void);
+/* The convolution kernels that run (chosen in kernels/conv.c, reported
+ * through nn's pz_nn_conv_info) */
+typedef struct {
+    const char *name;   /* "avx512", "avx2" (direct kernels), "im2col" (im2col + BLAS only) */
+    const char *source; /* who chose them: "pipezip" (from the CPU's features), "user" (PZ_CONV_KERNELS) */
+    int generic;        /* 1: the CPU has vector units these kernels do not use */
+} pz_conv_info;
 /* Tests: select a core as OPENBLAS_CORETYPE would (1 when it took), and
  * choose again from the features as at start. */
 int pz_blas_force_core(const char *core);

@@ -64,13 +64,16 @@ static int bench_train(int argc, char **argv) {
     const double med = pz_median(t, repeat), lo = t[0], hi = t[repeat - 1];
     /* what ran: the BLAS, its kernels and who chose them */
     const pz_blas_info bi = pz_blas_get_info();
+    const pz_conv_info ci = pz_nn_conv_info();
     if (!strcmp(format, "json"))
         printf("{\"bench\": \"train\", \"model\": \"%s\", \"input\": \"%s\", \"batch\": %d, \"threads\": %d, "
                "\"repeat\": %d, \"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"samples_per_s\": %.1f, "
                "\"tokens_per_s\": %.1f, "
-               "\"blas\": \"%s\", \"blas_core\": \"%s\", \"blas_core_chosen_by\": \"%s\", \"blas_generic\": %s}\n",
+               "\"blas\": \"%s\", \"blas_core\": \"%s\", \"blas_core_chosen_by\": \"%s\", \"blas_generic\": %s, "
+               "\"conv_kernels\": \"%s\", \"conv_kernels_chosen_by\": \"%s\", \"conv_generic\": %s}\n",
                model, input, batch, pz_get_threads(), repeat, 1e3 * med, 1e3 * lo, 1e3 * hi, batch / med,
-               lm ? batch * per / med : 0.0, bi.library, bi.core, bi.source, bi.generic ? "true" : "false");
+               lm ? batch * per / med : 0.0, bi.library, bi.core, bi.source, bi.generic ? "true" : "false", ci.name,
+               ci.source, ci.generic ? "true" : "false");
     else {
         printf("pipezip bench train: %s, input %s, batch %d, %d threads: median %.2f ms/step (min %.2f, max %.2f, %d steps), %.0f %s/s\n",
                model, input, batch, pz_get_threads(), 1e3 * med, 1e3 * lo, 1e3 * hi, repeat, batch * per / med,
@@ -80,11 +83,23 @@ static int bench_train(int argc, char **argv) {
                bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? " (OpenBLAS itself chose " : "",
                bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? bi.openblas_choice : "",
                bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? ")" : "");
+        if (lm)
+            ; /* no convolutions */
+        else if (!strcmp(ci.name, "im2col"))
+            printf("  convolutions: im2col + BLAS, chosen by %s\n",
+                   !strcmp(ci.source, "user") ? "PZ_CONV_KERNELS" : "pipezip (this CPU lacks AVX2 and FMA)");
+        else
+            printf("  convolutions: pipezip's direct %s kernels (1x1 and under 32 taps: im2col + BLAS), chosen by %s\n",
+                   !strcmp(ci.name, "avx512") ? "AVX-512" : "AVX2", !strcmp(ci.source, "user") ? "PZ_CONV_KERNELS" : "the CPU's features");
     }
     if (bi.generic)
         fprintf(stderr, "pipezip bench train: warning: the BLAS runs its %s kernels, which do not use this CPU's vector units "
                         "(%s; unset OPENBLAS_CORETYPE to let pipezip choose)\n",
                 bi.core, !strcmp(bi.source, "user") ? "chosen by OPENBLAS_CORETYPE" : "a generic fallback");
+    if (ci.generic)
+        fprintf(stderr, "pipezip bench train: warning: the convolutions run the %s kernels, which do not use all of this "
+                        "CPU's vector units (PZ_CONV_KERNELS=%s; unset it to let pipezip choose)\n",
+                ci.name, ci.name);
     free(t), free(x), free(y);
     pz_optim_free(&o);
     pz_model_free(&m);

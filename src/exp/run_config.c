@@ -152,6 +152,9 @@ static int config_fields(const pz_run_config *c, pz_field *f, char *seed_buf) {
     f[n++] = PZ_STR("blas", bi.library);
     f[n++] = PZ_STR("blas_core", bi.core);
     f[n++] = PZ_STR("blas_core_chosen_by", bi.source);
+    const pz_conv_info ci = pz_nn_conv_info();
+    f[n++] = PZ_STR("conv_kernels", ci.name);
+    f[n++] = PZ_STR("conv_kernels_chosen_by", ci.source);
     f[n++] = PZ_NUM("stages", c->stages);
     f[n++] = PZ_STR("cuts", c->cuts ? c->cuts : "");
     f[n++] = PZ_STR("fwd", c->fwd);

@@ -33,6 +33,7 @@ const pz_conv_direct_ops *pz_conv_direct_for(unsigned features, const char *want
 
 /* chosen once per process: by the CPU's features, or PZ_CONV_KERNELS
  * (im2col, avx2, avx512; one this CPU lacks is refused with a warning) */
+static int chosen_by_user;
 static const pz_conv_direct_ops *direct_ops(void) {
     static int chosen;
     static const pz_conv_direct_ops *ops;
@@ -44,6 +45,8 @@ static const pz_conv_direct_ops *direct_ops(void) {
             fprintf(stderr, "pipezip: PZ_CONV_KERNELS='%s' is not im2col, avx2 or avx512; choosing by CPU\n", want);
         else if (want && strcmp(want, "im2col") && (!ops || strcmp(ops->name, want)))
             fprintf(stderr, "pipezip: PZ_CONV_KERNELS=%s: this CPU lacks it; choosing by CPU\n", want);
+        else if (want)
+            chosen_by_user = 1;
         chosen = 1;
     }
     return ops;
@@ -52,6 +55,12 @@ static const pz_conv_direct_ops *direct_ops(void) {
 const char *pz_conv_kernels(void) {
     const pz_conv_direct_ops *d = direct_ops();
     return d ? d->name : "im2col";
+}
+
+pz_conv_info pz_conv_get_info(void) {
+    const pz_conv_direct_ops *now = direct_ops(), *best = pz_conv_direct_for(pz_cpu_features(), NULL);
+    pz_conv_info i = {pz_conv_kernels(), chosen_by_user ? "user" : "pipezip", now != best};
+    return i;
 }
 
 static int out_dim(int n, int K, int stride, int pad) { return (n + 2 * pad - K) / stride + 1; }

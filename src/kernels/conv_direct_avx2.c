@@ -26,4 +26,25 @@ static inline float vsum16(const vec *v) {
     x = _mm256_add_ps(x, _mm256_permute_ps(x, 0xB1));
     return _mm256_cvtss_f32(x);
 }
+/* rows of 7 to 32 floats: whole vectors, then one masked move */
+static inline __m256i tail_mask(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline void vcopy(float *restrict d, const float *restrict s, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_loadu_ps(s + i));
+    if (i < n) {
+        const __m256i m = tail_mask(n - i);
+        _mm256_maskstore_ps(d + i, m, _mm256_maskload_ps(s + i, m));
+    }
+}
+static inline void vcopy_add(float *restrict d, const float *restrict s, int n, float b) {
+    const __m256 bb = _mm256_set1_ps(b);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_add_ps(_mm256_loadu_ps(s + i), bb));
+    if (i < n) {
+        const __m256i m = tail_mask(n - i);
+        _mm256_maskstore_ps(d + i, m, _mm256_add_ps(_mm256_maskload_ps(s + i, m), bb));
+    }
+}
 #include "conv_direct_impl.h"

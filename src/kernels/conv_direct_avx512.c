@@ -26,4 +26,22 @@ static inline float vsum16(const vec *v) {
     x = _mm512_add_ps(x, _mm512_permute_ps(x, 0xB1));       /* neighbours swapped */
     return _mm512_cvtss_f32(x);
 }
+/* rows of 7 to 32 floats: whole vectors, then one masked move */
+static inline void vcopy(float *restrict d, const float *restrict s, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(d + i, _mm512_loadu_ps(s + i));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(d + i, m, _mm512_maskz_loadu_ps(m, s + i));
+    }
+}
+static inline void vcopy_add(float *restrict d, const float *restrict s, int n, float b) {
+    const __m512 bb = _mm512_set1_ps(b);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(d + i, _mm512_add_ps(_mm512_loadu_ps(s + i), bb));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(d + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, s + i), bb));
+    }
+}
 #include "conv_direct_impl.h"

@@ -3,6 +3,7 @@
  * conv_direct_avx2.c and conv_direct_avx512.c, which define
  *   CD_SUFFIX  the name suffix,    CD_V  floats per vector,
  *   vec, vload, vstore, vset1, vzero, vfma   (intrinsics),
+ *   vcopy(d, s, n), vcopy_add(d, s, n, b)   short rows, by masked moves,
  *   vsum16(v)  the 16 lanes of v[0..16/CD_V) added pairwise: lane j + lane
  *              j + 8 (j < 8), then + 4, + 2, + 1; lane 0 is the sum,
  *   CD_RO, CD_RI      forward tile: output channels x vectors of positions,
@@ -192,8 +193,7 @@ static void CD_FN(fill)(float *restrict planes, const float *restrict img, int C
     for (int c = 0; c < C; c++)
         for (int h = 0; h < H; h++) {
             float *restrict d = planes + (size_t)c * g->PS + (size_t)(h + g->pad) * g->Wp + g->pad;
-            const float *restrict s = img + ((size_t)c * H + h) * W;
-            for (int w = 0; w < W; w++) d[w] = s[w]; /* rows of a few floats: no memcpy call */
+            vcopy(d, img + ((size_t)c * H + h) * W, W);
         }
 }
 
@@ -204,9 +204,7 @@ static void CD_FN(drop_garbage)(float *restrict img, const float *restrict rows,
     for (int c = 0; c < C; c++) {
         const float b = bias ? bias[c] : 0.0f; /* x + 0.0f is x (a -0.0 output becomes +0.0) */
         for (int h = 0; h < OH; h++) {
-            const float *s = rows + (size_t)c * ds + (size_t)h * wr;
-            float *d = img + ((size_t)c * OH + h) * OW;
-            for (int w = 0; w < OW; w++) d[w] = s[w] + b;
+            vcopy_add(img + ((size_t)c * OH + h) * OW, rows + (size_t)c * ds + (size_t)h * wr, OW, b);
         }
     }
 }
@@ -384,8 +382,7 @@ static void CD_FN(fill_grid)(float *restrict d, size_t ds, const float *restrict
     for (int c = 0; c < C; c++)
         for (int h = 0; h < OH; h++) {
             float *restrict row = d + (size_t)c * ds + (size_t)(h + r0) * wr + c0;
-            const float *restrict s = img + ((size_t)c * OH + h) * OW;
-            for (int w = 0; w < OW; w++) row[w] = s[w];
+            vcopy(row, img + ((size_t)c * OH + h) * OW, OW);
         }
 }
 

@@ -35,6 +35,9 @@ void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
  * PZ_CONV_KERNELS=im2col). Chosen once per process from the CPU's features
  * (pz_cpu_features) unless PZ_CONV_KERNELS names one the CPU has. */
 const char *pz_conv_kernels(void);
+/* the same, with who chose them and whether they fall short of the CPU
+ * (pz_conv_info is base's, beside pz_blas_info) */
+pz_conv_info pz_conv_get_info(void);
 /* the choice itself, pure (tests): NULL means im2col; want may be NULL */
 struct pz_conv_direct_ops;
 const struct pz_conv_direct_ops *pz_conv_direct_for(unsigned features, const char *want);

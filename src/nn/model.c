@@ -2,6 +2,7 @@
  * in one array (llm.c style: every layer points into it), and running the
  * list forward and backward over any range of top-level layers. */
 #include "layer.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -255,3 +256,5 @@ static void share_seq(pz_seq *s, const pz_model *dst, const pz_model *src) {
 }
 
 void pz_model_share(pz_model *dst, const pz_model *src) { share_seq(&dst->net, dst, src); }
+
+pz_conv_info pz_nn_conv_info(void) { return pz_conv_get_info(); }

@@ -215,4 +215,7 @@ pz_status pz_model_generate(pz_model *m, int32_t *tokens, int n_prompt, int n_ne
 /* One draw from logits[0, V) as above; work holds V floats. */
 int32_t pz_sample_logits(const float *logits, int V, float temperature, int top_k, pz_rng *rng, float *work);
 
+/* The convolution kernels every conv layer runs (kernels/conv.c's choice) */
+pz_conv_info pz_nn_conv_info(void);
+
 #endif
