@@ -44,6 +44,14 @@ void add_forward(float *out, const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
+void add_relu_forward(float *out, const float *a, const float *b, size_t n) {
+#pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        const float v = a[i] + b[i];
+        out[i] = v < 0.0f ? 0.0f : v;
+    }
+}
+
 /* one row: its loss (log-sum-exp minus the target's logit), whether the
  * argmax hits, and its gradient (softmax - onehot) / rows */
 static double xent_row(float *dz, int *hit, const float *z, int label, int rows, int NC) {

@@ -58,11 +58,24 @@ void batchnorm_backward(float *dinp, float *dgamma, float *dbeta,
                         const float *dout, const float *inp, const float *mean, const float *rstd,
                         const float *gamma, int B, int C, int HW);
 
+/* The same followed by a ReLU, in one pass each way (bit for bit the two
+ * kernels in a row): out = relu(bn(inp)); backward takes the gradient of
+ * the ReLU's output and the ReLU's output relu_out (dz = relu_out > 0 ? dout
+ * : 0, as relu_backward). */
+void batchnorm_relu_forward(float *out, float *mean, float *rstd, float *run_mean, float *run_var,
+                            const float *inp, const float *gamma, const float *beta,
+                            int B, int C, int HW, float momentum, float eps, int train);
+void batchnorm_relu_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *relu_out,
+                             const float *inp, const float *mean, const float *rstd, const float *gamma, int B, int C,
+                             int HW);
+
 /* ---- activations, residual add ------------------------------------------ */
 void relu_forward(float *out, const float *inp, size_t n);
 /* uses the forward OUTPUT: dinp = dout * (out > 0) */
 void relu_backward(float *dinp, const float *dout, const float *out, size_t n);
 void add_forward(float *out, const float *a, const float *b, size_t n);
+/* out = relu(a + b) in one pass (bit for bit add_forward then relu_forward) */
+void add_relu_forward(float *out, const float *a, const float *b, size_t n);
 
 /* ---- pooling -------------------------------------------------------------
  * max: argmax (B, C, OH, OW) holds the input offset within each (H, W) plane.

@@ -20,9 +20,9 @@ static void channel_moments(const float *inp, int B, int C, int c, int HW, doubl
     *sum = s, *sumsq = s2;
 }
 
-void batchnorm_forward(float *out, float *mean, float *rstd, float *run_mean, float *run_var,
-                       const float *inp, const float *gamma, const float *beta,
-                       int B, int C, int HW, float momentum, float eps, int train) {
+static void bn_forward(float *out, float *mean, float *rstd, float *run_mean, float *run_var, const float *inp,
+                       const float *gamma, const float *beta, int B, int C, int HW, float momentum, float eps,
+                       int train, int relu) {
     const double N = (double)B * HW;
 #pragma omp parallel for schedule(static) num_threads(pz_get_threads())
     for (int c = 0; c < C; c++) {
@@ -50,15 +50,37 @@ void batchnorm_forward(float *out, float *mean, float *rstd, float *run_mean, fl
         for (int b = 0; b < B; b++) {
             const float *x = inp + ((size_t)b * C + c) * HW;
             float *y = out + ((size_t)b * C + c) * HW;
+            if (relu) {
 #pragma omp simd
-            for (int i = 0; i < HW; i++) y[i] = x[i] * g + sh;
+                for (int i = 0; i < HW; i++) {
+                    const float v = x[i] * g + sh;
+                    y[i] = v < 0.0f ? 0.0f : v; /* relu_forward's, NaN passes */
+                }
+            } else {
+#pragma omp simd
+                for (int i = 0; i < HW; i++) y[i] = x[i] * g + sh;
+            }
         }
     }
 }
 
-void batchnorm_backward(float *dinp, float *dgamma, float *dbeta,
-                        const float *dout, const float *inp, const float *mean, const float *rstd,
-                        const float *gamma, int B, int C, int HW) {
+void batchnorm_forward(float *out, float *mean, float *rstd, float *run_mean, float *run_var,
+                       const float *inp, const float *gamma, const float *beta,
+                       int B, int C, int HW, float momentum, float eps, int train) {
+    bn_forward(out, mean, rstd, run_mean, run_var, inp, gamma, beta, B, C, HW, momentum, eps, train, 0);
+}
+
+void batchnorm_relu_forward(float *out, float *mean, float *rstd, float *run_mean, float *run_var,
+                            const float *inp, const float *gamma, const float *beta,
+                            int B, int C, int HW, float momentum, float eps, int train) {
+    bn_forward(out, mean, rstd, run_mean, run_var, inp, gamma, beta, B, C, HW, momentum, eps, train, 1);
+}
+
+/* relu_out NULL: dout is the gradient of the normalized output itself;
+ * else of relu(normalized): dz = relu_out > 0 ? dout : 0, relu_backward's */
+static void bn_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *relu_out,
+                        const float *inp, const float *mean, const float *rstd, const float *gamma, int B, int C,
+                        int HW) {
     const double N = (double)B * HW;
 #pragma omp parallel for schedule(static) num_threads(pz_get_threads())
     for (int c = 0; c < C; c++) {
@@ -68,8 +90,17 @@ void batchnorm_backward(float *dinp, float *dgamma, float *dbeta,
             const float *x = inp + ((size_t)b * C + c) * HW;
             const float *dy = dout + ((size_t)b * C + c) * HW;
             float p = 0.0f, px = 0.0f;
+            if (relu_out) {
+                const float *r = relu_out + ((size_t)b * C + c) * HW;
 #pragma omp simd reduction(+ : p, px)
-            for (int i = 0; i < HW; i++) p += dy[i], px += dy[i] * x[i];
+                for (int i = 0; i < HW; i++) {
+                    const float dz = r[i] > 0.0f ? dy[i] : 0.0f;
+                    p += dz, px += dz * x[i];
+                }
+            } else {
+#pragma omp simd reduction(+ : p, px)
+                for (int i = 0; i < HW; i++) p += dy[i], px += dy[i] * x[i];
+            }
             sdy += p, sdyx += px;
         }
         /* sum(dy * xhat) = rstd * (sum(dy * x) - mean * sum(dy)) */
@@ -86,8 +117,29 @@ void batchnorm_backward(float *dinp, float *dgamma, float *dbeta,
             const float *x = inp + ((size_t)b * C + c) * HW;
             const float *dy = dout + ((size_t)b * C + c) * HW;
             float *dx = dinp + ((size_t)b * C + c) * HW;
+            if (relu_out) {
+                const float *r = relu_out + ((size_t)b * C + c) * HW;
 #pragma omp simd
-            for (int i = 0; i < HW; i++) dx[i] = k * dy[i] + c0 - cx * x[i];
+                for (int i = 0; i < HW; i++) {
+                    const float dz = r[i] > 0.0f ? dy[i] : 0.0f;
+                    dx[i] = k * dz + c0 - cx * x[i];
+                }
+            } else {
+#pragma omp simd
+                for (int i = 0; i < HW; i++) dx[i] = k * dy[i] + c0 - cx * x[i];
+            }
         }
     }
+}
+
+void batchnorm_backward(float *dinp, float *dgamma, float *dbeta,
+                        const float *dout, const float *inp, const float *mean, const float *rstd,
+                        const float *gamma, int B, int C, int HW) {
+    bn_backward(dinp, dgamma, dbeta, dout, NULL, inp, mean, rstd, gamma, B, C, HW);
+}
+
+void batchnorm_relu_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *relu_out,
+                             const float *inp, const float *mean, const float *rstd, const float *gamma, int B, int C,
+                             int HW) {
+    bn_backward(dinp, dgamma, dbeta, dout, relu_out, inp, mean, rstd, gamma, B, C, HW);
 }

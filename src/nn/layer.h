@@ -35,6 +35,12 @@ typedef struct pz_layer_ops {
     /* dx = gradient of x (skipped when dx is NULL), parameter gradients
      * accumulated; y is the forward output */
     void (*backward)(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B);
+    /* The layer and the ReLU after it in one pass each way, bit for bit the
+     * two in a row (pz_seq_forward and pz_seq_backward use them when both
+     * run: the layer's own output is then not written, only the ReLU's).
+     * y and dy are the ReLU's output and its gradient. NULL: never fused. */
+    void (*forward_relu)(pz_layer *l, const float *x, float *y, int B, int train);
+    void (*backward_relu)(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B);
     /* Nested lists (a residual block's paths); returns how many. NULL: 0. */
     int (*children)(const pz_layer *l, pz_seq *kids[2]);
     /* The kind's settings in a few characters ("3x3 s2 p1"); NULL: none. */

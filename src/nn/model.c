@@ -214,9 +214,22 @@ void pz_model_zero_grad(pz_model *m) { memset(m->grads, 0, sizeof(float) * (size
 /* ------------------------------------------------------------------------- */
 /* forward and backward */
 
+/* layer i and the ReLU at i + 1 run as one (both inside [from, to)) */
+static const pz_layer_ops *fused_with_relu(const pz_seq *s, int i, int to) {
+    if (i + 1 >= to || s->layers[i + 1].kind != PZ_LAYER_RELU) return NULL;
+    const pz_layer_ops *ops = pz_layer_ops_of(s->layers[i].kind);
+    return ops->forward_relu && ops->backward_relu ? ops : NULL;
+}
+
 void pz_seq_forward(pz_seq *s, int from, int to, const float *x, int B, int train) {
     for (int i = from; i < to; i++) {
         pz_layer *l = &s->layers[i];
+        const pz_layer_ops *fused = fused_with_relu(s, i, to);
+        if (fused) { /* act[i] is not written: nothing reads it */
+            fused->forward_relu(l, x, s->act[i + 1], B, train);
+            x = s->act[++i];
+            continue;
+        }
         pz_layer_ops_of(l->kind)->forward(l, x, s->act[i], B, train);
         x = s->act[i];
     }
@@ -225,6 +238,19 @@ void pz_seq_forward(pz_seq *s, int from, int to, const float *x, int B, int trai
 void pz_seq_backward(pz_seq *s, int from, int to, const float *x, const float *dy, float *dx, int B) {
     int which = 0;
     for (int i = to - 1; i >= from; i--) {
+        if (i - 1 >= from && fused_with_relu(s, i - 1, to)) {
+            /* the ReLU at i and the layer before it: one pass, into the
+             * buffer the layer's own step would have used */
+            which ^= 1;
+            i--;
+            const float *in = i > from ? s->act[i - 1] : x;
+            float *din = i > from ? s->grad[which] : dx;
+            pz_layer *l = &s->layers[i];
+            pz_layer_ops_of(l->kind)->backward_relu(l, in, s->act[i + 1], dy, din, B);
+            dy = din;
+            which ^= 1;
+            continue;
+        }
         const float *in = i > from ? s->act[i - 1] : x;
         float *din = i > from ? s->grad[which] : dx;
         pz_layer *l = &s->layers[i];

@@ -94,7 +94,47 @@ int main(void) {
         check_close("bn eval forward", y, R("bn.y_eval")->data, x->n, 1e-5f, 1e-4f);
         check_close("bn eval leaves running mean", rm, rm_before, C, 0, 0);
         check_close("bn eval leaves running var", rv, rv_before, C, 0, 0);
+        /* fused with the ReLU after it: bit for bit the two kernels in a row,
+         * training and evaluation, the gradient through the ReLU's mask */
+        for (int train = 1; train >= 0; train--) {
+            float *r = zeros(x->n), *f = zeros(x->n), *dz = zeros(x->n), *dxf = zeros(x->n);
+            float m2[8], s2[8], rm2[8], rv2[8], dg2[8] = {0}, db2[8] = {0}, dg1[8] = {0}, db1[8] = {0};
+            memcpy(rm2, rm, sizeof rm), memcpy(rv2, rv, sizeof rv);
+            batchnorm_forward(y, mean, rstd, rm, rv, x->data, R("bn.gamma")->data, R("bn.beta")->data, B, C, HW, 0.1f,
+                              1e-5f, train);
+            relu_forward(r, y, x->n);
+            batchnorm_relu_forward(f, m2, s2, rm2, rv2, x->data, R("bn.gamma")->data, R("bn.beta")->data, B, C, HW,
+                                   0.1f, 1e-5f, train);
+            CHECK(!memcmp(r, f, sizeof(float) * x->n), "bn+relu forward (train %d) = relu(bn) bit for bit", train);
+            CHECK(!memcmp(rm, rm2, sizeof(float) * C) && !memcmp(rv, rv2, sizeof(float) * C),
+                  "bn+relu keeps the same running statistics");
+            if (train) {
+                relu_backward(dz, R("bn.dy")->data, r, x->n);
+                batchnorm_backward(dx, dg1, db1, dz, x->data, mean, rstd, R("bn.gamma")->data, B, C, HW);
+                batchnorm_relu_backward(dxf, dg2, db2, R("bn.dy")->data, f, x->data, m2, s2, R("bn.gamma")->data, B,
+                                        C, HW);
+                CHECK(!memcmp(dx, dxf, sizeof(float) * x->n) && !memcmp(dg1, dg2, sizeof dg1) &&
+                          !memcmp(db1, db2, sizeof db1),
+                      "bn+relu backward = bn backward of relu backward, bit for bit");
+                int zeros_seen = 0;
+                for (size_t i = 0; i < x->n; i++) zeros_seen += r[i] == 0.0f;
+                CHECK(zeros_seen > 0 && zeros_seen < (int)x->n, "the ReLU's mask cuts some and passes some (%d)",
+                      zeros_seen);
+            }
+            free(r), free(f), free(dz), free(dxf);
+        }
         free(y), free(dx), free(dg), free(db);
+    }
+    { /* relu(a + b) in one pass, bit for bit the two kernels */
+        const size_t n = 1000;
+        float *a = zeros(n), *b = zeros(n), *o1 = zeros(n), *o2 = zeros(n);
+        for (size_t i = 0; i < n; i++) a[i] = (float)((int)(i * 37 % 101) - 50) / 7.0f, b[i] = (float)((int)(i % 13) - 6);
+        a[3] = NAN;
+        add_forward(o1, a, b, n);
+        relu_forward(o1, o1, n);
+        add_relu_forward(o2, a, b, n);
+        CHECK(!memcmp(o1, o2, sizeof(float) * n), "add_relu_forward = relu(add) bit for bit (NaN passes)");
+        free(a), free(b), free(o1), free(o2);
     }
 
     pool_case("maxpool_2s2", 1, 2, 2, 0);

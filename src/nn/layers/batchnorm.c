@@ -37,6 +37,17 @@ static void bn_backward(pz_layer *l, const float *x, const float *y, const float
                        l->in.d[1] * l->in.d[2]);
 }
 
+static void bn_relu_forward(pz_layer *l, const float *x, float *y, int B, int train) {
+    batchnorm_relu_forward(y, l->mean, l->rstd, l->run_mean, l->run_var, x, l->weight, l->bias, B, l->in.d[0],
+                           l->in.d[1] * l->in.d[2], 0.1f, 1e-5f, train);
+}
+
+static void bn_relu_backward(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
+    batchnorm_relu_backward(dx, l->dweight, l->dbias, dy, y, x, l->mean, l->rstd, l->weight, B, l->in.d[0],
+                            l->in.d[1] * l->in.d[2]);
+}
+
 const pz_layer_ops pz_batchnorm_ops = {
     .name = "batchnorm", .alloc = bn_alloc, .n_buffers = bn_buffers, .forward = bn_forward, .backward = bn_backward,
+    .forward_relu = bn_relu_forward, .backward_relu = bn_relu_backward,
 };

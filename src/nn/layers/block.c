@@ -56,8 +56,7 @@ static void block_forward(pz_layer *l, const float *x, float *y, int B, int trai
         sc = l->shortcut->act[l->shortcut->n - 1];
     }
     const size_t n_out = (size_t)B * pz_shape_numel(l->out);
-    add_forward(y, a, sc, n_out);
-    relu_forward(y, y, n_out);
+    add_relu_forward(y, a, sc, n_out);
 }
 
 static void block_backward(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
