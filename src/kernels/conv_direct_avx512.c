@@ -44,4 +44,25 @@ static inline void vcopy_add(float *restrict d, const float *restrict s, int n, 
         _mm512_mask_storeu_ps(d + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, s + i), bb));
     }
 }
+/* stride-2 phase planes: s[0..n) split into its even (e) and odd (o)
+ * elements, and the inverse, one phase's values into every other element
+ * of d[0..n) from `parity`; register compress and expand (AVX-512F) */
+#define CD_HAVE_SPLIT2 1
+static inline void vsplit2(float *restrict e, float *restrict o, const float *restrict s, int n) {
+    for (int i = 0; i < n; i += 16) {
+        const int m = n - i < 16 ? n - i : 16;
+        const __m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << m) - 1), s + i);
+        _mm512_mask_storeu_ps(e + i / 2, (__mmask16)((1u << ((m + 1) / 2)) - 1), _mm512_maskz_compress_ps(0x5555, v));
+        _mm512_mask_storeu_ps(o + i / 2, (__mmask16)((1u << (m / 2)) - 1), _mm512_maskz_compress_ps(0xAAAA, v));
+    }
+}
+static inline void vjoin2(float *restrict d, const float *restrict s, int n, int parity) {
+    const unsigned alt = parity ? 0xAAAAu : 0x5555u;
+    for (int i = 0; i < n; i += 16) {
+        const int m = n - i < 16 ? n - i : 16;
+        const __mmask16 k = (__mmask16)(alt & ((1u << m) - 1));
+        const __m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << __builtin_popcount(k)) - 1), s + i / 2);
+        _mm512_mask_storeu_ps(d + i, k, _mm512_maskz_expand_ps(k, v));
+    }
+}
 #include "conv_direct_impl.h"

@@ -4,6 +4,7 @@
  *   CD_SUFFIX  the name suffix,    CD_V  floats per vector,
  *   vec, vload, vstore, vset1, vzero, vfma   (intrinsics),
  *   vcopy(d, s, n), vcopy_add(d, s, n, b)   short rows, by masked moves,
+ *   CD_HAVE_SPLIT2, vsplit2, vjoin2   (optional) stride-2 phase rows,
  *   vsum16(v)  the 16 lanes of v[0..16/CD_V) added pairwise: lane j + lane
  *              j + 8 (j < 8), then + 4, + 2, + 1; lane 0 is the sum,
  *   CD_RO, CD_RI      forward tile: output channels x vectors of positions,
@@ -368,6 +369,13 @@ static void CD_FN(fill_phases)(float *restrict q, const float *restrict img, int
             const int y = (h + p) / S, ph = (h + p) % S;
             if (ph >= g->K) continue;
             const float *restrict s = img + ((size_t)c * H + h) * W;
+#ifdef CD_HAVE_SPLIT2
+            if (S == 2 && g->K >= 2) { /* even columns to phase p % 2, odd ones to the other */
+                float *restrict row = q + ((size_t)c * S + ph) * S * g->PSq + (size_t)y * g->Wq;
+                vsplit2(row + (size_t)(p % 2) * g->PSq + p / 2, row + (size_t)((p + 1) % 2) * g->PSq + (p + 1) / 2, s, W);
+                continue;
+            }
+#endif
             for (int pw = 0; pw < S && pw < g->K; pw++) {
                 float *restrict row = q + (((size_t)c * S + ph) * S + pw) * g->PSq + (size_t)y * g->Wq;
                 const int w0 = ((pw - p) % S + S) % S, x0 = (w0 + p) / S;
@@ -497,6 +505,11 @@ void CD_FN(pz_conv_direct_backward_strided)(float *dinp, float *ws, const float 
                             for (int h = ((ph - pad) % S + S) % S; h < H; h += S) {
                                 const float *restrict s = D + (size_t)c * dq + (size_t)((h + pad) / S) * g.Wd;
                                 float *restrict d = dx + ((size_t)c * H + h) * W;
+#ifdef CD_HAVE_SPLIT2
+                                if (nt_p && S == 2)
+                                    vjoin2(d, s + x0, W, w0);
+                                else
+#endif
                                 if (nt_p)
                                     for (int w = w0, x = x0; w < W; w += S, x++) d[w] = s[x];
                                 else
