@@ -140,6 +140,137 @@ static void CD_FN(dw_taps)(float *restrict dw, const float *restrict g, size_t g
     }
 }
 
+/* ---- small planes: channels in the vector lanes -------------------------
+ * A plane of 7x7 fills 49 of the 64 positions the tiles above compute. Here
+ * positions are a list of the valid ones (pos: their index in the padded
+ * grid) and a tile is rp positions x rv vectors of output channels: the
+ * input is broadcast, the weights ([tap][channel]) are the vectors. Each
+ * output element is the same fused chain over its taps in the same order
+ * as above, so the results are the same bits. The weight gradient: a tile
+ * of rt taps x rv vectors of output channels, over the positions of the dy
+ * transposed to [position][channel]: every element one chain over samples
+ * and positions in order (no lane sums). */
+/* accumulators a tile (positions or taps x vectors), vectors of channels at most */
+enum { CD_CV_ACC = CD_V == 16 ? 24 : 12, CD_CV_RVMAX = CD_V == 16 ? 4 : 2 };
+#ifndef CD_CV_PLANE
+#define CD_CV_PLANE 100 /* planes up to 10x10: measured faster at 7x7 and 8x8, not at 14x14 or 16x16 */
+#endif
+
+CD_ALWAYS void CD_FN(cv_tile)(float *restrict t, size_t ld, const float *restrict src, const int *restrict pos,
+                              const int *restrict off, int nk, const float *restrict wt, size_t wld, const int rp,
+                              const int rv) {
+    vec acc[CD_CV_ACC][CD_CV_RVMAX];
+#pragma GCC unroll 24
+    for (int j = 0; j < rp; j++)
+#pragma GCC unroll 4
+        for (int r = 0; r < rv; r++) acc[j][r] = vzero();
+    for (int k = 0; k < nk; k++) {
+        vec w[CD_CV_RVMAX];
+#pragma GCC unroll 4
+        for (int r = 0; r < rv; r++) w[r] = vload(wt + (size_t)k * wld + r * CD_V);
+        const float *restrict sk = src + off[k];
+#pragma GCC unroll 24
+        for (int j = 0; j < rp; j++) {
+            const vec x = vset1(sk[pos[j]]);
+#pragma GCC unroll 4
+            for (int r = 0; r < rv; r++) acc[j][r] = vfma(x, w[r], acc[j][r]);
+        }
+    }
+#pragma GCC unroll 24
+    for (int j = 0; j < rp; j++)
+#pragma GCC unroll 4
+        for (int r = 0; r < rv; r++) vstore(t + (size_t)j * ld + r * CD_V, acc[j][r]);
+}
+
+/* t [Pr][cp] = the taps of src at the P positions pos (padded to a multiple
+ * of CD_CV_ACC by repeating the last) times wt [nk][cp]; cp a multiple of
+ * CD_V */
+static void CD_FN(cv_gemm)(float *restrict t, const float *restrict src, const int *restrict pos, int P,
+                           const int *restrict off, int nk, const float *restrict wt, int cp) {
+    const int nv = cp / CD_V;
+    for (int v0 = 0; v0 < nv;) {
+        const int left = nv - v0, rv = left >= CD_CV_RVMAX ? CD_CV_RVMAX : left >= 2 ? 2 : 1;
+        const int rp = CD_CV_ACC / rv;
+        for (int j0 = 0; j0 < P; j0 += rp) {
+            float *d = t + (size_t)j0 * cp + (size_t)v0 * CD_V;
+            const float *w = wt + (size_t)v0 * CD_V;
+            if (rv == CD_CV_RVMAX)
+                CD_FN(cv_tile)(d, cp, src, pos + j0, off, nk, w, cp, CD_CV_ACC / CD_CV_RVMAX, CD_CV_RVMAX);
+            else if (rv == 2)
+                CD_FN(cv_tile)(d, cp, src, pos + j0, off, nk, w, cp, CD_CV_ACC / 2, 2);
+            else
+                CD_FN(cv_tile)(d, cp, src, pos + j0, off, nk, w, cp, CD_CV_ACC, 1);
+        }
+        v0 += rv;
+    }
+}
+
+CD_ALWAYS void CD_FN(cv_dw_tile)(float *restrict dwt, size_t ld, const float *restrict g, size_t gld,
+                                 const float *restrict src, const int *restrict pos, int P, const int *restrict offt,
+                                 const int rt, const int rv) {
+    vec acc[CD_CV_ACC][CD_CV_RVMAX];
+#pragma GCC unroll 24
+    for (int t = 0; t < rt; t++)
+#pragma GCC unroll 4
+        for (int r = 0; r < rv; r++) acc[t][r] = vload(dwt + (size_t)t * ld + r * CD_V);
+    for (int j = 0; j < P; j++) {
+        vec gv[CD_CV_RVMAX];
+#pragma GCC unroll 4
+        for (int r = 0; r < rv; r++) gv[r] = vload(g + (size_t)j * gld + r * CD_V);
+        const float *restrict sj = src + pos[j];
+#pragma GCC unroll 24
+        for (int t = 0; t < rt; t++) {
+            const vec x = vset1(sj[offt[t]]);
+#pragma GCC unroll 4
+            for (int r = 0; r < rv; r++) acc[t][r] = vfma(x, gv[r], acc[t][r]);
+        }
+    }
+#pragma GCC unroll 24
+    for (int t = 0; t < rt; t++)
+#pragma GCC unroll 4
+        for (int r = 0; r < rv; r++) vstore(dwt + (size_t)t * ld + r * CD_V, acc[t][r]);
+}
+
+/* dwt [nkr][cp] += over the P positions: the taps of src times g [P][cp];
+ * nkr = nk rounded up to CD_CV_ACC (the extra rows take tap 0: ignored) */
+static void CD_FN(cv_dw)(float *restrict dwt, const float *restrict g, const float *restrict src,
+                         const int *restrict pos, int P, const int *restrict off, int nk, int cp) {
+    const int nv = cp / CD_V;
+    for (int v0 = 0; v0 < nv;) {
+        const int left = nv - v0, rv = left >= CD_CV_RVMAX ? CD_CV_RVMAX : left >= 2 ? 2 : 1;
+        const int rt = CD_CV_ACC / rv;
+        for (int k0 = 0; k0 < nk; k0 += rt) {
+            int offt[CD_CV_ACC];
+            for (int t = 0; t < rt; t++) offt[t] = off[k0 + t < nk ? k0 + t : 0];
+            float *d = dwt + (size_t)k0 * cp + (size_t)v0 * CD_V;
+            const float *gg = g + (size_t)v0 * CD_V;
+            if (rv == CD_CV_RVMAX)
+                CD_FN(cv_dw_tile)(d, cp, gg, cp, src, pos, P, offt, CD_CV_ACC / CD_CV_RVMAX, CD_CV_RVMAX);
+            else if (rv == 2)
+                CD_FN(cv_dw_tile)(d, cp, gg, cp, src, pos, P, offt, CD_CV_ACC / 2, 2);
+            else
+                CD_FN(cv_dw_tile)(d, cp, gg, cp, src, pos, P, offt, CD_CV_ACC, 1);
+        }
+        v0 += rv;
+    }
+}
+
+/* (P positions x cp) -> (C, P) planes, plus a bias */
+static void CD_FN(cv_untranspose)(float *restrict img, const float *restrict t, int cp, int C, int P,
+                                  const float *bias) {
+    for (int c = 0; c < C; c++) {
+        const float b = bias ? bias[c] : 0.0f; /* x + 0.0f: as drop_garbage */
+        float *restrict d = img + (size_t)c * P;
+        for (int j = 0; j < P; j++) d[j] = t[(size_t)j * cp + c] + b;
+    }
+}
+
+/* (C, P) planes -> (P x cp), channels past C left as they are (zero) */
+static void CD_FN(cv_transpose)(float *restrict t, const float *restrict img, int cp, int C, int P) {
+    for (int j = 0; j < P; j++)
+        for (int c = 0; c < C; c++) t[(size_t)j * cp + c] = img[(size_t)c * P + j];
+}
+
 /* the geometry every routine derives from (C, H, W, K) */
 typedef struct {
     int pad, Hp, Wp;
@@ -168,15 +299,31 @@ static CD_FN(geom) CD_FN(geometry)(int H, int W, int K) {
 
 static int CD_FN(round_up)(int n, int m) { return (n + m - 1) / m * m; }
 
+/* packed weights (rows of channels rounded up to 16, either layout), two
+ * tap tables (ints) */
 static size_t CD_FN(shared_floats)(int C, int OC, int K) {
-    const int rows = CD_FN(round_up)(C > OC ? C : OC, CD_RO), taps = (C > OC ? C : OC) * K * K;
-    return (size_t)rows * taps + 2 * (size_t)taps; /* packed weights, two tap tables (ints) */
+    const int rows = CD_FN(round_up)(C > OC ? C : OC, 16), taps = (C > OC ? C : OC) * K * K;
+    return (size_t)rows * taps + 2 * (size_t)taps;
 }
+
+/* the tap tables, after the packed weights */
+static int *CD_FN(tables)(float *ws, int C, int OC, int K) {
+    const int rows = CD_FN(round_up)(C > OC ? C : OC, 16), taps = (C > OC ? C : OC) * K * K;
+    return (int *)(ws + (size_t)rows * taps);
+}
+
+/* small planes take the cv_* kernels (the same bits for the output and the
+ * input gradient; the weight gradient its own fixed order) */
+static int CD_FN(cv_plane)(int H, int W) { return H * W <= CD_CV_PLANE; }
 
 static size_t CD_FN(thread_floats)(int C, int H, int W, int OC, int K) {
     const CD_FN(geom) g = CD_FN(geometry)(H, W, K);
     const int rows = CD_FN(round_up)(C > OC ? C : OC, CD_RO);
-    return (size_t)g.group * ((size_t)C + OC) * g.PS + (size_t)rows * g.n16 * 16 + (size_t)OC * C * K * K + 64;
+    const size_t Pr = (size_t)CD_FN(round_up)(H * W, CD_CV_ACC), cmax = (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_V);
+    const size_t ocp = (size_t)CD_FN(round_up)(OC, CD_V), nkr = (size_t)CD_FN(round_up)(C * K * K, CD_CV_ACC);
+    const size_t rowwise = (size_t)g.group * ((size_t)C + OC) * g.PS + (size_t)rows * g.n16 * 16;
+    const size_t cv = ((size_t)C + OC) * g.PS + Pr * cmax + Pr * ocp + nkr * ocp + Pr;
+    return (rowwise > cv ? rowwise : cv) + (size_t)OC * C * K * K + 64;
 }
 
 size_t CD_FN(pz_conv_direct_ws)(int C, int H, int W, int OC, int K, int threads) {
@@ -215,7 +362,7 @@ void CD_FN(pz_conv_direct_forward)(float *out, float *ws, const float *inp, cons
     const CD_FN(geom) g = CD_FN(geometry)(H, W, K);
     const int nk = C * K * K, nob = CD_FN(round_up)(OC, CD_RO) / CD_RO;
     float *wpk = ws;
-    int *off = (int *)(ws + (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_RO) * (C > OC ? C : OC) * K * K);
+    int *off = CD_FN(tables)(ws, C, OC, K);
     float *per = ws + CD_FN(shared_floats)(C, OC, K);
     const size_t tf = CD_FN(thread_floats)(C, H, W, OC, K);
     for (int ob = 0; ob < nob; ob++)
@@ -225,6 +372,28 @@ void CD_FN(pz_conv_direct_forward)(float *out, float *ws, const float *inp, cons
                 wpk[((size_t)ob * nk + k) * CD_RO + r] = oc < OC ? weight[(size_t)oc * nk + k] : 0.0f;
             }
     CD_FN(tap_table)(off, C, K, &g);
+    if (CD_FN(cv_plane)(H, W)) {
+        const int ocp = CD_FN(round_up)(OC, CD_V), P = H * W, Pr = CD_FN(round_up)(P, CD_CV_ACC);
+        /* weights [tap][channel] (the row layout's are overwritten) */
+        for (int k = 0; k < nk; k++)
+            for (int oc = 0; oc < ocp; oc++) wpk[(size_t)k * ocp + oc] = oc < OC ? weight[(size_t)oc * nk + k] : 0.0f;
+#pragma omp parallel num_threads(threads)
+        {
+            float *X = per + (size_t)omp_get_thread_num() * tf;
+            float *T = X + ((size_t)C + OC) * g.PS;
+            int *pos = (int *)(T + (size_t)Pr * CD_FN(round_up)(C > OC ? C : OC, CD_V) + (size_t)Pr * ocp +
+                               (size_t)CD_FN(round_up)(C * K * K, CD_CV_ACC) * ocp);
+            for (int j = 0; j < Pr; j++) pos[j] = (j < P ? j / W : (P - 1) / W) * g.Wp + (j < P ? j : P - 1) % W;
+            memset(X, 0, sizeof(float) * (size_t)C * g.PS);
+#pragma omp for schedule(static)
+            for (int b = 0; b < B; b++) {
+                CD_FN(fill)(X, inp + (size_t)b * C * H * W, C, H, W, &g);
+                CD_FN(cv_gemm)(T, X, pos, P, off, nk, wpk, ocp);
+                CD_FN(cv_untranspose)(out + (size_t)b * OC * P, T, ocp, OC, P, bias);
+            }
+        }
+        return;
+    }
 #pragma omp parallel num_threads(threads)
     {
         float *X = per + (size_t)omp_get_thread_num() * tf;
@@ -248,7 +417,7 @@ void CD_FN(pz_conv_direct_backward)(float *dinp, float *ws, const float *dout, c
     const int nk = C * K * K, nkt = OC * K * K, nob = CD_FN(round_up)(C, CD_RO) / CD_RO;
     const int taps = (C > OC ? C : OC) * K * K;
     float *wpk = ws;
-    int *off_x = (int *)(ws + (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_RO) * taps);
+    int *off_x = CD_FN(tables)(ws, C, OC, K);
     int *off_d = off_x + taps;
     float *per = ws + CD_FN(shared_floats)(C, OC, K);
     const size_t tf = CD_FN(thread_floats)(C, H, W, OC, K);
@@ -265,6 +434,54 @@ void CD_FN(pz_conv_direct_backward)(float *dinp, float *ws, const float *dout, c
                         }
     CD_FN(tap_table)(off_x, C, K, &g);
     CD_FN(tap_table)(off_d, OC, K, &g);
+    if (CD_FN(cv_plane)(H, W)) {
+        const int ocp = CD_FN(round_up)(OC, CD_V), cp = CD_FN(round_up)(C, CD_V), P = H * W;
+        const int Pr = CD_FN(round_up)(P, CD_CV_ACC), nkr = CD_FN(round_up)(nk, CD_CV_ACC);
+        /* flipped, transposed weights [tap (oc, kh, kw)][input channel] */
+        if (dinp)
+            for (int oc = 0; oc < OC; oc++)
+                for (int kh = 0; kh < K; kh++)
+                    for (int kw = 0; kw < K; kw++)
+                        for (int c = 0; c < cp; c++)
+                            wpk[(size_t)((oc * K + kh) * K + kw) * cp + c] =
+                                c < C ? weight[(((size_t)oc * C + c) * K + (K - 1 - kh)) * K + (K - 1 - kw)] : 0.0f;
+        const size_t Tsz = (size_t)Pr * CD_FN(round_up)(C > OC ? C : OC, CD_V);
+        const size_t dw_at = ((size_t)C + OC) * g.PS + Tsz + (size_t)Pr * ocp + (size_t)nkr * ocp + Pr;
+        *acc = per + dw_at;
+        *acc_stride = tf;
+#pragma omp parallel num_threads(threads)
+        {
+            float *X = per + (size_t)omp_get_thread_num() * tf;
+            float *DY = X + (size_t)C * g.PS;
+            float *T = DY + (size_t)OC * g.PS;   /* the input gradient [position][channel] */
+            float *G = T + Tsz;                  /* dy [position][channel] */
+            float *DWT = G + (size_t)Pr * ocp;   /* the weight gradient [tap][channel] */
+            int *pos = (int *)(DWT + (size_t)nkr * ocp);
+            float *dw = per + (size_t)omp_get_thread_num() * tf + dw_at;
+            for (int j = 0; j < Pr; j++) pos[j] = (j < P ? j / W : (P - 1) / W) * g.Wp + (j < P ? j : P - 1) % W;
+            memset(X, 0, sizeof(float) * ((size_t)C + OC) * g.PS);
+            memset(G, 0, sizeof(float) * ((size_t)Pr * ocp + (size_t)nkr * ocp));
+            const size_t view = (size_t)g.pad * g.Wp + g.pad;
+#pragma omp for schedule(static)
+            for (int b = 0; b < B; b++) {
+                CD_FN(fill)(X, inp + (size_t)b * C * H * W, C, H, W, &g);
+                const float *dyb = dout + (size_t)b * OC * P;
+                CD_FN(cv_transpose)(G, dyb, ocp, OC, P);
+                CD_FN(cv_dw)(DWT, G, X, pos, P, off_x, nk, ocp);
+                if (dinp) {
+                    CD_FN(fill)(DY, dyb, OC, H, W, &g);
+                    /* the flipped kernel reads dy's padded planes at the input
+                     * positions shifted back by the padding: pos + view - view */
+                    CD_FN(cv_gemm)(T, DY, pos, P, off_d, nkt, wpk, cp);
+                    CD_FN(cv_untranspose)(dinp + (size_t)b * C * P, T, cp, C, P, NULL);
+                }
+            }
+            (void)view;
+            for (int oc = 0; oc < OC; oc++)
+                for (int k = 0; k < nk; k++) dw[(size_t)oc * nk + k] = DWT[(size_t)k * ocp + oc];
+        }
+        return;
+    }
     const size_t XS = (size_t)C * g.PS, DS = (size_t)OC * g.PS; /* a sample's planes */
     const size_t dw_at = (size_t)g.group * (XS + DS) + (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_RO) * g.n16 * 16;
     *acc = per + dw_at;
@@ -400,7 +617,7 @@ void CD_FN(pz_conv_direct_forward_strided)(float *out, float *ws, const float *i
     const CD_FN(sgeom) g = CD_FN(sgeometry)(H, W, K, S, pad);
     const int nk = C * K * K, nob = CD_FN(round_up)(OC, CD_RO) / CD_RO;
     float *wpk = ws;
-    int *off = (int *)(ws + (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_RO) * (C > OC ? C : OC) * K * K);
+    int *off = CD_FN(tables)(ws, C, OC, K);
     float *per = ws + CD_FN(shared_floats)(C, OC, K);
     const size_t tf = CD_FN(sthread_floats)(C, H, W, OC, K, S, pad);
     const size_t QS = (size_t)C * S * S * g.PSq, ds = (size_t)g.n16 * 16;
@@ -432,7 +649,7 @@ void CD_FN(pz_conv_direct_backward_strided)(float *dinp, float *ws, const float 
     const int nk = C * K * K, nob = CD_FN(round_up)(C, CD_RO) / CD_RO;
     const int taps = (C > OC ? C : OC) * K * K;
     float *wpk = ws;
-    int *off_x = (int *)(ws + (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_RO) * taps);
+    int *off_x = CD_FN(tables)(ws, C, OC, K);
     int *off_d = off_x + taps;
     float *per = ws + CD_FN(shared_floats)(C, OC, K);
     const size_t tf = CD_FN(sthread_floats)(C, H, W, OC, K, S, pad);
