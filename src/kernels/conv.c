@@ -1,6 +1,8 @@
-/* conv.c — 2-D convolution. Stride 1 with "same" padding (every 3x3 pad 1
- * convolution) runs the direct kernels of conv_direct_*.c, chosen by the
- * CPU's features; every other shape is im2col + one BLAS GEMM per sample.
+/* conv.c — 2-D convolution. Every convolution with K > 1 and at least 32
+ * taps runs the direct kernels of conv_direct_*.c (stride 1 "same", or any
+ * stride through phase planes), chosen by the CPU's features; 1x1
+ * convolutions, smaller layers and CPUs without AVX2 + FMA run im2col + one
+ * BLAS GEMM per sample.
  * Samples are spread over OpenMP threads; each thread has its own buffers
  * and its own weight-gradient accumulator, reduced in thread order
  * afterwards, so a fixed thread count gives bit-identical results. */

@@ -1,5 +1,6 @@
-/* conv_direct_impl.h — direct convolution for stride 1 with "same" padding
- * (2 pad = K - 1: every 3x3 pad 1 convolution), included once per ISA by
+/* conv_direct_impl.h — direct convolution: stride 1 with "same" padding
+ * (2 pad = K - 1: every 3x3 pad 1 convolution) here, any other stride and
+ * padding through phase planes further down; included once per ISA by
  * conv_direct_avx2.c and conv_direct_avx512.c, which define
  *   CD_SUFFIX  the name suffix,    CD_V  floats per vector,
  *   vec, vload, vstore, vset1, vzero, vfma   (intrinsics),
@@ -26,8 +27,10 @@
  * Arithmetic, identical in every ISA build: each output or input-gradient
  * element is one fused multiply-add chain over its taps in (c, kh, kw)
  * order from 0; each weight-gradient element is 16 lane sums (position i
- * into lane i mod 16, in increasing i) added pairwise (8, 4, 2, 1), then
- * added to the thread's accumulator sample by sample. So the AVX2 and
+ * into lane i mod 16, in increasing i, over a group of samples) added
+ * pairwise (8, 4, 2, 1), then added to the thread's accumulator group by
+ * group (planes up to 10x10: one chain over samples and positions, cv_*
+ * below). Which rule applies follows from the shape alone. So the AVX2 and
  * AVX-512 builds give the same bits, and a thread count always the same. */
 #include <omp.h>
 #include <stdint.h>

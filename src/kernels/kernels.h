@@ -1,4 +1,4 @@
-/* kernels.h — the hot loops of training: convolution (im2col + BLAS GEMM),
+/* kernels.h — the hot loops of training: convolution (direct kernels, im2col + BLAS GEMM),
  * batch normalization, pooling, activations, linear, softmax cross-entropy.
  * Layout is NCHW float32. Each op is a forward/backward pair of free
  * functions in the llm.c style: outputs first, gradients prefixed d, shapes as
