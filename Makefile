@@ -5,12 +5,15 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 BUILD_ASAN ?= build-asan
 
-.PHONY: all setup build build-asan run test bench install clean
+.PHONY: all setup setup-test build build-asan run test bench install clean
 
 all: build
 
 setup:
 	bash scripts/setup.sh
+
+setup-test:
+	bash scripts/setup.sh test
 
 build: setup
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
@@ -23,7 +26,7 @@ build-asan: setup
 run: build
 	./$(BUILD)/pipezip train
 
-test: build-asan
+test: setup-test build-asan
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j 2
 

@@ -1,6 +1,7 @@
 /* codec_api.c — pipezip's codec library on its own: compress a tensor into
  * a frame, inspect it, decode it, and keep two AQ-SGD ends in sync.
- *   cc codec_api.c $(pkg-config --cflags --libs pipezip) -o codec_api */
+ *   cc codec_api.c $(pkg-config --cflags --libs pipezip) -lm -o codec_api
+ * or with CMake: examples/CMakeLists.txt (find_package(pipezip)). */
 #include <pipezip/codec.h>
 
 #include <math.h>

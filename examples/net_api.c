@@ -1,6 +1,7 @@
 /* net_api.c — using pipezip's C API from another program: build a resnet8,
  * train it a few steps on a toy batch and run inference.
- *   cc net_api.c $(pkg-config --cflags --libs pipezip) -o net_api */
+ *   cc net_api.c $(pkg-config --cflags --libs pipezip) -o net_api
+ * or with CMake: examples/CMakeLists.txt (find_package(pipezip)). */
 #include <pipezip/pipezip.h>
 
 #include <stdio.h>

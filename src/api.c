@@ -10,7 +10,7 @@ struct pz_net {
     pz_optim opt;
 };
 
-const char *pz_version(void) { return "0.1.0"; }
+const char *pz_version(void) { return PZ_VERSION_STRING; }
 
 pz_status pz_net_create(pz_net **out, const char *preset, int channels, int height, int width,
                         int n_classes, int batch_max, uint64_t seed) {

@@ -40,9 +40,9 @@ typedef enum {
     PZ_FRAME_STATE,      /* a stateful frame the receiver's state cannot take */
 } pz_frame_error;
 
-const char *pz_frame_error_name(pz_frame_error e);
+PZ_API const char *pz_frame_error_name(pz_frame_error e);
 /* The reason of the last frame rejected on this thread. */
-pz_frame_error pz_frame_error_of(void);
+PZ_API pz_frame_error pz_frame_error_of(void);
 
 typedef struct pz_codec pz_codec;
 
@@ -55,18 +55,18 @@ typedef struct {
 } pz_codec_stats;
 
 /* Parse a spec; *codec is NULL on error (PZ_ERR_ARG, message names the spec). */
-pz_status pz_codec_create(pz_codec **codec, const char *spec);
-void pz_codec_free(pz_codec *codec);
+PZ_API pz_status pz_codec_create(pz_codec **codec, const char *spec);
+PZ_API void pz_codec_free(pz_codec *codec);
 /* The canonical spec string (every option spelled out). */
-const char *pz_codec_spec(const pz_codec *codec);
+PZ_API const char *pz_codec_spec(const pz_codec *codec);
 /* 1 for ef/ef21/aqsgd. */
-int pz_codec_is_stateful(const pz_codec *codec);
+PZ_API int pz_codec_is_stateful(const pz_codec *codec);
 /* 1 when a frame decodes to exactly the input (none). */
-int pz_codec_is_lossless(const pz_codec *codec);
+PZ_API int pz_codec_is_lossless(const pz_codec *codec);
 /* The canonical spec of the stateless base codec, what evaluation uses
  * (test samples have no per-sample state and must not move the training
  * state): "ef(topk:0.1),per=sample" -> "topk:0.1,per=sample,...". */
-void pz_codec_base_spec(const pz_codec *codec, char *buf, size_t cap);
+PZ_API void pz_codec_base_spec(const pz_codec *codec, char *buf, size_t cap);
 
 /* A spec per boundary from one argument: "SPEC" for every boundary, then
  * "N=SPEC" overrides for boundary N (1-based), e.g. "q8,2=ms:0.01,bits=2"
@@ -74,45 +74,45 @@ void pz_codec_base_spec(const pz_codec *codec, char *buf, size_t cap);
  * Boundaries not named get the first item, or "none". `what` names the
  * argument in errors (e.g. "--fwd"). */
 #define PZ_CODEC_SPEC_MAX 256
-pz_status pz_codec_parse_list(const char *arg, int boundaries, char (*specs)[PZ_CODEC_SPEC_MAX], const char *what);
+PZ_API pz_status pz_codec_parse_list(const char *arg, int boundaries, char (*specs)[PZ_CODEC_SPEC_MAX], const char *what);
 
 /* Every codec and wrapper with its spec form and a line of help, generated
  * from the codec table; returns the length it needed (as snprintf). */
-size_t pz_codec_help(char *buf, size_t cap);
+PZ_API size_t pz_codec_help(char *buf, size_t cap);
 /* Seed for the codec's own randomness (stochastic rounding, randk positions,
  * randtopk draws); each encode advances it. Default 0x5EED. */
-void pz_codec_set_seed(pz_codec *codec, uint64_t seed);
+PZ_API void pz_codec_set_seed(pz_codec *codec, uint64_t seed);
 /* Per-sample state (aqsgd, ef per=sample) is a row per sample id, ids in
  * [0, max_samples): a frame naming a larger id is rejected (a corrupt id
  * must not make the receiver allocate without bound). Default 2^24; set it
  * to the dataset's size. */
-void pz_codec_set_max_samples(pz_codec *codec, uint32_t max_samples);
+PZ_API void pz_codec_set_max_samples(pz_codec *codec, uint32_t max_samples);
 /* aqsgd: warm-up mode sends x uncompressed and fills the buffers. */
-void pz_codec_set_warmup(pz_codec *codec, int on);
+PZ_API void pz_codec_set_warmup(pz_codec *codec, int on);
 
 /* The largest frame encoding a tensor of this shape can produce (with ids
  * when the codec needs them). */
-size_t pz_codec_max_frame_bytes(const pz_codec *codec, int ndim, const int64_t *shape);
+PZ_API size_t pz_codec_max_frame_bytes(const pz_codec *codec, int ndim, const int64_t *shape);
 
 /* Encode x (shape[0..ndim)) into frame (capacity cap), *len = its size.
  * ids: one sample id per shape[0] (aqsgd and per-sample ef need them; others
  * ignore them, NULL allowed). stats may be NULL. */
-pz_status pz_codec_encode(pz_codec *codec, const float *x, int ndim, const int64_t *shape, const uint32_t *ids,
+PZ_API pz_status pz_codec_encode(pz_codec *codec, const float *x, int ndim, const int64_t *shape, const uint32_t *ids,
                           uint8_t *frame, size_t cap, size_t *len, pz_codec_stats *stats);
 
 /* Decode a frame into x (capacity cap floats); *ndim and shape get the
  * tensor's shape (shape needs 4 entries). Stateful codecs update the
  * receiver's state and return what the receiver uses (ef21: A; aqsgd: m). */
-pz_status pz_codec_decode(pz_codec *codec, const uint8_t *frame, size_t len, float *x, size_t cap,
+PZ_API pz_status pz_codec_decode(pz_codec *codec, const uint8_t *frame, size_t len, float *x, size_t cap,
                           int *ndim, int64_t *shape);
 
 /* A codec's state (EF/EF21 buffers, AQ-SGD rows, its random stream) as a
  * malloc'd blob for checkpoints, and back into a codec of the same spec. */
-pz_status pz_codec_state_save(const pz_codec *codec, uint8_t **blob, size_t *len);
-pz_status pz_codec_state_load(pz_codec *codec, const uint8_t *blob, size_t len);
+PZ_API pz_status pz_codec_state_save(const pz_codec *codec, uint8_t **blob, size_t *len);
+PZ_API pz_status pz_codec_state_load(pz_codec *codec, const uint8_t *blob, size_t len);
 
 /* CRC-32C (Castagnoli, reflected, as frames use it) of data[0..n). */
-uint32_t pz_crc32c(const void *data, size_t n);
+PZ_API uint32_t pz_crc32c(const void *data, size_t n);
 
 /* ---- frames on their own ---------------------------------------------------- */
 typedef struct {
@@ -131,19 +131,19 @@ typedef struct {
 
 /* Validate a frame's header (its family's parameters, the decoding limit)
  * and checksum and describe it; pz_frame_validate checks the payload too. */
-pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info);
+PZ_API pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info);
 /* Decode any stateless frame (or a stateful one's inner payload, without
  * the state: e.g. an ef21 frame gives C(x - A), not A). */
 /* Every check a decode makes (header, parameters, payload), without a
  * destination: what `pipezip codec inspect` reports as ok. */
-pz_status pz_frame_validate(const uint8_t *frame, size_t len);
+PZ_API pz_status pz_frame_validate(const uint8_t *frame, size_t len);
 /* Decoders refuse a frame declaring more elements than this before they
  * allocate or write anything: 2^28 (1 GiB of floats) unless set; 0 sets
  * the default again. Process-wide; set it before decoding starts. */
 #define PZ_CODEC_DECODE_LIMIT ((uint64_t)1 << 28)
-void pz_codec_set_decode_limit(uint64_t max_elements);
-uint64_t pz_codec_decode_limit(void);
-pz_status pz_frame_decode(const uint8_t *frame, size_t len, float *x, size_t cap, int *ndim, int64_t *shape);
+PZ_API void pz_codec_set_decode_limit(uint64_t max_elements);
+PZ_API uint64_t pz_codec_decode_limit(void);
+PZ_API pz_status pz_frame_decode(const uint8_t *frame, size_t len, float *x, size_t cap, int *ndim, int64_t *shape);
 
 #ifdef __cplusplus
 }

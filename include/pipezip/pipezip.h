@@ -10,17 +10,19 @@
 
 #include <stdint.h>
 #include "pipezip/status.h"
+#include "pipezip/version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* "MAJOR.MINOR.PATCH" */
-const char *pz_version(void);
+/* "MAJOR.MINOR.PATCH" of the library that runs (PZ_VERSION_STRING: of the
+ * headers compiled against) */
+PZ_API const char *pz_version(void);
 
 /* Threads for every kernel (OpenMP and BLAS); n <= 0 means all cores. Call
  * before creating networks. */
-void pz_set_threads(int n);
+PZ_API void pz_set_threads(int n);
 
 /* ---- a network ----------------------------------------------------------- */
 typedef struct pz_net pz_net;
@@ -28,15 +30,15 @@ typedef struct pz_net pz_net;
 /* A preset ("mlp", "lenet5", "resnet8", "resnet20") for inputs of shape
  * (channels, height, width), n_classes outputs, batches of up to batch_max,
  * weights initialised from seed. */
-pz_status pz_net_create(pz_net **net, const char *preset, int channels, int height, int width,
+PZ_API pz_status pz_net_create(pz_net **net, const char *preset, int channels, int height, int width,
                         int n_classes, int batch_max, uint64_t seed);
-void pz_net_free(pz_net *net);
-int64_t pz_net_num_params(const pz_net *net);
+PZ_API void pz_net_free(pz_net *net);
+PZ_API int64_t pz_net_num_params(const pz_net *net);
 /* Eval-mode forward of B <= batch_max inputs (B, C, H, W); logits (B, n_classes). */
-pz_status pz_net_forward(pz_net *net, const float *x, int B, float *logits);
+PZ_API pz_status pz_net_forward(pz_net *net, const float *x, int B, float *logits);
 /* One SGD step (momentum 0.9, no weight decay) on a batch with int labels;
  * *loss gets the batch's mean softmax cross-entropy before the update. */
-pz_status pz_net_train_step(pz_net *net, const float *x, const int32_t *labels, int B, float lr, float *loss);
+PZ_API pz_status pz_net_train_step(pz_net *net, const float *x, const int32_t *labels, int B, float lr, float *loss);
 
 /* ---- a training run (what `pipezip train` does) ------------------------------ */
 typedef struct {
@@ -135,9 +137,9 @@ typedef struct {
 typedef int (*pz_progress_fn)(const pz_progress *p, void *user);
 
 /* Fill cfg with the defaults `pipezip train` uses. */
-void pz_run_config_default(pz_run_config *cfg);
+PZ_API void pz_run_config_default(pz_run_config *cfg);
 /* Train as configured; on_progress (may be NULL) is called after every step. */
-pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *result, pz_progress_fn on_progress, void *user);
+PZ_API pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *result, pz_progress_fn on_progress, void *user);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,14 @@
 #ifndef PIPEZIP_STATUS_H
 #define PIPEZIP_STATUS_H
 
+/* What the shared library exports: every function declared in the
+ * pipezip/ headers, nothing else (it is built with hidden visibility). */
+#if defined(__GNUC__) || defined(__clang__)
+#define PZ_API __attribute__((visibility("default")))
+#else
+#define PZ_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -17,10 +25,10 @@ typedef enum {
 } pz_status;
 
 /* A static name for a status ("PZ_ERR_IO"). */
-const char *pz_status_name(pz_status s);
+PZ_API const char *pz_status_name(pz_status s);
 /* The message of the last failure on this thread: names the file, flag or
  * value that was wrong. Valid until the next failure on this thread. */
-const char *pz_last_error(void);
+PZ_API const char *pz_last_error(void);
 
 #ifdef __cplusplus
 }

@@ -106,7 +106,7 @@ float pz_rng_normal(pz_rng *r);                 /* standard normal */
  * Threads: how many the process computes with (OpenMP in the kernels and the
  * BLAS library's own pool; 0 = every core). BLAS is kept single-threaded
  * inside per-sample loops so the two never oversubscribe the cores. */
-void pz_set_threads(int n);
+PZ_API void pz_set_threads(int n); /* public: pipezip.h */
 int pz_get_threads(void);
 /* Call first in any other thread that runs kernels (a pipeline stage): the
  * OpenMP thread count is per thread, and OpenBLAS's OpenMP build sizes its

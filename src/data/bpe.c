@@ -348,7 +348,7 @@ pz_status pz_tokenizer_save(const pz_tokenizer *t, const char *path) {
 }
 
 pz_status pz_tokenizer_open(pz_tokenizer *t, const char *spec, const char *dir) {
-    int vocab;
+    int vocab = 0; /* set on success (GCC cannot see pz_fail is never 0) */
     PZ_TRY(pz_tokenizer_spec(spec, &vocab));
     if (vocab == 256) return pz_tokenizer_bytes(t);
     char path[4300];

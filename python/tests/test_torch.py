@@ -1,0 +1,107 @@
+"""pipezip.torch: compress() with none/none is an exact identity for values
+and gradients; q4/q8 boundaries really encode (bytes counted as the frames'
+lengths) and a small split model trains through them far above chance;
+stateful codecs in a Boundary; the gradient is the backward codec's decode
+of the true gradient."""
+import unittest
+
+import numpy as np
+
+try:
+    import torch
+except ImportError:  # torch is optional
+    torch = None
+
+import pipezip
+
+if torch is not None:
+    import pipezip.torch as pzt
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class Compress(unittest.TestCase):
+    def test_none_is_identity(self):
+        torch.manual_seed(0)
+        x = torch.randn(8, 3, 5, 5, requires_grad=True)
+        w = torch.randn(8, 3, 5, 5)
+        y = pzt.compress(x, fwd="none", bwd="none")
+        self.assertTrue(torch.equal(y, x))
+        (y * w).sum().backward()
+        self.assertTrue(torch.equal(x.grad, w))
+
+    def test_gradient_is_the_backward_codecs_decode(self):
+        torch.manual_seed(1)
+        x = torch.randn(4, 16, requires_grad=True)
+        g = torch.randn(4, 16)
+        y = pzt.compress(x, fwd="q4", bwd="q8")
+        want_y = pipezip.Codec("q4").decode(pipezip.Codec("q4").encode(x.detach()))
+        self.assertTrue(np.array_equal(y.detach().numpy(), want_y))
+        y.backward(g)
+        want_g = pipezip.Codec("q8").decode(pipezip.Codec("q8").encode(g))
+        self.assertTrue(np.array_equal(x.grad.numpy(), want_g))
+
+    def test_stateful_needs_a_boundary(self):
+        with self.assertRaises(ValueError):
+            pzt.compress(torch.randn(2, 2, requires_grad=True), fwd="ef(q4)")
+
+    def test_split_model_trains_and_counts_bytes(self):
+        torch.manual_seed(2)
+        rng = np.random.default_rng(2)
+        # four Gaussian classes in 20 dimensions
+        centers = rng.standard_normal((4, 20)).astype(np.float32) * 2.0
+        labels = rng.integers(0, 4, 2048)
+        data = centers[labels] + rng.standard_normal((2048, 20)).astype(np.float32)
+        X, Y = torch.from_numpy(data), torch.from_numpy(labels)
+        body = torch.nn.Sequential(torch.nn.Linear(20, 64), torch.nn.ReLU())
+        head = torch.nn.Linear(64, 4)
+        cut = pzt.Boundary(fwd="q4", bwd="q8", measure_error=True)
+        opt = torch.optim.SGD(list(body.parameters()) + list(head.parameters()), lr=0.1, momentum=0.9)
+        frames = 0
+        for epoch in range(3):
+            for i in range(0, 2048, 64):
+                opt.zero_grad()
+                loss = torch.nn.functional.cross_entropy(head(cut(body(X[i:i + 64]))), Y[i:i + 64])
+                loss.backward()
+                opt.step()
+                frames += 1
+        with torch.no_grad():
+            acc = (head(cut(body(X))).argmax(1) == Y).float().mean().item()
+        self.assertGreater(acc, 0.8)  # chance is 0.25
+        s = cut.stats()
+        self.assertEqual(s["bwd_frames"], frames)
+        self.assertEqual(s["fwd_frames"], frames + 1)
+        # every training frame of q4 over 64 x 64: the header, one scale pair per
+        # tensor and 4 bits an element (what pipezip.Codec says)
+        one = len(pipezip.Codec("q4").encode(np.ones((64, 64), np.float32)))
+        self.assertEqual(s["fwd_bytes"] - len(pipezip.Codec("q4").encode(np.ones((2048, 64), np.float32))),
+                         frames * one)
+        self.assertAlmostEqual(s["bwd_bits_per_element"], 8.0 * s["bwd_bytes"] / s["bwd_elements"])
+        self.assertLess(s["fwd_bits_per_element"], 4.2)
+        self.assertLess(s["bwd_bits_per_element"], 8.2)
+        self.assertGreater(s["fwd_rel_error"], 0.0)
+        self.assertLess(s["bwd_rel_error"], s["fwd_rel_error"])
+
+    def test_boundary_with_error_feedback_and_aqsgd(self):
+        torch.manual_seed(3)
+        b = pzt.Boundary(fwd="ef(topk:0.1)", bwd="ef21(q4)")
+        x = torch.randn(4, 32, requires_grad=True)
+        for _ in range(5):
+            y = b(x)
+            y.sum().backward()
+        self.assertEqual(b.stats()["fwd_frames"], 5)
+        a = pzt.Boundary(fwd="aqsgd(q4)", bwd="q8")
+        ids = np.arange(4, dtype=np.uint32)
+        for _ in range(3):
+            a(x, ids=ids).sum().backward()
+        with self.assertRaises(pipezip.Error):
+            a(x).sum()  # aqsgd needs the sample ids
+
+    def test_half_inputs(self):
+        x = torch.randn(4, 8).to(torch.bfloat16).requires_grad_()
+        y = pzt.compress(x, fwd="bf16", bwd="bf16")
+        self.assertEqual(y.dtype, torch.bfloat16)
+        self.assertTrue(torch.equal(y, x))
+
+
+if __name__ == "__main__":
+    unittest.main()
