@@ -14,7 +14,7 @@ directory, in the source tree's build/ (or build-asan/), or where the
 dynamic loader finds libpipezip.so.0.
 
 Errors raise pipezip.Error, whose message is the library's own.
-`pipezip.torch` (imported only when torch is) adds an autograd boundary.
+`import pipezip.torch` (needs torch) adds an autograd boundary.
 """
 import ctypes
 import ctypes.util
@@ -262,7 +262,7 @@ class Codec:
 
     def __del__(self):
         h = getattr(self, "_h", None)
-        if h:
+        if h and _free is not None:  # (None late in interpreter shutdown)
             _free(h)
             self._h = None
 
