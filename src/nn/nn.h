@@ -40,6 +40,7 @@ typedef struct {
     int k, stride, pad, has_bias;      /* conv, pooling; tied head: the embedding's index */
     int vocab, context, heads;         /* embedding (vocab: head too); attention */
     float init_std;                    /* linear: 0 = Kaiming normal, else normal(0, init_std) */
+    int zero_init;                     /* linear: weights start at 0 (a classifier: logits 0, loss ln(classes)) */
     int64_t n_params;                  /* trainable floats, sub-layers included */
     int64_t macs;                      /* forward multiply-accumulates per sample */
     float *weight, *bias;              /* into the model's parameter array; bn: gamma, beta */

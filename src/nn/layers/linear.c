@@ -36,6 +36,7 @@ static void linear_alloc(pz_layer *l, layer_alloc *a) {
     const int64_t nw = (int64_t)OC * in;
     l->weight = nn_take_params(a, nw, &l->dweight);
     if (l->init_std > 0.0f) nn_normal(l->weight, nw, l->init_std, &a->rng);
+    else if (l->zero_init) { /* stays 0: the parameter array starts zeroed */ }
     else nn_kaiming_normal(l->weight, nw, in, &a->rng);
     if (l->has_bias) l->bias = nn_take_params(a, OC, &l->dbias); /* zero: the parameter array starts zeroed */
 }
