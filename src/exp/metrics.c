@@ -1,5 +1,6 @@
-/* metrics.c — JSONL/CSV metric streams. Numbers are written with enough
- * digits to round-trip a float; whole numbers as integers. */
+/* metrics.c — JSONL/CSV metric streams. Numbers are written in the shortest
+ * form that round-trips a float; whole numbers as integers; null where a
+ * value does not exist. */
 #include "metrics.h"
 
 #include <errno.h>
@@ -19,9 +20,19 @@ pz_status pz_metrics_open(pz_metrics *m, const char *dir, const char *stem, cons
     return PZ_OK;
 }
 
+/* NaN and infinities as null (a value that does not exist); whole numbers
+ * as integers; everything else in the fewest significant digits that read
+ * back as the same float32 (0.1, not 0.100000001: the values are floats, or
+ * doubles reported at float precision) */
 static int fmt_num(char *buf, size_t cap, double v) {
     if (!isfinite(v)) return snprintf(buf, cap, "null");
     if (v == floor(v) && fabs(v) < 1e15) return snprintf(buf, cap, "%.0f", v);
+    const float want = (float)v;
+    char tmp[40];
+    for (int digits = 1; digits < 9; digits++) {
+        snprintf(tmp, sizeof tmp, "%.*g", digits, v);
+        if (strtof(tmp, NULL) == want) return snprintf(buf, cap, "%s", tmp);
+    }
     return snprintf(buf, cap, "%.9g", v);
 }
 

@@ -17,9 +17,12 @@ int pz_json_num(const char *text, const char *key, double *v) {
     const char *p = strstr(text, pat);
     if (!p) return 0;
     p += strlen(pat);
+    if (!strncmp(p, "null", 4)) return 0; /* no value: *v is left as it was */
     char *end;
-    *v = strtod(p, &end);
-    return end != p;
+    const double d = strtod(p, &end);
+    if (end == p) return 0;
+    *v = d;
+    return 1;
 }
 
 int pz_json_str(const char *text, const char *key, char *out, size_t cap) {

@@ -421,6 +421,9 @@ static pz_status epoch_loop(run *r) {
     return PZ_OK;
 }
 
+/* -1 in pz_run_result means "not measured": null in the file */
+static double or_null(double v) { return v < 0 ? NAN : v; }
+
 static pz_status write_summary(const run *r) {
     const pz_run_result *res = r->res;
     pz_field f[] = {PZ_STR("status", res->stopped ? "stopped" : "finished"), PZ_NUM("epochs", res->epochs_done),
@@ -433,15 +436,15 @@ static pz_status write_summary(const run *r) {
                     PZ_NUM("samples_per_second", res->samples_per_second),
                     PZ_NUM("n_params", res->n_params), PZ_NUM("threads", pz_get_threads()),
                     PZ_NUM("stages", res->n_stages),
-                    PZ_NUM("final_test_accuracy_compressed", res->final_test_accuracy_compressed),
+                    PZ_NUM("final_test_accuracy_compressed", or_null(res->final_test_accuracy_compressed)),
                     PZ_NUM("fwd_bytes", res->fwd_bytes), PZ_NUM("bwd_bytes", res->bwd_bytes),
                     PZ_NUM("fp32_bytes", res->fp32_bytes), PZ_NUM("eval_bytes", res->eval_bytes),
-                    PZ_NUM("link_bytes", res->link_bytes), PZ_NUM("emulated_seconds", res->emulated_seconds),
+                    PZ_NUM("link_bytes", res->link_bytes), PZ_NUM("emulated_seconds", res->n_stages > 1 ? or_null(res->emulated_seconds) : NAN),
                     PZ_NUM("resumed_from", res->resumed_from),
-                    PZ_NUM("final_test_loss_compressed", res->final_test_loss_compressed),
-                    PZ_NUM("tokens_per_sample", res->tokens),
-                    PZ_NUM("final_test_bits_per_byte", res->final_test_bits_per_byte),
-                    PZ_NUM("final_test_bits_per_byte_compressed", res->final_test_bits_per_byte_compressed)};
+                    PZ_NUM("final_test_loss_compressed", or_null(res->final_test_loss_compressed)),
+                    PZ_NUM("tokens_per_sample", res->tokens > 0 ? (double)res->tokens : NAN),
+                    PZ_NUM("final_test_bits_per_byte", or_null(res->final_test_bits_per_byte)),
+                    PZ_NUM("final_test_bits_per_byte_compressed", or_null(res->final_test_bits_per_byte_compressed))};
     return run_write_json(r->out_dir, "summary.json", f, (int)(sizeof f / sizeof *f));
 }
 

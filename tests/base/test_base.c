@@ -84,12 +84,16 @@ static void test_io(void) {
               !memcmp(data, "step,loss,codec\n1,0.5,q4\n2,0.25,q4\n", len), "csv content: %.*s", (int)len, data);
     free(data);
     CHECK(pz_metrics_open(&m, dir, "steps", "jsonl") == PZ_OK, "%s", pz_last_error());
-    pz_field f3[] = {PZ_NUM("step", 1), PZ_NUM("loss", 1.0 / 3), PZ_STR("note", "a \"quoted\"\nline")};
-    pz_metrics_write(&m, f3, 3);
+    pz_field f3[] = {PZ_NUM("step", 1), PZ_NUM("loss", 1.0 / 3), PZ_STR("note", "a \"quoted\"\nline"),
+                     PZ_NUM("lr", 0.1f), PZ_NUM("tiny", 4e-7f), PZ_NUM("none", NAN), PZ_NUM("big", 3.0e38f)};
+    pz_metrics_write(&m, f3, 7);
     pz_metrics_close(&m);
     snprintf(path, sizeof path, "%s/steps.jsonl", dir);
     CHECK(pz_read_file(path, &data, &len) == PZ_OK, "jsonl exists");
-    const char *want = "{\"step\": 1, \"loss\": 0.333333333, \"note\": \"a \\\"quoted\\\"\\nline\"}\n";
+    /* the shortest form that reads back as the same float: 0.1, not
+     * 0.100000001; a value that does not exist is null */
+    const char *want = "{\"step\": 1, \"loss\": 0.33333333, \"note\": \"a \\\"quoted\\\"\\nline\", \"lr\": 0.1, "
+                       "\"tiny\": 4e-07, \"none\": null, \"big\": 3e+38}\n";
     CHECK(len == strlen(want) && !memcmp(data, want, len), "jsonl content: %.*s", (int)len, data);
     free(data);
     CHECK(pz_metrics_open(&m, dir, "steps", "xml") == PZ_ERR_ARG, "unknown format rejected");

@@ -67,6 +67,20 @@ expect 0 "3 stages, fwd q8, bwd q8: [0-9.]+ MB forward \+ [0-9.]+ MB backward on
   --fwd q8 --bwd q8 --out "$tmp/pipe" --metrics csv --progress none --threads 1
 if head -1 "$tmp/pipe/epochs.csv" | grep -q "test_accuracy_compressed" && grep -q '"stages": 3' "$tmp/pipe/summary.json"; then ok
 else bad "pipeline run directory: $(head -1 "$tmp/pipe/epochs.csv"); $(cat "$tmp/pipe/summary.json")"; fi
+# a value that does not exist is null, not -1 or 0: a single stage has no
+# compressed evaluation or link clock, an image model no tokens; a pipeline
+# has both; floats in their shortest exact form
+if /usr/bin/env python3 - "$tmp/run/summary.json" "$tmp/pipe/summary.json" "$tmp/run/config.json" <<'PY'
+import json, sys
+one, pipe, cfg = (json.load(open(p)) for p in sys.argv[1:4])
+for k in ("final_test_accuracy_compressed", "final_test_loss_compressed", "emulated_seconds", "tokens_per_sample",
+          "final_test_bits_per_byte", "final_test_bits_per_byte_compressed"):
+    assert k in one and one[k] is None, (k, one.get(k))
+assert 0 <= pipe["final_test_accuracy_compressed"] <= 1 and pipe["emulated_seconds"] > 0, pipe
+assert pipe["tokens_per_sample"] is None and one["resumed_from"] == 0, pipe
+assert "0.100000001" not in open(sys.argv[3]).read() and cfg["lr"] == 0.1, cfg["lr"]
+PY
+then ok; else bad "summary.json nulls: $(cat "$tmp/run/summary.json")"; fi
 expect 2 "--fwd: codec spec 'q9'" -- "$PZ" train --data synthetic --stages 2 --fwd q9 --no-out
 expect 2 "--cuts: 'layer9' is not a layer of resnet8" -- "$PZ" train --data synthetic --cuts layer9 --no-out --progress none
 expect 2 "--eval-compress 'maybe' is not one of: on\|off\|both" -- "$PZ" train --eval-compress maybe
