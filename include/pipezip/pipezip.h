@@ -87,6 +87,7 @@ typedef struct {
     const char *grad_mask;    /* "none" (default, NULL too) or "fwd": each boundary's gradient is zeroed where the
                                  activation it follows arrived as 0, before the backward codec (the derivative of a
                                  forward TopK, as Paper A's GPT-2 runs reuse the forward mask) */
+    const char *command_line; /* how the run was started, recorded in config.json (NULL: not known) */
 } pz_run_config;
 
 typedef struct {

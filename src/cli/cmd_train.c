@@ -280,6 +280,28 @@ int cmd_train(int argc, char **argv) {
     }
     if (rc) return 2;
     pz_run_config c = ta.c;
+    /* how the run was started, shell-quoted, for config.json */
+    static char cmdline[8192];
+    size_t used = 0;
+    for (int i = 0; i < argc && used + 4 < sizeof cmdline; i++) {
+        const char *a = argv[i];
+        const int plain = *a && strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,:/+@%") == strlen(a);
+        if (i) cmdline[used++] = ' ';
+        if (plain) {
+            used += (size_t)snprintf(cmdline + used, sizeof cmdline - used, "%s", a);
+            continue;
+        }
+        cmdline[used++] = '\'';
+        for (; *a && used + 5 < sizeof cmdline; a++) {
+            if (*a == '\'') used += (size_t)snprintf(cmdline + used, sizeof cmdline - used, "'\\''");
+            else cmdline[used++] = *a;
+        }
+        cmdline[used++] = '\'';
+        cmdline[used] = 0;
+    }
+    if (used >= sizeof cmdline) used = sizeof cmdline - 1;
+    cmdline[used] = 0;
+    c.command_line = cmdline;
     const char *kill_env = getenv("PZ_TEST_KILL_AT_EPOCH");
     kill_at_epoch = kill_env ? atoi(kill_env) : 0;
     const char *progress = ta.progress, *out = ta.out, *shard = ta.shard;

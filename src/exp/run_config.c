@@ -3,6 +3,7 @@
 #include "run_internal.h"
 #include "pipezip/codec.h"
 #include "link/link.h"
+#include "build_info.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -145,6 +146,23 @@ static int config_fields(const pz_run_config *c, pz_field *f, char *seed_buf) {
     f[n++] = PZ_STR("seed", seed_buf);
     f[n++] = PZ_NUM("threads", pz_get_threads());
     f[n++] = PZ_STR("version", pz_version());
+    f[n++] = PZ_STR("git_commit", PZ_GIT_COMMIT);
+    f[n++] = PZ_STR("command_line", c->command_line ? c->command_line : "");
+    static char host[256];
+    if (gethostname(host, sizeof host - 1)) snprintf(host, sizeof host, "unknown");
+    f[n++] = PZ_STR("host", host);
+    /* the environment that chooses kernels or threads, as it was */
+    static char env[1024];
+    static const char *const vars[] = {"OMP_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "PZ_CONV_KERNELS",
+                                       "PZ_CODEC_KERNELS", NULL};
+    size_t used = 0;
+    env[0] = 0;
+    for (int i = 0; vars[i]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && used < sizeof env)
+            used += (size_t)snprintf(env + used, sizeof env - used, "%s%s=%s", used ? " " : "", vars[i], v);
+    }
+    f[n++] = PZ_STR("environment", env);
     /* what computes: the CPU, the BLAS and the kernels it runs (and who chose them) */
     static pz_blas_info bi;
     bi = pz_blas_get_info();
@@ -321,7 +339,7 @@ pz_status run_pipe_config(const pz_run_config *cfg, const pz_model *model, const
 
 pz_status run_write_config(const char *dir, const pz_run_config *c, const pz_model *model, const pz_dataset *train,
                            const pz_dataset *test, const pz_pipe_config *pc, int pipeline) {
-    pz_field f[48];
+    pz_field f[96];
     char seed_buf[32], cuts[256] = "";
     int n = config_fields(c, f, seed_buf);
     f[n++] = PZ_NUM("n_params", model->n_params);

@@ -81,6 +81,21 @@ assert pipe["tokens_per_sample"] is None and one["resumed_from"] == 0, pipe
 assert "0.100000001" not in open(sys.argv[3]).read() and cfg["lr"] == 0.1, cfg["lr"]
 PY
 then ok; else bad "summary.json nulls: $(cat "$tmp/run/summary.json")"; fi
+# config.json says how the run was made: the command line (shell-quoted: it
+# splits back into the same words), the commit, the host, the environment
+# that chooses kernels
+odd="$tmp/run 'odd' dir"
+PZ_CONV_KERNELS=avx2 "$PZ" train --data synthetic --model mlp --epochs 1 --limit-train 64 --limit-test 32 --out "$odd" \
+  --progress none --threads 1 >/dev/null 2>&1
+if /usr/bin/env python3 - "$odd" "$PZ" <<'PY'
+import json, os, shlex, sys
+cfg = json.load(open(os.path.join(sys.argv[1], "config.json")))
+words = shlex.split(cfg["command_line"])
+assert words[0] == sys.argv[2] and words[1] == "train" and words[words.index("--out") + 1] == sys.argv[1], words
+assert cfg["git_commit"] and cfg["host"] and cfg["version"], cfg
+assert "PZ_CONV_KERNELS=avx2" in cfg["environment"] and cfg["conv_kernels_chosen_by"] in ("user", "pipezip"), cfg
+PY
+then ok; else bad "config.json's command line: $(cat "$odd/config.json" 2>/dev/null)"; fi
 expect 2 "--fwd: codec spec 'q9'" -- "$PZ" train --data synthetic --stages 2 --fwd q9 --no-out
 expect 2 "--cuts: 'layer9' is not a layer of resnet8" -- "$PZ" train --data synthetic --cuts layer9 --no-out --progress none
 expect 2 "--eval-compress 'maybe' is not one of: on\|off\|both" -- "$PZ" train --eval-compress maybe
