@@ -108,15 +108,50 @@ static int set_value(const char *cmd, const pz_opt *o, const char *v) {
     return 2;
 }
 
+/* the option named name[0..len), or its --no- form */
+static const pz_opt *find_opt(const pz_opt *opts, int n, const char *name, size_t len, int *negated) {
+    *negated = 0;
+    for (int k = 0; k < n; k++) {
+        if (strlen(opts[k].name) == len && !strncmp(opts[k].name, name, len)) return &opts[k];
+        if (opts[k].type == OPT_BOOL && len == strlen(opts[k].name) + 3 && !strncmp(name, "no-", 3) &&
+            !strncmp(name + 3, opts[k].name, len - 3)) {
+            *negated = 1;
+            return &opts[k];
+        }
+    }
+    return NULL;
+}
+
+/* PyTorch's and other trainers' spellings of pipezip's options; used only
+ * when the command has the pipezip option */
+static const char *const alias_pairs[][2] = {
+        {"batch-size", "batch"}, {"bs", "batch"}, {"train-batch-size", "batch"}, {"wd", "weight-decay"},
+        {"learning-rate", "lr"}, {"num-epochs", "epochs"}, {"n-epochs", "epochs"}, {"max-epochs", "epochs"},
+        {"arch", "model"}, {"dataset", "data"}, {"data-root", "data-dir"}, {"root", "data-dir"},
+        {"output-dir", "out"}, {"output", "out"}, {"save-dir", "out"}, {"num-threads", "threads"},
+        {"log-interval", "log-every"}, {"print-freq", "log-every"}, {"scheduler", "schedule"},
+        {"lr-scheduler", "schedule"}, {"clip-grad-norm", "clip-norm"}, {"grad-clip", "clip-norm"},
+        {"max-grad-norm", "clip-norm"}, {"warmup-epochs", "warmup"}, {"opt", "optimizer"}, {"optim", "optimizer"},
+        {"micro-batch", "micro-batches"}, {"chunks", "micro-batches"}, {"resume-from", "resume"},
+};
+
+static const char *alias_of(const char *name) {
+    for (size_t i = 0; i < sizeof alias_pairs / sizeof *alias_pairs; i++)
+        if (!strcmp(name, alias_pairs[i][0])) return alias_pairs[i][1];
+    return NULL;
+}
+
 void pz_print_help(FILE *out, const char *usage, const pz_opt *opts, int n) {
     fputs(usage, out);
     if (n) fprintf(out, "\nOptions:\n");
     for (int i = 0; i < n; i++) {
         const pz_opt *o = &opts[i];
         char left[64];
-        if (o->type == OPT_BOOL) snprintf(left, sizeof left, "--[no-]%s", o->name);
+        if (o->type == OPT_BOOL && !strncmp(o->name, "no-", 3)) snprintf(left, sizeof left, "--%s", o->name);
+        else if (o->type == OPT_BOOL) snprintf(left, sizeof left, "--[no-]%s", o->name);
         else snprintf(left, sizeof left, "--%s %s", o->name, o->metavar ? o->metavar : "VALUE");
         fprintf(out, "  %-26s %s", left, o->help);
+        if (o->type == OPT_STR && o->choices) fprintf(out, "; one of %s", o->choices); /* every allowed value */
         /* show the default: the value the table's target holds before parsing */
         switch (o->type) {
         case OPT_STR: if (*(const char **)o->dst) fprintf(out, " [%s]", *(const char **)o->dst); break;
@@ -130,11 +165,36 @@ void pz_print_help(FILE *out, const char *usage, const pz_opt *opts, int n) {
         fputc('\n', out);
     }
     fprintf(out, "  %-26s %s\n", "-h, --help", "show this help");
+    /* the other tools' spellings this command takes */
+    int any = 0;
+    for (size_t i = 0; i < sizeof alias_pairs / sizeof *alias_pairs; i++) {
+        int negated;
+        if (!find_opt(opts, n, alias_pairs[i][1], strlen(alias_pairs[i][1]), &negated)) continue;
+        fprintf(out, "%s--%s (--%s)", any ? ", " : "\nAlso accepted, as other trainers spell them: ", alias_pairs[i][0],
+                alias_pairs[i][1]);
+        any = 1;
+    }
+    if (any) fprintf(out, "; and _ for - in any option (--weight_decay).\n");
+}
+
+/* 0: a switch, 1: a number, 2: a word */
+static int opt_kind(const pz_opt *o) {
+    return o->type == OPT_BOOL ? 0 : o->type == OPT_STR ? 2 : 1;
+}
+
+/* the kind of value that follows an unknown option: -1 when it cannot tell */
+static int value_kind(const char *v, int attached) {
+    if (!v || (!attached && !strncmp(v, "--", 2))) return attached ? -1 : 0;
+    char *end;
+    strtod(v, &end);
+    if (end != v && !*end) return 1;
+    return -1; /* a word: a string option, or a number with a unit (5ms), or a file */
 }
 
 int pz_parse_args(const char *cmd, const pz_opt *opts, int n, int argc, char **argv, int first,
                   const char *usage, char **pos, int max_pos, int *n_pos) {
     if (n_pos) *n_pos = 0;
+    int negated_out = 0;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -153,23 +213,33 @@ int pz_parse_args(const char *cmd, const pz_opt *opts, int n, int argc, char **a
             pos[(*n_pos)++] = argv[i];
             continue;
         }
-        const char *name = a + 2;
-        const char *eq = strchr(name, '=');
-        size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        const pz_opt *o = NULL;
-        int negated = 0;
-        for (int k = 0; k < n && !o; k++) {
-            if (strlen(opts[k].name) == len && !strncmp(opts[k].name, name, len)) o = &opts[k];
-            else if (opts[k].type == OPT_BOOL && len == strlen(opts[k].name) + 3 && !strncmp(name, "no-", 3) &&
-                     !strncmp(name + 3, opts[k].name, len - 3))
-                o = &opts[k], negated = 1;
+        const char *eq0 = strchr(a + 2, '=');
+        char spelled[96]; /* the name as typed, underscores read as dashes (--batch_size) */
+        const size_t len0 = eq0 ? (size_t)(eq0 - (a + 2)) : strlen(a + 2);
+        snprintf(spelled, sizeof spelled, "%.*s", (int)(len0 < 95 ? len0 : 95), a + 2);
+        for (char *c = spelled; *c; c++)
+            if (*c == '_') *c = '-';
+        const char *name = spelled;
+        const char *eq = eq0;
+        size_t len = strlen(spelled);
+        const pz_opt *o = find_opt(opts, n, name, len, &negated_out);
+        int negated = negated_out;
+        if (!o) { /* a name users of other tools type: --batch-size, --wd, --learning-rate, ... */
+            const char *canon = alias_of(name);
+            if (canon) o = find_opt(opts, n, canon, strlen(canon), &negated), name = canon, len = strlen(canon);
         }
         if (!o) {
             char given[64];
             snprintf(given, sizeof given, "%.*s", (int)(len < 63 ? len : 63), name);
+            /* suggest only an option of the kind the value given is: a number
+             * for a numeric option, none for a switch, else a word (--wd 0.1
+             * is not --fwd 0.1) */
+            const char *next = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
+            const int kind = value_kind(next, eq != NULL);
             int best = 99;
             const char *near = NULL;
             for (int k = 0; k < n; k++) {
+                if (kind >= 0 && opt_kind(&opts[k]) != kind) continue;
                 int d = edit_distance(given, opts[k].name);
                 if (d < best) best = d, near = opts[k].name;
             }
@@ -194,7 +264,11 @@ int pz_parse_args(const char *cmd, const pz_opt *opts, int n, int argc, char **a
             fprintf(stderr, "%s: --%s needs a value (%s)\n", cmd, o->name, o->metavar ? o->metavar : "VALUE");
             return 2;
         }
-        int rc = set_value(cmd, o, v);
+        pz_opt as_typed = *o; /* errors name the flag as it was given (--learning-rate, --batch_size) */
+        char typed[96];
+        snprintf(typed, sizeof typed, "%.*s", (int)(len0 < 95 ? len0 : 95), a + 2);
+        as_typed.name = typed;
+        int rc = set_value(cmd, &as_typed, v);
         if (rc) return rc;
     }
     return 0;

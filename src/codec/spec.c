@@ -155,8 +155,16 @@ pz_status pz_codec_parse_list(const char *arg, int boundaries, char (*specs)[PZ_
         if (q > item && *q == '=') {
             target = atoi(item);
             spec = q + 1;
-            if (target < 1 || target > boundaries)
-                return pz_fail(PZ_ERR_ARG, "%s: boundary %d does not exist (this pipeline has boundaries 1..%d)", what, target, boundaries);
+            if (target < 1)
+                return pz_fail(PZ_ERR_ARG, "%s: boundary %d does not exist (boundaries are numbered from 1, the first cut)",
+                               what, target);
+            if (target > boundaries) {
+                if (boundaries == 1)
+                    return pz_fail(PZ_ERR_ARG, "%s: boundary %d does not exist (this pipeline has one boundary, 1)", what,
+                                   target);
+                return pz_fail(PZ_ERR_ARG, "%s: boundary %d does not exist (this pipeline has boundaries 1..%d)", what,
+                               target, boundaries);
+            }
         } else if (!first_item) {
             return pz_fail(PZ_ERR_ARG, "%s: '%s': only the first item may omit its boundary (write N=SPEC)", what, item);
         }

@@ -320,6 +320,12 @@ pz_status run_pipe_config(const pz_run_config *cfg, const pz_model *model, const
     pc->timeout_s = cfg->timeout;
     int stages = cfg->stages;
     const char *cuts = cfg->cuts;
+    if (stages > 0 && cuts && *cuts) { /* both: they must agree */
+        int n = 2;
+        for (const char *p = cuts; *p; p++) n += *p == ',';
+        if (n != stages)
+            return pz_fail(PZ_ERR_ARG, "--stages %d and --cuts %s (%d stages) disagree: give one of them", stages, cuts, n);
+    }
     if (stages == 0 && !(cuts && *cuts)) { /* auto */
         if (ranks > 0) stages = ranks;
         else if (!strncmp(cfg->model, "resnet", 6)) cuts = "layer1,layer2,layer3"; /* Paper A's layout (auto is a pipeline only for resnets) */

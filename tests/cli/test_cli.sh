@@ -28,6 +28,36 @@ expect 2 "--batch needs a value" -- "$PZ" train --batch
 expect 2 "unknown schedule 'linear'" -- "$PZ" train --schedule linear --no-out --data synthetic
 expect 2 "--flip expects on or off" -- "$PZ" train --flip=maybe
 expect 2 "unexpected argument 'resnet8'" -- "$PZ" train resnet8
+# the CLI teaches: --help lists every enumerated option's values, other
+# trainers' spellings work, suggestions are of the same kind as the value,
+# errors name the flag as typed, contradictory flags are refused
+for cmd in train sweep serve "bench train" "bench codecs" sample; do
+  h=$("$PZ" $cmd --help 2>&1)
+  if /usr/bin/env python3 - "$cmd" <<<"$h" <<'PY'
+import re, sys
+lines = [l for l in sys.stdin.read().splitlines() if re.match(r"\s+--", l)]
+for l in lines:  # an option whose values are a fixed set names them all
+    m = re.search(r"one of (\S+)", l)
+    if m: assert "|" in m.group(1), l
+PY
+  then ok; else bad "$cmd --help: values of enumerated options"; fi
+done
+for opt in model optimizer eval-compress link metrics progress grad-mask; do
+  if grep -E -- "--$opt " <<<"$help" | grep -qE "one of [a-z0-9:-]+\|"; then ok; else bad "train --help: --$opt lists no values"; fi
+done
+expect 0 "batch 64, sgd lr 0.05" -- "$PZ" train --batch-size 64 --learning-rate 0.05 --wd 0.001 --num-epochs 1 --data synthetic \
+  --limit-train 64 --limit-test 32 --no-out --progress none --model mlp
+expect 0 "batch 32," -- "$PZ" train --batch_size 32 --weight_decay 0.001 --epochs 1 --data synthetic --limit-train 64 --limit-test 32 \
+  --no-out --progress none --model mlp
+expect 2 "--learning-rate expects a number, got 'fast'" -- "$PZ" train --learning-rate fast
+expect 2 "--batch_size must be in 1..65536, got 0" -- "$PZ" train --batch_size 0
+expect 2 "unknown option '--lrate'; did you mean '--lr'" -- "$PZ" train --lrate 0.1
+out=$("$PZ" train --wdd 0.1 2>&1)
+if grep -q "unknown option '--wdd'" <<<"$out" && ! grep -q "fwd" <<<"$out"; then ok; else bad "--wdd 0.1 suggests a word option: $out"; fi
+expect 2 "--stages 3 and --cuts fc1 \(2 stages\) disagree" -- "$PZ" train --model mlp --stages 3 --cuts fc1 --data synthetic --no-out
+expect 2 "boundary 0 does not exist \(boundaries are numbered from 1" -- "$PZ" train --model mlp --stages 2 --fwd 0=q4 --data synthetic --no-out
+expect 2 "boundary 3 does not exist \(this pipeline has one boundary, 1\)" -- \
+  "$PZ" train --model mlp --stages 2 --fwd q4,3=q2 --data synthetic --no-out --epochs 1 --limit-train 64 --progress none
 expect 1 "dataset file '/nonexistent/train-images-idx3-ubyte\[.gz\]' not found" -- \
   "$PZ" train --data fashion-mnist --data-dir /nonexistent --no-out --progress none
 
