@@ -70,6 +70,18 @@ static char *trim(char *s) {
     return s;
 }
 
+/* name is a grid key, or one half of a zipped one (fwd of fwd+bwd) */
+static int grid_names(const plan *pl, const char *name) {
+    const size_t n = strlen(name);
+    for (int g = 0; g < pl->ngrid; g++) {
+        const char *k = pl->grid[g].key;
+        if (!strcmp(k, name)) return 1;
+        for (const char *p = k; (p = strstr(p, name)); p++)
+            if ((p == k || p[-1] == '+') && (p[n] == 0 || p[n] == '+')) return 1;
+    }
+    return 0;
+}
+
 static pz_status grid_set(plan *pl, const pz_ini_entry *e) {
     int g = 0;
     while (g < pl->ngrid && strcmp(pl->grid[g].key, e->key)) g++;
@@ -171,6 +183,26 @@ static pz_status plan_load(plan *pl, const char *path, const char *variant, pz_o
                 else if (!strcmp(s, vgrid)) PZ_TRY(grid_set(pl, e));
             }
         }
+    /* rows and cols name the grid's keys (a key of a zipped pair, fwd+bwd,
+     * counts alone too), or two of them joined by +: the report's tables
+     * are laid out by them */
+    for (int i = 0; i < pl->ini.n; i++) {
+        const pz_ini_entry *e = &pl->ini.e[i];
+        if (strcmp(e->section, "sweep") || (strcmp(e->key, "rows") && strcmp(e->key, "cols"))) continue;
+        if (grid_names(pl, e->value)) continue;
+        char buf[512];
+        snprintf(buf, sizeof buf, "%.511s", e->value);
+        char *plus = strchr(buf, '+');
+        if (plus && !strchr(plus + 1, '+')) {
+            *plus = 0;
+            if (grid_names(pl, trim(buf)) && grid_names(pl, trim(plus + 1))) continue;
+        }
+        char keys[512] = "";
+        for (int j = 0; j < pl->ngrid; j++)
+            snprintf(keys + strlen(keys), sizeof keys - strlen(keys), "%s%s", j ? ", " : "", pl->grid[j].key);
+        return pz_fail(PZ_ERR_ARG, "%s:%d: %s = %s names no key of [grid] (%s), nor two joined by +", path, e->line,
+                       e->key, e->value, pl->ngrid ? keys : "it has none");
+    }
     /* a key both fixed and in the grid: the grid wins */
     int total = 1;
     for (int g = 0; g < pl->ngrid; g++) total *= pl->grid[g].n;

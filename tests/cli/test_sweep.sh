@@ -78,6 +78,11 @@ printf '[grid]\nfwd+bwd = q4 + q8 | q2\n' > "$tmp/bad4.ini"
 expect 2 "as many values" -- "$pz" sweep "$tmp/bad4.ini" --out "$tmp/bad4"
 printf '[sweep]\ntarget-inference = sideways\n' > "$tmp/bad5.ini"
 expect 2 "bad5.ini:2: target-inference = sideways \(expected plain or compressed\)" -- "$pz" sweep "$tmp/bad5.ini" --out "$tmp/bad5"
+# rows and cols must name the grid's keys (the report lays its tables out by them)
+printf '[sweep]\nname = x\nrows = fwdd  # a typo\n[grid]\nfwd+bwd = q4 + q8 | q2 + q8\nseed = 1 | 2\n' > "$tmp/bad7.ini"
+expect 2 "bad7.ini:3: rows = fwdd names no key of \[grid\] \(fwd\+bwd, seed\)" -- "$pz" sweep "$tmp/bad7.ini" --out "$tmp/bad7"
+printf '[sweep]\nname = x\nrows = bwd\ncols = seed+fwd\n[base]\nmodel = mlp\n[grid]\nfwd+bwd = q4 + q8 | q2 + q8\nseed = 1 | 2\n' > "$tmp/good7.ini"
+expect 0 "p004" -- "$pz" sweep "$tmp/good7.ini" --out "$tmp/good7" --dry-run
 expect 2 "--variant .huge. is not one of: quick.full.paper" -- "$pz" sweep "$configs/a2_topk.ini" --variant huge --out "$tmp/bad6"
 expect 1 "not a sweep directory" -- "$pz" report "$tmp/nothing"
 # pipezip report on a published sweep (results.csv, its config, no runs) destroys nothing:
