@@ -130,6 +130,11 @@ typedef struct {
                                    test_accuracy_compressed and the two below are set */
     double test_loss_compressed;           /* -1 when not evaluated */
     double test_bits_per_byte;             /* a language model's test_loss in bits per byte (-1: not one) */
+    int evaluating;             /* 1: the test set is being evaluated (epoch's end or --eval-every): eval_done of
+                                   eval_total examples so far, over every pass (plain and compressed); no metrics yet */
+    int64_t eval_done, eval_total;
+    double train_samples_per_second; /* training samples over the time spent training (evaluation, checkpoints
+                                        excluded); samples_per_second is over the whole run so far */
 } pz_progress;
 
 /* Called after every step and at the end of every epoch; returning nonzero

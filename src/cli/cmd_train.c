@@ -37,6 +37,7 @@ static const char usage[] =
 typedef struct {
     int mode;       /* 0 none, 1 bar (terminal), 2 lines */
     double last;    /* time of the last bar redraw */
+    double eval_line; /* time of the last "evaluating" line (lines mode) */
 } progress_state;
 
 static void fmt_time(char *buf, size_t cap, double s) {
@@ -72,6 +73,24 @@ static int on_progress(const pz_progress *p, void *user) {
     char eta[32], el[32];
     fmt_time(eta, sizeof eta, p->eta);
     fmt_time(el, sizeof el, p->elapsed);
+    if (p->evaluating) { /* the test set under way: its own bar */
+        const double now = wall();
+        if (!ps->mode || (now - ps->last < 0.2 && p->eval_done != p->eval_total)) return 0;
+        ps->last = now;
+        if (ps->mode == 1) {
+            const int width = 24, fill = (int)(width * p->eval_done / (p->eval_total ? p->eval_total : 1));
+            char bar[32];
+            for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+            bar[width] = 0;
+            fprintf(stderr, "\r\033[Kepoch %d/%d evaluating [%s] %lld/%lld examples  ETA %s", p->epoch, p->epochs, bar,
+                    (long long)p->eval_done, (long long)p->eval_total, eta);
+        } else if (ps->mode == 2 && now - ps->eval_line >= 10.0) {
+            ps->eval_line = now;
+            fprintf(stderr, "epoch %d/%d evaluating %lld/%lld examples  ETA %s\n", p->epoch, p->epochs,
+                    (long long)p->eval_done, (long long)p->eval_total, eta);
+        }
+        return 0;
+    }
     if (p->evaluation) { /* --eval-every */
         if (ps->mode == 1) fprintf(stderr, "\r\033[K");
         if (!ps->mode) return 0;
@@ -114,15 +133,15 @@ static int on_progress(const pz_progress *p, void *user) {
         char bar[32];
         for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
         bar[width] = 0;
-        fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %lld/%lld  loss %.4f  acc %5.2f%%  %.0f samples/s  ETA %s",
+        fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %lld/%lld  loss %.4f  acc %5.2f%%  %.0f train samples/s  ETA %s",
                 p->epoch, p->epochs, bar, (long long)p->step, (long long)p->steps_per_epoch, p->loss,
-                100 * p->accuracy, p->samples_per_second, eta);
+                100 * p->accuracy, p->train_samples_per_second, eta);
     } else if (ps->mode == 2) {
         if (now - ps->last < 10.0) return 0;
         ps->last = now;
-        fprintf(stderr, "epoch %d/%d step %lld/%lld  loss %.4f  acc %5.2f%%  %.0f samples/s  ETA %s\n", p->epoch,
+        fprintf(stderr, "epoch %d/%d step %lld/%lld  loss %.4f  acc %5.2f%%  %.0f train samples/s  ETA %s\n", p->epoch,
                 p->epochs, (long long)p->step, (long long)p->steps_per_epoch, p->loss, 100 * p->accuracy,
-                p->samples_per_second, eta);
+                p->train_samples_per_second, eta);
     }
     return 0;
 }

@@ -44,6 +44,12 @@ typedef struct {
     pz_metrics steps_m, epochs_m, bounds_m, evals_m;
     pz_traffic traffic;
     double t0, emulated, clock0; /* clock0: the pipeline's clock when the epoch (or this turn) began */
+    double train_seconds;      /* spent training in this process: steps only, not evaluations or checkpoints */
+    double epoch_t0, epoch_eval; /* the epoch's start, and its --eval-every evaluations so far */
+    int in_epoch;              /* training steps under way (their time counts as training) */
+    int64_t samples_here;      /* trained in this process (a resumed run's earlier ones not counted) */
+    int cur_epoch, eval_pass, eval_passes; /* the evaluation under way: its pass of how many */
+    double eval_t0;
     int64_t global_step, samples;
     int ranks;
     int turn;                  /* split learning: 0 the whole run is one turn, -1 a turn per epoch, K per K steps */
@@ -195,6 +201,8 @@ static pz_progress progress(const run *r, int epoch, int64_t step, double loss_s
                      .samples_per_second = r->samples / (now - r->t0), .test_loss_compressed = -1,
                      .test_bits_per_byte = -1};
     p.eta = (now - r->t0) / r->global_step * (r->sched.total_steps - r->global_step);
+    const double trained = r->train_seconds + (r->in_epoch ? now - r->epoch_t0 - r->epoch_eval : 0);
+    p.train_samples_per_second = trained > 0 ? r->samples_here / trained : 0;
     return p;
 }
 
@@ -203,12 +211,30 @@ typedef struct {
     double loss, acc, loss_c, acc_c; /* _c: compressed (-1: not evaluated) */
 } eval_result;
 
+/* the evaluation's own progress: every batch of every pass */
+static void eval_progress(void *user, int64_t done, int64_t total) {
+    run *r = user;
+    if (!r->on_progress) return;
+    const double now = pz_now(), spent = now - r->eval_t0;
+    pz_progress p = {.epoch = r->cur_epoch + 1, .epochs = r->cfg->epochs, .global_step = r->global_step,
+                     .total_steps = r->sched.total_steps, .steps_per_epoch = r->sched.steps_per_epoch,
+                     .elapsed = now - r->t0, .evaluating = 1, .test_loss_compressed = -1, .test_accuracy_compressed = -1,
+                     .test_bits_per_byte = -1, .emulated_seconds = -1};
+    p.eval_total = total * r->eval_passes, p.eval_done = total * r->eval_pass + done;
+    p.eta = p.eval_done > 0 ? spent / p.eval_done * (p.eval_total - p.eval_done) : 0;
+    (void)r->on_progress(&p, r->user); /* a stop takes effect after the evaluation */
+}
+
 static pz_status evaluate(run *r, eval_result *v) {
     const char *mode = r->cfg->eval_compress;
     v->loss = v->acc = 0, v->loss_c = v->acc_c = -1;
+    r->eval_t0 = pz_now(), r->eval_pass = 0;
+    r->eval_passes = r->pipeline && !strcmp(mode, "both") ? 2 : 1;
+    if (r->on_progress) pz_pipe_set_eval_progress(r->pipe, eval_progress, r);
     if (!r->pipeline) return pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 0, &v->loss, &v->acc);
     /* Paper A evaluates both ways: through the compressed boundaries and plain */
     if (strcmp(mode, "on")) PZ_TRY(pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 0, &v->loss, &v->acc));
+    r->eval_pass = strcmp(mode, "on") ? 1 : 0;
     if (strcmp(mode, "off")) PZ_TRY(pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 1, &v->loss_c, &v->acc_c));
     if (!strcmp(mode, "on")) v->loss = v->loss_c, v->acc = v->acc_c;
     r->res->final_test_accuracy_compressed = v->acc_c;
@@ -294,7 +320,7 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
         if (!isfinite(loss))
             return pz_fail(PZ_ERR_STATE, "training diverged: loss is %g at epoch %d step %lld (try a lower --lr)", loss,
                            epoch + 1, (long long)e->steps + 1);
-        e->loss_sum += (double)loss * B, e->hits += correct, e->seen += B, r->samples += B;
+        e->loss_sum += (double)loss * B, e->hits += correct, e->seen += B, r->samples += B, r->samples_here += B;
         e->steps++, r->global_step++;
         const double now = pz_now();
         const pz_progress p = progress(r, epoch, e->steps, e->loss_sum, e->hits, e->seen, lr, now);
@@ -315,6 +341,7 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
             PZ_TRY(evaluate(r, &v));
             PZ_TRY(write_eval(r, epoch, &v));
             e->eval_seconds += pz_now() - t;
+            r->epoch_eval = e->eval_seconds;
             if (r->on_progress) {
                 pz_progress p = progress(r, epoch, e->steps, e->loss_sum, e->hits, e->seen, lr, pz_now());
                 p.evaluation = 1;
@@ -386,6 +413,7 @@ static pz_status epoch_loop(run *r) {
     pz_run_result *res = r->res;
     for (int epoch = r->rs.epoch; epoch < cfg->epochs && !res->stopped; epoch++) {
         const double te = pz_now();
+        r->cur_epoch = epoch, r->epoch_t0 = te, r->epoch_eval = 0, r->in_epoch = 1;
         if (cfg->aqsgd_warmup > 0 && (epoch == r->rs.epoch || epoch == cfg->aqsgd_warmup))
             PZ_TRY(pz_pipe_set_warmup(r->pipe, epoch < cfg->aqsgd_warmup));
         r->clock0 = r->pipeline ? pz_pipe_clock(r->pipe) : 0.0;
@@ -393,6 +421,8 @@ static pz_status epoch_loop(run *r) {
         PZ_TRY(train_epoch(r, epoch, &e));
         if (res->stopped) break;
         const double train_seconds = pz_now() - te - e.eval_seconds;
+        r->train_seconds += train_seconds;
+        r->in_epoch = 0; /* the epoch's training is over: its clock stops */
         if (r->pipeline) r->emulated += pz_pipe_clock(r->pipe) - r->clock0;
         eval_result v;
         PZ_TRY(evaluate(r, &v));
@@ -434,6 +464,7 @@ static pz_status write_summary(const run *r) {
                     PZ_NUM("final_train_accuracy", res->final_train_accuracy),
                     PZ_NUM("wall_seconds", res->wall_seconds),
                     PZ_NUM("samples_per_second", res->samples_per_second),
+                    PZ_NUM("train_samples_per_second", r->train_seconds > 0 ? r->samples_here / r->train_seconds : NAN),
                     PZ_NUM("n_params", res->n_params), PZ_NUM("threads", pz_get_threads()),
                     PZ_NUM("stages", res->n_stages),
                     PZ_NUM("final_test_accuracy_compressed", or_null(res->final_test_accuracy_compressed)),

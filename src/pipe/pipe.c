@@ -168,10 +168,15 @@ pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t
         int c;
         PZ_TRY(msg_eval_result_get(p->buf, n, &sum, &c));
         total += sum, hits += c;
+        if (p->eval_progress) p->eval_progress(p->eval_user, i + B, N);
     }
     *loss = N ? total / (double)N : 0.0;
     *accuracy = N ? (double)hits / ((double)N * P) : 0.0;
     return PZ_OK;
+}
+
+void pz_pipe_set_eval_progress(pz_pipe *p, pz_eval_progress_fn fn, void *user) {
+    p->eval_progress = fn, p->eval_user = user;
 }
 
 pz_status pz_pipe_collect_stats(pz_pipe *p) {

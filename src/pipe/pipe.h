@@ -98,6 +98,9 @@ pz_status pz_pipe_create(pz_pipe **p, const pz_pipe_config *cfg);
  * the last stage. Errors name the stage and the reason. */
 pz_status pz_pipe_train_step(pz_pipe *p, const float *x, const int32_t *y, const uint32_t *ids, int B, float lr,
                              float *loss, int *correct);
+/* Told after every evaluation batch: done of total examples of this pass. */
+typedef void (*pz_eval_progress_fn)(void *user, int64_t done, int64_t total);
+void pz_pipe_set_eval_progress(pz_pipe *p, pz_eval_progress_fn fn, void *user);
 /* Eval-mode forward of N examples in batches, through compressed boundaries
  * (compress = 1: the forward codec without its state) or plain fp32 ones;
  * mean loss and accuracy. Evaluation traffic is counted at the links too. */

@@ -82,6 +82,8 @@ struct pz_pipe {
     char fingerprint[PZ_MAX_STAGES * 2 * PZ_SPEC_MAX + 512]; /* what every stage must agree on */
     int S, first, last, has_driver, started, mb_max;
     int checked;       /* the driver's CHECK passed here */
+    pz_eval_progress_fn eval_progress; /* told after every evaluation batch (NULL: nobody) */
+    void *eval_user;
     stage st[PZ_MAX_STAGES];
     pz_link *to_first; /* the driver's end */
     pz_clock clock;    /* the driver's */

@@ -109,6 +109,9 @@ for k in ("final_test_accuracy_compressed", "final_test_loss_compressed", "emula
 assert 0 <= pipe["final_test_accuracy_compressed"] <= 1 and pipe["emulated_seconds"] > 0, pipe
 assert pipe["tokens_per_sample"] is None and one["resumed_from"] == 0, pipe
 assert "0.100000001" not in open(sys.argv[3]).read() and cfg["lr"] == 0.1, cfg["lr"]
+# throughput says what it measures: training steps alone, or the whole run
+for d in (one, pipe):
+    assert d["train_samples_per_second"] >= d["samples_per_second"] > 0, d
 PY
 then ok; else bad "summary.json nulls: $(cat "$tmp/run/summary.json")"; fi
 # config.json says how the run was made: the command line (shell-quoted: it
