@@ -1,6 +1,8 @@
 /* records.c — see records.h. */
 #include "records.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,31 +13,27 @@ char *pz_slurp(const char *path) {
     return t;
 }
 
+/* the record's top-level value of key (a real JSON parser: any spacing,
+ * order or escaping; NULL when absent); *root is freed by the caller */
+static const cJSON *field(const char *text, const char *key, cJSON **root) {
+    *root = text ? cJSON_Parse(text) : NULL;
+    return *root && cJSON_IsObject(*root) ? cJSON_GetObjectItemCaseSensitive(*root, key) : NULL;
+}
+
 int pz_json_num(const char *text, const char *key, double *v) {
-    char pat[96];
-    snprintf(pat, sizeof pat, "\"%s\": ", key);
-    const char *p = strstr(text, pat);
-    if (!p) return 0;
-    p += strlen(pat);
-    if (!strncmp(p, "null", 4)) return 0; /* no value: *v is left as it was */
-    char *end;
-    const double d = strtod(p, &end);
-    if (end == p) return 0;
-    *v = d;
-    return 1;
+    cJSON *root;
+    const cJSON *f = field(text, key, &root);
+    const int ok = f && cJSON_IsNumber(f); /* null: no value, *v is left as it was */
+    if (ok) *v = f->valuedouble;
+    cJSON_Delete(root);
+    return ok;
 }
 
 int pz_json_str(const char *text, const char *key, char *out, size_t cap) {
-    char pat[96];
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *p = strstr(text, pat);
-    if (!p) return 0;
-    p += strlen(pat);
-    size_t n = 0;
-    while (*p && *p != '"' && n + 1 < cap) {
-        if (*p == '\\' && p[1]) p++;
-        out[n++] = *p++;
-    }
-    out[n] = 0;
-    return 1;
+    cJSON *root;
+    const cJSON *f = field(text, key, &root);
+    const int ok = f && cJSON_IsString(f) && f->valuestring;
+    if (ok && cap) snprintf(out, cap, "%s", f->valuestring);
+    cJSON_Delete(root);
+    return ok;
 }

@@ -5,6 +5,8 @@
 #include "link/link.h"
 #include "build_info.h"
 
+#include <cjson/cJSON.h>
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -257,15 +259,24 @@ void run_fingerprint_diff(const char *a, const char *b, char *out, size_t cap) {
     }
 }
 
+/* latest.json: one line of JSON, read back with cJSON (so any spacing,
+ * order or escaping reads the same); numbers in %.17g (exact doubles), the
+ * fingerprint escaped by cJSON */
 pz_status run_state_write(const char *dir, const run_state *s) {
     char path[4200], buf[4096];
     snprintf(path, sizeof path, "%s/checkpoint/latest.json", dir);
+    cJSON *str = cJSON_CreateString(s->fingerprint);
+    char *fp = str ? cJSON_PrintUnformatted(str) : NULL;
+    cJSON_Delete(str);
+    if (!fp) return pz_fail(PZ_ERR_NOMEM, "out of memory writing %s", path);
     const int n = snprintf(buf, sizeof buf,
                            "{\"epoch\": %d, \"global_step\": %lld, \"samples\": %lld, \"best\": %.17g, \"wall\": %.17g, "
                            "\"emulated\": %.17g, \"fwd_bytes\": %.17g, \"bwd_bytes\": %.17g, \"fp32_bytes\": %.17g, "
-                           "\"eval_bytes\": %.17g, \"link_bytes\": %.17g, \"fingerprint\": \"%s\"}\n",
+                           "\"eval_bytes\": %.17g, \"link_bytes\": %.17g, \"fingerprint\": %s}\n",
                            s->epoch, (long long)s->global_step, (long long)s->samples, s->best, s->wall, s->emulated,
-                           s->fwd_bytes, s->bwd_bytes, s->fp32_bytes, s->eval_bytes, s->link_bytes, s->fingerprint);
+                           s->fwd_bytes, s->bwd_bytes, s->fp32_bytes, s->eval_bytes, s->link_bytes, fp);
+    cJSON_free(fp);
+    if (n < 0 || (size_t)n >= sizeof buf) return pz_fail(PZ_ERR_ARG, "the checkpoint record of %s is too long", dir);
     return pz_write_file_atomic(path, buf, (size_t)n);
 }
 
@@ -275,16 +286,35 @@ pz_status run_state_read(const char *dir, run_state *s) {
     if (access(path, F_OK) != 0) return pz_fail(PZ_ERR_IO, "--resume %s: no checkpoint there (%s is missing)", dir, path);
     char *t;
     PZ_TRY(pz_read_text(path, &t, NULL));
-    long long gs, sm;
-    const int got = sscanf(t,
-                           "{\"epoch\": %d, \"global_step\": %lld, \"samples\": %lld, \"best\": %lg, \"wall\": %lg, "
-                           "\"emulated\": %lg, \"fwd_bytes\": %lg, \"bwd_bytes\": %lg, \"fp32_bytes\": %lg, "
-                           "\"eval_bytes\": %lg, \"link_bytes\": %lg, \"fingerprint\": \"%1000[^\"]\"",
-                           &s->epoch, &gs, &sm, &s->best, &s->wall, &s->emulated, &s->fwd_bytes, &s->bwd_bytes,
-                           &s->fp32_bytes, &s->eval_bytes, &s->link_bytes, s->fingerprint);
+    cJSON *o = cJSON_Parse(t);
     free(t);
-    if (got != 12 || s->epoch < 1) return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record", path);
-    s->global_step = gs, s->samples = sm;
+    if (!o || !cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record (not a JSON object)", path);
+    }
+    static const char *const keys[] = {"epoch", "global_step", "samples", "best", "wall", "emulated", "fwd_bytes",
+                                       "bwd_bytes", "fp32_bytes", "eval_bytes", "link_bytes"};
+    double v[11];
+    for (int i = 0; i < 11; i++) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, keys[i]);
+        if (!cJSON_IsNumber(f)) {
+            cJSON_Delete(o);
+            return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record (no number '%s')", path, keys[i]);
+        }
+        v[i] = f->valuedouble;
+    }
+    const cJSON *fp = cJSON_GetObjectItemCaseSensitive(o, "fingerprint");
+    if (!cJSON_IsString(fp) || !fp->valuestring || strlen(fp->valuestring) >= sizeof s->fingerprint) {
+        cJSON_Delete(o);
+        return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record (no fingerprint)", path);
+    }
+    snprintf(s->fingerprint, sizeof s->fingerprint, "%s", fp->valuestring);
+    cJSON_Delete(o);
+    if (v[0] < 1 || v[0] != floor(v[0]) || v[0] > 1e6 || v[1] < 0 || v[2] < 0)
+        return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record (epoch %g)", path, v[0]);
+    s->epoch = (int)v[0], s->global_step = (int64_t)v[1], s->samples = (int64_t)v[2];
+    s->best = v[3], s->wall = v[4], s->emulated = v[5], s->fwd_bytes = v[6], s->bwd_bytes = v[7];
+    s->fp32_bytes = v[8], s->eval_bytes = v[9], s->link_bytes = v[10];
     return PZ_OK;
 }
 

@@ -14,6 +14,10 @@ check() { # NAME ARGS...
   local rc=$?
   [ "$rc" -eq 137 ] || { bad "$name: the run was not killed at epoch 3 (exit $rc)"; return; }
   grep -qs '"epoch": 2' "$tmp/$name-b/checkpoint/latest.json" || { bad "$name: no checkpoint after epoch 2"; return; }
+  # the record is JSON, read back by a JSON parser: reformatted (indented,
+  # keys sorted) it resumes the same
+  python3 -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); json.dump(d, open(p, "w"), indent=2, sort_keys=True)' \
+    "$tmp/$name-b/checkpoint/latest.json"
   "$pz" train "$@" --resume "$tmp/$name-b" > "$tmp/$name-r.log" 2>&1 || { bad "$name: resume failed: $(tail -3 "$tmp/$name-r.log")"; return; }
   python3 - "$tmp/$name-a" "$tmp/$name-b" <<'PY' && ok || bad "$name: resumed run differs"
 import json, sys
@@ -68,4 +72,10 @@ for k in ("final_test_accuracy", "final_test_accuracy_compressed", "final_train_
     assert a[k] == b[k], (k, a[k], b[k])
 PY
 expect 1 "no checkpoint" -- "$pz" train "${common[@]}" --resume "$tmp/nothing"
+# a damaged record is named, not misread
+mkdir -p "$tmp/badrec/checkpoint"
+printf '{"epoch": "two", "global_step": 3}\n' > "$tmp/badrec/checkpoint/latest.json"
+expect 1 "latest.json' is not a pipezip checkpoint record \(no number 'epoch'\)" -- "$pz" train "${common[@]}" --resume "$tmp/badrec"
+printf 'epoch 2\n' > "$tmp/badrec/checkpoint/latest.json"
+expect 1 "latest.json' is not a pipezip checkpoint record \(not a JSON object\)" -- "$pz" train "${common[@]}" --resume "$tmp/badrec"
 finish test_resume
