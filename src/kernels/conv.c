@@ -15,12 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const pz_conv_direct_ops direct_avx512 = {
-    "avx512", pz_conv_direct_ws_avx512, pz_conv_direct_forward_avx512, pz_conv_direct_backward_avx512,
-    pz_conv_direct_ws_strided_avx512, pz_conv_direct_forward_strided_avx512, pz_conv_direct_backward_strided_avx512};
-static const pz_conv_direct_ops direct_avx2 = {
-    "avx2", pz_conv_direct_ws_avx2, pz_conv_direct_forward_avx2, pz_conv_direct_backward_avx2,
-    pz_conv_direct_ws_strided_avx2, pz_conv_direct_forward_strided_avx2, pz_conv_direct_backward_strided_avx2};
+static const pz_conv_direct_ops direct_avx512 = {"avx512", pz_conv_direct_ws_avx512, pz_conv_direct_forward_avx512,
+                                                 pz_conv_direct_backward_avx512};
+static const pz_conv_direct_ops direct_avx2 = {"avx2", pz_conv_direct_ws_avx2, pz_conv_direct_forward_avx2,
+                                               pz_conv_direct_backward_avx2};
 
 const pz_conv_direct_ops *pz_conv_direct_for(unsigned features, const char *want) {
     if (want && *want) {
@@ -69,18 +67,22 @@ static int out_dim(int n, int K, int stride, int pad) { return (n + 2 * pad - K)
 
 static int is_pointwise(int K, int stride, int pad) { return K == 1 && stride == 1 && pad == 0; }
 
-/* The shapes the direct kernels take: stride 1, same size out, K > 1; and
- * the phase-plane kernels: strides 1 to 8, K > 1. Both want at least 32
+/* The shapes the direct kernels take: K > 1, strides 1 to 8 (stride 1 with
+ * "same" padding directly, the others through phase planes), at least 32
  * taps (C K K) a position: with fewer (a first layer's one channel, 9 taps)
  * each tile does too little work between loading and storing its sums, and
  * im2col + BLAS is faster (measured on resnet8's conv1: 0.56 vs 0.96 ms for
  * forward and backward of batch 128 at 2 threads); so is a 1x1 convolution
  * (its strided shortcut: 1.24 vs 1.75 ms). */
-static int direct_shape(int C, int K, int stride, int pad) {
-    return K > 1 && stride == 1 && 2 * pad == K - 1 && C * K * K >= 32;
+static int direct_shape(int C, int K, int stride) {
+    return K > 1 && stride >= 1 && stride <= 8 && C * K * K >= 32;
 }
-static int strided_shape(int C, int K, int stride, int pad) {
-    return !direct_shape(C, K, stride, pad) && K > 1 && stride >= 1 && stride <= 8 && C * K * K >= 32;
+
+/* dweight += the per-thread accumulators (T of nw floats, `stride` apart),
+ * in thread order */
+static void reduce_threads(float *dweight, const float *acc, size_t stride, int T, size_t nw) {
+    for (int t = 0; t < T; t++)
+        for (size_t i = 0; i < nw; i++) dweight[i] += acc[(size_t)t * stride + i];
 }
 
 /* Valid output columns [*ow0, *ow1) for kernel column kw: those whose
@@ -237,21 +239,15 @@ static size_t per_thread_floats(int C, int H, int W, int OC, int K, int stride, 
 size_t conv2d_workspace_floats(int C, int H, int W, int OC, int K, int stride, int pad) {
     const size_t gemm = (size_t)pz_get_threads() * per_thread_floats(C, H, W, OC, K, stride, pad);
     const pz_conv_direct_ops *d = direct_ops();
-    size_t direct = 0;
-    if (d && direct_shape(C, K, stride, pad)) direct = d->ws(C, H, W, OC, K, pz_get_threads());
-    if (d && strided_shape(C, K, stride, pad)) direct = d->ws_strided(C, H, W, OC, K, stride, pad, pz_get_threads());
+    const size_t direct = d && direct_shape(C, K, stride) ? d->ws(C, H, W, OC, K, stride, pad, pz_get_threads()) : 0;
     return direct > gemm ? direct : gemm;
 }
 
 void conv2d_forward(float *out, float *ws, const float *inp, const float *weight, const float *bias,
                     int B, int C, int H, int W, int OC, int K, int stride, int pad) {
     const pz_conv_direct_ops *direct = direct_ops();
-    if (direct && direct_shape(C, K, stride, pad)) {
-        direct->forward(out, ws, inp, weight, bias, B, C, H, W, OC, K, pz_get_threads());
-        return;
-    }
-    if (direct && strided_shape(C, K, stride, pad)) {
-        direct->forward_strided(out, ws, inp, weight, bias, B, C, H, W, OC, K, stride, pad, pz_get_threads());
+    if (direct && direct_shape(C, K, stride)) {
+        direct->forward(out, ws, inp, weight, bias, B, C, H, W, OC, K, stride, pad, pz_get_threads());
         return;
     }
     pz_blas_prepare();
@@ -304,15 +300,11 @@ void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
     const int T = pz_get_threads();
     const size_t nw = (size_t)OC * CKK;
     const pz_conv_direct_ops *direct = direct_ops();
-    if (direct && (direct_shape(C, K, stride, pad) || strided_shape(C, K, stride, pad))) {
+    if (direct && direct_shape(C, K, stride)) {
         float *acc;
         size_t stride_t;
-        if (direct_shape(C, K, stride, pad))
-            direct->backward(dinp, ws, dout, inp, weight, B, C, H, W, OC, K, T, &acc, &stride_t);
-        else
-            direct->backward_strided(dinp, ws, dout, inp, weight, B, C, H, W, OC, K, stride, pad, T, &acc, &stride_t);
-        for (int t = 0; t < T; t++)
-            for (size_t i = 0; i < nw; i++) dweight[i] += acc[(size_t)t * stride_t + i];
+        direct->backward(dinp, ws, dout, inp, weight, B, C, H, W, OC, K, stride, pad, T, &acc, &stride_t);
+        reduce_threads(dweight, acc, stride_t, T, nw);
         bias_grad(dbias, dout, B, OC, OHW);
         return;
     }
@@ -349,10 +341,6 @@ void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
             }
         }
     }
-    /* reduce the per-thread weight gradients in a fixed order */
-    for (int t = 0; t < T; t++) {
-        const float *dw = ws + (size_t)t * per + 2 * (size_t)CKK * OHW;
-        for (size_t i = 0; i < nw; i++) dweight[i] += dw[i];
-    }
+    reduce_threads(dweight, ws + 2 * (size_t)CKK * OHW, per, T, nw);
     bias_grad(dbias, dout, B, OC, OHW);
 }

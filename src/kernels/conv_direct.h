@@ -11,47 +11,26 @@
 
 typedef struct pz_conv_direct_ops {
     const char *name; /* "avx512", "avx2" */
-    size_t (*ws)(int C, int H, int W, int OC, int K, int threads);
+    /* K > 1, stride S from 1 to 8, any padding (stride 1 "same" or phase planes) */
+    size_t (*ws)(int C, int H, int W, int OC, int K, int S, int pad, int threads);
     void (*forward)(float *out, float *ws, const float *inp, const float *weight, const float *bias, int B, int C,
-                    int H, int W, int OC, int K, int threads);
+                    int H, int W, int OC, int K, int S, int pad, int threads);
     /* overwrites dinp (unless NULL); the weight gradient is left in each
      * thread's accumulator: thread t's at *acc + t * *acc_stride, (OC, C K K) */
     void (*backward)(float *dinp, float *ws, const float *dout, const float *inp, const float *weight, int B, int C,
-                     int H, int W, int OC, int K, int threads, float **acc, size_t *acc_stride);
-    /* any stride from 1 to 8 and any padding, by phase planes */
-    size_t (*ws_strided)(int C, int H, int W, int OC, int K, int S, int pad, int threads);
-    void (*forward_strided)(float *out, float *ws, const float *inp, const float *weight, const float *bias, int B,
-                            int C, int H, int W, int OC, int K, int S, int pad, int threads);
-    void (*backward_strided)(float *dinp, float *ws, const float *dout, const float *inp, const float *weight, int B,
-                             int C, int H, int W, int OC, int K, int S, int pad, int threads, float **acc,
-                             size_t *acc_stride);
+                     int H, int W, int OC, int K, int S, int pad, int threads, float **acc, size_t *acc_stride);
 } pz_conv_direct_ops;
 
-size_t pz_conv_direct_ws_avx512(int C, int H, int W, int OC, int K, int threads);
-void pz_conv_direct_forward_avx512(float *out, float *ws, const float *inp, const float *weight, const float *bias,
-                                   int B, int C, int H, int W, int OC, int K, int threads);
-void pz_conv_direct_backward_avx512(float *dinp, float *ws, const float *dout, const float *inp, const float *weight,
-                                    int B, int C, int H, int W, int OC, int K, int threads, float **acc,
-                                    size_t *acc_stride);
-size_t pz_conv_direct_ws_avx2(int C, int H, int W, int OC, int K, int threads);
-void pz_conv_direct_forward_avx2(float *out, float *ws, const float *inp, const float *weight, const float *bias,
-                                 int B, int C, int H, int W, int OC, int K, int threads);
-void pz_conv_direct_backward_avx2(float *dinp, float *ws, const float *dout, const float *inp, const float *weight,
-                                  int B, int C, int H, int W, int OC, int K, int threads, float **acc,
-                                  size_t *acc_stride);
-size_t pz_conv_direct_ws_strided_avx512(int C, int H, int W, int OC, int K, int S, int pad, int threads);
-void pz_conv_direct_forward_strided_avx512(float *out, float *ws, const float *inp, const float *weight,
-                                           const float *bias, int B, int C, int H, int W, int OC, int K, int S,
-                                           int pad, int threads);
-void pz_conv_direct_backward_strided_avx512(float *dinp, float *ws, const float *dout, const float *inp,
-                                            const float *weight, int B, int C, int H, int W, int OC, int K, int S,
-                                            int pad, int threads, float **acc, size_t *acc_stride);
-size_t pz_conv_direct_ws_strided_avx2(int C, int H, int W, int OC, int K, int S, int pad, int threads);
-void pz_conv_direct_forward_strided_avx2(float *out, float *ws, const float *inp, const float *weight,
-                                           const float *bias, int B, int C, int H, int W, int OC, int K, int S,
-                                           int pad, int threads);
-void pz_conv_direct_backward_strided_avx2(float *dinp, float *ws, const float *dout, const float *inp,
-                                            const float *weight, int B, int C, int H, int W, int OC, int K, int S,
-                                            int pad, int threads, float **acc, size_t *acc_stride);
+/* one set per ISA build */
+#define PZ_CONV_DIRECT_DECLARE(isa)                                                                                    \
+    size_t pz_conv_direct_ws_##isa(int C, int H, int W, int OC, int K, int S, int pad, int threads);                 \
+    void pz_conv_direct_forward_##isa(float *out, float *ws, const float *inp, const float *weight,                  \
+                                      const float *bias, int B, int C, int H, int W, int OC, int K, int S, int pad,  \
+                                      int threads);                                                                  \
+    void pz_conv_direct_backward_##isa(float *dinp, float *ws, const float *dout, const float *inp,                  \
+                                       const float *weight, int B, int C, int H, int W, int OC, int K, int S,        \
+                                       int pad, int threads, float **acc, size_t *acc_stride);
+PZ_CONV_DIRECT_DECLARE(avx512)
+PZ_CONV_DIRECT_DECLARE(avx2)
 
 #endif

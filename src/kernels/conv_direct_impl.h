@@ -159,30 +159,49 @@ enum { CD_CV_ACC = CD_V == 16 ? 24 : 12, CD_CV_RVMAX = CD_V == 16 ? 4 : 2 };
 #define CD_CV_PLANE 100 /* planes up to 10x10: measured faster at 7x7 and 8x8, not at 14x14 or 16x16 */
 #endif
 
-CD_ALWAYS void CD_FN(cv_tile)(float *restrict t, size_t ld, const float *restrict src, const int *restrict pos,
-                              const int *restrict off, int nk, const float *restrict wt, size_t wld, const int rp,
-                              const int rv) {
+/* A tile of na accumulators x rv vectors of channels, starting at 0 or
+ * (load) at d's values: over i < n, each accumulator a takes
+ * broadcast(src[outer[i] + inner[a]]) times the vectors of row i of v
+ * (vld floats apart), and the tile is stored back to d (rows ld apart).
+ * The forward tile: i a tap (outer: the tap offsets), a a position (inner:
+ * the positions), v the weights [tap][channel]. The weight-gradient tile:
+ * i a position, a a tap, v the dy [position][channel]. */
+CD_ALWAYS void CD_FN(cv_tile)(float *restrict d, size_t ld, int load, const float *restrict v, size_t vld,
+                              const float *restrict src, const int *restrict outer, int n, const int *restrict inner,
+                              const int na, const int rv) {
     vec acc[CD_CV_ACC][CD_CV_RVMAX];
 #pragma GCC unroll 24
-    for (int j = 0; j < rp; j++)
+    for (int a = 0; a < na; a++)
 #pragma GCC unroll 4
-        for (int r = 0; r < rv; r++) acc[j][r] = vzero();
-    for (int k = 0; k < nk; k++) {
+        for (int r = 0; r < rv; r++) acc[a][r] = load ? vload(d + (size_t)a * ld + r * CD_V) : vzero();
+    for (int i = 0; i < n; i++) {
         vec w[CD_CV_RVMAX];
 #pragma GCC unroll 4
-        for (int r = 0; r < rv; r++) w[r] = vload(wt + (size_t)k * wld + r * CD_V);
-        const float *restrict sk = src + off[k];
+        for (int r = 0; r < rv; r++) w[r] = vload(v + (size_t)i * vld + r * CD_V);
+        const float *restrict si = src + outer[i];
 #pragma GCC unroll 24
-        for (int j = 0; j < rp; j++) {
-            const vec x = vset1(sk[pos[j]]);
+        for (int a = 0; a < na; a++) {
+            const vec x = vset1(si[inner[a]]);
 #pragma GCC unroll 4
-            for (int r = 0; r < rv; r++) acc[j][r] = vfma(x, w[r], acc[j][r]);
+            for (int r = 0; r < rv; r++) acc[a][r] = vfma(x, w[r], acc[a][r]);
         }
     }
 #pragma GCC unroll 24
-    for (int j = 0; j < rp; j++)
+    for (int a = 0; a < na; a++)
 #pragma GCC unroll 4
-        for (int r = 0; r < rv; r++) vstore(t + (size_t)j * ld + r * CD_V, acc[j][r]);
+        for (int r = 0; r < rv; r++) vstore(d + (size_t)a * ld + r * CD_V, acc[a][r]);
+}
+
+/* vectors of channels a tile takes when `left` remain; with them
+ * CD_CV_ACC / rv accumulators */
+static int CD_FN(cv_rv)(int left) { return left >= CD_CV_RVMAX ? CD_CV_RVMAX : left >= 2 ? 2 : 1; }
+
+/* cv_tile with its shape as constants */
+static void CD_FN(cv_call)(float *d, size_t ld, int load, const float *v, size_t vld, const float *src,
+                           const int *outer, int n, const int *inner, int rv) {
+    if (rv == CD_CV_RVMAX) CD_FN(cv_tile)(d, ld, load, v, vld, src, outer, n, inner, CD_CV_ACC / CD_CV_RVMAX, CD_CV_RVMAX);
+    else if (rv == 2) CD_FN(cv_tile)(d, ld, load, v, vld, src, outer, n, inner, CD_CV_ACC / 2, 2);
+    else CD_FN(cv_tile)(d, ld, load, v, vld, src, outer, n, inner, CD_CV_ACC, 1);
 }
 
 /* t [Pr][cp] = the taps of src at the P positions pos (padded to a multiple
@@ -191,47 +210,12 @@ CD_ALWAYS void CD_FN(cv_tile)(float *restrict t, size_t ld, const float *restric
 static void CD_FN(cv_gemm)(float *restrict t, const float *restrict src, const int *restrict pos, int P,
                            const int *restrict off, int nk, const float *restrict wt, int cp) {
     const int nv = cp / CD_V;
-    for (int v0 = 0; v0 < nv;) {
-        const int left = nv - v0, rv = left >= CD_CV_RVMAX ? CD_CV_RVMAX : left >= 2 ? 2 : 1;
-        const int rp = CD_CV_ACC / rv;
-        for (int j0 = 0; j0 < P; j0 += rp) {
-            float *d = t + (size_t)j0 * cp + (size_t)v0 * CD_V;
-            const float *w = wt + (size_t)v0 * CD_V;
-            if (rv == CD_CV_RVMAX)
-                CD_FN(cv_tile)(d, cp, src, pos + j0, off, nk, w, cp, CD_CV_ACC / CD_CV_RVMAX, CD_CV_RVMAX);
-            else if (rv == 2)
-                CD_FN(cv_tile)(d, cp, src, pos + j0, off, nk, w, cp, CD_CV_ACC / 2, 2);
-            else
-                CD_FN(cv_tile)(d, cp, src, pos + j0, off, nk, w, cp, CD_CV_ACC, 1);
-        }
-        v0 += rv;
+    for (int v0 = 0, rv; v0 < nv; v0 += rv) {
+        rv = CD_FN(cv_rv)(nv - v0);
+        for (int j0 = 0; j0 < P; j0 += CD_CV_ACC / rv)
+            CD_FN(cv_call)(t + (size_t)j0 * cp + (size_t)v0 * CD_V, cp, 0, wt + (size_t)v0 * CD_V, cp, src, off, nk,
+                           pos + j0, rv);
     }
-}
-
-CD_ALWAYS void CD_FN(cv_dw_tile)(float *restrict dwt, size_t ld, const float *restrict g, size_t gld,
-                                 const float *restrict src, const int *restrict pos, int P, const int *restrict offt,
-                                 const int rt, const int rv) {
-    vec acc[CD_CV_ACC][CD_CV_RVMAX];
-#pragma GCC unroll 24
-    for (int t = 0; t < rt; t++)
-#pragma GCC unroll 4
-        for (int r = 0; r < rv; r++) acc[t][r] = vload(dwt + (size_t)t * ld + r * CD_V);
-    for (int j = 0; j < P; j++) {
-        vec gv[CD_CV_RVMAX];
-#pragma GCC unroll 4
-        for (int r = 0; r < rv; r++) gv[r] = vload(g + (size_t)j * gld + r * CD_V);
-        const float *restrict sj = src + pos[j];
-#pragma GCC unroll 24
-        for (int t = 0; t < rt; t++) {
-            const vec x = vset1(sj[offt[t]]);
-#pragma GCC unroll 4
-            for (int r = 0; r < rv; r++) acc[t][r] = vfma(x, gv[r], acc[t][r]);
-        }
-    }
-#pragma GCC unroll 24
-    for (int t = 0; t < rt; t++)
-#pragma GCC unroll 4
-        for (int r = 0; r < rv; r++) vstore(dwt + (size_t)t * ld + r * CD_V, acc[t][r]);
 }
 
 /* dwt [nkr][cp] += over the P positions: the taps of src times g [P][cp];
@@ -239,22 +223,24 @@ CD_ALWAYS void CD_FN(cv_dw_tile)(float *restrict dwt, size_t ld, const float *re
 static void CD_FN(cv_dw)(float *restrict dwt, const float *restrict g, const float *restrict src,
                          const int *restrict pos, int P, const int *restrict off, int nk, int cp) {
     const int nv = cp / CD_V;
-    for (int v0 = 0; v0 < nv;) {
-        const int left = nv - v0, rv = left >= CD_CV_RVMAX ? CD_CV_RVMAX : left >= 2 ? 2 : 1;
+    for (int v0 = 0, rv; v0 < nv; v0 += rv) {
+        rv = CD_FN(cv_rv)(nv - v0);
         const int rt = CD_CV_ACC / rv;
         for (int k0 = 0; k0 < nk; k0 += rt) {
             int offt[CD_CV_ACC];
             for (int t = 0; t < rt; t++) offt[t] = off[k0 + t < nk ? k0 + t : 0];
-            float *d = dwt + (size_t)k0 * cp + (size_t)v0 * CD_V;
-            const float *gg = g + (size_t)v0 * CD_V;
-            if (rv == CD_CV_RVMAX)
-                CD_FN(cv_dw_tile)(d, cp, gg, cp, src, pos, P, offt, CD_CV_ACC / CD_CV_RVMAX, CD_CV_RVMAX);
-            else if (rv == 2)
-                CD_FN(cv_dw_tile)(d, cp, gg, cp, src, pos, P, offt, CD_CV_ACC / 2, 2);
-            else
-                CD_FN(cv_dw_tile)(d, cp, gg, cp, src, pos, P, offt, CD_CV_ACC, 1);
+            CD_FN(cv_call)(dwt + (size_t)k0 * cp + (size_t)v0 * CD_V, cp, 1, g + (size_t)v0 * CD_V, cp, src, pos, P,
+                           offt, rv);
         }
-        v0 += rv;
+    }
+}
+
+/* the P valid positions of an H x W plane in its padded grid (Wp wide),
+ * padded to Pr by repeating the last */
+static void CD_FN(cv_positions)(int *pos, int P, int Pr, int W, int Wp) {
+    for (int j = 0; j < Pr; j++) {
+        const int q = j < P ? j : P - 1;
+        pos[j] = q / W * Wp + q % W;
     }
 }
 
@@ -319,17 +305,35 @@ static int *CD_FN(tables)(float *ws, int C, int OC, int K) {
  * input gradient; the weight gradient its own fixed order) */
 static int CD_FN(cv_plane)(int H, int W) { return H * W <= CD_CV_PLANE; }
 
+/* a thread's workspace for the cv kernels: the padded input and dy planes,
+ * the transposed input gradient (T), dy (G) and weight gradient (DWT), the
+ * positions; `floats` is its size (base NULL: the size alone) */
+typedef struct {
+    float *X, *DY, *T, *G, *DWT;
+    int *pos;
+    size_t floats;
+} CD_FN(cv_ws);
+
+static CD_FN(cv_ws) CD_FN(cv_layout)(float *base, int C, int H, int W, int OC, int K, const CD_FN(geom) *g) {
+    const size_t Pr = (size_t)CD_FN(round_up)(H * W, CD_CV_ACC), cmax = (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_V);
+    const size_t ocp = (size_t)CD_FN(round_up)(OC, CD_V), nkr = (size_t)CD_FN(round_up)(C * K * K, CD_CV_ACC);
+    const size_t dy = (size_t)C * g->PS, t = dy + (size_t)OC * g->PS, gg = t + Pr * cmax, dwt = gg + Pr * ocp;
+    const size_t pos = dwt + nkr * ocp;
+    CD_FN(cv_ws) w = {.floats = pos + Pr};
+    if (base)
+        w.X = base, w.DY = base + dy, w.T = base + t, w.G = base + gg, w.DWT = base + dwt, w.pos = (int *)(base + pos);
+    return w;
+}
+
 static size_t CD_FN(thread_floats)(int C, int H, int W, int OC, int K) {
     const CD_FN(geom) g = CD_FN(geometry)(H, W, K);
     const int rows = CD_FN(round_up)(C > OC ? C : OC, CD_RO);
-    const size_t Pr = (size_t)CD_FN(round_up)(H * W, CD_CV_ACC), cmax = (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_V);
-    const size_t ocp = (size_t)CD_FN(round_up)(OC, CD_V), nkr = (size_t)CD_FN(round_up)(C * K * K, CD_CV_ACC);
     const size_t rowwise = (size_t)g.group * ((size_t)C + OC) * g.PS + (size_t)rows * g.n16 * 16;
-    const size_t cv = ((size_t)C + OC) * g.PS + Pr * cmax + Pr * ocp + nkr * ocp + Pr;
+    const size_t cv = CD_FN(cv_layout)(NULL, C, H, W, OC, K, &g).floats;
     return (rowwise > cv ? rowwise : cv) + (size_t)OC * C * K * K + 64;
 }
 
-size_t CD_FN(pz_conv_direct_ws)(int C, int H, int W, int OC, int K, int threads) {
+static size_t CD_FN(ws_same)(int C, int H, int W, int OC, int K, int threads) {
     return CD_FN(shared_floats)(C, OC, K) + (size_t)threads * CD_FN(thread_floats)(C, H, W, OC, K);
 }
 
@@ -337,6 +341,34 @@ static void CD_FN(tap_table)(int *off, int C, int K, const CD_FN(geom) *g) {
     for (int c = 0; c < C; c++)
         for (int kh = 0; kh < K; kh++)
             for (int kw = 0; kw < K; kw++) off[(c * K + kh) * K + kw] = (int)((size_t)c * g->PS) + kh * g->Wp + kw;
+}
+
+/* weights (OC, nk) in blocks of R output channels, [block][tap][R], the
+ * channels past OC zero: R = CD_RO for the row tiles; R = OC rounded up to
+ * CD_V, one block, is the cv tiles' [tap][channel] */
+static void CD_FN(pack)(float *restrict wpk, const float *restrict weight, int OC, int nk, int R) {
+    const int nob = CD_FN(round_up)(OC, R) / R;
+    for (int ob = 0; ob < nob; ob++)
+        for (int k = 0; k < nk; k++)
+            for (int r = 0; r < R; r++) {
+                const int oc = ob * R + r;
+                wpk[((size_t)ob * nk + k) * R + r] = oc < OC ? weight[(size_t)oc * nk + k] : 0.0f;
+            }
+}
+
+/* the input gradient's weights, flipped and transposed, wf[c][oc][kh][kw] =
+ * w[oc][c][K-1-kh][K-1-kw], packed as pack() does with C output channels */
+static void CD_FN(pack_flipped)(float *restrict wpk, const float *restrict weight, int C, int OC, int K, int R) {
+    const int nob = CD_FN(round_up)(C, R) / R, nkt = OC * K * K;
+    for (int ob = 0; ob < nob; ob++)
+        for (int oc = 0; oc < OC; oc++)
+            for (int kh = 0; kh < K; kh++)
+                for (int kw = 0; kw < K; kw++)
+                    for (int r = 0; r < R; r++) {
+                        const int c = ob * R + r, k = (oc * K + kh) * K + kw;
+                        wpk[((size_t)ob * nkt + k) * R + r] =
+                            c < C ? weight[(((size_t)oc * C + c) * K + (K - 1 - kh)) * K + (K - 1 - kw)] : 0.0f;
+                    }
 }
 
 /* one image (C, H, W) into the interiors of the padded planes */
@@ -360,7 +392,7 @@ static void CD_FN(drop_garbage)(float *restrict img, const float *restrict rows,
     }
 }
 
-void CD_FN(pz_conv_direct_forward)(float *out, float *ws, const float *inp, const float *weight, const float *bias,
+static void CD_FN(forward_same)(float *out, float *ws, const float *inp, const float *weight, const float *bias,
                                    int B, int C, int H, int W, int OC, int K, int threads) {
     const CD_FN(geom) g = CD_FN(geometry)(H, W, K);
     const int nk = C * K * K, nob = CD_FN(round_up)(OC, CD_RO) / CD_RO;
@@ -368,35 +400,25 @@ void CD_FN(pz_conv_direct_forward)(float *out, float *ws, const float *inp, cons
     int *off = CD_FN(tables)(ws, C, OC, K);
     float *per = ws + CD_FN(shared_floats)(C, OC, K);
     const size_t tf = CD_FN(thread_floats)(C, H, W, OC, K);
-    for (int ob = 0; ob < nob; ob++)
-        for (int k = 0; k < nk; k++)
-            for (int r = 0; r < CD_RO; r++) {
-                const int oc = ob * CD_RO + r;
-                wpk[((size_t)ob * nk + k) * CD_RO + r] = oc < OC ? weight[(size_t)oc * nk + k] : 0.0f;
-            }
     CD_FN(tap_table)(off, C, K, &g);
     if (CD_FN(cv_plane)(H, W)) {
-        const int ocp = CD_FN(round_up)(OC, CD_V), P = H * W, Pr = CD_FN(round_up)(P, CD_CV_ACC);
-        /* weights [tap][channel] (the row layout's are overwritten) */
-        for (int k = 0; k < nk; k++)
-            for (int oc = 0; oc < ocp; oc++) wpk[(size_t)k * ocp + oc] = oc < OC ? weight[(size_t)oc * nk + k] : 0.0f;
+        const int ocp = CD_FN(round_up)(OC, CD_V), P = H * W;
+        CD_FN(pack)(wpk, weight, OC, nk, ocp); /* [tap][channel] */
 #pragma omp parallel num_threads(threads)
         {
-            float *X = per + (size_t)omp_get_thread_num() * tf;
-            float *T = X + ((size_t)C + OC) * g.PS;
-            int *pos = (int *)(T + (size_t)Pr * CD_FN(round_up)(C > OC ? C : OC, CD_V) + (size_t)Pr * ocp +
-                               (size_t)CD_FN(round_up)(C * K * K, CD_CV_ACC) * ocp);
-            for (int j = 0; j < Pr; j++) pos[j] = (j < P ? j / W : (P - 1) / W) * g.Wp + (j < P ? j : P - 1) % W;
-            memset(X, 0, sizeof(float) * (size_t)C * g.PS);
+            const CD_FN(cv_ws) w = CD_FN(cv_layout)(per + (size_t)omp_get_thread_num() * tf, C, H, W, OC, K, &g);
+            CD_FN(cv_positions)(w.pos, P, CD_FN(round_up)(P, CD_CV_ACC), W, g.Wp);
+            memset(w.X, 0, sizeof(float) * (size_t)C * g.PS);
 #pragma omp for schedule(static)
             for (int b = 0; b < B; b++) {
-                CD_FN(fill)(X, inp + (size_t)b * C * H * W, C, H, W, &g);
-                CD_FN(cv_gemm)(T, X, pos, P, off, nk, wpk, ocp);
-                CD_FN(cv_untranspose)(out + (size_t)b * OC * P, T, ocp, OC, P, bias);
+                CD_FN(fill)(w.X, inp + (size_t)b * C * H * W, C, H, W, &g);
+                CD_FN(cv_gemm)(w.T, w.X, w.pos, P, off, nk, wpk, ocp);
+                CD_FN(cv_untranspose)(out + (size_t)b * OC * P, w.T, ocp, OC, P, bias);
             }
         }
         return;
     }
+    CD_FN(pack)(wpk, weight, OC, nk, CD_RO);
 #pragma omp parallel num_threads(threads)
     {
         float *X = per + (size_t)omp_get_thread_num() * tf;
@@ -413,7 +435,7 @@ void CD_FN(pz_conv_direct_forward)(float *out, float *ws, const float *inp, cons
 
 /* dweight_t: each thread's accumulator (OC, C K K), zeroed here, returned for
  * the caller's fixed-order reduction through *acc and *acc_stride */
-void CD_FN(pz_conv_direct_backward)(float *dinp, float *ws, const float *dout, const float *inp, const float *weight,
+static void CD_FN(backward_same)(float *dinp, float *ws, const float *dout, const float *inp, const float *weight,
                                     int B, int C, int H, int W, int OC, int K, int threads, float **acc,
                                     size_t *acc_stride) {
     const CD_FN(geom) g = CD_FN(geometry)(H, W, K);
@@ -424,67 +446,40 @@ void CD_FN(pz_conv_direct_backward)(float *dinp, float *ws, const float *dout, c
     int *off_d = off_x + taps;
     float *per = ws + CD_FN(shared_floats)(C, OC, K);
     const size_t tf = CD_FN(thread_floats)(C, H, W, OC, K);
-    /* flipped, transposed weights: wf[c][oc][kh][kw] = w[oc][c][K-1-kh][K-1-kw] */
-    if (dinp)
-        for (int ob = 0; ob < nob; ob++)
-            for (int oc = 0; oc < OC; oc++)
-                for (int kh = 0; kh < K; kh++)
-                    for (int kw = 0; kw < K; kw++)
-                        for (int r = 0; r < CD_RO; r++) {
-                            const int c = ob * CD_RO + r, k = (oc * K + kh) * K + kw;
-                            wpk[((size_t)ob * nkt + k) * CD_RO + r] =
-                                c < C ? weight[(((size_t)oc * C + c) * K + (K - 1 - kh)) * K + (K - 1 - kw)] : 0.0f;
-                        }
     CD_FN(tap_table)(off_x, C, K, &g);
     CD_FN(tap_table)(off_d, OC, K, &g);
     if (CD_FN(cv_plane)(H, W)) {
         const int ocp = CD_FN(round_up)(OC, CD_V), cp = CD_FN(round_up)(C, CD_V), P = H * W;
-        const int Pr = CD_FN(round_up)(P, CD_CV_ACC), nkr = CD_FN(round_up)(nk, CD_CV_ACC);
-        /* flipped, transposed weights [tap (oc, kh, kw)][input channel] */
-        if (dinp)
-            for (int oc = 0; oc < OC; oc++)
-                for (int kh = 0; kh < K; kh++)
-                    for (int kw = 0; kw < K; kw++)
-                        for (int c = 0; c < cp; c++)
-                            wpk[(size_t)((oc * K + kh) * K + kw) * cp + c] =
-                                c < C ? weight[(((size_t)oc * C + c) * K + (K - 1 - kh)) * K + (K - 1 - kw)] : 0.0f;
-        const size_t Tsz = (size_t)Pr * CD_FN(round_up)(C > OC ? C : OC, CD_V);
-        const size_t dw_at = ((size_t)C + OC) * g.PS + Tsz + (size_t)Pr * ocp + (size_t)nkr * ocp + Pr;
+        const int nkr = CD_FN(round_up)(nk, CD_CV_ACC);
+        if (dinp) CD_FN(pack_flipped)(wpk, weight, C, OC, K, cp); /* [tap (oc, kh, kw)][input channel] */
+        const size_t dw_at = CD_FN(cv_layout)(NULL, C, H, W, OC, K, &g).floats;
         *acc = per + dw_at;
         *acc_stride = tf;
 #pragma omp parallel num_threads(threads)
         {
-            float *X = per + (size_t)omp_get_thread_num() * tf;
-            float *DY = X + (size_t)C * g.PS;
-            float *T = DY + (size_t)OC * g.PS;   /* the input gradient [position][channel] */
-            float *G = T + Tsz;                  /* dy [position][channel] */
-            float *DWT = G + (size_t)Pr * ocp;   /* the weight gradient [tap][channel] */
-            int *pos = (int *)(DWT + (size_t)nkr * ocp);
-            float *dw = per + (size_t)omp_get_thread_num() * tf + dw_at;
-            for (int j = 0; j < Pr; j++) pos[j] = (j < P ? j / W : (P - 1) / W) * g.Wp + (j < P ? j : P - 1) % W;
-            memset(X, 0, sizeof(float) * ((size_t)C + OC) * g.PS);
-            memset(G, 0, sizeof(float) * ((size_t)Pr * ocp + (size_t)nkr * ocp));
-            const size_t view = (size_t)g.pad * g.Wp + g.pad;
+            float *base = per + (size_t)omp_get_thread_num() * tf, *dw = base + dw_at;
+            const CD_FN(cv_ws) w = CD_FN(cv_layout)(base, C, H, W, OC, K, &g);
+            CD_FN(cv_positions)(w.pos, P, CD_FN(round_up)(P, CD_CV_ACC), W, g.Wp);
+            memset(w.X, 0, sizeof(float) * ((size_t)C + OC) * g.PS);
+            memset(w.G, 0, sizeof(float) * ((size_t)CD_FN(round_up)(P, CD_CV_ACC) * ocp + (size_t)nkr * ocp));
 #pragma omp for schedule(static)
             for (int b = 0; b < B; b++) {
-                CD_FN(fill)(X, inp + (size_t)b * C * H * W, C, H, W, &g);
+                CD_FN(fill)(w.X, inp + (size_t)b * C * H * W, C, H, W, &g);
                 const float *dyb = dout + (size_t)b * OC * P;
-                CD_FN(cv_transpose)(G, dyb, ocp, OC, P);
-                CD_FN(cv_dw)(DWT, G, X, pos, P, off_x, nk, ocp);
-                if (dinp) {
-                    CD_FN(fill)(DY, dyb, OC, H, W, &g);
-                    /* the flipped kernel reads dy's padded planes at the input
-                     * positions shifted back by the padding: pos + view - view */
-                    CD_FN(cv_gemm)(T, DY, pos, P, off_d, nkt, wpk, cp);
-                    CD_FN(cv_untranspose)(dinp + (size_t)b * C * P, T, cp, C, P, NULL);
+                CD_FN(cv_transpose)(w.G, dyb, ocp, OC, P);
+                CD_FN(cv_dw)(w.DWT, w.G, w.X, w.pos, P, off_x, nk, ocp);
+                if (dinp) { /* the flipped kernel over dy's padded planes, at the input positions */
+                    CD_FN(fill)(w.DY, dyb, OC, H, W, &g);
+                    CD_FN(cv_gemm)(w.T, w.DY, w.pos, P, off_d, nkt, wpk, cp);
+                    CD_FN(cv_untranspose)(dinp + (size_t)b * C * P, w.T, cp, C, P, NULL);
                 }
             }
-            (void)view;
             for (int oc = 0; oc < OC; oc++)
-                for (int k = 0; k < nk; k++) dw[(size_t)oc * nk + k] = DWT[(size_t)k * ocp + oc];
+                for (int k = 0; k < nk; k++) dw[(size_t)oc * nk + k] = w.DWT[(size_t)k * ocp + oc];
         }
         return;
     }
+    if (dinp) CD_FN(pack_flipped)(wpk, weight, C, OC, K, CD_RO);
     const size_t XS = (size_t)C * g.PS, DS = (size_t)OC * g.PS; /* a sample's planes */
     const size_t dw_at = (size_t)g.group * (XS + DS) + (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_RO) * g.n16 * 16;
     *acc = per + dw_at;
@@ -565,7 +560,7 @@ static size_t CD_FN(sthread_floats)(int C, int H, int W, int OC, int K, int S, i
            (size_t)rows * grid + (size_t)OC * C * K * K + 64;
 }
 
-size_t CD_FN(pz_conv_direct_ws_strided)(int C, int H, int W, int OC, int K, int S, int pad, int threads) {
+static size_t CD_FN(ws_strided)(int C, int H, int W, int OC, int K, int S, int pad, int threads) {
     return CD_FN(shared_floats)(C, OC, K) + (size_t)threads * CD_FN(sthread_floats)(C, H, W, OC, K, S, pad);
 }
 
@@ -614,7 +609,7 @@ static void CD_FN(fill_grid)(float *restrict d, size_t ds, const float *restrict
         }
 }
 
-void CD_FN(pz_conv_direct_forward_strided)(float *out, float *ws, const float *inp, const float *weight,
+static void CD_FN(forward_strided)(float *out, float *ws, const float *inp, const float *weight,
                                            const float *bias, int B, int C, int H, int W, int OC, int K, int S,
                                            int pad, int threads) {
     const CD_FN(sgeom) g = CD_FN(sgeometry)(H, W, K, S, pad);
@@ -624,12 +619,7 @@ void CD_FN(pz_conv_direct_forward_strided)(float *out, float *ws, const float *i
     float *per = ws + CD_FN(shared_floats)(C, OC, K);
     const size_t tf = CD_FN(sthread_floats)(C, H, W, OC, K, S, pad);
     const size_t QS = (size_t)C * S * S * g.PSq, ds = (size_t)g.n16 * 16;
-    for (int ob = 0; ob < nob; ob++)
-        for (int k = 0; k < nk; k++)
-            for (int r = 0; r < CD_RO; r++) {
-                const int oc = ob * CD_RO + r;
-                wpk[((size_t)ob * nk + k) * CD_RO + r] = oc < OC ? weight[(size_t)oc * nk + k] : 0.0f;
-            }
+    CD_FN(pack)(wpk, weight, OC, nk, CD_RO);
     CD_FN(stap_table)(off, C, &g);
 #pragma omp parallel num_threads(threads)
     {
@@ -645,7 +635,7 @@ void CD_FN(pz_conv_direct_forward_strided)(float *out, float *ws, const float *i
     }
 }
 
-void CD_FN(pz_conv_direct_backward_strided)(float *dinp, float *ws, const float *dout, const float *inp,
+static void CD_FN(backward_strided)(float *dinp, float *ws, const float *dout, const float *inp,
                                             const float *weight, int B, int C, int H, int W, int OC, int K, int S,
                                             int pad, int threads, float **acc, size_t *acc_stride) {
     const CD_FN(sgeom) g = CD_FN(sgeometry)(H, W, K, S, pad);
@@ -739,4 +729,26 @@ void CD_FN(pz_conv_direct_backward_strided)(float *dinp, float *ws, const float 
             }
         }
     }
+}
+
+/* ---- the entry points: stride 1 with same padding, or phase planes ------- */
+static int CD_FN(same)(int K, int S, int pad) { return S == 1 && 2 * pad == K - 1; }
+
+size_t CD_FN(pz_conv_direct_ws)(int C, int H, int W, int OC, int K, int S, int pad, int threads) {
+    return CD_FN(same)(K, S, pad) ? CD_FN(ws_same)(C, H, W, OC, K, threads)
+                                  : CD_FN(ws_strided)(C, H, W, OC, K, S, pad, threads);
+}
+
+void CD_FN(pz_conv_direct_forward)(float *out, float *ws, const float *inp, const float *weight, const float *bias,
+                                   int B, int C, int H, int W, int OC, int K, int S, int pad, int threads) {
+    if (CD_FN(same)(K, S, pad)) CD_FN(forward_same)(out, ws, inp, weight, bias, B, C, H, W, OC, K, threads);
+    else CD_FN(forward_strided)(out, ws, inp, weight, bias, B, C, H, W, OC, K, S, pad, threads);
+}
+
+void CD_FN(pz_conv_direct_backward)(float *dinp, float *ws, const float *dout, const float *inp, const float *weight,
+                                    int B, int C, int H, int W, int OC, int K, int S, int pad, int threads,
+                                    float **acc, size_t *acc_stride) {
+    if (CD_FN(same)(K, S, pad))
+        CD_FN(backward_same)(dinp, ws, dout, inp, weight, B, C, H, W, OC, K, threads, acc, acc_stride);
+    else CD_FN(backward_strided)(dinp, ws, dout, inp, weight, B, C, H, W, OC, K, S, pad, threads, acc, acc_stride);
 }

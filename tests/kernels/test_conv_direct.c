@@ -70,16 +70,10 @@ static void run_ops(const pz_conv_direct_ops *ops, const shape *s, int threads, 
     const int B = s->B, C = s->C, H = s->H, W = s->W, OC = s->OC, K = s->K;
     float *acc;
     size_t stride;
-    float *ws;
-    if (!s->S) {
-        ws = pz_xfloats(ops->ws(C, H, W, OC, K, threads));
-        ops->forward(y, ws, x, w, NULL, B, C, H, W, OC, K, threads);
-        ops->backward(dx, ws, dy, x, w, B, C, H, W, OC, K, threads, &acc, &stride);
-    } else {
-        ws = pz_xfloats(ops->ws_strided(C, H, W, OC, K, s->S, s->pad, threads));
-        ops->forward_strided(y, ws, x, w, NULL, B, C, H, W, OC, K, s->S, s->pad, threads);
-        ops->backward_strided(dx, ws, dy, x, w, B, C, H, W, OC, K, s->S, s->pad, threads, &acc, &stride);
-    }
+    const int S = s->S ? s->S : 1, pad = s->S ? s->pad : (K - 1) / 2;
+    float *ws = pz_xfloats(ops->ws(C, H, W, OC, K, S, pad, threads));
+    ops->forward(y, ws, x, w, NULL, B, C, H, W, OC, K, S, pad, threads);
+    ops->backward(dx, ws, dy, x, w, B, C, H, W, OC, K, S, pad, threads, &acc, &stride);
     const size_t nw = (size_t)OC * C * K * K;
     memset(dw, 0, nw * sizeof(float));
     for (int t = 0; t < threads; t++)
