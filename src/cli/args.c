@@ -194,7 +194,6 @@ static int value_kind(const char *v, int attached) {
 int pz_parse_args(const char *cmd, const pz_opt *opts, int n, int argc, char **argv, int first,
                   const char *usage, char **pos, int max_pos, int *n_pos) {
     if (n_pos) *n_pos = 0;
-    int negated_out = 0;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -213,17 +212,17 @@ int pz_parse_args(const char *cmd, const pz_opt *opts, int n, int argc, char **a
             pos[(*n_pos)++] = argv[i];
             continue;
         }
-        const char *eq0 = strchr(a + 2, '=');
-        char spelled[96]; /* the name as typed, underscores read as dashes (--batch_size) */
-        const size_t len0 = eq0 ? (size_t)(eq0 - (a + 2)) : strlen(a + 2);
-        snprintf(spelled, sizeof spelled, "%.*s", (int)(len0 < 95 ? len0 : 95), a + 2);
+        const char *eq = strchr(a + 2, '=');
+        const size_t typed_len = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+        char typed[96], spelled[96]; /* the name as given, and with underscores read as dashes (--batch_size) */
+        snprintf(typed, sizeof typed, "%.*s", (int)(typed_len < 95 ? typed_len : 95), a + 2);
+        snprintf(spelled, sizeof spelled, "%s", typed);
         for (char *c = spelled; *c; c++)
             if (*c == '_') *c = '-';
         const char *name = spelled;
-        const char *eq = eq0;
         size_t len = strlen(spelled);
-        const pz_opt *o = find_opt(opts, n, name, len, &negated_out);
-        int negated = negated_out;
+        int negated;
+        const pz_opt *o = find_opt(opts, n, name, len, &negated);
         if (!o) { /* a name users of other tools type: --batch-size, --wd, --learning-rate, ... */
             const char *canon = alias_of(name);
             if (canon) o = find_opt(opts, n, canon, strlen(canon), &negated), name = canon, len = strlen(canon);
@@ -265,8 +264,6 @@ int pz_parse_args(const char *cmd, const pz_opt *opts, int n, int argc, char **a
             return 2;
         }
         pz_opt as_typed = *o; /* errors name the flag as it was given (--learning-rate, --batch_size) */
-        char typed[96];
-        snprintf(typed, sizeof typed, "%.*s", (int)(len0 < 95 ? len0 : 95), a + 2);
         as_typed.name = typed;
         int rc = set_value(cmd, &as_typed, v);
         if (rc) return rc;
