@@ -286,6 +286,30 @@ int train_option_known(const char *name) {
     return 0;
 }
 
+/* argv as one shell line: words of safe characters as they are, the others
+ * in single quotes (a quote as '\\''); truncated to cap */
+static void shell_words(char *out, size_t cap, int argc, char **argv) {
+    size_t used = 0;
+    for (int i = 0; i < argc && used + 4 < cap; i++) {
+        const char *a = argv[i];
+        const int plain = *a && strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,:/+@%") == strlen(a);
+        if (i) out[used++] = ' ';
+        if (plain) {
+            used += (size_t)snprintf(out + used, cap - used, "%s", a);
+            continue;
+        }
+        out[used++] = '\'';
+        for (; *a && used + 5 < cap; a++) {
+            if (*a == '\'') used += (size_t)snprintf(out + used, cap - used, "'\\''");
+            else out[used++] = *a;
+        }
+        out[used++] = '\'';
+        out[used] = 0;
+    }
+    if (used >= cap) used = cap - 1;
+    out[used] = 0;
+}
+
 int cmd_train(int argc, char **argv) {
     train_args ta = {.progress = "auto"};
     pz_run_config_default(&ta.c);
@@ -301,25 +325,7 @@ int cmd_train(int argc, char **argv) {
     pz_run_config c = ta.c;
     /* how the run was started, shell-quoted, for config.json */
     static char cmdline[8192];
-    size_t used = 0;
-    for (int i = 0; i < argc && used + 4 < sizeof cmdline; i++) {
-        const char *a = argv[i];
-        const int plain = *a && strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,:/+@%") == strlen(a);
-        if (i) cmdline[used++] = ' ';
-        if (plain) {
-            used += (size_t)snprintf(cmdline + used, sizeof cmdline - used, "%s", a);
-            continue;
-        }
-        cmdline[used++] = '\'';
-        for (; *a && used + 5 < sizeof cmdline; a++) {
-            if (*a == '\'') used += (size_t)snprintf(cmdline + used, sizeof cmdline - used, "'\\''");
-            else cmdline[used++] = *a;
-        }
-        cmdline[used++] = '\'';
-        cmdline[used] = 0;
-    }
-    if (used >= sizeof cmdline) used = sizeof cmdline - 1;
-    cmdline[used] = 0;
+    shell_words(cmdline, sizeof cmdline, argc, argv);
     c.command_line = cmdline;
     const char *kill_env = getenv("PZ_TEST_KILL_AT_EPOCH");
     kill_at_epoch = kill_env ? atoi(kill_env) : 0;
