@@ -365,12 +365,14 @@ class Codec:
             raise ValueError(f"pipezip: the frame holds {got} elements, out has {dst.size}")
         return target
 
-    def roundtrip(self, x, ids=None):
-        """decode(encode(x)) through a real frame: (x_hat, frame length)."""
+    def roundtrip(self, x, ids=None, receiver=None):
+        """x through a real frame: encoded by this codec, decoded by receiver
+        (another Codec of the same spec: a stateful link's other end) or by
+        this one; (x_hat, frame length)."""
         a = _as_f32(x)
         buf = empty(self.max_frame_bytes(a.shape), np.uint8)
         n = self.encode_into(a, buf, ids=ids)
-        return self.decode(buf[:n]), n
+        return (receiver or self).decode(buf[:n]), n
 
     def state(self):
         """The codec's state (EF/EF21 buffers, AQ-SGD rows, its random

@@ -12,7 +12,6 @@ boundary would carry.
 compress(x, fwd, bwd) is the same without a module (stateless codecs only:
 a stateful codec's state belongs to one boundary, so give it a Boundary).
 """
-import numpy as np
 import torch
 
 from . import Codec
@@ -20,36 +19,43 @@ from . import Codec
 __all__ = ["Boundary", "compress"]
 
 
+class _Side:
+    """What crossed a boundary one way."""
+
+    def __init__(self):
+        self.bytes = self.elements = self.frames = 0
+        self.sq_err = self.sq_norm = 0.0
+
+
 class _Counter:
     def __init__(self):
         self.reset()
 
     def reset(self):
-        self.fwd_bytes = self.bwd_bytes = 0
-        self.fwd_elements = self.bwd_elements = 0
-        self.fwd_frames = self.bwd_frames = 0
-        self.fwd_sq_err = self.fwd_sq_norm = self.bwd_sq_err = self.bwd_sq_norm = 0.0
+        self.fwd, self.bwd = _Side(), _Side()
 
 
-def _through(codec, t, ids, counter, side, measure):
+def _through(link, t, ids, counter, side, measure):
+    """t through link = (sender, receiver) Codecs; counted on counter.<side>"""
     if t.dtype not in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
         raise TypeError(f"pipezip: the boundary carries floating tensors, got {t.dtype}")
     x = t.detach()
     shape, dtype = x.shape, x.dtype
     flat = x.reshape(x.shape[0], -1) if x.dim() > 4 else x
-    x_hat, n = codec.roundtrip(flat, ids=ids)
+    tx, rx = link
+    x_hat, n = tx.roundtrip(flat, ids=ids, receiver=rx)
     y = torch.from_numpy(x_hat).reshape(shape)
     if dtype != torch.float32:
         y = y.to(dtype)
     if counter is not None:
-        setattr(counter, side + "_bytes", getattr(counter, side + "_bytes") + n)
-        setattr(counter, side + "_elements", getattr(counter, side + "_elements") + x.numel())
-        setattr(counter, side + "_frames", getattr(counter, side + "_frames") + 1)
+        c = getattr(counter, side)
+        c.bytes += n
+        c.elements += x.numel()
+        c.frames += 1
         if measure:
             xf = x.to(torch.float32)
-            setattr(counter, side + "_sq_err",
-                    getattr(counter, side + "_sq_err") + float(((y.to(torch.float32) - xf) ** 2).sum()))
-            setattr(counter, side + "_sq_norm", getattr(counter, side + "_sq_norm") + float((xf ** 2).sum()))
+            c.sq_err += float(((y.to(torch.float32) - xf) ** 2).sum())
+            c.sq_norm += float((xf ** 2).sum())
     return y
 
 
@@ -68,13 +74,14 @@ _shared = {}
 
 
 def _codec(spec):
+    """a stateless spec's shared (sender, receiver): one Codec for both"""
     c = _shared.get(spec)
     if c is None:
         c = Codec(spec)
         if c.stateful:
             raise ValueError(f"pipezip: '{spec}' keeps state; use a Boundary (one per cut) for it")
         _shared[spec] = c
-    return c
+    return c, c
 
 
 def compress(x, fwd="q4", bwd="q8", ids=None):
@@ -94,16 +101,12 @@ class Boundary(torch.nn.Module):
     def __init__(self, fwd="q4", bwd="q8", measure_error=False, seed=None):
         super().__init__()
         self.fwd_spec, self.bwd_spec = fwd, bwd
-        self._fwd_tx, self._fwd_rx = Codec(fwd, seed=seed), None
-        self._bwd_tx = Codec(bwd, seed=seed)
+        # each direction's two ends: separate objects, so a stateful codec's
+        # sender and receiver state stay apart as across a real link
+        self._fwd = (Codec(fwd, seed=seed), Codec(fwd, seed=seed))
+        self._bwd = (Codec(bwd, seed=seed), Codec(bwd, seed=seed))
         self.measure_error = measure_error
         self.counter = _Counter()
-        if self._fwd_tx.stateful or self._bwd_tx.stateful:
-            # the two ends of a stateful codec are separate objects
-            self._fwd = _Pair(self._fwd_tx, Codec(fwd, seed=seed))
-            self._bwd = _Pair(self._bwd_tx, Codec(bwd, seed=seed))
-        else:
-            self._fwd, self._bwd = self._fwd_tx, self._bwd_tx
 
     def forward(self, x, ids=None):
         if not torch.is_grad_enabled() or not x.requires_grad:
@@ -111,17 +114,15 @@ class Boundary(torch.nn.Module):
         return _Compress.apply(x, self._fwd, self._bwd, ids, self.counter, self.measure_error)
 
     def stats(self):
-        c = self.counter
         out = {"fwd": self.fwd_spec, "bwd": self.bwd_spec}
         for side in ("fwd", "bwd"):
-            b, e = getattr(c, side + "_bytes"), getattr(c, side + "_elements")
-            out[side + "_bytes"] = b
-            out[side + "_elements"] = e
-            out[side + "_frames"] = getattr(c, side + "_frames")
-            out[side + "_bits_per_element"] = 8.0 * b / e if e else None
-            out[side + "_fp32_bytes"] = 4 * e
-            n = getattr(c, side + "_sq_norm")
-            out[side + "_rel_error"] = (getattr(c, side + "_sq_err") / n) ** 0.5 if self.measure_error and n else None
+            c = getattr(self.counter, side)
+            out[side + "_bytes"] = c.bytes
+            out[side + "_elements"] = c.elements
+            out[side + "_frames"] = c.frames
+            out[side + "_bits_per_element"] = 8.0 * c.bytes / c.elements if c.elements else None
+            out[side + "_fp32_bytes"] = 4 * c.elements
+            out[side + "_rel_error"] = (c.sq_err / c.sq_norm) ** 0.5 if self.measure_error and c.sq_norm else None
         return out
 
     def reset_stats(self):
@@ -129,16 +130,3 @@ class Boundary(torch.nn.Module):
 
     def extra_repr(self):
         return f"fwd={self.fwd_spec!r}, bwd={self.bwd_spec!r}"
-
-
-class _Pair:
-    """A stateful codec's sender and receiver, encoding with one and
-    decoding with the other (as the two ends of a link)."""
-
-    def __init__(self, tx, rx):
-        self.tx, self.rx = tx, rx
-
-    def roundtrip(self, x, ids=None):
-        buf = np.empty(self.tx.max_frame_bytes(np.shape(x)), dtype=np.uint8)
-        n = self.tx.encode_into(x, buf, ids=ids)
-        return self.rx.decode(buf[:n]), n
