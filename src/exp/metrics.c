@@ -24,7 +24,7 @@ pz_status pz_metrics_open(pz_metrics *m, const char *dir, const char *stem, cons
  * as integers; everything else in the fewest significant digits that read
  * back as the same float32 (0.1, not 0.100000001: the values are floats, or
  * doubles reported at float precision) */
-static int fmt_num(char *buf, size_t cap, double v) {
+int pz_fmt_num(char *buf, size_t cap, double v) {
     if (!isfinite(v)) return snprintf(buf, cap, "null");
     if (v == floor(v) && fabs(v) < 1e15) return snprintf(buf, cap, "%.0f", v);
     const float want = (float)v;
@@ -66,7 +66,7 @@ int pz_fields_to_json(char *buf, size_t cap, const pz_field *f, int n) {
         used += put_json_string(BUFP, ROOM, f[i].key);
         used += (size_t)snprintf(BUFP, ROOM, ": ");
         if (f[i].str) used += put_json_string(BUFP, ROOM, f[i].str);
-        else used += (size_t)fmt_num(BUFP, ROOM, f[i].num);
+        else used += (size_t)pz_fmt_num(BUFP, ROOM, f[i].num);
     }
     used += (size_t)snprintf(BUFP, ROOM, "}");
 #undef ROOM
@@ -98,7 +98,7 @@ pz_status pz_metrics_write(pz_metrics *m, const pz_field *f, int n) {
             char num[64];
             if (f[i].str) bad |= (i && fputc(',', m->f) == EOF) || pz_csv_field(m->f, f[i].str);
             else {
-                fmt_num(num, sizeof num, f[i].num);
+                pz_fmt_num(num, sizeof num, f[i].num);
                 bad |= fprintf(m->f, "%s%s", i ? "," : "", strcmp(num, "null") ? num : "") < 0;
             }
         }

@@ -32,6 +32,9 @@ pz_status pz_metrics_reopen(pz_metrics *m, const char *dir, const char *stem, co
 /* s as one CSV field (RFC 4180: quoted, quotes doubled, when it holds a
  * comma, a quote or a line break); -1 on a write error. */
 int pz_csv_field(FILE *f, const char *s);
+/* v in the fewest digits that read back as the same float32 (JSON null when
+ * not finite; whole numbers as integers) */
+int pz_fmt_num(char *buf, size_t cap, double v);
 /* One record; CSV takes its header from the first record. */
 pz_status pz_metrics_write(pz_metrics *m, const pz_field *fields, int n);
 void pz_metrics_close(pz_metrics *m);

@@ -7,6 +7,7 @@
 #include "sweep.h"
 #include "ini.h"
 #include "records.h"
+#include "svg.h"
 
 #include <errno.h>
 #include <math.h>
@@ -15,7 +16,7 @@
 #include <unistd.h>
 
 /* ---- results.csv ------------------------------------------------------------ */
-enum { MAX_COLS = 96, MAX_ROWS = 1024 };
+enum { MAX_COLS = 96 };
 
 typedef struct {
     char *cell[MAX_COLS];
@@ -24,7 +25,8 @@ typedef struct {
 typedef struct {
     char *head[MAX_COLS];
     int ncol, nrow;
-    row rows[MAX_ROWS];
+    row *rows;
+    int cap;
     char *text;
     char *extra[2]; /* joined columns' text */
     int nextra;
@@ -69,13 +71,24 @@ static pz_status load_table(table *t, const char *path) {
     PZ_TRY(pz_read_text(path, &t->text, NULL));
     char *p = t->text;
     t->ncol = parse_line(&p, t->head, MAX_COLS);
-    while (*p && t->nrow < MAX_ROWS) {
+    while (*p) {
+        if (t->nrow == t->cap) {
+            const int cap = t->cap ? 2 * t->cap : 64;
+            row *rows = realloc(t->rows, (size_t)cap * sizeof *rows);
+            if (!rows) return pz_fail(PZ_ERR_NOMEM, "%s: out of memory at row %d", path, t->nrow + 2);
+            t->rows = rows, t->cap = cap;
+        }
         row *r = &t->rows[t->nrow];
         const int k = parse_line(&p, r->cell, MAX_COLS);
         if (k != t->ncol) return pz_fail(PZ_ERR_FORMAT, "%s: row %d has %d fields, the header %d", path, t->nrow + 2, k, t->ncol);
         t->nrow++;
     }
     return PZ_OK;
+}
+
+static void free_table(table *t) {
+    free(t->text), free(t->rows), free(t->extra[0]), free(t->extra[1]);
+    memset(t, 0, sizeof *t);
 }
 
 static int col(const table *t, const char *name) {
@@ -121,139 +134,20 @@ static double num(const table *t, int r, const char *name) {
     return end == s ? NAN : v;
 }
 
-/* ---- SVG ------------------------------------------------------------------------ */
-typedef struct {
-    char label[96];
-    int n;
-    double x[512], y[512];
-    int dashed, points_only;
-    int color; /* palette index + 1; 0: by position */
-} series;
-
-static const char *palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-
-static void xml_text(FILE *f, const char *s) {
-    for (; *s; s++) {
-        if (*s == '<') fputs("&lt;", f);
-        else if (*s == '>') fputs("&gt;", f);
-        else if (*s == '&') fputs("&amp;", f);
-        else if (*s == '"') fputs("&quot;", f);
-        else fputc(*s, f);
-    }
-}
-
-static double nice_step(double range) {
-    const double raw = range / 5, mag = pow(10, floor(log10(raw))), r = raw / mag;
-    return (r < 1.5 ? 1 : r < 3 ? 2 : r < 7 ? 5 : 10) * mag;
-}
-
-static pz_status plot(const char *path, const char *title, const char *xlabel, const char *ylabel, const series *s, int ns, int logx) {
-    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-    for (int i = 0; i < ns; i++)
-        for (int j = 0; j < s[i].n; j++) {
-            if (!isfinite(s[i].x[j]) || !isfinite(s[i].y[j]) || (logx && s[i].x[j] <= 0)) continue;
-            const double x = logx ? log10(s[i].x[j]) : s[i].x[j];
-            x0 = fmin(x0, x), x1 = fmax(x1, x), y0 = fmin(y0, s[i].y[j]), y1 = fmax(y1, s[i].y[j]);
-        }
-    if (!isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-    if (x1 - x0 < 1e-12) x0 -= 0.5, x1 += 0.5;
-    if (y1 - y0 < 1e-12) y0 -= 0.05, y1 += 0.05;
-    const double padx = (x1 - x0) * 0.04, pady = (y1 - y0) * 0.06;
-    x0 -= padx, x1 += padx, y0 -= pady, y1 += pady;
-    /* the legend's column as wide as its longest label (about 7 px a
-     * character at 12 px), the picture as tall as the legend */
-    size_t longest = 0;
-    int integral_x = !logx;
-    for (int i = 0; i < ns; i++) {
-        longest = strlen(s[i].label) > longest ? strlen(s[i].label) : longest;
-        for (int j = 0; j < s[i].n; j++) integral_x &= !isfinite(s[i].x[j]) || s[i].x[j] == floor(s[i].x[j]);
-    }
-    const int L = 70, T = 40, B = 55, pw = 460, ph = 345, R = 50 + 7 * (int)(longest > 26 ? longest : 26);
-    const int W = L + pw + R, H = T + ph + B > T + 16 * ns + 28 ? T + ph + B : T + 16 * ns + 28;
-    FILE *f = fopen(path, "w");
-    if (!f) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
-            W, H, W, H, W, H);
-    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"15\" text-anchor=\"middle\">", L + pw / 2);
-    xml_text(f, title);
-    fputs("</text>\n", f);
-#define PX(v) (L + ((v) - x0) / (x1 - x0) * pw)
-#define PY(v) (T + ph - ((v) - y0) / (y1 - y0) * ph)
-    /* grid and ticks */
-    double sx = logx ? log10(2.0) : nice_step(x1 - x0);
-    if (integral_x && sx < 1) sx = 1; /* epochs: whole ticks */
-    const double sy = nice_step(y1 - y0);
-    /* log axes tick at powers of two (logx 1: bits per element 1, 2, 4, ...
-     * 32) or at 1, 2, 5 per decade (logx 2: seconds) */
-    double ticks[64];
-    int nt = 0;
-    if (logx == 2) {
-        for (double d = floor(x0); d <= ceil(x1) && nt < 60; d += 1)
-            for (int m = 0; m < 3; m++) {
-                const double v = d + log10(m == 0 ? 1.0 : m == 1 ? 2.0 : 5.0);
-                if (v >= x0 - 1e-9 && v <= x1 + 1e-9) ticks[nt++] = v;
-            }
-    } else {
-        for (double v = ceil(x0 / sx) * sx; v <= x1 + 1e-9 && nt < 64; v += sx) ticks[nt++] = v;
-    }
-    for (int i = 0; i < nt; i++) {
-        const double v = ticks[i];
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>\n", PX(v), T, PX(v), T + ph);
-        const double lab = logx ? pow(10, v) : v;
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.4g</text>\n", PX(v), T + ph + 16, fabs(lab) < 1e-12 ? 0.0 : lab);
-    }
-    for (double v = ceil(y0 / sy) * sy; v <= y1 + 1e-9; v += sy) {
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, PY(v), L + pw, PY(v));
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", L - 6, PY(v) + 4, fabs(v) < 1e-12 ? 0.0 : v);
-    }
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"black\"/>\n", L, T, pw, ph);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", L + pw / 2, T + ph + B - 14);
-    xml_text(f, xlabel);
-    fprintf(f, "%s</text>\n<text transform=\"translate(18,%d) rotate(-90)\" text-anchor=\"middle\">", logx ? " (log scale)" : "", T + ph / 2);
-    xml_text(f, ylabel);
-    fputs("</text>\n", f);
-    for (int i = 0; i < ns; i++) {
-        const int ci = s[i].color ? s[i].color - 1 : i;
-        const char *c = palette[ci % 10];
-        /* past the palette's ten colours, other dash patterns tell runs apart */
-        const char *dash = (ci / 10) % 2 ? (s[i].dashed ? " stroke-dasharray=\"2,2\"" : " stroke-dasharray=\"9,2,2,2\"")
-                                         : (s[i].dashed ? " stroke-dasharray=\"5,3\"" : "");
-        if (!s[i].points_only) {
-            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", c, dash);
-            for (int j = 0; j < s[i].n; j++) {
-                if (!isfinite(s[i].x[j]) || !isfinite(s[i].y[j]) || (logx && s[i].x[j] <= 0)) continue;
-                fprintf(f, "%.1f,%.1f ", PX(logx ? log10(s[i].x[j]) : s[i].x[j]), PY(s[i].y[j]));
-            }
-            fputs("\"/>\n", f);
-        }
-        for (int j = 0; j < s[i].n; j++) {
-            if (!isfinite(s[i].x[j]) || !isfinite(s[i].y[j]) || (logx && s[i].x[j] <= 0)) continue;
-            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"/>\n", PX(logx ? log10(s[i].x[j]) : s[i].x[j]), PY(s[i].y[j]),
-                    s[i].points_only ? "4" : "2.2", c);
-        }
-        const int ly = T + 8 + 16 * i;
-        if (s[i].points_only) fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"%s\"/>\n", L + pw + 22, ly, c);
-        else
-            fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", L + pw + 12, ly, L + pw + 32, ly, c,
-                    dash);
-        fprintf(f, "<text x=\"%d\" y=\"%d\">", L + pw + 38, ly + 4);
-        xml_text(f, s[i].label);
-        fputs("</text>\n", f);
-    }
-#undef PX
-#undef PY
-    fputs("</svg>\n", f);
-    const int bad = ferror(f);
-    fclose(f);
-    return bad ? pz_fail(PZ_ERR_IO, "writing '%s' failed", path) : PZ_OK;
-}
-
 /* ---- the report ------------------------------------------------------------------- */
 
 
-/* a run's label: its grid settings that vary */
-static void label_of(const table *t, int r, const pz_ini *ini, char *out, size_t cap) {
+/* is k one of the names of a "+"-joined list ("fwd+bwd")? */
+static int key_in(const char *list, const char *k) {
+    if (!list) return 0;
+    const size_t n = strlen(k);
+    for (const char *p = list; (p = strstr(p, k)); p++)
+        if ((p == list || p[-1] == '+' || p[-1] == ' ') && (p[n] == 0 || p[n] == '+' || p[n] == ' ')) return 1;
+    return 0;
+}
+
+/* a run's label: its grid settings that vary, but those named in skip */
+static void label_of(const table *t, int r, const pz_ini *ini, const char *skip, char *out, size_t cap) {
     out[0] = 0;
     for (int i = 0; i < ini->n; i++) {
         const pz_ini_entry *e = &ini->e[i];
@@ -265,12 +159,13 @@ static void label_of(const table *t, int r, const pz_ini *ini, char *out, size_t
             while (*k == ' ') k++;
             char *end = k + strlen(k);
             while (end > k && end[-1] == ' ') *--end = 0;
+            if (key_in(skip, k)) continue;
             if (strstr(out, k) == out || (strstr(out, k) && strstr(out, k)[-1] == ' ')) continue; /* already there */
             const size_t l = strlen(out);
             snprintf(out + l, cap - l, "%s%s=%s", l ? " " : "", k, cell(t, r, k));
         }
     }
-    if (!out[0]) snprintf(out, cap, "%s", cell(t, r, "id"));
+    if (!out[0] && !skip) snprintf(out, cap, "%s", cell(t, r, "id"));
 }
 
 static void pct(FILE *f, double v) {
@@ -337,14 +232,321 @@ static void grid_table(FILE *f, const table *t, const char *rk, const char *ck, 
     }
 }
 
+/* ---- figures ------------------------------------------------------------------------ */
+typedef struct {
+    int n;
+    char file[8][40], alt[8][80];
+} figure_names;
+
+static void name_figure(figure_names *nm, const char *file, const char *alt) {
+    if (nm->n == 8) return;
+    snprintf(nm->file[nm->n], sizeof nm->file[0], "%s", file);
+    snprintf(nm->alt[nm->n++], sizeof nm->alt[0], "%s", alt);
+}
+
+/* index of s among the first n strings of list, appended when new */
+static int intern(char (*list)[160], int *n, const char *s) {
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(list[i], s)) return i;
+    snprintf(list[*n], 160, "%s", s);
+    return (*n)++;
+}
+
+static void sort_series(pz_series *s) {
+    for (int i = 1; i < s->n; i++)
+        for (int j = i; j > 0 && s->x[j - 1] > s->x[j]; j--) {
+            const double x = s->x[j], y = s->y[j];
+            s->x[j] = s->x[j - 1], s->y[j] = s->y[j - 1], s->x[j - 1] = x, s->y[j - 1] = y;
+        }
+}
+
+/* a run's epochs (epochs.csv rows of its id, in order) as one curve */
+static void epoch_curve(pz_figure *fig, pz_series *s, const table *ep, const char *id, const char *xkey, const char *ykey, double scale) {
+    for (int r = 0; r < ep->nrow; r++) {
+        if (strcmp(cell(ep, r, "id"), id)) continue;
+        double x = num(ep, r, xkey);
+        if (isnan(x) && !strcmp(xkey, "emulated_time")) x = num(ep, r, "time");
+        const double y = num(ep, r, ykey);
+        if (!isnan(x) && !isnan(y)) pz_series_add(fig, s, x, scale * y);
+    }
+}
+
+/* Which panel and which series a run belongs to in the per-epoch and time
+ * figures: with a cols key, a panel per column value and a curve per row
+ * value (runs that differ only by seed share a curve's style); with rows
+ * alone, one panel when there are 8 runs or fewer, else a panel per row
+ * value; without either, panels of 8 runs. */
+static void group_runs(const table *t, const pz_ini *ini, const char *rk, const char *ck, char (*pn)[160], char (*sn)[160]) {
+    for (int r = 0; r < t->nrow; r++) {
+        if (ck) {
+            snprintf(pn[r], 160, "%s = %s", ck, cell(t, r, ck));
+            if (rk) snprintf(sn[r], 160, "%s = %.120s", rk, cell(t, r, rk));
+            else label_of(t, r, ini, ck, sn[r], 160);
+        } else if (rk && t->nrow > 8) {
+            snprintf(pn[r], 160, "%s = %.140s", rk, cell(t, r, rk));
+            label_of(t, r, ini, rk, sn[r], 160);
+        } else if (rk) {
+            pn[r][0] = 0;
+            label_of(t, r, ini, NULL, sn[r], 160);
+        } else {
+            snprintf(pn[r], 160, "runs %d-%d", r / 8 * 8 + 1, r / 8 * 8 + 8 < t->nrow ? r / 8 * 8 + 8 : t->nrow);
+            label_of(t, r, ini, NULL, sn[r], 160);
+        }
+    }
+}
+
+static pz_status epoch_figure(const char *path, const table *t, const table *ep, char (*pn)[160], char (*sn)[160], int lm, int vs_time,
+                              const char *by, int *drawn) {
+    pz_figure fig = {0};
+    const char *yk = lm ? "test_loss" : "test_accuracy", *yck = lm ? "test_loss_compressed" : "test_accuracy_compressed";
+    const double scale = lm ? 1 : 100;
+    char (*panels)[160] = calloc((size_t)t->nrow + 1, 160), (*styles)[160] = calloc((size_t)t->nrow + 1, 160);
+    if (!panels || !styles) {
+        free(panels), free(styles);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory drawing '%s'", path);
+    }
+    int np = 0, nstyle = 0;
+    for (int r = 0; r < t->nrow; r++) intern(panels, &np, pn[r]);
+    for (int i = 0; i < np; i++) {
+        pz_panel *p = pz_fig_panel(&fig, panels[i]);
+        for (int r = 0; r < t->nrow; r++) {
+            if (strcmp(pn[r], panels[i])) continue;
+            const int style = intern(styles, &nstyle, sn[r]);
+            const char *x = vs_time ? "emulated_time" : "epoch";
+            epoch_curve(&fig, pz_panel_series(&fig, p, sn[r], style, 0, 0), ep, cell(t, r, "id"), x, yk, scale);
+            epoch_curve(&fig, pz_panel_series(&fig, p, sn[r], style, 1, 0), ep, cell(t, r, "id"), x, yck, scale);
+        }
+    }
+    snprintf(fig.ylabel, sizeof fig.ylabel, "%s", lm ? "validation loss, nats per token" : "test accuracy, %");
+    if (vs_time) {
+        double lo = INFINITY, hi = 0;
+        for (int i = 0; i < fig.np; i++)
+            for (int j = 0; j < fig.p[i].ns; j++)
+                for (int k = 0; k < fig.p[i].s[j].n; k++)
+                    if (fig.p[i].s[j].x[k] > 0) lo = fmin(lo, fig.p[i].s[j].x[k]), hi = fmax(hi, fig.p[i].s[j].x[k]);
+        fig.xaxis = hi > 20 * lo ? PZ_AXIS_LOG10 : PZ_AXIS_LINEAR;
+        snprintf(fig.title, sizeof fig.title, "%s against training time%s%s", lm ? "Validation loss" : "Test accuracy", by ? ", one panel per " : "",
+                 by ? by : "");
+        snprintf(fig.xlabel, sizeof fig.xlabel, "seconds (virtual clock: compute + emulated transfers)");
+    } else {
+        snprintf(fig.title, sizeof fig.title, "%s per epoch%s%s", lm ? "Validation loss" : "Test accuracy", by ? ", one panel per " : "", by ? by : "");
+        snprintf(fig.xlabel, sizeof fig.xlabel, "epoch");
+    }
+    snprintf(fig.note, sizeof fig.note, "solid, filled: plain inference; dashed, hollow: through the compressed boundaries");
+    *drawn = pz_fig_points(&fig) > 0;
+    pz_status st = *drawn ? pz_fig_write(&fig, path) : PZ_OK;
+    pz_fig_free(&fig);
+    free(panels), free(styles);
+    return st;
+}
+
+/* the forward or backward codec's name as the figures give it */
+static const char *spec_or_default(const char *s) {
+    return *s ? s : "(default)";
+}
+
+/* final accuracy through the compressed boundaries against each
+ * direction's bits per element: a panel per direction, a curve per codec
+ * of the other direction; runs of the same codecs (seeds) averaged */
+static pz_status bits_figure(const char *path, const table *t, int lm, int *drawn) {
+    pz_figure fig = {0};
+    fig.xaxis = PZ_AXIS_LOG2;
+    const char *yk = lm ? "final_test_loss_compressed" : "final_test_accuracy_compressed", *yp = lm ? "final_test_loss" : "final_test_accuracy";
+    const double scale = lm ? 1 : 100;
+    char (*names)[160] = calloc((size_t)t->nrow + 1, 160);
+    if (!names) return pz_fail(PZ_ERR_NOMEM, "out of memory drawing '%s'", path);
+    char note[240] = "";
+    for (int d = 0; d < 2; d++) {
+        const char *bk = d ? "bwd_bits_per_element" : "fwd_bits_per_element";
+        double xlo = INFINITY, xhi = -INFINITY;
+        for (int r = 0; r < t->nrow; r++) {
+            const double x = num(t, r, bk);
+            if (!isnan(x)) xlo = fmin(xlo, x), xhi = fmax(xhi, x);
+        }
+        if (!(xhi > xlo * 1.0001)) { /* one width in every run: no axis to draw */
+            if (isfinite(xlo)) {
+                const size_t l = strlen(note);
+                snprintf(note + l, sizeof note - l, "%s%s: %.2f bits per element in every run", l ? "; " : "", d ? "gradients" : "activations", xlo);
+            }
+            continue;
+        }
+        pz_panel *p = pz_fig_panel(&fig, d ? "gradients (backward), by activation codec" : "activations (forward), by gradient codec");
+        int nn = 0;
+        const int first = p ? p->ns : 0;
+        for (int r = 0; r < t->nrow; r++) {
+            const char *fw = cell(t, r, "fwd"), *bw = cell(t, r, "bwd");
+            int seen = 0;
+            for (int q = 0; q < r && !seen; q++) seen = !strcmp(cell(t, q, "fwd"), fw) && !strcmp(cell(t, q, "bwd"), bw);
+            if (seen) continue;
+            double sx = 0, sy = 0;
+            int n = 0;
+            for (int q = r; q < t->nrow; q++) {
+                if (strcmp(cell(t, q, "fwd"), fw) || strcmp(cell(t, q, "bwd"), bw)) continue;
+                double y = num(t, q, yk);
+                if (isnan(y)) y = num(t, q, yp);
+                const double x = num(t, q, bk);
+                if (isnan(x) || isnan(y)) continue;
+                sx += x, sy += y, n++;
+            }
+            if (!n) continue;
+            char lab[160];
+            snprintf(lab, sizeof lab, "%s %.140s", d ? "activations" : "gradients", spec_or_default(d ? fw : bw));
+            const int k = intern(names, &nn, lab);
+            pz_series *s = NULL;
+            for (int j = first; p && j < p->ns; j++)
+                if (!strcmp(p->s[j].label, lab)) s = &p->s[j];
+            if (!s) s = pz_panel_series(&fig, p, lab, k, 0, 0);
+            pz_series_add(&fig, s, sx / n, scale * sy / n);
+        }
+        for (int j = 0; p && j < p->ns; j++) sort_series(&p->s[j]);
+    }
+    snprintf(fig.title, sizeof fig.title, "%s against bits per element", lm ? "Final validation loss" : "Final test accuracy");
+    snprintf(fig.note, sizeof fig.note, "inference through the compressed boundaries; each direction on its own axis; runs of the same codecs averaged%s%s",
+             note[0] ? "; " : "", note);
+    snprintf(fig.xlabel, sizeof fig.xlabel, "bits per element, this direction");
+    snprintf(fig.ylabel, sizeof fig.ylabel, "%s", lm ? "validation loss, nats per token" : "test accuracy, %");
+    *drawn = pz_fig_points(&fig) > 0;
+    pz_status st = *drawn ? pz_fig_write(&fig, path) : PZ_OK;
+    pz_fig_free(&fig);
+    free(names);
+    return st;
+}
+
+/* compression error against bits per element: a panel per direction, a
+ * marker style per codec family */
+static pz_status error_figure(const char *path, const table *t, int *drawn) {
+    pz_figure fig = {0};
+    fig.xaxis = PZ_AXIS_LOG2, fig.yaxis = PZ_AXIS_LOG10;
+    char fams[64][160];
+    int nf = 0;
+    for (int d = 0; d < 2; d++) {
+        const char *bk = d ? "bwd_bits_per_element" : "fwd_bits_per_element", *ek = d ? "bwd_error" : "fwd_error";
+        int any = 0;
+        for (int r = 0; r < t->nrow; r++) any |= num(t, r, ek) > 0;
+        if (!any) continue; /* exact in every run */
+        pz_panel *p = pz_fig_panel(&fig, d ? "gradients (backward)" : "activations (forward)");
+        for (int r = 0; r < t->nrow; r++) {
+            const double e = num(t, r, ek), b = num(t, r, bk);
+            if (!(e > 0) || isnan(b)) continue;
+            const char *spec = cell(t, r, d ? "bwd" : "fwd");
+            char fam[160];
+            size_t k = 0;
+            while (spec[k] && spec[k] != ':' && spec[k] != ',' && spec[k] != '(' && k + 1 < 48) fam[k] = spec[k], k++;
+            fam[k] = 0;
+            if (fam[0] == 'q' && fam[1] >= '0' && fam[1] <= '9') snprintf(fam, sizeof fam, "q (quantization)");
+            else if (spec[k] == '(') snprintf(fam + k, sizeof fam - k, "(...)");
+            if (!fam[0]) snprintf(fam, sizeof fam, "(default)");
+            int style = nf < 64 ? intern(fams, &nf, fam) : 63;
+            pz_series *s = NULL;
+            for (int j = 0; p && j < p->ns; j++)
+                if (!strcmp(p->s[j].label, fam)) s = &p->s[j];
+            if (!s) s = pz_panel_series(&fig, p, fam, style, 0, 1);
+            pz_series_add(&fig, s, b, e);
+        }
+    }
+    snprintf(fig.title, sizeof fig.title, "Relative compression error against bits per element");
+    snprintf(fig.note, sizeof fig.note, "||x_hat - x|| / ||x||, mean over the sampled frames of a run; one marker per run");
+    snprintf(fig.xlabel, sizeof fig.xlabel, "bits per element");
+    snprintf(fig.ylabel, sizeof fig.ylabel, "relative error");
+    *drawn = pz_fig_points(&fig) > 0;
+    pz_status st = *drawn ? pz_fig_write(&fig, path) : PZ_OK;
+    pz_fig_free(&fig);
+    return st;
+}
+
+/* the final metric over rows x cols, plain and compressed side by side */
+static pz_status heatmap_figure(const char *path, const table *t, const char *rk, const char *ck, int lm) {
+    const char *rv[256], *cv[256];
+    const int nr = distinct(t, rk, rv, 256), nc = ck ? distinct(t, ck, cv, 256) : 1;
+    static const char *none[] = {""};
+    const size_t cells = (size_t)nr * nc;
+    double *buf = calloc(6 * cells + 1, sizeof *buf);
+    int *cnt = calloc(2 * cells + 1, sizeof *cnt);
+    if (!buf || !cnt) {
+        free(buf), free(cnt);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory drawing '%s'", path);
+    }
+    pz_heatmap h = {0};
+    const char *metric[2] = {lm ? "final_test_loss" : "final_test_accuracy", lm ? "final_test_loss_compressed" : "final_test_accuracy_compressed"};
+    int have_c = 0;
+    for (int k = 0; k < 2; k++) {
+        double *m = buf + (size_t)k * 3 * cells, *lo = m + cells, *hi = lo + cells;
+        for (int i = 0; i < nr; i++)
+            for (int j = 0; j < nc; j++) {
+                const size_t c = (size_t)i * nc + j;
+                cnt[k * cells + c] = cell_stats(t, rk, rv[i], ck, ck ? cv[j] : NULL, metric[k], &m[c], &lo[c], &hi[c]);
+                have_c |= k == 1 && cnt[k * cells + c] > 0;
+            }
+        h.mean[k] = m, h.lo[k] = lo, h.hi[k] = hi, h.count[k] = cnt + k * cells;
+    }
+    h.rows = rv, h.cols = ck ? cv : none, h.nr = nr, h.nc = nc;
+    h.npanel = have_c ? 2 : 1;
+    h.panel_title[0] = "plain inference";
+    h.panel_title[1] = "through the compressed boundaries";
+    snprintf(h.row_key, sizeof h.row_key, "%s", rk);
+    snprintf(h.col_key, sizeof h.col_key, "%s", ck ? ck : "");
+    snprintf(h.title, sizeof h.title, "%s", lm ? "Final validation loss, nats per token" : "Final test accuracy, %");
+    int multi = 0;
+    for (size_t c = 0; c < 2 * cells; c++) multi |= cnt[c] > 1;
+    snprintf(h.note, sizeof h.note, "colour: distance from the best cell, on a log scale%s",
+             multi ? "; a cell with several runs (seeds): their mean, range and count" : "");
+    h.scale = lm ? 1 : 100, h.decimals = lm ? 3 : 2, h.lower_better = lm;
+    h.log_unit = lm ? 0.01 : 0.5; /* 0.01 nats, half a point */
+    snprintf(h.unit, sizeof h.unit, "%s", lm ? "loss" : "accuracy, %");
+    const pz_status st = pz_heatmap_write(&h, path);
+    free(buf), free(cnt);
+    return st;
+}
+
+static pz_status draw_figures(const char *dir, const table *t, const table *ep, const pz_ini *ini, const char *rk, const char *ck, int lm,
+                              figure_names *nm) {
+    char path[4300];
+    pz_status st = PZ_OK;
+    int drawn = 0;
+    if (rk) {
+        snprintf(path, sizeof path, "%s/plots/heatmap.svg", dir);
+        PZ_TRY(heatmap_figure(path, t, rk, ck, lm));
+        name_figure(nm, "heatmap", lm ? "final validation loss over the grid" : "final accuracy over the grid");
+    }
+    char (*pn)[160] = calloc((size_t)t->nrow + 1, 160), (*sn)[160] = calloc((size_t)t->nrow + 1, 160);
+    if (!pn || !sn) {
+        free(pn), free(sn);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory drawing %s's figures", dir);
+    }
+    group_runs(t, ini, rk, ck, pn, sn);
+    const char *by = ck ? ck : rk && t->nrow > 8 ? rk : NULL;
+    /* a published sweep keeps results.csv, epochs.csv and its plots, not
+     * its runs; one from before epochs.csv keeps the plots it has */
+    for (int k = 0; k < 2 && !st; k++) {
+        const char *file = k ? "accuracy_vs_time" : "accuracy_per_epoch";
+        snprintf(path, sizeof path, "%s/plots/%s.svg", dir, file);
+        st = epoch_figure(path, t, ep, pn, sn, lm, k, by, &drawn);
+        if (!st && !drawn && access(path, F_OK) == 0)
+            fprintf(stderr, "report: %s has no per-epoch records (epochs.csv or runs/): plots/%s.svg is kept as it was\n", dir, file), drawn = 1;
+        if (!st && drawn)
+            name_figure(nm, file, k ? (lm ? "validation loss against time" : "accuracy against time") : (lm ? "validation loss per epoch" : "accuracy per epoch"));
+    }
+    free(pn), free(sn);
+    if (!st) {
+        snprintf(path, sizeof path, "%s/plots/accuracy_vs_bits.svg", dir);
+        st = bits_figure(path, t, lm, &drawn);
+        if (!st && drawn) name_figure(nm, "accuracy_vs_bits", lm ? "validation loss against bits per element" : "accuracy against bits per element");
+    }
+    if (!st) {
+        snprintf(path, sizeof path, "%s/plots/error_vs_bits.svg", dir);
+        st = error_figure(path, t, &drawn);
+        if (!st && drawn) name_figure(nm, "error_vs_bits", "compression error against bits per element");
+    }
+    return st;
+}
+
 pz_status pz_sweep_report(const char *dir) {
     char path[4300];
     snprintf(path, sizeof path, "%s/results.csv", dir);
     if (access(path, F_OK) != 0) return pz_fail(PZ_ERR_IO, "%s is not a sweep directory: it has no results.csv (run pipezip sweep first)", dir);
-    table *t = calloc(1, sizeof *t);
-    series *s = calloc(64, sizeof *s); /* the plots' curves */
-    if (!t || !s) {
-        free(t), free(s);
+    table *t = calloc(1, sizeof *t), *ep = calloc(1, sizeof *ep);
+    if (!t || !ep) {
+        free(t), free(ep);
         return pz_fail(PZ_ERR_NOMEM, "out of memory reading %s", path);
     }
     pz_status st = load_table(t, path);
@@ -362,7 +564,7 @@ pz_status pz_sweep_report(const char *dir) {
         if (!f) st = pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
     }
     if (st) {
-        free(t->text), free(t), free(s);
+        free_table(t), free(t), free(ep);
         pz_ini_free(&ini);
         return st;
     }
@@ -407,7 +609,7 @@ pz_status pz_sweep_report(const char *dir) {
               f);
     for (int r = 0; r < t->nrow; r++) {
         char label[512];
-        label_of(t, r, &ini, label, sizeof label);
+        label_of(t, r, &ini, NULL, label, sizeof label);
         fprintf(f, "| %s | %s | ", label, cell(t, r, "status"));
         if (lm) {
             const char *m[] = {"final_test_loss", "final_test_loss_compressed", "final_test_bits_per_byte",
@@ -438,124 +640,15 @@ pz_status pz_sweep_report(const char *dir) {
         fprintf(f, "\nTarget %saccuracy for the time and traffic columns: %.2f%%, %s.\n", lm ? "next-token " : "", 100 * target,
                 ti && !strcmp(ti, "compressed") ? "inference through the compressed boundaries" : "plain inference");
 
-    /* plots: test accuracy, or a language model's validation loss */
-    const char *ep_key = lm ? "test_loss" : "test_accuracy", *ep_ckey = lm ? "test_loss_compressed" : "test_accuracy_compressed";
-    const char *fin_key = lm ? "final_test_loss" : "final_test_accuracy";
-    const char *fin_ckey = lm ? "final_test_loss_compressed" : "final_test_accuracy_compressed";
-    const char *ylab = lm ? "validation loss, nats per token" : "test accuracy, %";
-    const double scale = lm ? 1.0 : 100.0;
-    int ns = 0;
-    for (int r = 0; r < t->nrow && ns + 2 <= 64; r++) { /* accuracy per epoch */
-        snprintf(path, sizeof path, "%s/runs/%s/epochs.jsonl", dir, cell(t, r, "id"));
-        char *text = pz_slurp(path);
-        if (!text) continue;
-        series *a = &s[ns], *b = &s[ns + 1];
-        memset(a, 0, sizeof *a), memset(b, 0, sizeof *b);
-        char lab[96];
-        label_of(t, r, &ini, lab, sizeof lab);
-        snprintf(a->label, sizeof a->label, "%s", lab);
-        snprintf(b->label, sizeof b->label, "%.80s (compr.)", lab);
-        b->dashed = 1;
-        a->color = b->color = ns / 2 + 1; /* a run's two curves share a colour */
-        for (char *line = text, *nl; line && *line; line = nl) {
-            nl = strchr(line, '\n');
-            if (nl) *nl++ = 0;
-            double e, v;
-            if (!pz_json_num(line, "epoch", &e) || a->n >= 512) continue;
-            if (pz_json_num(line, ep_key, &v)) a->x[a->n] = e, a->y[a->n++] = scale * v;
-            if (pz_json_num(line, ep_ckey, &v) && v >= 0) b->x[b->n] = e, b->y[b->n++] = scale * v;
-        }
-        free(text);
-        ns += b->n ? 2 : 1;
-    }
-    snprintf(path, sizeof path, "%s/plots/accuracy_per_epoch.svg", dir);
-    /* a published sweep keeps results.csv and its plots, not its runs: a
-     * plot drawn from the runs' records is kept as it is when none are here */
-    const int have_runs = ns > 0;
-    if (!have_runs && t->nrow)
-        fprintf(stderr, "report: no run's records under %s/runs: the per-epoch and time plots are kept as they are\n", dir);
-    if (!st && have_runs)
-        st = plot(path, lm ? "Validation loss per epoch (dashed: through compressed boundaries)" : "Test accuracy per epoch (dashed: through compressed boundaries)",
-                  "epoch", ylab, s, ns, 0);
-    /* accuracy and error against bits per element */
-    memset(s, 0, 3 * sizeof *s);
-    snprintf(s[0].label, sizeof s[0].label, "plain inference");
-    snprintf(s[1].label, sizeof s[1].label, "compressed inference");
-    s[0].points_only = s[1].points_only = 1;
-    for (int r = 0; r < t->nrow && s[0].n < 512; r++) {
-        const double fb = num(t, r, "fwd_bits_per_element"), bb = num(t, r, "bwd_bits_per_element");
-        const double bits = (fb + bb) / 2;
-        s[0].x[s[0].n] = bits, s[0].y[s[0].n++] = scale * num(t, r, fin_key);
-        s[1].x[s[1].n] = bits, s[1].y[s[1].n++] = scale * num(t, r, fin_ckey);
-    }
-    snprintf(path, sizeof path, "%s/plots/accuracy_vs_bits.svg", dir);
-    if (!st)
-        st = plot(path, lm ? "Final validation loss against bits per element (mean of both directions)" : "Final accuracy against bits per element (mean of both directions)",
-                  "bits per element", ylab, s, 2, 1);
-    /* error vs bits: one series per codec family and direction */
-    ns = 0;
-    memset(s, 0, 24 * sizeof *s);
-    for (int dir2 = 0; dir2 < 2; dir2++)
-        for (int r = 0; r < t->nrow; r++) {
-            const char *spec = cell(t, r, dir2 ? "bwd" : "fwd");
-            char fam[48];
-            size_t k = 0;
-            while (spec[k] && spec[k] != ':' && spec[k] != ',' && spec[k] != '(' && k + 1 < sizeof fam) fam[k] = spec[k], k++;
-            fam[k] = 0;
-            if (fam[0] == 'q' && fam[1] >= '0' && fam[1] <= '9') snprintf(fam, sizeof fam, "quant");
-            if (!fam[0]) snprintf(fam, sizeof fam, "(default)");
-            char lab[96];
-            snprintf(lab, sizeof lab, "%s %s", dir2 ? "gradients" : "activations", fam);
-            int i = 0;
-            while (i < ns && strcmp(s[i].label, lab)) i++;
-            if (i == ns) {
-                if (ns == 24) continue;
-                snprintf(s[ns].label, sizeof s[ns].label, "%s", lab);
-                s[ns].points_only = 1;
-                ns++;
-            }
-            if (s[i].n < 512) {
-                s[i].x[s[i].n] = num(t, r, dir2 ? "bwd_bits_per_element" : "fwd_bits_per_element");
-                s[i].y[s[i].n++] = num(t, r, dir2 ? "bwd_error" : "fwd_error");
-            }
-        }
-    snprintf(path, sizeof path, "%s/plots/error_vs_bits.svg", dir);
-    if (!st) st = plot(path, "Relative compression error against bits per element", "bits per element", "||x_hat - x|| / ||x||", s, ns, 1);
-    /* accuracy against emulated time */
-    ns = 0;
-    for (int r = 0; r < t->nrow && ns < 64; r++) {
-        snprintf(path, sizeof path, "%s/runs/%s/epochs.jsonl", dir, cell(t, r, "id"));
-        char *text = pz_slurp(path);
-        if (!text) continue;
-        series *a = &s[ns++];
-        memset(a, 0, sizeof *a);
-        label_of(t, r, &ini, a->label, sizeof a->label);
-        for (char *line = text, *nl; line && *line; line = nl) {
-            nl = strchr(line, '\n');
-            if (nl) *nl++ = 0;
-            double tm = 0, v;
-            if (a->n >= 512 || !pz_json_num(line, ep_key, &v)) continue;
-            if (!pz_json_num(line, "emulated_time", &tm)) pz_json_num(line, "time", &tm);
-            a->x[a->n] = tm, a->y[a->n++] = scale * v;
-        }
-        free(text);
-    }
-    snprintf(path, sizeof path, "%s/plots/accuracy_vs_time.svg", dir);
-    /* times spanning orders of magnitude (links of 10 Mbit/s to 1 Gbit/s): a log axis */
-    double tmin = INFINITY, tmax = 0;
-    for (int i = 0; i < ns; i++)
-        for (int j = 0; j < s[i].n; j++)
-            if (s[i].x[j] > 0) tmin = fmin(tmin, s[i].x[j]), tmax = fmax(tmax, s[i].x[j]);
-    if (!st && have_runs)
-        st = plot(path, lm ? "Validation loss against training time on the (emulated) link" : "Test accuracy against training time on the (emulated) link",
-                  "seconds (virtual clock)", ylab, s, ns,
-                  tmax > 20 * tmin ? 2 : 0);
-    free(s);
-    fputs(lm ? "\n![validation loss per epoch](plots/accuracy_per_epoch.svg)\n![validation loss vs bits](plots/accuracy_vs_bits.svg)\n"
-             "![error vs bits](plots/error_vs_bits.svg)\n![validation loss vs time](plots/accuracy_vs_time.svg)\n"
-             : "\n![accuracy per epoch](plots/accuracy_per_epoch.svg)\n![accuracy vs bits](plots/accuracy_vs_bits.svg)\n"
-          "![error vs bits](plots/error_vs_bits.svg)\n![accuracy vs time](plots/accuracy_vs_time.svg)\n",
-          f);
+    /* the figures, from results.csv and epochs.csv (written from the runs'
+     * records where they are here, kept where they are not) */
+    if (!st) st = pz_sweep_epochs(dir);
+    snprintf(path, sizeof path, "%s/epochs.csv", dir);
+    if (!st && access(path, F_OK) == 0) st = load_table(ep, path);
+    figure_names names = {0};
+    if (!st) st = draw_figures(dir, t, ep, &ini, rk && col(t, rk) >= 0 ? rk : NULL, ck && col(t, ck) >= 0 ? ck : NULL, lm, &names);
+    fputc('\n', f);
+    for (int i = 0; i < names.n; i++) fprintf(f, "![%s](plots/%s.svg)\n", names.alt[i], names.file[i]);
     const int bad = ferror(f);
     fclose(f);
     if (!st && bad) st = pz_fail(PZ_ERR_IO, "writing the report failed");
@@ -565,7 +658,7 @@ pz_status pz_sweep_report(const char *dir) {
         snprintf(to, sizeof to, "%s/report.md", dir);
         if (rename(from, to) != 0) st = pz_fail(PZ_ERR_IO, "cannot write '%s': %s", to, strerror(errno));
     }
-    free(t->text), free(t->extra[0]), free(t->extra[1]), free(t);
+    free_table(t), free(t), free_table(ep), free(ep);
     pz_ini_free(&ini);
     return st;
 }

@@ -562,6 +562,95 @@ done:
     return st;
 }
 
+/* DIR/epochs.csv: every run's per-epoch record, one row per run and epoch,
+ * so that a sweep directory published without its runs still holds what
+ * the per-epoch and time figures are drawn from. A run whose records are
+ * gone keeps its rows from the old epochs.csv. */
+static const char *epoch_cols[] = {"epoch", "train_loss", "test_loss", "test_accuracy", "test_loss_compressed", "test_accuracy_compressed",
+                                   "lr", "time", "emulated_time", "fwd_bytes", "bwd_bytes"};
+
+static pz_status write_epochs(const char *dir, const plan *pl) {
+    char path[4300], tmp[4300];
+    snprintf(path, sizeof path, "%s/epochs.csv", dir);
+    snprintf(tmp, sizeof tmp, "%s/epochs.csv.tmp", dir);
+    char *old = pz_slurp(path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        free(old);
+        return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
+    }
+    fputs("id", f);
+    const size_t ncols = sizeof epoch_cols / sizeof *epoch_cols;
+    for (size_t c = 0; c < ncols; c++) fprintf(f, ",%s", epoch_cols[c]);
+    fputc('\n', f);
+    /* the old file's rows are kept only under the same header */
+    const char *old_rows = NULL;
+    if (old) {
+        char *nl = strchr(old, '\n');
+        char head[1024] = "id";
+        for (size_t c = 0; c < ncols; c++) snprintf(head + strlen(head), sizeof head - strlen(head), ",%s", epoch_cols[c]);
+        if (nl && (size_t)(nl - old) == strlen(head) && !strncmp(old, head, strlen(head))) old_rows = nl + 1;
+    }
+    int n = 0;
+    for (int p = 0; p < pl->npts; p++) {
+        snprintf(path, sizeof path, "%s/runs/%s/epochs.jsonl", dir, pl->pts[p].id);
+        char *t = pz_slurp(path);
+        if (!t) {
+            for (const char *line = old_rows; line && *line;) {
+                const char *end = strchr(line, '\n');
+                const size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+                char id[600], second[64];
+                first_fields(line, id, sizeof id, second, sizeof second);
+                if (!strcmp(id, pl->pts[p].id)) fwrite(line, 1, len, f), n++;
+                line += len;
+            }
+            continue;
+        }
+        for (char *line = t, *nl; line && *line; line = nl) {
+            nl = strchr(line, '\n');
+            if (nl) *nl++ = 0;
+            double e;
+            if (!pz_json_num(line, "epoch", &e)) continue;
+            pz_csv_field(f, pl->pts[p].id);
+            for (size_t c = 0; c < ncols; c++) {
+                double v;
+                fputc(',', f);
+                /* -1: a stand-in of older records for "not measured" */
+                if (pz_json_num(line, epoch_cols[c], &v) && isfinite(v) && !(v < 0 && strstr(epoch_cols[c], "compressed"))) {
+                    char num[48];
+                    pz_fmt_num(num, sizeof num, v);
+                    fputs(num, f);
+                }
+            }
+            fputc('\n', f), n++;
+        }
+        free(t);
+    }
+    free(old);
+    const int bad = ferror(f);
+    if (fclose(f) != 0 || bad) return pz_fail(PZ_ERR_IO, "writing '%s' failed", tmp);
+    snprintf(path, sizeof path, "%s/epochs.csv", dir);
+    if (!n) { /* nothing known of any epoch: no file */
+        remove(tmp);
+        return PZ_OK;
+    }
+    if (rename(tmp, path) != 0) return pz_fail(PZ_ERR_IO, "cannot rename '%s': %s", tmp, strerror(errno));
+    return PZ_OK;
+}
+
+pz_status pz_sweep_epochs(const char *dir) {
+    char path[4300], var[64] = "full";
+    snprintf(path, sizeof path, "%s/variant", dir);
+    char *v = pz_slurp(path);
+    if (v) snprintf(var, sizeof var, "%s", v), free(v);
+    snprintf(path, sizeof path, "%s/sweep.ini", dir);
+    plan pl;
+    pz_status st = plan_load(&pl, path, var, NULL);
+    if (!st) st = write_epochs(dir, &pl);
+    plan_free(&pl);
+    return st;
+}
+
 pz_status pz_sweep_collect(const char *dir) {
     char path[4300], var[64] = "full";
     snprintf(path, sizeof path, "%s/variant", dir);
@@ -656,8 +745,10 @@ pz_status pz_sweep_collect(const char *dir) {
     const int bad = ferror(f);
     fclose(f);
     free(rr);
+    if (!bad) st = write_epochs(dir, &pl);
     plan_free(&pl);
     if (bad) return pz_fail(PZ_ERR_IO, "writing '%s' failed", path);
+    if (st) return st;
     char final[4300];
     snprintf(final, sizeof final, "%s/results.csv", dir);
     PZ_TRY(keep_finished_rows(final, path));

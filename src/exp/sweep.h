@@ -32,7 +32,10 @@ typedef struct {
 pz_status pz_sweep_run(const pz_sweep_opts *o, pz_option_check_fn known);
 /* DIR/results.csv from the runs under DIR/runs (called by pz_sweep_run). */
 pz_status pz_sweep_collect(const char *dir);
-/* DIR/report.md and DIR/plots/ *.svg from DIR/results.csv and the runs. */
+/* DIR/epochs.csv, every run's per-epoch records, from the runs under
+ * DIR/runs (rows of runs that are gone kept from the old file). */
+pz_status pz_sweep_epochs(const char *dir);
+/* DIR/report.md and DIR/plots/ *.svg from DIR/results.csv and DIR/epochs.csv. */
 pz_status pz_sweep_report(const char *dir);
 
 #endif

@@ -50,16 +50,37 @@ if "rows" in sw:
     if "cols" in sw: assert head[1:] == vals(sw["cols"]), (head, vals(sw["cols"]))
     for b in body:
         for c in b[1:]:
-            float(c.split(" ")[0])
+            c == "—" or float(c.split(" ")[0])  # —: no run in that cell
 t = table("**All runs**")
 assert len(t) - 2 == npoints
 for b in t[2:]:
     float(b[2]); float(b[3])
-svgs = glob.glob(f"{out}/plots/*.svg")
-assert len(svgs) == 4, svgs
-for s in svgs:
-    root = ET.parse(s).getroot()
-    assert root.tag.endswith("svg") and len(list(root.iter("{http://www.w3.org/2000/svg}circle"))) > 0, s
+# CSV as Python reads it: every row as many fields as the header (specs
+# with commas are quoted), every point once
+for r in rows: assert None not in r and None not in r.values(), r
+epochs = list(csv.DictReader(open(f"{out}/epochs.csv")))
+assert epochs and all(None not in e and None not in e.values() for e in epochs)
+assert {e["id"] for e in epochs} == {r["id"] for r in rows}, "epochs.csv lacks runs"
+for r in rows:
+    mine = [e for e in epochs if e["id"] == r["id"]]
+    assert [int(e["epoch"]) for e in mine] == list(range(1, int(r["epochs_done"]) + 1)), r["id"]
+    key = "test_loss" if lm else "test_accuracy"
+    assert abs(float(mine[-1][key]) - float(r["final_" + key])) <= 1e-5 * abs(float(r["final_" + key])), r["id"]
+# the figures: each listed in the report exists and parses, none is left out
+svg = "{http://www.w3.org/2000/svg}"
+listed = re.findall(r"!\[[^]]*\]\(plots/([a-z_]+\.svg)\)", report)
+assert sorted(listed) == sorted(p.split("/")[-1] for p in glob.glob(f"{out}/plots/*.svg")), listed
+for name in ["accuracy_per_epoch.svg", "accuracy_vs_time.svg"] + (["heatmap.svg"] if "rows" in sw else []):
+    assert name in listed, name
+for name in listed:
+    root = ET.parse(f"{out}/plots/{name}").getroot()
+    assert root.tag.endswith("svg"), name
+# every run drawn: a plain and a compressed curve each
+lines = [l for l in ET.parse(f"{out}/plots/accuracy_per_epoch.svg").getroot().iter(svg + "polyline")]
+assert len(lines) == 2 * npoints, (len(lines), npoints)
+if "rows" in sw:
+    cells = [t for t in ET.parse(f"{out}/plots/heatmap.svg").getroot().iter(svg + "text")]
+    assert any(re.fullmatch(r"[0-9.]+", t.text or "") for t in cells), "no values in the heatmap's cells"
 PY
 done
 # resuming: a finished sweep skips everything; a missing run is redone
@@ -86,15 +107,45 @@ expect 0 "p004" -- "$pz" sweep "$tmp/good7.ini" --out "$tmp/good7" --dry-run
 expect 2 "--variant .huge. is not one of: quick.full.paper" -- "$pz" sweep "$configs/a2_topk.ini" --variant huge --out "$tmp/bad6"
 expect 1 "not a sweep directory" -- "$pz" report "$tmp/nothing"
 # pipezip report on a published sweep (results.csv, its config, no runs) destroys nothing:
-# results.csv and every plot stay byte for byte, report.md is drawn again from the table
+# results.csv and epochs.csv stay byte for byte, so do the per-epoch plots
+# of a sweep published without epochs.csv; report.md and the plots drawn
+# from the table are drawn again
 for pub in "$configs/../docs/results"/*/; do
   n=$(basename "$pub")
   cp -r "$pub" "$tmp/pub-$n"
   "$pz" report "$tmp/pub-$n" > "$tmp/pub-$n.log" 2>&1 || { bad "report on published $n: $(tail -2 "$tmp/pub-$n.log")"; continue; }
   cmp -s "$pub/results.csv" "$tmp/pub-$n/results.csv" && ok || bad "report rewrote $n/results.csv"
-  for p in "$pub"/plots/*; do cmp -s "$p" "$tmp/pub-$n/plots/$(basename "$p")" || bad "report changed $n/plots/$(basename "$p")"; done
+  if [ -f "$pub/epochs.csv" ]; then cmp -s "$pub/epochs.csv" "$tmp/pub-$n/epochs.csv" && ok || bad "report rewrote $n/epochs.csv"
+  else for p in accuracy_per_epoch accuracy_vs_time; do
+    [ ! -f "$pub/plots/$p.svg" ] || cmp -s "$pub/plots/$p.svg" "$tmp/pub-$n/plots/$p.svg" || bad "report changed $n/plots/$p.svg"; done
+  fi
+  for p in "$tmp/pub-$n"/plots/*.svg; do python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$p" || bad "$n: $p is not valid SVG"; done
   [ -s "$tmp/pub-$n/report.md" ] && ok || bad "no report for $n"
 done
+# a large grid: no run dropped from any figure, every series its own style
+printf '[sweep]\nname = large\nrows = fwd\ncols = bwd\n[base]\nmodel = mlp\ndata = synthetic\nepochs = 2\nlimit-train = 64\nlimit-test = 32\nstages = 2\n[grid]\nfwd = none | q8 | q6 | q4 | q2 | q3 | q5\nbwd = none | q8 | q6\nseed = 1 | 2 | 3\n' > "$tmp/large.ini"
+if "$pz" sweep "$tmp/large.ini" --out "$tmp/large" --jobs 2 --threads 1 --quiet > "$tmp/large.log" 2>&1; then
+  python3 - "$tmp/large" <<'PY' && ok || bad "large sweep's figures"
+import re, sys, xml.etree.ElementTree as ET
+out, svg = sys.argv[1], "{http://www.w3.org/2000/svg}"
+root = ET.parse(f"{out}/plots/accuracy_per_epoch.svg").getroot()
+lines = list(root.iter(svg + "polyline"))
+assert len(lines) == 2 * 63, len(lines)                 # 63 runs, two curves each
+texts = [t.text for t in root.iter(svg + "text")]
+for b in ("none", "q8", "q6"): assert f"bwd = {b}" in texts, b   # a panel per column
+styles = {}
+for l in lines:
+    if "stroke-dasharray" not in l.attrib: styles.setdefault(l.attrib["stroke"], 0)
+assert len(styles) == 7, styles                          # 7 rows: 7 colours, seeds share theirs
+legend = [t for t in texts if t and t.startswith("fwd = ")]
+assert sorted(legend) == sorted(f"fwd = {v}" for v in "none q8 q6 q4 q2 q3 q5".split()), legend
+heat = [t.text for t in ET.parse(f"{out}/plots/heatmap.svg").getroot().iter(svg + "text")]
+assert sum(1 for t in heat if t and t.endswith("(n=3)")) == 2 * 21, heat   # 21 cells a panel, 3 seeds each
+bits = ET.parse(f"{out}/plots/accuracy_vs_bits.svg").getroot()
+titles = [t.text for t in bits.iter(svg + "text")]
+assert any(t and t.startswith("activations (forward)") for t in titles) and any(t and t.startswith("gradients (backward)") for t in titles)
+PY
+else bad "large sweep: $(tail -3 "$tmp/large.log")"; fi
 # configs as people write them: inline comments end a line
 printf '[sweep]   # the sweep\nname = commented   # its name\nrows = fwd    # the tables\ncols = bwd ; columns\n[base]\nmodel = mlp  # small\ndata = synthetic\nepochs = 1\nlimit-train = 64\nlimit-test = 32\nstages = 2\n[grid]\nfwd = none | q8   # two\nbwd = none | q8\n' > "$tmp/comments.ini"
 "$pz" sweep "$tmp/comments.ini" --out "$tmp/comments" > "$tmp/comments.log" 2>&1 && ok || bad "a config with inline comments: $(tail -3 "$tmp/comments.log")"

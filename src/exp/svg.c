@@ -1,0 +1,478 @@
+/* svg.c — small multiples and heatmaps as SVG (see svg.h). Sizes are in
+ * px at 11 px text: a two-panel figure is about 700 px wide, which scales
+ * to a paper's column with its text still legible. */
+#define _GNU_SOURCE
+#include "svg.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- building -------------------------------------------------------------------- */
+pz_panel *pz_fig_panel(pz_figure *f, const char *title) {
+    if (f->np == f->cap) {
+        const int cap = f->cap ? 2 * f->cap : 8;
+        pz_panel *p = realloc(f->p, (size_t)cap * sizeof *p);
+        if (!p) {
+            f->failed = 1;
+            return NULL;
+        }
+        f->p = p, f->cap = cap;
+    }
+    pz_panel *p = &f->p[f->np++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->title, sizeof p->title, "%s", title ? title : "");
+    return p;
+}
+
+pz_series *pz_panel_series(pz_figure *f, pz_panel *p, const char *label, int style, int dashed, int points) {
+    if (!p) return NULL;
+    if (p->ns == p->cap) {
+        const int cap = p->cap ? 2 * p->cap : 8;
+        pz_series *s = realloc(p->s, (size_t)cap * sizeof *s);
+        if (!s) {
+            f->failed = 1;
+            return NULL;
+        }
+        p->s = s, p->cap = cap;
+    }
+    pz_series *s = &p->s[p->ns++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->label, sizeof s->label, "%s", label);
+    s->style = style, s->dashed = dashed, s->points = points;
+    return s;
+}
+
+void pz_series_add(pz_figure *f, pz_series *s, double x, double y) {
+    if (!s) return;
+    if (s->n == s->cap) {
+        const int cap = s->cap ? 2 * s->cap : 16;
+        double *nx = realloc(s->x, (size_t)cap * sizeof *nx);
+        if (!nx) {
+            f->failed = 1;
+            return;
+        }
+        s->x = nx;
+        double *ny = realloc(s->y, (size_t)cap * sizeof *ny);
+        if (!ny) {
+            f->failed = 1;
+            return;
+        }
+        s->y = ny, s->cap = cap;
+    }
+    s->x[s->n] = x, s->y[s->n++] = y;
+}
+
+void pz_fig_free(pz_figure *f) {
+    for (int i = 0; i < f->np; i++) {
+        for (int j = 0; j < f->p[i].ns; j++) free(f->p[i].s[j].x), free(f->p[i].s[j].y);
+        free(f->p[i].s);
+    }
+    free(f->p);
+    f->p = NULL, f->np = f->cap = 0;
+}
+
+static int drawable(const pz_figure *f, double x, double y) {
+    return isfinite(x) && isfinite(y) && (f->xaxis == PZ_AXIS_LINEAR || x > 0) && (f->yaxis == PZ_AXIS_LINEAR || y > 0);
+}
+
+int pz_fig_points(const pz_figure *f) {
+    int n = 0;
+    for (int i = 0; i < f->np; i++)
+        for (int j = 0; j < f->p[i].ns; j++)
+            for (int k = 0; k < f->p[i].s[j].n; k++) n += drawable(f, f->p[i].s[j].x[k], f->p[i].s[j].y[k]);
+    return n;
+}
+
+/* ---- drawing ----------------------------------------------------------------------- */
+/* Ten colours that stay apart in print and for the common colour-vision
+ * deficiencies (Tableau 10), times four marker shapes: 40 distinct styles */
+static const char *palette[] = {"#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#555555"};
+
+static const char *colour(int style) {
+    return palette[(style % 10 + 10) % 10];
+}
+
+static void text(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '<') fputs("&lt;", f);
+        else if (*s == '>') fputs("&gt;", f);
+        else if (*s == '&') fputs("&amp;", f);
+        else if (*s == '"') fputs("&quot;", f);
+        else fputc(*s, f);
+    }
+}
+
+/* text width at 11 px sans-serif, for layout (an estimate on the wide side) */
+static int text_w(const char *s, double px) {
+    return (int)(strlen(s) * px * 0.58 + 0.5);
+}
+
+static void marker(FILE *f, int style, double x, double y, double r, int hollow) {
+    const char *c = colour(style);
+    const int shape = (style / 10) % 4;
+    char paint[96];
+    if (hollow) snprintf(paint, sizeof paint, "fill=\"white\" stroke=\"%s\" stroke-width=\"1.3\"", c);
+    else snprintf(paint, sizeof paint, "fill=\"%s\"", c);
+    if (shape == 0) fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" %s/>\n", x, y, r, paint);
+    else if (shape == 1) fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" %s/>\n", x - r, y - r, 2 * r, 2 * r, paint);
+    else if (shape == 2)
+        fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\" %s/>\n", x, y - 1.25 * r, x - 1.15 * r, y + 0.85 * r, x + 1.15 * r,
+                y + 0.85 * r, paint);
+    else fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\" %s/>\n", x, y - 1.3 * r, x + r, y, x, y + 1.3 * r, x - r, y, paint);
+}
+
+static const char *dash_of(const pz_series *s) {
+    /* past 40 styles the line's width and pattern tell series apart too */
+    if (s->style >= 40) return s->dashed ? " stroke-dasharray=\"1.5,2.5\"" : " stroke-dasharray=\"8,2,2,2\"";
+    return s->dashed ? " stroke-dasharray=\"5,3\"" : "";
+}
+
+static double nice_step(double range, int target) {
+    const double raw = range / target, mag = pow(10, floor(log10(raw))), r = raw / mag;
+    return (r < 1.5 ? 1 : r < 3 ? 2 : r < 7 ? 5 : 10) * mag;
+}
+
+static double to_axis(pz_axis a, double v) {
+    return a == PZ_AXIS_LINEAR ? v : a == PZ_AXIS_LOG2 ? log2(v) : log10(v);
+}
+
+static double fwd_x(const pz_figure *f, double x) {
+    return to_axis(f->xaxis, x);
+}
+
+static double fwd_y(const pz_figure *f, double y) {
+    return to_axis(f->yaxis, y);
+}
+
+/* tick positions (in axis units) and their labels' values */
+static int ticks(pz_axis ax, double a, double b, int integral, double *pos, double *val, int max) {
+    int n = 0;
+    if (ax == PZ_AXIS_LOG2) {
+        for (double d = ceil(a - 1e-9); d <= b + 1e-9 && n < max; d += 1) pos[n] = d, val[n++] = pow(2, d);
+        if (n < 2) /* within one octave: a linear labelling of its ends */
+            pos[0] = a, val[0] = pow(2, a), pos[1] = b, val[1] = pow(2, b), n = 2;
+    } else if (ax == PZ_AXIS_LOG10) {
+        for (double d = floor(a); d <= ceil(b) && n < max; d += 1)
+            for (int m = 0; m < 3 && n < max; m++) {
+                const double v = d + log10(m == 0 ? 1.0 : m == 1 ? 2.0 : 5.0);
+                if (v >= a - 1e-9 && v <= b + 1e-9) pos[n] = v, val[n++] = pow(10, v);
+            }
+    } else {
+        double s = nice_step(b - a, 5);
+        if (integral && s < 1) s = 1;
+        for (double v = ceil(a / s - 1e-9) * s; v <= b + 1e-9 && n < max; v += s) pos[n] = v, val[n++] = fabs(v) < 1e-12 ? 0 : v;
+    }
+    return n;
+}
+
+typedef struct {
+    const char *label;
+    int style, dashed, points;
+} legend_item;
+
+/* the distinct (label, style) pairs of a panel, in order: a run's plain and
+ * compressed curves share one entry */
+static int legend_of(const pz_panel *p, legend_item *out, int max) {
+    int n = 0;
+    for (int j = 0; j < p->ns; j++) {
+        int seen = 0;
+        for (int k = 0; k < n && !seen; k++) seen = out[k].style == p->s[j].style && !strcmp(out[k].label, p->s[j].label);
+        if (!seen && n < max) out[n++] = (legend_item){p->s[j].label, p->s[j].style, p->s[j].dashed, p->s[j].points};
+    }
+    return n;
+}
+
+static int same_legend(const legend_item *a, int na, const legend_item *b, int nb) {
+    if (na != nb) return 0;
+    for (int i = 0; i < na; i++)
+        if (a[i].style != b[i].style || strcmp(a[i].label, b[i].label)) return 0;
+    return 1;
+}
+
+/* lays a legend out in rows of width w; returns the rows; draws when f */
+static int legend_rows(FILE *f, const legend_item *it, int n, int x0, int y0, int w) {
+    int x = x0, rows = n ? 1 : 0;
+    for (int i = 0; i < n; i++) {
+        const int iw = 30 + text_w(it[i].label, 11) + 14;
+        if (x > x0 && x + iw > x0 + w) x = x0, rows++;
+        if (f) {
+            const int y = y0 + (rows - 1) * 16;
+            const pz_series s = {.style = it[i].style, .dashed = it[i].dashed};
+            if (!it[i].points)
+                fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", x, y, x + 24, y,
+                        colour(it[i].style), dash_of(&s));
+            marker(f, it[i].style, x + 12, y, 3.2, it[i].dashed);
+            fprintf(f, "<text x=\"%d\" y=\"%d\">", x + 30, y + 4);
+            text(f, it[i].label);
+            fputs("</text>\n", f);
+        }
+        x += iw;
+    }
+    return rows;
+}
+
+pz_status pz_fig_write(const pz_figure *fig, const char *path) {
+    if (fig->failed) return pz_fail(PZ_ERR_NOMEM, "out of memory drawing '%s'", path);
+    /* shared axes: every panel on the same scales, so panels compare */
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    int integral = 1;
+    for (int i = 0; i < fig->np; i++)
+        for (int j = 0; j < fig->p[i].ns; j++) {
+            const pz_series *s = &fig->p[i].s[j];
+            for (int k = 0; k < s->n; k++) {
+                if (!drawable(fig, s->x[k], s->y[k])) continue;
+                const double x = fwd_x(fig, s->x[k]), y = fwd_y(fig, s->y[k]);
+                x0 = fmin(x0, x), x1 = fmax(x1, x), y0 = fmin(y0, y), y1 = fmax(y1, y);
+                integral &= s->x[k] == floor(s->x[k]);
+            }
+        }
+    if (!isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+    if (x1 - x0 < 1e-12) x0 -= 0.5, x1 += 0.5;
+    if (y1 - y0 < 1e-12) y0 -= 0.5, y1 += 0.5;
+    const double padx = (x1 - x0) * 0.05, pady = (y1 - y0) * 0.06;
+    x0 -= padx, x1 += padx, y0 -= pady, y1 += pady;
+
+    /* legends: one for the figure when every panel has the same entries */
+    enum { MAXL = 256 };
+    legend_item first[MAXL], other[MAXL];
+    const int nfirst = fig->np ? legend_of(&fig->p[0], first, MAXL) : 0;
+    int shared = 1;
+    for (int i = 1; i < fig->np && shared; i++) {
+        const int n = legend_of(&fig->p[i], other, MAXL);
+        shared = same_legend(first, nfirst, other, n);
+    }
+    const int ncol = fig->np <= 3 ? (fig->np ? fig->np : 1) : fig->np == 4 ? 2 : fig->np <= 9 ? 3 : 4;
+    const int nrow = (fig->np + ncol - 1) / ncol;
+    const int PW = 280, PH = 190, ML = 62, MR = 16, MT = 30, MB = 44;
+    const int cellw = ML + PW + MR;
+    int W = ncol * cellw + 10;
+    if (W < 560) W = 560;
+    if (W < text_w(fig->title, 14) + 40) W = text_w(fig->title, 14) + 40;
+    if (W < text_w(fig->note, 11) + 40) W = text_w(fig->note, 11) + 40;
+    int panel_leg = 0; /* legend rows under each panel, the most any needs */
+    if (!shared)
+        for (int i = 0; i < fig->np; i++) {
+            const int n = legend_of(&fig->p[i], other, MAXL);
+            const int r = legend_rows(NULL, other, n, 0, 0, PW + ML - 10);
+            panel_leg = r > panel_leg ? r : panel_leg;
+        }
+    const int cellh = MT + PH + MB + panel_leg * 16 + (panel_leg ? 6 : 0);
+    const int head = 30 + (fig->note[0] ? 16 : 0);
+    const int shared_rows = shared ? legend_rows(NULL, first, nfirst, 0, 0, W - 30) : 0;
+    const int top = head + shared_rows * 16 + (shared_rows ? 8 : 0);
+    const int H = top + nrow * cellh + 6;
+    FILE *f = fopen(path, "w");
+    if (!f) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+               "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"11\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
+            W, H, W, H, W, H);
+    fprintf(f, "<text x=\"%d\" y=\"20\" font-size=\"14\" font-weight=\"bold\" text-anchor=\"middle\">", W / 2);
+    text(f, fig->title);
+    fputs("</text>\n", f);
+    if (fig->note[0]) {
+        fprintf(f, "<text x=\"%d\" y=\"38\" text-anchor=\"middle\" fill=\"#444\">", W / 2);
+        text(f, fig->note);
+        fputs("</text>\n", f);
+    }
+    if (shared) legend_rows(f, first, nfirst, 20, head + 10, W - 30);
+    double tp[64], tv[64];
+    const int ntx = ticks(fig->xaxis, x0, x1, integral && fig->xaxis == PZ_AXIS_LINEAR, tp, tv, 64);
+    double yp[64], yv[64];
+    const int nty = ticks(fig->yaxis, y0, y1, 0, yp, yv, 64);
+    for (int i = 0; i < fig->np; i++) {
+        const pz_panel *p = &fig->p[i];
+        const int ox = (i % ncol) * cellw + ML, oy = top + (i / ncol) * cellh + MT;
+#define PX(v) (ox + ((v) - x0) / (x1 - x0) * PW)
+#define PY(v) (oy + PH - ((v) - y0) / (y1 - y0) * PH)
+        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">", ox + PW / 2, oy - 8);
+        text(f, p->title);
+        fputs("</text>\n", f);
+        for (int t = 0; t < ntx; t++) {
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e4e4e4\"/>\n", PX(tp[t]), oy, PX(tp[t]), oy + PH);
+            fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.4g</text>\n", PX(tp[t]), oy + PH + 14, tv[t]);
+        }
+        for (int t = 0; t < nty; t++) {
+            fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", ox, PY(yp[t]), ox + PW, PY(yp[t]));
+            fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", ox - 5, PY(yp[t]) + 4, yv[t]);
+        }
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", ox, oy, PW, PH);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", ox + PW / 2, oy + PH + 32);
+        text(f, fig->xlabel);
+        fprintf(f, "%s</text>\n", fig->xaxis == PZ_AXIS_LINEAR ? "" : " (log scale)");
+        fprintf(f, "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\">", ox - 46, oy + PH / 2);
+        text(f, fig->ylabel);
+        fprintf(f, "%s</text>\n", fig->yaxis == PZ_AXIS_LINEAR ? "" : " (log scale)");
+        for (int j = 0; j < p->ns; j++) {
+            const pz_series *s = &p->s[j];
+            if (!s->points) {
+                fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.7\"%s points=\"", colour(s->style), dash_of(s));
+                for (int k = 0; k < s->n; k++)
+                    if (drawable(fig, s->x[k], s->y[k])) fprintf(f, "%.1f,%.1f ", PX(fwd_x(fig, s->x[k])), PY(fwd_y(fig, s->y[k])));
+                fputs("\"/>\n", f);
+            }
+            /* markers on every point of a sparse curve, of a scatter always */
+            if (s->points || s->n <= 40)
+                for (int k = 0; k < s->n; k++)
+                    if (drawable(fig, s->x[k], s->y[k]))
+                        marker(f, s->style, PX(fwd_x(fig, s->x[k])), PY(fwd_y(fig, s->y[k])), s->points ? 4.0 : 2.6, s->dashed);
+        }
+        if (!shared) {
+            const int n = legend_of(p, other, MAXL);
+            legend_rows(f, other, n, ox - ML + 12, oy + PH + MB + 4, PW + ML - 10);
+        }
+#undef PX
+#undef PY
+    }
+    fputs("</svg>\n", f);
+    const int bad = ferror(f);
+    if (fclose(f) != 0 || bad) return pz_fail(PZ_ERR_IO, "writing '%s' failed", path);
+    return PZ_OK;
+}
+
+/* ---- heatmaps ------------------------------------------------------------------------ */
+/* viridis, sampled: dark (worst) to bright (best) */
+static void viridis(double t, int rgb[3]) {
+    static const int stops[][3] = {{68, 1, 84}, {72, 40, 120}, {62, 74, 137}, {49, 104, 142}, {38, 130, 142},
+                                   {31, 158, 137}, {53, 183, 121}, {109, 205, 89}, {180, 222, 44}, {253, 231, 37}};
+    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    const double u = t * 9;
+    const int i = u >= 9 ? 8 : (int)u;
+    const double w = u - i;
+    for (int c = 0; c < 3; c++) rgb[c] = (int)(stops[i][c] + w * (stops[i + 1][c] - stops[i][c]) + 0.5);
+}
+
+/* 1 at the best value, 0 at the worst, logarithmic in the distance from
+ * the best (in h->unit), so that near-best differences stay visible next
+ * to a diverged run */
+static double shade(const pz_heatmap *h, double v, double lo, double hi) {
+    const double best = h->lower_better ? lo : hi, worst = h->lower_better ? hi : lo;
+    const double u = h->log_unit > 0 ? h->log_unit / h->scale : (hi - lo) / 100 + 1e-300;
+    const double span = log1p(fabs(worst - best) / u);
+    return span > 0 ? 1 - log1p(fabs(v - best) / u) / span : 1;
+}
+
+/* the value at shade t (inverse of shade) */
+static double unshade(const pz_heatmap *h, double t, double lo, double hi) {
+    const double best = h->lower_better ? lo : hi, worst = h->lower_better ? hi : lo;
+    const double u = h->log_unit > 0 ? h->log_unit / h->scale : (hi - lo) / 100 + 1e-300;
+    const double d = expm1((1 - t) * log1p(fabs(worst - best) / u)) * u;
+    return h->lower_better ? best + d : best - d;
+}
+
+pz_status pz_heatmap_write(const pz_heatmap *h, const char *path) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (int k = 0; k < h->npanel; k++)
+        for (int i = 0; i < h->nr * h->nc; i++)
+            if (h->count[k][i] > 0 && isfinite(h->mean[k][i])) lo = fmin(lo, h->mean[k][i]), hi = fmax(hi, h->mean[k][i]);
+    if (!isfinite(lo)) lo = 0, hi = 1;
+    int any_range = 0;
+    for (int k = 0; k < h->npanel; k++)
+        for (int i = 0; i < h->nr * h->nc; i++) any_range |= h->count[k][i] > 1;
+    int rl = text_w(h->row_key, 11);
+    for (int i = 0; i < h->nr; i++) rl = text_w(h->rows[i], 11) > rl ? text_w(h->rows[i], 11) : rl;
+    int cl = 0;
+    for (int j = 0; j < h->nc; j++) cl = text_w(h->cols[j], 11) > cl ? text_w(h->cols[j], 11) : cl;
+    const int CW = any_range ? 78 : 62, CH = any_range ? 34 : 26;
+    const int rotate = cl > CW - 6; /* long column labels slant */
+    const int colhead = rotate ? (int)(cl * 0.6) + 22 : 22;
+    const int PWd = h->nc * CW, gap = 24;
+    const int L = rl + 16, top = 44 + (h->note[0] ? 16 : 0) + 18 + colhead;
+    int W = L + h->npanel * (PWd + gap) + 80;
+    if (W < text_w(h->title, 14) + 40) W = text_w(h->title, 14) + 40;
+    if (W < text_w(h->note, 11) + 40) W = text_w(h->note, 11) + 40;
+    const int H = top + (h->nr * CH > 100 ? h->nr * CH : 100) + 30;
+    FILE *f = fopen(path, "w");
+    if (!f) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+               "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"11\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
+            W, H, W, H, W, H);
+    fprintf(f, "<text x=\"%d\" y=\"20\" font-size=\"14\" font-weight=\"bold\" text-anchor=\"middle\">", W / 2);
+    text(f, h->title);
+    fputs("</text>\n", f);
+    if (h->note[0]) {
+        fprintf(f, "<text x=\"%d\" y=\"38\" text-anchor=\"middle\" fill=\"#444\">", W / 2);
+        text(f, h->note);
+        fputs("</text>\n", f);
+    }
+    char v[64];
+    for (int k = 0; k < h->npanel; k++) {
+        const int ox = L + k * (PWd + gap);
+        const int ty = top - colhead - 8;
+        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">", ox + PWd / 2, ty);
+        text(f, h->panel_title[k] ? h->panel_title[k] : "");
+        fputs("</text>\n", f);
+        if (h->col_key[0]) {
+            fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#444\">", ox + PWd / 2, ty + 14);
+            text(f, h->col_key);
+            fputs("</text>\n", f);
+        }
+        for (int j = 0; j < h->nc; j++) {
+            const int cx = ox + j * CW + CW / 2;
+            if (rotate) fprintf(f, "<text transform=\"translate(%d,%d) rotate(-40)\" text-anchor=\"start\">", cx - 4, top - 6);
+            else fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", cx, top - 6);
+            text(f, h->cols[j]);
+            fputs("</text>\n", f);
+        }
+        for (int i = 0; i < h->nr; i++) {
+            if (k == 0) {
+                fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", L - 8, top + i * CH + CH / 2 + 4);
+                text(f, h->rows[i]);
+                fputs("</text>\n", f);
+            }
+            for (int j = 0; j < h->nc; j++) {
+                const int c = i * h->nc + j, x = ox + j * CW, y = top + i * CH;
+                const double m = h->mean[k][c];
+                if (h->count[k][c] <= 0 || !isfinite(m)) {
+                    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#eeeeee\" stroke=\"white\"/>\n", x, y, CW, CH);
+                    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#888\">no run</text>\n", x + CW / 2, y + CH / 2 + 4);
+                    continue;
+                }
+                const double t = shade(h, m, lo, hi);
+                int rgb[3];
+                viridis(t, rgb);
+                const int dark = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] < 140;
+                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#%02x%02x%02x\" stroke=\"white\"/>\n", x, y, CW, CH, rgb[0],
+                        rgb[1], rgb[2]);
+                snprintf(v, sizeof v, "%.*f", h->decimals, h->scale * m);
+                const int two = h->count[k][c] > 1;
+                fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\" fill=\"%s\">%s</text>\n", x + CW / 2,
+                        y + (two ? CH / 2 - 1 : CH / 2 + 4), dark ? "white" : "black", v);
+                if (two) {
+                    char a[32], b[32];
+                    snprintf(a, sizeof a, "%.*f", h->decimals > 0 ? h->decimals - 1 : 0, h->scale * h->lo[k][c]);
+                    snprintf(b, sizeof b, "%.*f", h->decimals > 0 ? h->decimals - 1 : 0, h->scale * h->hi[k][c]);
+                    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"9\" fill=\"%s\">%s–%s (n=%d)</text>\n", x + CW / 2,
+                            y + CH / 2 + 11, dark ? "white" : "black", a, b, h->count[k][c]);
+                }
+            }
+        }
+    }
+    /* the colour bar, best at the top, labelled at five shades */
+    const int bx = W - 60, by = top, bh = h->nr * CH > 100 ? h->nr * CH : 100;
+    for (int s = 0; s < 48; s++) {
+        int rgb[3];
+        viridis(1 - (s + 0.5) / 48.0, rgb);
+        fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"12\" height=\"%.2f\" fill=\"#%02x%02x%02x\"/>\n", bx, by + s * bh / 48.0, bh / 48.0 + 0.5,
+                rgb[0], rgb[1], rgb[2]);
+    }
+    for (int k = 0; k <= 4; k++) {
+        const double t = 1 - k / 4.0;
+        snprintf(v, sizeof v, "%.*f", h->decimals > 1 ? h->decimals - 1 : h->decimals, h->scale * unshade(h, t, lo, hi));
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"10\">%s</text>\n", bx + 15, by + k * bh / 4.0 + 3.5, v);
+    }
+    fprintf(f, "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\" font-size=\"10\">", bx - 4, by + bh / 2);
+    text(f, h->unit);
+    fputs("</text>\n", f);
+    if (h->row_key[0]) {
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#444\">", L - 8, top - 6);
+        text(f, h->row_key);
+        fputs("</text>\n", f);
+    }
+    fputs("</svg>\n", f);
+    const int bad = ferror(f);
+    if (fclose(f) != 0 || bad) return pz_fail(PZ_ERR_IO, "writing '%s' failed", path);
+    return PZ_OK;
+}
