@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev libcjson-dev dataset-fashion-mnist python3 python3-numpy clang libclang-rt-14-dev
-          libopenmpi-dev openmpi-bin libzmq3-dev procps bible-kjv bible-kjv-text)
+          libopenmpi-dev openmpi-bin libzmq3-dev procps bible-kjv bible-kjv-text python3-matplotlib)
 # `setup.sh test` (make test): also what only the tests need: PyTorch for the
 # Python package's torch tests (python/tests/test_torch.py, the gloo example)
 if [ "${1:-}" = "test" ]; then

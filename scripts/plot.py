@@ -1,0 +1,511 @@
+#!/usr/bin/env python3
+"""plot.py — paper-quality figures (PDF and PNG) from pipezip's data files.
+
+    python3 scripts/plot.py SWEEP_DIR [SWEEP_DIR ...]   # a sweep's results.csv, epochs.csv
+    python3 scripts/plot.py RUN_DIR                      # one run's epochs/steps/boundaries.jsonl
+    options: --out DIR (default: DIR/figures), --format pdf,png, --width column|page
+
+For a sweep (a directory with results.csv and sweep.ini, as `pipezip sweep`
+writes it; published ones under docs/results/ work the same):
+  heatmap       final accuracy (or a language model's validation loss) over
+                the config's rows x cols, plain and compressed inference side
+                by side, the value (mean, range and count over seeds) in each cell
+  per_epoch     test accuracy per epoch as small multiples: a panel per
+                column value, a curve style per row value (seeds share theirs)
+  vs_time       the same against training time (emulated link, virtual clock)
+  vs_bits       final accuracy against each direction's bits per element, a
+                panel per direction, a curve per codec of the other direction
+  error         relative compression error against bits per element, per direction
+For a run (a directory with epochs.jsonl): loss per logged step, accuracy per
+epoch, bytes per boundary.
+
+Every run in the data is drawn; nothing is dropped to make a legend fit.
+Needs matplotlib (Debian: python3-matplotlib); uses only its Agg backend.
+"""
+import argparse
+import configparser
+import csv
+import json
+import math
+import os
+import sys
+from collections import OrderedDict
+
+
+def fail(msg):
+    print(f"plot.py: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib import colors as mcolors
+    from matplotlib import ticker
+except ImportError:
+    fail("needs matplotlib: apt-get install python3-matplotlib (scripts/setup.sh installs it)")
+
+# A paper's column is about 3.4 in wide, a page 7 in; text at 8 pt.
+WIDTHS = {"column": 3.4, "page": 7.0}
+COLOURS = ["#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#555555"]
+MARKERS = ["o", "s", "^", "D"]
+
+
+def style(i):
+    """40 distinct (colour, marker) pairs, then dash patterns too"""
+    return dict(color=COLOURS[i % 10], marker=MARKERS[(i // 10) % 4])
+
+
+def num(s):
+    try:
+        v = float(s)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        if None in r or None in r.values():
+            fail(f"{path}: a row with more or fewer fields than the header ({r.get('id', '?')})")
+    return rows
+
+
+def read_ini(path):
+    ini = configparser.ConfigParser(interpolation=None, delimiters=("=",), comment_prefixes=("#", ";"),
+                                    inline_comment_prefixes=("#", ";"), strict=False)
+    ini.optionxform = str
+    ini.read(path)
+    return ini
+
+
+def value(row, key):
+    """a rows/cols key's value: a column, or two joined by + ("q4 + q8")"""
+    if key in row:
+        return row[key]
+    if "+" in key:
+        return " + ".join(row.get(k.strip(), "") for k in key.split("+"))
+    return ""
+
+
+def varying_keys(ini, variant):
+    """the grid keys with more than one value, each half of a zipped pair"""
+    keys = []
+    sections = ["grid"] + ([f"{variant}.grid"] if ini.has_section(f"{variant}.grid") else [])
+    grid = {}
+    for s in sections:
+        if ini.has_section(s):
+            grid.update(ini[s])
+    for k, v in grid.items():
+        if "|" in v:
+            for part in k.split("+"):
+                if part.strip() not in keys:
+                    keys.append(part.strip())
+    return keys
+
+
+def label(row, keys, skip=()):
+    skipped = {p.strip() for s in skip if s for p in s.split("+")}
+    return " ".join(f"{k}={row.get(k, '')}" for k in keys if k not in skipped)
+
+
+def savefig(fig, out, name, formats):
+    paths = []
+    for fmt in formats:
+        p = os.path.join(out, f"{name}.{fmt}")
+        fig.savefig(p, dpi=200, bbox_inches="tight")
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def grid_shape(n):
+    ncol = n if n <= 3 else 2 if n == 4 else 3 if n <= 9 else 4
+    return ncol, (n + ncol - 1) // ncol
+
+
+class Sweep:
+    def __init__(self, d):
+        self.dir = d
+        res = os.path.join(d, "results.csv")
+        if not os.path.exists(res):
+            fail(f"{d} is not a sweep directory: it has no results.csv (run pipezip sweep first)")
+        self.rows = read_csv(res)
+        self.ini = read_ini(os.path.join(d, "sweep.ini"))
+        variant = "full"
+        if os.path.exists(os.path.join(d, "variant")):
+            variant = open(os.path.join(d, "variant")).read().strip() or "full"
+        sw = self.ini["sweep"] if self.ini.has_section("sweep") else {}
+        self.name = sw.get("name", os.path.basename(os.path.normpath(d)))
+        self.rk = sw.get("rows")
+        self.ck = sw.get("cols")
+        if self.rk and not any(value(r, self.rk) for r in self.rows):
+            self.rk = None
+        if self.ck and not any(value(r, self.ck) for r in self.rows):
+            self.ck = None
+        self.keys = varying_keys(self.ini, variant)
+        self.lm = bool(self.rows) and all(r.get("final_test_bits_per_byte", "") != "" for r in self.rows)
+        self.epochs = OrderedDict()
+        ep = os.path.join(d, "epochs.csv")
+        if os.path.exists(ep):
+            for e in read_csv(ep):
+                self.epochs.setdefault(e["id"], []).append(e)
+        for r in self.rows:  # runs still here and not in epochs.csv (a sweep from before it)
+            jl = os.path.join(d, "runs", r["id"], "epochs.jsonl")
+            if r["id"] not in self.epochs and os.path.exists(jl):
+                self.epochs[r["id"]] = [json.loads(line) for line in open(jl) if line.strip()]
+
+    def metric(self, compressed):
+        base = "final_test_loss" if self.lm else "final_test_accuracy"
+        return base + ("_compressed" if compressed else "")
+
+    @property
+    def scale(self):
+        return 1.0 if self.lm else 100.0
+
+    @property
+    def ylabel(self):
+        return "validation loss (nats/token)" if self.lm else "test accuracy (%)"
+
+
+def heatmap(sw, out, formats, width):
+    rv = list(OrderedDict.fromkeys(value(r, sw.rk) for r in sw.rows))
+    cv = list(OrderedDict.fromkeys(value(r, sw.ck) for r in sw.rows)) if sw.ck else [""]
+    panels = [("plain inference", sw.metric(False))]
+    if any(not math.isnan(num(r.get(sw.metric(True)))) for r in sw.rows):
+        panels.append(("through the compressed boundaries", sw.metric(True)))
+    cells = []
+    for _, m in panels:
+        grid = []
+        for a in rv:
+            line = []
+            for b in cv:
+                vals = [num(r[m]) * sw.scale for r in sw.rows if value(r, sw.rk) == a and (not sw.ck or value(r, sw.ck) == b)]
+                vals = [v for v in vals if not math.isnan(v)]
+                line.append(vals)
+            grid.append(line)
+        cells.append(grid)
+    means = [v for g in cells for line in g for c in line if c for v in [sum(c) / len(c)]]
+    if not means:
+        return []
+    best, worst = (min(means), max(means)) if sw.lm else (max(means), min(means))
+    unit = 0.01 if sw.lm else 0.5  # the colour is log distance from the best, in these units
+
+    def shade(v):
+        span = math.log1p(abs(worst - best) / unit)
+        return 1 - math.log1p(abs(v - best) / unit) / span if span > 0 else 1.0
+
+    cmap = plt.get_cmap("viridis")
+    multi = any(len(c) > 1 for g in cells for line in g for c in line)
+    longest = max(len(s) for s in rv)
+    cw = 0.62 if not multi else 0.78
+    fig_w = min(max(width, 1.2 + 0.07 * longest + len(panels) * (len(cv) * cw + 0.3)), 2 * WIDTHS["page"])
+    fig_h = 1.0 + 0.3 * len(rv) * (1.3 if multi else 1.0)
+    fig, axes = plt.subplots(1, len(panels), figsize=(fig_w, fig_h), squeeze=False, sharey=True, layout="constrained")
+    for k, (title, _) in enumerate(panels):
+        ax = axes[0][k]
+        img = [[shade(sum(c) / len(c)) if c else math.nan for c in line] for line in cells[k]]
+        ax.imshow(img, cmap=cmap, vmin=0, vmax=1, aspect="auto")
+        for i in range(len(rv)):
+            for j in range(len(cv)):
+                c = cells[k][i][j]
+                if not c:
+                    ax.text(j, i, "no run", ha="center", va="center", fontsize=6, color="#888")
+                    continue
+                m = sum(c) / len(c)
+                rgb = mcolors.to_rgb(cmap(shade(m)))
+                fg = "white" if 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] < 0.55 else "black"
+                d = 3 if sw.lm else 2
+                txt = f"{m:.{d}f}"
+                if len(c) > 1:
+                    txt += f"\n{min(c):.{d - 1}f}–{max(c):.{d - 1}f} (n={len(c)})"
+                ax.text(j, i, txt, ha="center", va="center", fontsize=7 if len(c) == 1 else 6, color=fg)
+        ax.set_xticks(range(len(cv)))
+        ax.set_xticklabels(cv, rotation=30 if max(len(s) for s in cv) > 7 else 0, ha="right" if max(len(s) for s in cv) > 7 else "center")
+        ax.set_yticks(range(len(rv)))
+        ax.set_yticklabels(rv)
+        ax.set_title(title, fontsize=8)
+        if sw.ck:
+            ax.set_xlabel(sw.ck)
+        if k == 0:
+            ax.set_ylabel(sw.rk)
+        ax.tick_params(length=0)
+    fig.suptitle(("Final validation loss (nats/token)" if sw.lm else "Final test accuracy (%)") + " — " + sw.name, fontsize=8.5)
+    return savefig(fig, out, "heatmap", formats)
+
+
+def groups(sw):
+    """(panel, series) names of each run, as `pipezip report` lays them out"""
+    res = []
+    n = len(sw.rows)
+    for i, r in enumerate(sw.rows):
+        if sw.ck:
+            p = f"{sw.ck} = {value(r, sw.ck)}"
+            s = f"{sw.rk} = {value(r, sw.rk)}" if sw.rk else label(r, sw.keys, (sw.ck,))
+        elif sw.rk and n > 8:
+            p, s = f"{sw.rk} = {value(r, sw.rk)}", label(r, sw.keys, (sw.rk,))
+        elif sw.rk:
+            p, s = "", label(r, sw.keys) or r["id"]
+        else:
+            p, s = f"runs {i // 8 * 8 + 1}-{min(i // 8 * 8 + 8, n)}", label(r, sw.keys) or r["id"]
+        res.append((p, s))
+    return res
+
+
+def curves(sw, out, formats, width, vs_time):
+    if not sw.epochs:
+        return []
+    g = groups(sw)
+    panels = list(OrderedDict.fromkeys(p for p, _ in g))
+    styles = list(OrderedDict.fromkeys(s for _, s in g))
+    ncol, nrow = grid_shape(len(panels))
+    w = width if ncol == 1 else max(width, WIDTHS["page"])
+    fig, axes = plt.subplots(nrow, ncol, figsize=(w, 0.4 + 2.1 * nrow * (w / ncol) / 3.4), squeeze=False, sharex=True, sharey=True, layout="constrained")
+    yk = "test_loss" if sw.lm else "test_accuracy"
+    xs_all = []
+    for pi, pname in enumerate(panels):
+        ax = axes[pi // ncol][pi % ncol]
+        for (p, s), r in zip(g, sw.rows):
+            if p != pname or r["id"] not in sw.epochs:
+                continue
+            st = style(styles.index(s))
+            eps = sw.epochs[r["id"]]
+
+            def x_of(e):
+                if not vs_time:
+                    return num(e.get("epoch"))
+                t = num(e.get("emulated_time"))
+                return t if not math.isnan(t) else num(e.get("time"))
+
+            xs = [x_of(e) for e in eps]
+            xs_all += [x for x in xs if x > 0]
+            for k, ls, fill in ((yk, "-", st["color"]), (yk + "_compressed", "--", "white")):
+                ys = [num(e.get(k)) * sw.scale for e in eps]
+                pts = [(x, y) for x, y in zip(xs, ys) if not math.isnan(x) and not math.isnan(y)]
+                if pts:
+                    ax.plot(*zip(*pts), ls=ls, color=st["color"], marker=st["marker"], ms=3, mfc=fill, lw=1.1)
+        ax.set_title(pname, fontsize=8)
+        ax.grid(alpha=0.3)
+    for k in range(len(panels), nrow * ncol):
+        axes[k // ncol][k % ncol].axis("off")
+    if vs_time and xs_all and max(xs_all) > 20 * min(xs_all):
+        axes[0][0].set_xscale("log")
+    for i in range(nrow):
+        axes[i][0].set_ylabel(sw.ylabel)
+    for j in range(ncol):
+        axes[nrow - 1][j].set_xlabel("training time, s (virtual clock)" if vs_time else "epoch")
+    if not vs_time:  # whole epochs
+        last = max((num(e.get("epoch")) for eps in sw.epochs.values() for e in eps), default=1)
+        axes[0][0].set_xlim(0.6, last + 0.4)
+        axes[0][0].xaxis.set_major_locator(ticker.MaxNLocator(integer=True, min_n_ticks=1))
+    handles = [plt.Line2D([], [], color=style(i)["color"], marker=style(i)["marker"], ms=3, lw=1.1, label=s) for i, s in enumerate(styles) if s]
+    handles += [plt.Line2D([], [], color="#333", lw=1.1, label="plain inference"),
+                plt.Line2D([], [], color="#333", ls="--", marker="o", mfc="white", ms=3, lw=1.1, label="compressed inference")]
+    fig.legend(handles=handles, loc="upper center", ncol=min(4, len(handles)), fontsize=6.5, frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
+    what = ("Validation loss" if sw.lm else "Test accuracy") + (" against training time" if vs_time else " per epoch")
+    fig.suptitle(f"{what} — {sw.name}", fontsize=8.5)
+    return savefig(fig, out, "vs_time" if vs_time else "per_epoch", formats)
+
+
+def vs_bits(sw, out, formats, width):
+    panels = []
+    notes = []
+    for d, (bk, other, title) in enumerate((("fwd_bits_per_element", "bwd", "activations (forward)"),
+                                            ("bwd_bits_per_element", "fwd", "gradients (backward)"))):
+        xs = [num(r.get(bk)) for r in sw.rows if not math.isnan(num(r.get(bk)))]
+        if not xs:
+            continue
+        if max(xs) <= min(xs) * 1.0001:
+            notes.append(f"{title.split()[0]}: {min(xs):.2f} bits/element in every run")
+            continue
+        panels.append((bk, other, title))
+    if not panels:
+        return []
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(width, 3.4 * len(panels)), 2.6), squeeze=False, sharey=True, layout="constrained")
+    for k, (bk, other, title) in enumerate(panels):
+        ax = axes[0][k]
+        series = OrderedDict()
+        pairs = OrderedDict()
+        for r in sw.rows:
+            pairs.setdefault((r.get("fwd", ""), r.get("bwd", "")), []).append(r)
+        for (fw, bw), rs in pairs.items():
+            pts = [(num(r.get(bk)), num(r.get(sw.metric(True))) if not math.isnan(num(r.get(sw.metric(True)))) else num(r.get(sw.metric(False))))
+                   for r in rs]
+            pts = [(x, y) for x, y in pts if not math.isnan(x) and not math.isnan(y)]
+            if pts:
+                o = bw if other == "bwd" else fw
+                series.setdefault(o or "(default)", []).append((sum(p[0] for p in pts) / len(pts), sw.scale * sum(p[1] for p in pts) / len(pts)))
+        for i, (o, pts) in enumerate(series.items()):
+            pts.sort()
+            st = style(i)
+            ax.plot(*zip(*pts), color=st["color"], marker=st["marker"], ms=3.5, lw=1.1,
+                    label=("gradients " if other == "bwd" else "activations ") + o)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel(f"bits per element, {title.split()[0]}")
+        ax.set_title(title + (", by gradient codec" if other == "bwd" else ", by activation codec"), fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, frameon=False, loc="best")
+    axes[0][0].set_ylabel(sw.ylabel + ", compressed inference")
+    fig.suptitle(("Final validation loss" if sw.lm else "Final test accuracy") + " against bits per element — " + sw.name
+                 + ("\n" + "; ".join(notes) if notes else ""), fontsize=8.5)
+    return savefig(fig, out, "vs_bits", formats)
+
+
+def family(spec):
+    k = 0
+    while k < len(spec) and spec[k] not in ":,(":
+        k += 1
+    f = spec[:k]
+    if len(f) > 1 and f[0] == "q" and f[1].isdigit():
+        return "q (quantization)"
+    if k < len(spec) and spec[k] == "(":
+        return f + "(...)"
+    return f or "(default)"
+
+
+def error(sw, out, formats, width):
+    dirs = [(d, t) for d, t in (("fwd", "activations (forward)"), ("bwd", "gradients (backward)"))
+            if any(num(r.get(f"{d}_error")) > 0 for r in sw.rows)]
+    if not dirs:
+        return []
+    fams = list(OrderedDict.fromkeys(family(r.get(d, "")) for d, _ in dirs for r in sw.rows if num(r.get(f"{d}_error")) > 0))
+    fig, axes = plt.subplots(1, len(dirs), figsize=(max(width, 3.4 * len(dirs)), 2.6), squeeze=False, sharey=True, layout="constrained")
+    for k, (d, title) in enumerate(dirs):
+        ax = axes[0][k]
+        for i, fam in enumerate(fams):
+            pts = [(num(r.get(f"{d}_bits_per_element")), num(r.get(f"{d}_error"))) for r in sw.rows
+                   if family(r.get(d, "")) == fam and num(r.get(f"{d}_error")) > 0]
+            if pts:
+                st = style(i)
+                ax.scatter(*zip(*pts), color=st["color"], marker=st["marker"], s=14, label=fam)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_yscale("log")
+        ax.set_xlabel("bits per element")
+        ax.set_title(title, fontsize=8)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=6, frameon=False)
+    axes[0][0].set_ylabel("relative error ||x̂ − x|| / ||x||")
+    fig.suptitle("Compression error against bits per element — " + sw.name, fontsize=8.5)
+    return savefig(fig, out, "error", formats)
+
+
+def plot_sweep(d, out, formats, width):
+    sw = Sweep(d)
+    made = []
+    if sw.rk:
+        made += heatmap(sw, out, formats, width)
+    made += curves(sw, out, formats, width, False)
+    made += curves(sw, out, formats, width, True)
+    made += vs_bits(sw, out, formats, width)
+    made += error(sw, out, formats, width)
+    if not sw.epochs:
+        print(f"plot.py: {d} has no per-epoch records (epochs.csv or runs/): no per-epoch or time figures", file=sys.stderr)
+    return made
+
+
+def jsonl(path):
+    if not os.path.exists(path):
+        return []
+    out = []
+    for n, line in enumerate(open(path), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                fail(f"{path}:{n}: not JSON ({e.msg})")
+    return out
+
+
+def plot_run(d, out, formats, width):
+    cfg = json.load(open(os.path.join(d, "config.json"))) if os.path.exists(os.path.join(d, "config.json")) else {}
+    steps, epochs, bounds = jsonl(os.path.join(d, "steps.jsonl")), jsonl(os.path.join(d, "epochs.jsonl")), jsonl(os.path.join(d, "boundaries.jsonl"))
+    name = f"{cfg.get('model', '?')}, fwd {cfg.get('fwd', '?')}, bwd {cfg.get('bwd', '?')}, seed {cfg.get('seed', '?')}"
+    lm = any("test_bits_per_byte" in e for e in epochs)
+    fig, axes = plt.subplots(1, 3 if bounds else 2, figsize=(WIDTHS["page"], 2.3), squeeze=False, layout="constrained")
+    ax = axes[0][0]
+    if steps:
+        # a logged step at its place within its epoch (steps count across epochs)
+        count = {}
+        for s in steps:
+            count[s.get("epoch", 1)] = count.get(s.get("epoch", 1), 0) + 1
+        seen, xs = {}, []
+        for s in steps:
+            e = s.get("epoch", 1)
+            seen[e] = seen.get(e, 0) + 1
+            xs.append(e - 1 + seen[e] / count[e])
+        ax.plot(xs, [s.get("loss", math.nan) for s in steps], lw=0.9, color=COLOURS[0], label="training (logged steps)")
+    if epochs:
+        ax.plot([e["epoch"] for e in epochs], [e.get("test_loss", math.nan) for e in epochs], "o-", ms=3, color=COLOURS[1], label="test")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("loss (nats)")
+    ax.legend(fontsize=6, frameon=False)
+    ax.grid(alpha=0.3)
+    ax = axes[0][1]
+    if epochs and not lm:
+        ax.plot([e["epoch"] for e in epochs], [100 * e.get("test_accuracy", math.nan) for e in epochs], "o-", ms=3, color=COLOURS[0], label="plain")
+        cs = [(e["epoch"], 100 * e["test_accuracy_compressed"]) for e in epochs if isinstance(e.get("test_accuracy_compressed"), (int, float)) and e["test_accuracy_compressed"] >= 0]
+        if cs:
+            ax.plot(*zip(*cs), "o--", ms=3, mfc="white", color=COLOURS[1], label="compressed")
+        ax.set_ylabel("test accuracy (%)")
+        ax.legend(fontsize=6, frameon=False)
+    elif epochs:
+        ax.plot([e["epoch"] for e in epochs], [e.get("test_bits_per_byte", math.nan) for e in epochs], "o-", ms=3, color=COLOURS[0])
+        ax.set_ylabel("validation bits per byte")
+    ax.set_xlabel("epoch")
+    ax.grid(alpha=0.3)
+    if bounds:
+        ax = axes[0][2]
+        last = max(b.get("epoch", 0) for b in bounds)
+        bs = [b for b in bounds if b.get("epoch", 0) == last]
+        xs = range(len(bs))
+        ax.bar([x - 0.2 for x in xs], [b.get("fwd_bits_per_element", 0) for b in bs], 0.4, color=COLOURS[0], label="activations")
+        ax.bar([x + 0.2 for x in xs], [b.get("bwd_bits_per_element", 0) for b in bs], 0.4, color=COLOURS[1], label="gradients")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([str(b.get("after", b.get("boundary", ""))) for b in bs], fontsize=6)
+        ax.set_ylabel("bits per element")
+        ax.set_xlabel(f"boundary (after), epoch {last}")
+        ax.set_ylim(0, 1.25 * max([b.get("fwd_bits_per_element", 0) for b in bs] + [b.get("bwd_bits_per_element", 0) for b in bs] + [1]))
+        ax.legend(fontsize=6, frameon=False, ncol=2, loc="upper center")
+    fig.suptitle(name, fontsize=8.5)
+    return savefig(fig, out, "run", formats)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="plot.py", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("dirs", nargs="+", metavar="DIR", help="a sweep directory (results.csv) or a run directory (epochs.jsonl)")
+    ap.add_argument("--out", help="where the figures go (default: DIR/figures)")
+    ap.add_argument("--format", default="pdf,png", help="comma-separated: pdf, png, svg (default: pdf,png)")
+    ap.add_argument("--width", default="column", choices=sorted(WIDTHS), help="a single panel's width: a paper's column (3.4 in) or page (7 in)")
+    a = ap.parse_args(argv)
+    formats = [f.strip() for f in a.format.split(",") if f.strip()]
+    for f in formats:
+        if f not in ("pdf", "png", "svg"):
+            fail(f"--format {f}: expected pdf, png or svg")
+    plt.rcParams.update({"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7,
+                         "pdf.fonttype": 42, "svg.fonttype": "none"})
+    for d in a.dirs:
+        if not os.path.isdir(d):
+            fail(f"{d}: no such directory")
+        out = a.out if a.out and len(a.dirs) == 1 else os.path.join(a.out, os.path.basename(os.path.normpath(d))) if a.out else os.path.join(d, "figures")
+        os.makedirs(out, exist_ok=True)
+        if os.path.exists(os.path.join(d, "results.csv")):
+            made = plot_sweep(d, out, formats, WIDTHS[a.width])
+        elif os.path.exists(os.path.join(d, "epochs.jsonl")):
+            made = plot_run(d, out, formats, WIDTHS[a.width])
+        else:
+            fail(f"{d} is neither a sweep directory (results.csv) nor a run directory (epochs.jsonl)")
+        for p in made:
+            print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
