@@ -540,6 +540,40 @@ static pz_status draw_figures(const char *dir, const table *t, const table *ep, 
     return st;
 }
 
+/* how the runs were made: the build and kernels of kernels.json, and
+ * whether the runs still here agree with it (a sweep resumed elsewhere) */
+static void kernels_note(FILE *f, const char *dir, const table *t) {
+    char path[4300], core[128] = "", conv[64] = "", cpu[256] = "", commit[128] = "";
+    snprintf(path, sizeof path, "%s/kernels.json", dir);
+    char *k = pz_slurp(path);
+    if (!k) return;
+    pz_json_str(k, "blas_core", core, sizeof core);
+    pz_json_str(k, "conv_kernels", conv, sizeof conv);
+    pz_json_str(k, "cpu", cpu, sizeof cpu);
+    pz_json_str(k, "git_commit", commit, sizeof commit);
+    free(k);
+    int same = 0, other = 0;
+    for (int r = 0; r < t->nrow; r++) {
+        snprintf(path, sizeof path, "%s/runs/%s/config.json", dir, cell(t, r, "id"));
+        char *c = pz_slurp(path);
+        if (!c) continue;
+        char a[128] = "", b[64] = "";
+        pz_json_str(c, "blas_core", a, sizeof a);
+        pz_json_str(c, "conv_kernels", b, sizeof b);
+        free(c);
+        /* avx2 and avx512 convolutions give the same bits */
+        const int conv_same = !strcmp(b, conv) || (strcmp(b, "im2col") && strcmp(conv, "im2col"));
+        if (!strcmp(a, core) && conv_same) same++;
+        else other++;
+    }
+    fprintf(f, "\nMade by pipezip %s on %s with OpenBLAS core `%s` and `%s` convolution kernels (`kernels.json`). "
+               "`pipezip sweep` applies them to every run it adds to this directory (`OPENBLAS_CORETYPE` and `PZ_CONV_KERNELS` "
+               "given by the user win); with the same build, the same seeds give the same numbers.",
+            commit[0] ? commit : "(unknown commit)", cpu[0] ? cpu : "an unrecorded CPU", core, conv);
+    if (other) fprintf(f, " **%d of the %d runs here used other kernels** (see their config.json): their numbers are not comparable digit for digit.", other, same + other);
+    fputc('\n', f);
+}
+
 pz_status pz_sweep_report(const char *dir) {
     char path[4300];
     snprintf(path, sizeof path, "%s/results.csv", dir);
@@ -579,6 +613,7 @@ pz_status pz_sweep_report(const char *dir) {
     int finished = 0;
     for (int r = 0; r < t->nrow; r++) finished += !strcmp(cell(t, r, "status"), "finished");
     fprintf(f, "%d runs, %d finished. Every number below is in `results.csv`; plots in `plots/`.\n", t->nrow, finished);
+    kernels_note(f, dir, t);
     /* a language model's runs report validation loss and bits per byte */
     int lm = 0;
     for (int r = 0; r < t->nrow; r++) lm |= !isnan(num(t, r, "final_test_bits_per_byte"));

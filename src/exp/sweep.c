@@ -49,7 +49,7 @@ typedef struct {
     int npts;
 } plan;
 
-static const char *sweep_keys[] = {"name", "description", "target", "target-inference", "rows", "cols", "jobs", "threads", NULL};
+static const char *sweep_keys[] = {"name", "description", "target", "target-inference", "rows", "cols", "jobs", "threads", "blas-core", "conv-kernels", NULL};
 
 static void kv_set(kv *list, int *n, const char *key, const char *value) {
     for (int i = 0; i < *n; i++)
@@ -159,10 +159,12 @@ static pz_status plan_load(plan *pl, const char *path, const char *variant, pz_o
                     int ok = 0;
                     for (const char **k = sweep_keys; *k; k++) ok |= !strcmp(*k, e->key);
                     if (!ok)
-                        return pz_fail(PZ_ERR_ARG, "%s:%d: unknown key '%s' in [sweep] (expected name, description, target, target-inference, rows, cols, jobs, threads)",
+                        return pz_fail(PZ_ERR_ARG, "%s:%d: unknown key '%s' in [sweep] (expected name, description, target, target-inference, rows, cols, jobs, threads, blas-core, conv-kernels)",
                                        path, e->line, e->key);
                     if (!strcmp(e->key, "target-inference") && strcmp(e->value, "plain") && strcmp(e->value, "compressed"))
                         return pz_fail(PZ_ERR_ARG, "%s:%d: target-inference = %s (expected plain or compressed)", path, e->line, e->value);
+                    if (!strcmp(e->key, "conv-kernels") && strcmp(e->value, "im2col") && strcmp(e->value, "avx2") && strcmp(e->value, "avx512"))
+                        return pz_fail(PZ_ERR_ARG, "%s:%d: conv-kernels = %s (expected im2col, avx2 or avx512)", path, e->line, e->value);
                 } else if (!is_opt) {
                     return pz_fail(PZ_ERR_ARG, "%s:%d: unknown section [%s] (expected sweep, base, grid, quick, full, quick.grid, full.grid)",
                                    path, e->line, s);
@@ -307,6 +309,107 @@ static pz_status copy_file(const char *from, const char *to) {
     return s;
 }
 
+/* ---- the kernels a sweep's runs use ------------------------------------------------
+ * Same seed, same numbers holds for the same build and the same kernels;
+ * the kernels are chosen by CPU (OpenBLAS's core type, pipezip's
+ * convolution kernels). A sweep records what its first finished run used
+ * in DIR/kernels.json and gives later runs (a resumed sweep, another
+ * machine) the same, through OPENBLAS_CORETYPE and PZ_CONV_KERNELS, so that
+ * one sweep never mixes kernels; [sweep] blas-core / conv-kernels choose
+ * them outright, and the variables set by the user win over both. */
+static int core_runs_here(const char *core) {
+    const unsigned f = pz_cpu_features();
+    if (strstr(core, "SkylakeX") || strstr(core, "Cooperlake") || strstr(core, "SapphireRapids")) return (f & PZ_CPU_AVX512) != 0;
+    if (strstr(core, "Haswell") || strstr(core, "Zen") || strstr(core, "Sandybridge")) return (f & PZ_CPU_AVX2_FMA) != 0;
+    return 1; /* the generic cores run on any x86-64 */
+}
+
+static void apply_kernel(const char *var, const char *want, const char *from, int quiet) {
+    if (!want || !*want) return;
+    const char *have = getenv(var);
+    if (have && *have) {
+        if (strcmp(have, want))
+            fprintf(stderr, "sweep: %s=%s is set, so the runs use it; %s says %s (the numbers may differ from its runs')\n", var, have, from, want);
+        return;
+    }
+    char use[64];
+    snprintf(use, sizeof use, "%s", want);
+    if (!strcmp(var, "OPENBLAS_CORETYPE") && !core_runs_here(want)) {
+        fprintf(stderr, "sweep: %s says OpenBLAS core %s, which this CPU cannot run: the runs choose their own (their numbers will differ)\n", from,
+                want);
+        return;
+    }
+    if (!strcmp(var, "PZ_CONV_KERNELS") && strcmp(want, "im2col")) {
+        /* avx2 and avx512 give the same bits: either that this CPU has */
+        const unsigned f = pz_cpu_features();
+        if (f & PZ_CPU_AVX512) snprintf(use, sizeof use, "%s", want);
+        else if (f & PZ_CPU_AVX2_FMA) snprintf(use, sizeof use, "avx2");
+        else {
+            fprintf(stderr, "sweep: %s says convolution kernels %s, which need AVX2: the runs use im2col (their numbers will differ)\n", from, want);
+            return;
+        }
+    }
+    setenv(var, use, 1);
+    if (!quiet) fprintf(stderr, "sweep: %s=%s (from %s)\n", var, use, from);
+}
+
+/* DIR/kernels.json from the first finished run's config.json */
+static pz_status record_kernels(const char *dir, const plan *pl) {
+    char path[4300];
+    snprintf(path, sizeof path, "%s/kernels.json", dir);
+    if (access(path, F_OK) == 0) return PZ_OK;
+    for (int p = 0; p < pl->npts; p++) {
+        char run[4300];
+        snprintf(run, sizeof run, "%s/runs/%s/summary.json", dir, pl->pts[p].id);
+        if (!file_has(run, "\"status\": \"finished\"")) continue;
+        snprintf(run, sizeof run, "%s/runs/%s/config.json", dir, pl->pts[p].id);
+        char *t = pz_slurp(run);
+        if (!t) continue;
+        static const char *keys[] = {"blas_core", "conv_kernels", "cpu", "blas", "git_commit", "version"};
+        pz_field f[8];
+        char vals[6][512];
+        int n = 0;
+        for (int k = 0; k < 6; k++) {
+            vals[k][0] = 0;
+            pz_json_str(t, keys[k], vals[k], sizeof vals[k]);
+            f[n++] = PZ_STR(keys[k], vals[k]);
+        }
+        f[n++] = PZ_STR("from_run", pl->pts[p].id);
+        free(t);
+        char buf[8192];
+        const int len = pz_fields_to_json(buf, sizeof buf - 1, f, n);
+        if (len <= 0 || (size_t)len >= sizeof buf - 1) return pz_fail(PZ_ERR_IO, "%s: the record is too long", path);
+        buf[len] = '\n';
+        return pz_write_file_atomic(path, buf, (size_t)len + 1);
+    }
+    return PZ_OK;
+}
+
+static void apply_kernels(const char *dir, const plan *pl, int quiet) {
+    const char *core = pz_ini_get(&pl->ini, "sweep", "blas-core"), *conv = pz_ini_get(&pl->ini, "sweep", "conv-kernels");
+    char path[4300], rec_core[128] = "", rec_conv[64] = "";
+    snprintf(path, sizeof path, "%s/kernels.json", dir);
+    char *t = pz_slurp(path);
+    if (t) {
+        pz_json_str(t, "blas_core", rec_core, sizeof rec_core);
+        pz_json_str(t, "conv_kernels", rec_conv, sizeof rec_conv);
+        free(t);
+    }
+    char from[4400];
+    snprintf(from, sizeof from, "the configuration's [sweep] blas-core");
+    if (core) apply_kernel("OPENBLAS_CORETYPE", core, from, quiet);
+    else if (rec_core[0] && strcmp(rec_core, "unknown")) {
+        snprintf(from, sizeof from, "%s, this sweep's first runs", path);
+        apply_kernel("OPENBLAS_CORETYPE", rec_core, from, quiet);
+    }
+    snprintf(from, sizeof from, "the configuration's [sweep] conv-kernels");
+    if (conv) apply_kernel("PZ_CONV_KERNELS", conv, from, quiet);
+    else if (rec_conv[0]) {
+        snprintf(from, sizeof from, "%s, this sweep's first runs", path);
+        apply_kernel("PZ_CONV_KERNELS", rec_conv, from, quiet);
+    }
+}
+
 pz_status pz_sweep_run(const pz_sweep_opts *o, pz_option_check_fn known) {
     plan pl;
     pz_status st = plan_load(&pl, o->config, o->variant, known);
@@ -332,6 +435,7 @@ pz_status pz_sweep_run(const pz_sweep_opts *o, pz_option_check_fn known) {
             st = pz_fail(PZ_ERR_ARG, "%s holds the other variant of a sweep: use another --out", o->out_dir);
         if (!st) st = copy_file(o->config, mine);
         if (!st) st = pz_write_file_atomic(var, pl.variant, strlen(pl.variant));
+        if (!st) apply_kernels(o->out_dir, &pl, o->quiet);
     }
     int done = 0, skipped = 0, failed = 0, next = 0, running = 0;
     child kids[64];
@@ -372,6 +476,7 @@ pz_status pz_sweep_run(const pz_sweep_opts *o, pz_option_check_fn known) {
                             WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), o->out_dir, pl.pts[p].id);
                 } else {
                     done++;
+                    if (!st) st = record_kernels(o->out_dir, &pl);
                     if (!o->quiet)
                         fprintf(stderr, "sweep: finished %s (%d done, %d skipped, %d failed, %.0f s)\n", pl.pts[p].id, done, skipped, failed,
                                 pz_now() - t0);
@@ -746,6 +851,7 @@ pz_status pz_sweep_collect(const char *dir) {
     fclose(f);
     free(rr);
     if (!bad) st = write_epochs(dir, &pl);
+    if (!bad && !st) st = record_kernels(dir, &pl);
     plan_free(&pl);
     if (bad) return pz_fail(PZ_ERR_IO, "writing '%s' failed", path);
     if (st) return st;

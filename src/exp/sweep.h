@@ -7,13 +7,20 @@
  *            the best final accuracy of the runs with fwd = bwd = none, minus
  *            half a point), target-inference (plain, the default, or
  *            compressed: which test accuracy must reach the target), rows,
- *            cols (grid keys for the report's tables),
- *            jobs (runs at once), threads (per run)
+ *            cols (grid keys for the report's tables and figures),
+ *            jobs (runs at once), threads (per run), blas-core (an
+ *            OpenBLAS core type) and conv-kernels (im2col, avx2, avx512):
+ *            the kernels every run uses (else those of kernels.json)
  *   [base]   pipezip train options (without "--"): model = resnet8
  *   [grid]   options with values separated by "|": fwd = none | q2 | q4
  *   [quick] / [full]            overrides of [base] for a variant
  *   [quick.grid] / [full.grid]  overrides of [grid] for a variant
- * The variant "paper" is [base] and [grid] with no overrides. */
+ * The variant "paper" is [base] and [grid] with no overrides.
+ *
+ * A sweep directory: sweep.ini and variant (what ran), runs/ID/ (each run's
+ * records), results.csv (a row per run), epochs.csv (a row per run and
+ * epoch), kernels.json (the build, CPU and kernels of the first finished
+ * run, applied to every later run), report.md and plots/. */
 #ifndef PZ_SWEEP_H
 #define PZ_SWEEP_H
 

@@ -146,6 +146,27 @@ titles = [t.text for t in bits.iter(svg + "text")]
 assert any(t and t.startswith("activations (forward)") for t in titles) and any(t and t.startswith("gradients (backward)") for t in titles)
 PY
 else bad "large sweep: $(tail -3 "$tmp/large.log")"; fi
+# a sweep records the kernels its first run used and gives later runs the
+# same (a sweep resumed on another machine does not mix kernels)
+printf '[sweep]\nname = k\n[base]\nmodel = mlp\ndata = synthetic\nepochs = 1\nlimit-train = 64\nlimit-test = 32\nstages = 2\n[grid]\nseed = 1 | 2\n' > "$tmp/k.ini"
+"$pz" sweep "$tmp/k.ini" --out "$tmp/k" --jobs 1 --threads 1 --quiet > "$tmp/k.log" 2>&1 || bad "kernels sweep: $(tail -3 "$tmp/k.log")"
+python3 - "$tmp/k" <<'PY' && ok || bad "kernels.json does not match the first run"
+import json, sys
+d = sys.argv[1]
+k, c = json.load(open(f"{d}/kernels.json")), json.load(open(f"{d}/runs/p001_seed-1/config.json"))
+for key in ("blas_core", "conv_kernels", "cpu", "blas", "git_commit", "version"): assert k[key] == c[key], key
+k.update(blas_core="Prescott", conv_kernels="im2col")   # as if recorded on another machine
+json.dump(k, open(f"{d}/kernels.json", "w"))
+PY
+rm -rf "$tmp/k/runs/p002_seed-2"
+expect 0 "PZ_CONV_KERNELS=im2col \(from .*kernels.json" -- env -u PZ_CONV_KERNELS -u OPENBLAS_CORETYPE "$pz" sweep "$tmp/k.ini" --out "$tmp/k" --jobs 1 --threads 1
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); assert (c["blas_core"], c["blas_core_chosen_by"], c["conv_kernels"]) == ("Prescott", "user", "im2col"), c' \
+  "$tmp/k/runs/p002_seed-2/config.json" && ok || bad "the recorded kernels were not applied: $(grep -o '"blas_core[^,]*\|"conv_kernels[^,]*' "$tmp/k/runs/p002_seed-2/config.json")"
+grep -q "1 of the 2 runs here used other kernels" "$tmp/k/report.md" && ok || bad "the report does not say the runs mixed kernels"
+rm -rf "$tmp/k/runs/p002_seed-2"
+expect 0 "PZ_CONV_KERNELS=avx2 is set, so the runs use it" -- env PZ_CONV_KERNELS=avx2 "$pz" sweep "$tmp/k.ini" --out "$tmp/k" --jobs 1 --threads 1
+printf '[sweep]\nconv-kernels = fast\n' > "$tmp/bad8.ini"
+expect 2 "bad8.ini:2: conv-kernels = fast \(expected im2col, avx2 or avx512\)" -- "$pz" sweep "$tmp/bad8.ini" --out "$tmp/bad8"
 # configs as people write them: inline comments end a line
 printf '[sweep]   # the sweep\nname = commented   # its name\nrows = fwd    # the tables\ncols = bwd ; columns\n[base]\nmodel = mlp  # small\ndata = synthetic\nepochs = 1\nlimit-train = 64\nlimit-test = 32\nstages = 2\n[grid]\nfwd = none | q8   # two\nbwd = none | q8\n' > "$tmp/comments.ini"
 "$pz" sweep "$tmp/comments.ini" --out "$tmp/comments" > "$tmp/comments.log" 2>&1 && ok || bad "a config with inline comments: $(tail -3 "$tmp/comments.log")"
