@@ -3,7 +3,7 @@
 
     python3 scripts/plot.py SWEEP_DIR [SWEEP_DIR ...]   # a sweep's results.csv, epochs.csv
     python3 scripts/plot.py RUN_DIR                      # one run's epochs/steps/boundaries.jsonl
-    options: --out DIR (default: DIR/figures), --format pdf,png, --width column|page
+    options: --out DIR (default: DIR/figures), --format pdf,png, --width column|page, --dpi N
 
 For a sweep (a directory with results.csv and sweep.ini, as `pipezip sweep`
 writes it; published ones under docs/results/ work the same):
@@ -113,11 +113,14 @@ def label(row, keys, skip=()):
     return " ".join(f"{k}={row.get(k, '')}" for k in keys if k not in skipped)
 
 
+DPI = [200]
+
+
 def savefig(fig, out, name, formats):
     paths = []
     for fmt in formats:
         p = os.path.join(out, f"{name}.{fmt}")
-        fig.savefig(p, dpi=200, bbox_inches="tight")
+        fig.savefig(p, dpi=DPI[0], bbox_inches="tight")
         paths.append(p)
     plt.close(fig)
     return paths
@@ -340,7 +343,15 @@ def vs_bits(sw, out, formats, width):
             if pts:
                 o = bw if other == "bwd" else fw
                 series.setdefault(o or "(default)", []).append((sum(p[0] for p in pts) / len(pts), sw.scale * sum(p[1] for p in pts) / len(pts)))
-        for i, (o, pts) in enumerate(series.items()):
+        if len(series) > 1 and all(len(p) == 1 for p in series.values()):
+            # the directions set together (fwd+bwd): one curve, each point named
+            pts = sorted((p[0][0], p[0][1], o) for o, p in series.items())
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=COLOURS[0], marker="o", ms=3.5, lw=1.1)
+            for x, y, o in pts:
+                ax.annotate(o, (x, y), xytext=(4, -2), textcoords="offset points", fontsize=5.5, color="#333")
+            title = title.split(",")[0] + ", each point its codecs"
+            other = None
+        for i, (o, pts) in enumerate(series.items() if other else []):
             pts.sort()
             st = style(i)
             ax.plot(*zip(*pts), color=st["color"], marker=st["marker"], ms=3.5, lw=1.1,
@@ -348,9 +359,10 @@ def vs_bits(sw, out, formats, width):
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlabel(f"bits per element, {title.split()[0]}")
-        ax.set_title(title + (", by gradient codec" if other == "bwd" else ", by activation codec"), fontsize=8)
+        ax.set_title(title + ("" if not other else ", by gradient codec" if other == "bwd" else ", by activation codec"), fontsize=8)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, frameon=False, loc="best")
+        if other:
+            ax.legend(fontsize=6, frameon=False, loc="best")
     axes[0][0].set_ylabel(sw.ylabel + ", compressed inference")
     fig.suptitle(("Final validation loss" if sw.lm else "Final test accuracy") + " against bits per element — " + sw.name
                  + ("\n" + "; ".join(notes) if notes else ""), fontsize=8.5)
@@ -484,7 +496,11 @@ def main(argv=None):
     ap.add_argument("--out", help="where the figures go (default: DIR/figures)")
     ap.add_argument("--format", default="pdf,png", help="comma-separated: pdf, png, svg (default: pdf,png)")
     ap.add_argument("--width", default="column", choices=sorted(WIDTHS), help="a single panel's width: a paper's column (3.4 in) or page (7 in)")
+    ap.add_argument("--dpi", type=int, default=200, help="PNG resolution (default 200)")
     a = ap.parse_args(argv)
+    if not 50 <= a.dpi <= 1200:
+        fail(f"--dpi {a.dpi}: expected 50 to 1200")
+    DPI[0] = a.dpi
     formats = [f.strip() for f in a.format.split(",") if f.strip()]
     for f in formats:
         if f not in ("pdf", "png", "svg"):

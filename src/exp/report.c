@@ -257,6 +257,10 @@ static void sort_series(pz_series *s) {
         for (int j = i; j > 0 && s->x[j - 1] > s->x[j]; j--) {
             const double x = s->x[j], y = s->y[j];
             s->x[j] = s->x[j - 1], s->y[j] = s->y[j - 1], s->x[j - 1] = x, s->y[j - 1] = y;
+            if (s->tag) {
+                char t[48];
+                memcpy(t, s->tag[j], sizeof t), memcpy(s->tag[j], s->tag[j - 1], sizeof t), memcpy(s->tag[j - 1], t, sizeof t);
+            }
         }
 }
 
@@ -397,6 +401,30 @@ static pz_status bits_figure(const char *path, const table *t, int lm, int *draw
                 if (!strcmp(p->s[j].label, lab)) s = &p->s[j];
             if (!s) s = pz_panel_series(&fig, p, lab, k, 0, 0);
             pz_series_add(&fig, s, sx / n, scale * sy / n);
+        }
+        /* a curve per codec of the other direction, unless every curve is
+         * one point (the directions set together, fwd+bwd): then one curve
+         * through all of them, each point named */
+        int longest = 0;
+        for (int j = first; p && j < p->ns; j++) longest = p->s[j].n > longest ? p->s[j].n : longest;
+        if (p && longest == 1 && p->ns - first > 1) {
+            /* rebuild: the panel's series replaced by one tagged series */
+            pz_series *keep = malloc((size_t)(p->ns - first) * sizeof *keep);
+            if (!keep) return pz_fail(PZ_ERR_NOMEM, "out of memory drawing '%s'", path);
+            const int nk = p->ns - first;
+            memcpy(keep, p->s + first, (size_t)nk * sizeof *keep);
+            p->ns = first;
+            snprintf(p->title, sizeof p->title, "%s", d ? "gradients (backward), each point its codecs" : "activations (forward), each point its codecs");
+            pz_series *one = pz_panel_series(&fig, p, "", 0, 0, 0);
+            for (int j = 0; j < nk; j++) {
+                /* the point named by the other direction's codec (the label less "gradients ") */
+                char tag[48];
+                const char *oc = strchr(keep[j].label, ' ') ? strchr(keep[j].label, ' ') + 1 : keep[j].label;
+                snprintf(tag, sizeof tag, "%.46s", oc);
+                pz_series_add_tagged(&fig, one, keep[j].x[0], keep[j].y[0], tag);
+                free(keep[j].x), free(keep[j].y), free(keep[j].tag);
+            }
+            free(keep);
         }
         for (int j = 0; p && j < p->ns; j++) sort_series(&p->s[j]);
     }

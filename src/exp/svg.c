@@ -61,13 +61,36 @@ void pz_series_add(pz_figure *f, pz_series *s, double x, double y) {
             return;
         }
         s->y = ny, s->cap = cap;
+        if (s->tag) {
+            char(*nt)[48] = realloc(s->tag, (size_t)cap * sizeof *nt);
+            if (!nt) {
+                f->failed = 1;
+                return;
+            }
+            s->tag = nt;
+        }
     }
+    if (s->tag) s->tag[s->n][0] = 0;
     s->x[s->n] = x, s->y[s->n++] = y;
+}
+
+void pz_series_add_tagged(pz_figure *f, pz_series *s, double x, double y, const char *tag) {
+    if (!s) return;
+    if (!s->tag) {
+        s->tag = calloc((size_t)(s->cap > 0 ? s->cap : 1), sizeof *s->tag);
+        if (!s->tag) {
+            f->failed = 1;
+            return;
+        }
+    }
+    const int n = s->n;
+    pz_series_add(f, s, x, y);
+    if (s->n > n) snprintf(s->tag[n], sizeof s->tag[n], "%s", tag);
 }
 
 void pz_fig_free(pz_figure *f) {
     for (int i = 0; i < f->np; i++) {
-        for (int j = 0; j < f->p[i].ns; j++) free(f->p[i].s[j].x), free(f->p[i].s[j].y);
+        for (int j = 0; j < f->p[i].ns; j++) free(f->p[i].s[j].x), free(f->p[i].s[j].y), free(f->p[i].s[j].tag);
         free(f->p[i].s);
     }
     free(f->p);
@@ -178,6 +201,7 @@ typedef struct {
 static int legend_of(const pz_panel *p, legend_item *out, int max) {
     int n = 0;
     for (int j = 0; j < p->ns; j++) {
+        if (!p->s[j].label[0]) continue; /* a curve that needs no name (the only one) */
         int seen = 0;
         for (int k = 0; k < n && !seen; k++) seen = out[k].style == p->s[j].style && !strcmp(out[k].label, p->s[j].label);
         if (!seen && n < max) out[n++] = (legend_item){p->s[j].label, p->s[j].style, p->s[j].dashed, p->s[j].points};
@@ -318,6 +342,16 @@ pz_status pz_fig_write(const pz_figure *fig, const char *path) {
                 for (int k = 0; k < s->n; k++)
                     if (drawable(fig, s->x[k], s->y[k]))
                         marker(f, s->style, PX(fwd_x(fig, s->x[k])), PY(fwd_y(fig, s->y[k])), s->points ? 4.0 : 2.6, s->dashed);
+            for (int k = 0; s->tag && k < s->n; k++)
+                if (s->tag[k][0] && drawable(fig, s->x[k], s->y[k])) {
+                    /* right of the point, or left of it in the panel's right third */
+                    const double px = PX(fwd_x(fig, s->x[k])), py = PY(fwd_y(fig, s->y[k]));
+                    const int left = px > ox + PW * 0.68;
+                    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" fill=\"#333\" text-anchor=\"%s\">", px + (left ? -6 : 6), py + 3,
+                            left ? "end" : "start");
+                    text(f, s->tag[k]);
+                    fputs("</text>\n", f);
+                }
         }
         if (!shared) {
             const int n = legend_of(p, other, MAXL);
@@ -375,7 +409,12 @@ pz_status pz_heatmap_write(const pz_heatmap *h, const char *path) {
     for (int i = 0; i < h->nr; i++) rl = text_w(h->rows[i], 11) > rl ? text_w(h->rows[i], 11) : rl;
     int cl = 0;
     for (int j = 0; j < h->nc; j++) cl = text_w(h->cols[j], 11) > cl ? text_w(h->cols[j], 11) : cl;
-    const int CW = any_range ? 78 : 62, CH = any_range ? 34 : 26;
+    int CW = any_range ? 78 : 62;
+    const int CH = any_range ? 34 : 26;
+    for (int k = 0; k < h->npanel; k++) { /* a panel as wide as its title */
+        const int need = (text_w(h->panel_title[k] ? h->panel_title[k] : "", 12) + 12 + h->nc - 1) / h->nc;
+        CW = need > CW ? need : CW;
+    }
     const int rotate = cl > CW - 6; /* long column labels slant */
     const int colhead = rotate ? (int)(cl * 0.6) + 22 : 22;
     const int PWd = h->nc * CW, gap = 24;

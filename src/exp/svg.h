@@ -20,6 +20,7 @@ typedef struct {
     int points; /* markers only */
     int n, cap;
     double *x, *y;
+    char (*tag)[48]; /* optional: a label written beside each point */
 } pz_series;
 
 typedef struct {
@@ -39,6 +40,8 @@ typedef struct {
 pz_panel *pz_fig_panel(pz_figure *f, const char *title);
 pz_series *pz_panel_series(pz_figure *f, pz_panel *p, const char *label, int style, int dashed, int points);
 void pz_series_add(pz_figure *f, pz_series *s, double x, double y);
+/* the same, with a label beside the point */
+void pz_series_add_tagged(pz_figure *f, pz_series *s, double x, double y, const char *tag);
 /* points drawn in any panel (non-finite ones and, on a log axis, x <= 0 are not) */
 int pz_fig_points(const pz_figure *f);
 pz_status pz_fig_write(const pz_figure *f, const char *path);
