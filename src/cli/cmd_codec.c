@@ -25,7 +25,7 @@ void pz_print_codec_grammar(FILE *out) {
     char buf[8192];
     pz_codec_help(buf, sizeof buf);
     fprintf(out, "Codec specs:\n%s", buf);
-    fprintf(out, "Examples: q4  q8:sym,stoch  topk:0.1  ms:0.01,bits=2  ef(topk:0.1)  aqsgd(q2),store=fp16\n");
+    fprintf(out, "Examples: q4  q8:sym,stoch  topk:0.1  ms:0.01,bits=2  ef(topk:0.1)  aqsgd(q4:sym),store=fp16\n");
 }
 
 static void print_usage(void) {

@@ -192,7 +192,7 @@ static pz_status aqsgd_receive(pz_codec *c, const frame_header *h, const float *
 static const wrapper_kind wrap_aqsgd = {
     .name = "aqsgd", .wire_id = WRAP_AQSGD, .usage = "aqsgd(BASE)[,store=fp32|fp16][,mmap=DIR]",
     .help = "AQ-SGD: per-sample buffers m(xi) kept identically by both ends, send C(x - m(xi)); a warm-up mode sends x uncompressed "
-            "(+ 4-byte sample ids)",
+            "(+ 4-byte sample ids); give it a base with an exact zero (qB:sym, topk): min-max qB has none and diverges",
     .receiver_state = 1, .option = aqsgd_option, .canonical = aqsgd_canonical, .needs_ids = yes_ids, .prepare = aqsgd_prepare,
     .update = aqsgd_update, .receive = aqsgd_receive,
 };
