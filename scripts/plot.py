@@ -291,10 +291,15 @@ def curves(sw, out, formats, width, vs_time):
                 pts = [(x, y) for x, y in zip(xs, ys) if not math.isnan(x) and not math.isnan(y)]
                 if pts:
                     ax.plot(*zip(*pts), ls=ls, color=st["color"], marker=st["marker"], ms=3, mfc=fill, lw=1.1)
-        ax.set_title(pname, fontsize=8)
+        # the panels' key goes in the title once: a panel shows its value
+        ax.set_title(pname.split(" = ", 1)[-1], fontsize=7.5)
         ax.grid(alpha=0.3)
     for k in range(len(panels), nrow * ncol):
         axes[k // ncol][k % ncol].axis("off")
+        if k - ncol >= 0:  # the panel above an empty slot carries the x axis
+            above = axes[(k - ncol) // ncol][k % ncol]
+            above.xaxis.set_tick_params(labelbottom=True)
+            above.set_xlabel("training time, s (virtual clock)" if vs_time else "epoch")
     if vs_time and xs_all and max(xs_all) > 20 * min(xs_all):
         axes[0][0].set_xscale("log")
     for i in range(nrow):
@@ -311,7 +316,8 @@ def curves(sw, out, formats, width, vs_time):
     fig.legend(handles=handles, loc="upper center", ncol=min(4, len(handles)), fontsize=6.5, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     what = ("Validation loss" if sw.lm else "Test accuracy") + (" against training time" if vs_time else " per epoch")
-    fig.suptitle(f"{what} — {sw.name}", fontsize=8.5)
+    key = panels[0].split(" = ", 1)[0] if panels and " = " in panels[0] else ""
+    fig.suptitle(f"{what} — {sw.name}" + (f"\n(a panel per {key})" if key else ""), fontsize=8.5)
     return savefig(fig, out, "vs_time" if vs_time else "per_epoch", formats)
 
 
