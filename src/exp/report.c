@@ -697,11 +697,18 @@ pz_status pz_sweep_report(const char *dir) {
         }
         fputs(" |\n", f);
     }
-    const double target = t->nrow ? num(t, 0, "target_accuracy") : NAN;
+    double tlo = INFINITY, thi = -INFINITY;
+    for (int r = 0; r < t->nrow; r++) {
+        const double v = num(t, r, "target_accuracy");
+        if (!isnan(v)) tlo = fmin(tlo, v), thi = fmax(thi, v);
+    }
     const char *ti = pz_ini_get(&ini, "sweep", "target-inference");
-    if (!isnan(target))
-        fprintf(f, "\nTarget %saccuracy for the time and traffic columns: %.2f%%, %s.\n", lm ? "next-token " : "", 100 * target,
-                ti && !strcmp(ti, "compressed") ? "inference through the compressed boundaries" : "plain inference");
+    const char *how = ti && !strcmp(ti, "compressed") ? "inference through the compressed boundaries" : "plain inference";
+    if (isfinite(tlo) && thi - tlo < 1e-9)
+        fprintf(f, "\nTarget %saccuracy for the time and traffic columns: %.2f%%, %s.\n", lm ? "next-token " : "", 100 * tlo, how);
+    else if (isfinite(tlo))
+        fprintf(f, "\nTarget %saccuracy for the time and traffic columns: each run's from the uncompressed run of its seed (%.2f-%.2f%%), %s.\n",
+                lm ? "next-token " : "", 100 * tlo, 100 * thi, how);
 
     /* the figures, from results.csv and epochs.csv (written from the runs'
      * records where they are here, kept where they are not) */

@@ -399,13 +399,13 @@ static void apply_kernels(const char *dir, const plan *pl, int quiet) {
     snprintf(from, sizeof from, "the configuration's [sweep] blas-core");
     if (core) apply_kernel("OPENBLAS_CORETYPE", core, from, quiet);
     else if (rec_core[0] && strcmp(rec_core, "unknown")) {
-        snprintf(from, sizeof from, "%s, this sweep's first runs", path);
+        snprintf(from, sizeof from, "%s, the kernels this sweep's runs used", path);
         apply_kernel("OPENBLAS_CORETYPE", rec_core, from, quiet);
     }
     snprintf(from, sizeof from, "the configuration's [sweep] conv-kernels");
     if (conv) apply_kernel("PZ_CONV_KERNELS", conv, from, quiet);
     else if (rec_conv[0]) {
-        snprintf(from, sizeof from, "%s, this sweep's first runs", path);
+        snprintf(from, sizeof from, "%s, the kernels this sweep's runs used", path);
         apply_kernel("PZ_CONV_KERNELS", rec_conv, from, quiet);
     }
 }
@@ -743,6 +743,17 @@ static pz_status write_epochs(const char *dir, const plan *pl) {
     return PZ_OK;
 }
 
+static int is_uncompressed(const run_result *r) {
+    return (!strcmp(r->fwd, "none") && !strcmp(r->bwd, "none")) || !strcmp(r->fwd, "-");
+}
+
+/* a point's seed as the sweep sets it ("1", pipezip train's default, when it does not) */
+static const char *seed_of(const point *pt) {
+    for (int i = 0; i < pt->n; i++)
+        if (!strcmp(pt->set[i].key, "seed")) return pt->set[i].value;
+    return "1";
+}
+
 pz_status pz_sweep_epochs(const char *dir) {
     char path[4300], var[64] = "full";
     snprintf(path, sizeof path, "%s/variant", dir);
@@ -786,15 +797,31 @@ pz_status pz_sweep_collect(const char *dir) {
      * evaluates with compression) */
     const char *ti = pz_ini_get(&pl.ini, "sweep", "target-inference"); /* plan_load checked its value */
     const int via_compressed = ti && !strcmp(ti, "compressed");
+    /* "uncompressed-D": each run's target is the uncompressed run's final
+     * accuracy with the same seed (the best of them, when several) minus
+     * D; a seed without an uncompressed run takes the best of all */
+    double *targets = calloc((size_t)pl.npts + 1, sizeof *targets);
+    if (!targets) {
+        free(rr);
+        plan_free(&pl);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory collecting %s", dir);
+    }
+    for (int p = 0; p < pl.npts; p++) targets[p] = NAN;
     if (ts && !strncmp(ts, "uncompressed", 12)) {
         const double minus = ts[12] == '-' ? atof(ts + 13) : 0.0;
         double best = -1;
         for (int p = 0; p < pl.npts; p++)
-            if ((!strcmp(rr[p].fwd, "none") && !strcmp(rr[p].bwd, "none")) || !strcmp(rr[p].fwd, "-"))
-                if (rr[p].final_acc > best) best = rr[p].final_acc;
+            if (is_uncompressed(&rr[p]) && rr[p].final_acc > best) best = rr[p].final_acc;
         if (best >= 0) target = best - minus;
+        for (int p = 0; p < pl.npts; p++) {
+            double same = -1;
+            for (int q = 0; q < pl.npts; q++)
+                if (is_uncompressed(&rr[q]) && !strcmp(seed_of(&pl.pts[q]), seed_of(&pl.pts[p])) && rr[q].final_acc > same) same = rr[q].final_acc;
+            targets[p] = same >= 0 ? same - minus : target;
+        }
     } else if (ts) {
         target = atof(ts);
+        for (int p = 0; p < pl.npts; p++) targets[p] = target;
     }
     /* every key any point sets, in order */
     kv keys[MAX_KEYS];
@@ -831,11 +858,11 @@ pz_status pz_sweep_collect(const char *dir) {
         const double total = r->fwd_bytes + r->bwd_bytes;
         const double vals[] = {r->epochs, r->final_acc, r->best_acc, r->final_cacc, r->best_cacc, r->fwd_bytes, r->bwd_bytes,
                                r->fp32_bytes, total > 0 ? r->fp32_bytes / total : NAN, r->fwd_ratio, r->bwd_ratio, r->fwd_bits,
-                               r->bwd_bits, r->fwd_err, r->bwd_err, r->wall, r->emulated, target};
+                               r->bwd_bits, r->fwd_err, r->bwd_err, r->wall, r->emulated, targets[p]};
         for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) fputc(',', f), csv_num(f, vals[i]);
         int hit = -1;
-        for (int e = 0; e < r->n_ep && !isnan(target); e++)
-            if ((via_compressed ? r->ep_cacc[e] : r->ep_acc[e]) >= target) {
+        for (int e = 0; e < r->n_ep && !isnan(targets[p]); e++)
+            if ((via_compressed ? r->ep_cacc[e] : r->ep_acc[e]) >= targets[p]) {
                 hit = e;
                 break;
             }
@@ -849,7 +876,7 @@ pz_status pz_sweep_collect(const char *dir) {
     }
     const int bad = ferror(f);
     fclose(f);
-    free(rr);
+    free(rr), free(targets);
     if (!bad) st = write_epochs(dir, &pl);
     if (!bad && !st) st = record_kernels(dir, &pl);
     plan_free(&pl);

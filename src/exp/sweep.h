@@ -4,8 +4,9 @@
  *
  * The configuration (INI, strict: unknown sections and keys are errors):
  *   [sweep]  name, description, target (an accuracy, or "uncompressed-0.005":
- *            the best final accuracy of the runs with fwd = bwd = none, minus
- *            half a point), target-inference (plain, the default, or
+ *            the final accuracy of the run with fwd = bwd = none and the
+ *            same seed, minus half a point; the best of those runs for a
+ *            seed that has none), target-inference (plain, the default, or
  *            compressed: which test accuracy must reach the target), rows,
  *            cols (grid keys for the report's tables and figures),
  *            jobs (runs at once), threads (per run), blas-core (an

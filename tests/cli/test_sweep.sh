@@ -123,7 +123,7 @@ for pub in "$configs/../docs/results"/*/; do
   [ -s "$tmp/pub-$n/report.md" ] && ok || bad "no report for $n"
 done
 # a large grid: no run dropped from any figure, every series its own style
-printf '[sweep]\nname = large\nrows = fwd\ncols = bwd\n[base]\nmodel = mlp\ndata = synthetic\nepochs = 2\nlimit-train = 64\nlimit-test = 32\nstages = 2\n[grid]\nfwd = none | q8 | q6 | q4 | q2 | q3 | q5\nbwd = none | q8 | q6\nseed = 1 | 2 | 3\n' > "$tmp/large.ini"
+printf '[sweep]\nname = large\nrows = fwd\ncols = bwd\ntarget = uncompressed-0.005\n[base]\nmodel = mlp\ndata = synthetic\nepochs = 2\nlimit-train = 64\nlimit-test = 32\nstages = 2\n[grid]\nfwd = none | q8 | q6 | q4 | q2 | q3 | q5\nbwd = none | q8 | q6\nseed = 1 | 2 | 3\n' > "$tmp/large.ini"
 if "$pz" sweep "$tmp/large.ini" --out "$tmp/large" --jobs 2 --threads 1 --quiet > "$tmp/large.log" 2>&1; then
   python3 - "$tmp/large" <<'PY' && ok || bad "large sweep's figures"
 import re, sys, xml.etree.ElementTree as ET
@@ -144,6 +144,13 @@ assert sum(1 for t in heat if t and t.endswith("(n=3)")) == 2 * 21, heat   # 21 
 bits = ET.parse(f"{out}/plots/accuracy_vs_bits.svg").getroot()
 titles = [t.text for t in bits.iter(svg + "text")]
 assert any(t and t.startswith("activations (forward)") for t in titles) and any(t and t.startswith("gradients (backward)") for t in titles)
+# the target: the uncompressed run of the same seed, minus half a point
+import csv
+rows = list(csv.DictReader(open(f"{out}/results.csv")))
+base = {r["seed"]: float(r["final_test_accuracy"]) for r in rows if r["fwd"] == "none" and r["bwd"] == "none"}
+assert len(base) == 3, base
+for r in rows:
+    assert abs(float(r["target_accuracy"]) - (base[r["seed"]] - 0.005)) < 1e-6, (r["id"], r["target_accuracy"], base)
 PY
 else bad "large sweep: $(tail -3 "$tmp/large.log")"; fi
 # a sweep records the kernels its first run used and gives later runs the
