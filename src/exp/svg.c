@@ -270,7 +270,9 @@ pz_status pz_fig_write(const pz_figure *fig, const char *path) {
     }
     const int ncol = fig->np <= 3 ? (fig->np ? fig->np : 1) : fig->np == 4 ? 2 : fig->np <= 9 ? 3 : 4;
     const int nrow = (fig->np + ncol - 1) / ncol;
-    const int PW = 280, PH = 190, ML = 62, MR = 16, MT = 30, MB = 44;
+    /* a lone panel gets the room small multiples share */
+    const int PW = fig->np == 1 ? 460 : 280, PH = fig->np == 1 ? 300 : 190, ML = 62, MR = 16, MB = 44;
+    const int MT = fig->np == 1 && !fig->p[0].title[0] ? 10 : 30;
     const int cellw = ML + PW + MR;
     int W = ncol * cellw + 10;
     if (W < 560) W = 560;
