@@ -30,7 +30,7 @@ typedef struct {
 } pz_panel;
 
 typedef struct {
-    char title[240], note[240], xlabel[120], ylabel[120];
+    char title[240], note[400], xlabel[120], ylabel[120];
     pz_axis xaxis, yaxis; /* yaxis: LINEAR or LOG10 */
     pz_panel *p;
     int np, cap;
