@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* optimal string alignment distance: insertions, deletions, substitutions
+ * and adjacent transpositions */
 static int edit_distance(const char *a, const char *b) {
     int la = (int)strlen(a), lb = (int)strlen(b);
     if (la > 63 || lb > 63) return 99;
@@ -17,6 +19,9 @@ static int edit_distance(const char *a, const char *b) {
             int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
             if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
             if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
+            /* two swapped letters (--modle) are one slip, not two */
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < c)
+                c = d[i - 2][j - 2] + 1;
             d[i][j] = c;
         }
     return d[la][lb];
@@ -242,7 +247,19 @@ int pz_parse_args(const char *cmd, const pz_opt *opts, int n, int argc, char **a
                 int d = edit_distance(given, opts[k].name);
                 if (d < best) best = d, near = opts[k].name;
             }
-            if (near && best <= 3)
+            /* a misspelt alias (--batchsize, --wdd) names the option it stands for */
+            for (size_t k = 0; k < sizeof alias_pairs / sizeof *alias_pairs; k++) {
+                int neg;
+                const pz_opt *c = find_opt(opts, n, alias_pairs[k][1], strlen(alias_pairs[k][1]), &neg);
+                if (!c || (kind >= 0 && opt_kind(c) != kind)) continue;
+                int d = edit_distance(given, alias_pairs[k][0]);
+                if (d < best) best = d, near = c->name;
+            }
+            /* near enough to be a slip, not another word: one edit in a short
+             * name (--wdd is not --lr), up to three in a longer one (--lrate) */
+            const size_t glen = strlen(given);
+            const int slack = glen <= 4 ? 1 : 3;
+            if (near && best <= slack)
                 fprintf(stderr, "%s: unknown option '--%s'; did you mean '--%s'? (see %s --help)\n", cmd, given, near, cmd);
             else
                 fprintf(stderr, "%s: unknown option '--%s' (see %s --help)\n", cmd, given, cmd);

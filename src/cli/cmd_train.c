@@ -203,6 +203,7 @@ static int remove_run(const char *dir) {
 
 /* A new default run directory, runs/DATE-MODEL-DATA[-N], claimed with
  * mkdir so runs started in the same second never share one. */
+static int made_runs; /* runs/ itself was created by this command */
 static int claim_run_dir(char *dir, size_t cap, const char *model, const char *data) {
     time_t t = time(NULL);
     struct tm tm;
@@ -212,7 +213,8 @@ static int claim_run_dir(char *dir, size_t cap, const char *model, const char *d
     snprintf(clean, sizeof clean, "%s", data);
     for (char *c = clean; *c; c++)
         if (*c == '/' || *c == ':') *c = '_'; /* text:FILE */
-    if (mkdir("runs", 0777) != 0 && errno != EEXIST) return -1;
+    if (mkdir("runs", 0777) == 0) made_runs = 1;
+    else if (errno != EEXIST) return -1;
     for (int n = 1; n < 10000; n++) {
         if (n == 1) snprintf(dir, cap, "runs/%s-%s-%s", stamp, model, clean);
         else snprintf(dir, cap, "runs/%s-%s-%s-%d", stamp, model, clean, n);
@@ -381,7 +383,10 @@ int cmd_train(int argc, char **argv) {
         }
         if (rank > 0) ps.mode = 0, no_out = 1; /* rank 0 drives, shows progress and writes the run directory */
     }
+    int made_dir = 0; /* this command creates the run directory: a run that fails before writing to it takes it away */
     if (!no_out) {
+        struct stat sb;
+        made_dir = !out || stat(out, &sb) != 0;
         if (!out) {
             if (claim_run_dir(dir, sizeof dir, c.model, c.data) != 0) {
                 fprintf(stderr, "pipezip train: cannot create a run directory under runs/: %s\n", strerror(errno));
@@ -404,6 +409,7 @@ int cmd_train(int argc, char **argv) {
     pz_status st = pz_run_train(&c, &r, on_progress, &ps);
     if (ps.mode == 1) fprintf(stderr, "\r\033[K");
     if (st) {
+        if (made_dir && c.out_dir && rmdir(c.out_dir) == 0 && made_runs) rmdir("runs"); /* only if empty: a bad flag or a missing dataset leaves no husk */
         fprintf(stderr, "pipezip train%s: %s\n", mpi ? (rank ? " (a stage's rank)" : " (rank 0)") : "", pz_last_error());
         if (mpi) pz_mpi_abort(st == PZ_ERR_ARG ? 2 : 1); /* the other ranks must not wait for a dead one */
         return st == PZ_ERR_ARG ? 2 : 1;

@@ -4,7 +4,7 @@
 # 1 for failures), `models`, `bench train`, and a short training run whose
 # run directory is checked. Usage: test_cli.sh PATH/TO/pipezip
 set -u
-PZ="$1"
+PZ=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 . "$(dirname "$0")/lib.sh" cli
 
 expect 0 "Commands:" -- "$PZ" --help
@@ -54,7 +54,20 @@ expect 2 "--batch_size must be in 1..65536, got 0" -- "$PZ" train --batch_size 0
 expect 2 "unknown option '--lrate'; did you mean '--lr'" -- "$PZ" train --lrate 0.1
 out=$("$PZ" train --wdd 0.1 2>&1)
 if grep -q "unknown option '--wdd'" <<<"$out" && ! grep -q "fwd" <<<"$out"; then ok; else bad "--wdd 0.1 suggests a word option: $out"; fi
+expect 2 "unknown option '--wdd'; did you mean '--weight-decay'" -- "$PZ" train --wdd 0.1
+expect 2 "unknown option '--batchsize'; did you mean '--batch'" -- "$PZ" train --batchsize 64
+expect 2 "unknown option '--xyz' \(see" -- "$PZ" train --xyz 1
+expect 2 "unknown option '--ephocs'; did you mean '--epochs'" -- "$PZ" train --ephocs 2
+expect 2 "unknown option '--modle'; did you mean '--model'" -- "$PZ" train --modle lenet5
 expect 2 "--stages 3 and --cuts fc1 \(2 stages\) disagree" -- "$PZ" train --model mlp --stages 3 --cuts fc1 --data synthetic --no-out
+# a run refused before it starts leaves no run directory behind, neither the
+# default runs/DATE-... one nor a new --out; an --out that existed stays
+mkdir -p "$tmp/husk" "$tmp/kept"
+(cd "$tmp/husk" && "$PZ" train --model mlp --stages 3 --cuts fc1 --data synthetic >/dev/null 2>&1
+ "$PZ" train --model mlp --data-dir /nonexistent --progress none >/dev/null 2>&1
+ "$PZ" train --model mlp --fwd bogus --data synthetic --out new >/dev/null 2>&1
+ "$PZ" train --model mlp --fwd bogus --data synthetic --out ../kept >/dev/null 2>&1)
+if [ -z "$(ls -A "$tmp/husk")" ] && [ -d "$tmp/kept" ]; then ok; else bad "a refused run left: $(ls -R "$tmp/husk")"; fi
 expect 2 "boundary 0 does not exist \(boundaries are numbered from 1" -- "$PZ" train --model mlp --stages 2 --fwd 0=q4 --data synthetic --no-out
 expect 2 "boundary 3 does not exist \(this pipeline has one boundary, 1\)" -- \
   "$PZ" train --model mlp --stages 2 --fwd q4,3=q2 --data synthetic --no-out --epochs 1 --limit-train 64 --progress none
