@@ -587,13 +587,16 @@ static void read_run(const char *dir, run_result *r) {
         for (char *line = t, *nl; line && *line; line = nl) {
             nl = strchr(line, '\n');
             if (nl) *nl++ = 0;
-            double b1 = 0, b2 = 0, bits1 = 0, bits2 = 0, e1 = 0, e2 = 0;
+            double b1 = 0, b2 = 0, bits1 = 0, bits2 = 0, e1 = 0, e2 = 0, n1 = 0, n2 = 0;
             pz_json_num(line, "fwd_bytes", &b1), pz_json_num(line, "bwd_bytes", &b2);
-            pz_json_num(line, "fwd_bits_per_element", &bits1), pz_json_num(line, "bwd_bits_per_element", &bits2);
             pz_json_num(line, "fwd_error", &e1), pz_json_num(line, "bwd_error", &e2);
             fb += b1, bb += b2;
-            if (bits1 > 0) fe += 8 * b1 / bits1;
-            if (bits2 > 0) be += 8 * b2 / bits2;
+            /* the exact element counts; records from before they were
+             * written give them back through bits per element */
+            if (pz_json_num(line, "fwd_elements", &n1)) fe += n1;
+            else if (pz_json_num(line, "fwd_bits_per_element", &bits1) && bits1 > 0) fe += 8 * b1 / bits1;
+            if (pz_json_num(line, "bwd_elements", &n2)) be += n2;
+            else if (pz_json_num(line, "bwd_bits_per_element", &bits2) && bits2 > 0) be += 8 * b2 / bits2;
             ferr += e1, berr += e2, rows++;
         }
         if (rows) {

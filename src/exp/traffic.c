@@ -62,6 +62,7 @@ pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq
                 PZ_NUM("epoch", epoch), PZ_NUM("boundary", b + 1), PZ_STR("after", after),
                 PZ_STR("fwd", pc->fwd[b]), PZ_STR("bwd", pc->bwd[b]),
                 PZ_NUM("fwd_bytes", fb), PZ_NUM("bwd_bytes", bb),
+                PZ_NUM("fwd_elements", fe), PZ_NUM("bwd_elements", be),
                 PZ_NUM("fwd_ratio", ratio(4.0 * (double)fe, fb)),
                 PZ_NUM("bwd_ratio", ratio(4.0 * (double)be, bb)),
                 PZ_NUM("fwd_bits_per_element", ratio(8.0 * (double)fb, fe)),

@@ -29,6 +29,14 @@ for r in rows:
     for k in ("final_test_accuracy", "final_test_accuracy_compressed", "fwd_bytes", "bwd_bytes", "wall_seconds", "emulated_seconds"):
         float(r[k])
     assert 0 <= float(r["final_test_accuracy"]) <= 1
+    # bits per element and ratios from the runs' exact byte and element
+    # counts (not rebuilt from rounded bits per element)
+    import json
+    recs = [json.loads(l) for l in open(f"{out}/runs/{r['id']}/boundaries.jsonl")]
+    for d in ("fwd", "bwd"):
+        nb, ne = sum(x[d + "_bytes"] for x in recs), sum(x[d + "_elements"] for x in recs)
+        assert float(r[d + "_bits_per_element"]) == float("%g" % (8 * nb / ne)), (r["id"], d, r[d + "_bits_per_element"], 8 * nb / ne)
+        assert float(r[d + "_ratio"]) == float("%g" % (4 * ne / nb)), (r["id"], d, r[d + "_ratio"], 4 * ne / nb)
 # a language model's sweep reports validation loss and bits per byte
 lm = all(r["final_test_bits_per_byte"] != "" for r in rows)
 if lm:
