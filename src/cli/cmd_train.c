@@ -149,7 +149,7 @@ static int on_progress(const pz_progress *p, void *user) {
 typedef struct {
     pz_run_config c;
     const char *progress, *out, *shard;
-    int no_out, overwrite;
+    int no_out, overwrite, quiet;
 } train_args;
 
 /* The files a run writes into its directory (and its checkpoint/ directory). */
@@ -274,6 +274,7 @@ static int train_opts(pz_opt *opts, train_args *a) {
         {"grad-mask", OPT_STR, &cp->grad_mask, "MODE", "fwd: zero each boundary's gradient where its activation arrived as 0, before --bwd (the derivative of a forward TopK; Paper A's GPT-2 runs reuse the forward mask)", 0, 0, "none|fwd"},
         {"eval-every", OPT_INT, &cp->eval_every, "N", "also evaluate every N steps (validation loss, bits per byte, plain and compressed) into evals.jsonl (0 = at epoch ends only)", 0, 100000000, NULL},
         {"progress", OPT_STR, &a->progress, "MODE", "progress display (auto: a bar on a terminal, lines otherwise)", 0, 0, "auto|bar|lines|none"},
+        {"quiet", OPT_BOOL, &a->quiet, NULL, "no progress display (--progress none); the final summary still prints", 0, 0, NULL},
     };
     memcpy(opts, list, sizeof list);
     return (int)(sizeof list / sizeof *list);
@@ -363,6 +364,13 @@ int cmd_train(int argc, char **argv) {
             }
         }
     }
+    if (ta.quiet) {
+        if (strcmp(progress, "auto") && strcmp(progress, "none")) {
+            fprintf(stderr, "pipezip train: --quiet and --progress %s disagree: give one of them\n", progress);
+            return 2;
+        }
+        progress = "none";
+    }
     progress_state ps = {0};
     if (!strcmp(progress, "auto")) ps.mode = isatty(2) ? 1 : 2;
     else if (!strcmp(progress, "bar")) ps.mode = 1;
@@ -397,7 +405,7 @@ int cmd_train(int argc, char **argv) {
         }
         c.out_dir = out;
     }
-    if (rank == 0) {
+    if (rank == 0 && !ta.quiet) {
         fprintf(stderr, "pipezip train: %s on %s, %d epochs, batch %d, %s lr %g (%s), seed %llu%s%s\n", c.model, c.data,
                 c.epochs, c.batch, c.optimizer, c.lr, c.schedule, (unsigned long long)c.seed,
                 c.out_dir ? ", run directory " : "", c.out_dir ? c.out_dir : "");

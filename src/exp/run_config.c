@@ -381,11 +381,13 @@ pz_status run_write_config(const char *dir, const pz_run_config *c, const pz_mod
     f[n++] = PZ_NUM("n_params", model->n_params);
     f[n++] = PZ_NUM("train_examples", train->n);
     f[n++] = PZ_NUM("test_examples", test->n);
-    if (pipeline) {
-        f[n++] = PZ_NUM("n_stages", pc->n_stages);
+    /* the pipeline as resolved ("stages" and "cuts" above are as given;
+     * 0 and "": the default): a single stage has no boundary, so no codec
+     * ran whatever "fwd" and "bwd" say */
+    f[n++] = PZ_NUM("n_stages", pipeline ? pc->n_stages : 1);
+    if (pipeline)
         for (int i = 0; i + 1 < pc->n_stages; i++)
             snprintf(cuts + strlen(cuts), sizeof cuts - strlen(cuts), "%s%s", i ? "," : "", model->net.layers[pc->cuts[i]].name);
-        f[n++] = PZ_STR("cut_after", cuts);
-    }
+    f[n++] = PZ_STR("cut_after", cuts);
     return run_write_json(dir, "config.json", f, n);
 }

@@ -49,6 +49,10 @@ expect 0 "batch 64, sgd lr 0.05" -- "$PZ" train --batch-size 64 --learning-rate 
   --limit-train 64 --limit-test 32 --no-out --progress none --model mlp
 expect 0 "batch 32," -- "$PZ" train --batch_size 32 --weight_decay 0.001 --epochs 1 --data synthetic --limit-train 64 --limit-test 32 \
   --no-out --progress none --model mlp
+# --quiet: nothing on stderr, the summary on stdout; it and a --progress that shows something disagree
+err=$("$PZ" train --quiet --epochs 1 --data synthetic --limit-train 64 --limit-test 32 --no-out --model mlp 2>&1 >"$tmp/quiet.out")
+if [ -z "$err" ] && grep -q "^test accuracy" "$tmp/quiet.out"; then ok; else bad "--quiet: stderr '$err', stdout $(cat "$tmp/quiet.out")"; fi
+expect 2 "--quiet and --progress bar disagree" -- "$PZ" train --quiet --progress bar --no-out --model mlp
 expect 2 "--learning-rate expects a number, got 'fast'" -- "$PZ" train --learning-rate fast
 expect 2 "--batch_size must be in 1..65536, got 0" -- "$PZ" train --batch_size 0
 expect 2 "unknown option '--lrate'; did you mean '--lr'" -- "$PZ" train --lrate 0.1
