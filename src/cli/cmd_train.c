@@ -335,6 +335,28 @@ int cmd_train(int argc, char **argv) {
     const char *progress = ta.progress, *out = ta.out, *shard = ta.shard;
     int no_out = ta.no_out;
 
+    /* flags that act on the boundaries between stages, given to a run that
+     * has none, would be silently unused: an mlp "compressed" with --fwd q2
+     * trains exactly as an uncompressed one */
+    pz_run_config d0;
+    pz_run_config_default(&d0);
+    const int auto_stages = c.stages == 0 && !(c.cuts && *c.cuts);
+    if ((c.stages == 1 || (auto_stages && strncmp(c.model, "resnet", 6))) && !strcmp(c.link, "inproc")) {
+        const char *flag = NULL, *val = "";
+        if (c.fwd != d0.fwd) flag = "--fwd", val = c.fwd;
+        else if (c.bwd != d0.bwd) flag = "--bwd", val = c.bwd;
+        else if (c.link_bandwidth) flag = "--link-bandwidth", val = c.link_bandwidth;
+        else if (c.link_latency) flag = "--link-latency", val = c.link_latency;
+        else if (c.link_realtime) flag = "--link-realtime";
+        else if (c.grad_mask && !strcmp(c.grad_mask, "fwd")) flag = "--grad-mask", val = c.grad_mask;
+        if (flag) {
+            fprintf(stderr,
+                    "pipezip train: %s%s%s acts on the boundaries between stages, and this %s run has one stage (%s): "
+                    "cut it with --stages S or --cuts LIST (pipezip models %s lists its layers)\n",
+                    flag, *val ? " " : "", val, c.model, c.stages == 1 ? "--stages 1" : "only resnets are cut by default", c.model);
+            return 2;
+        }
+    }
     if (shard) {
         int k, n;
         char extra;
@@ -409,10 +431,21 @@ int cmd_train(int argc, char **argv) {
         fprintf(stderr, "pipezip train: %s on %s, %d epochs, batch %d, %s lr %g (%s), seed %llu%s%s\n", c.model, c.data,
                 c.epochs, c.batch, c.optimizer, c.lr, c.schedule, (unsigned long long)c.seed,
                 c.out_dir ? ", run directory " : "", c.out_dir ? c.out_dir : "");
-        if (pz_run_uses_pipeline(&c))
-            fprintf(stderr, "pipeline: %s, activations %s, gradients %s%s%s\n",
-                    c.cuts ? c.cuts : c.stages ? "balanced by compute" : "4 stages (resnets: after each residual group)", c.fwd, c.bwd,
-                    strcmp(c.link, "inproc") ? ", link " : "", strcmp(c.link, "inproc") ? c.link : "");
+        if (pz_run_uses_pipeline(&c)) {
+            const int remote = strcmp(c.link, "inproc") != 0, resnet = !strncmp(c.model, "resnet", 6);
+            char balanced[48];
+            snprintf(balanced, sizeof balanced, "%d stages balanced by compute", c.stages);
+            const char *layout = c.cuts && *c.cuts ? c.cuts
+                                 : c.stages > 1     ? balanced
+                                 : c.stages == 0 && remote ? "a stage per process"
+                                 : c.stages == 0 && resnet ? "4 stages (resnets: after each residual group)"
+                                                           : NULL;
+            if (layout)
+                fprintf(stderr, "pipeline: %s, activations %s, gradients %s%s%s\n", layout, c.fwd, c.bwd, remote ? ", link " : "",
+                        remote ? c.link : "");
+            else
+                fprintf(stderr, "pipeline: one stage (no boundary, nothing compressed)%s%s\n", remote ? ", link " : "", remote ? c.link : "");
+        }
     }
     pz_status st = pz_run_train(&c, &r, on_progress, &ps);
     if (ps.mode == 1) fprintf(stderr, "\r\033[K");

@@ -53,6 +53,16 @@ expect 0 "batch 32," -- "$PZ" train --batch_size 32 --weight_decay 0.001 --epoch
 err=$("$PZ" train --quiet --epochs 1 --data synthetic --limit-train 64 --limit-test 32 --no-out --model mlp 2>&1 >"$tmp/quiet.out")
 if [ -z "$err" ] && grep -q "^test accuracy" "$tmp/quiet.out"; then ok; else bad "--quiet: stderr '$err', stdout $(cat "$tmp/quiet.out")"; fi
 expect 2 "--quiet and --progress bar disagree" -- "$PZ" train --quiet --progress bar --no-out --model mlp
+# a boundary flag on a run without boundaries is an error naming it, not silently unused
+expect 2 "--fwd q2 acts on the boundaries between stages, and this mlp run has one stage \(only resnets are cut by default\)" -- \
+  "$PZ" train --model mlp --fwd q2 --no-out
+expect 2 "--link-latency 5ms acts on the boundaries.*lenet5 run has one stage \(--stages 1\)" -- \
+  "$PZ" train --model lenet5 --stages 1 --link-latency 5ms --no-out
+expect 2 "--bwd q4 acts on the boundaries" -- "$PZ" train --model gpt-tiny --bwd q4 --no-out
+expect 0 "^pipeline: 2 stages balanced by compute, activations q2, gradients q8" -- "$PZ" train --model mlp --stages 2 --fwd q2 \
+  --data synthetic --epochs 1 --limit-train 64 --limit-test 32 --no-out --progress none
+expect 0 "^pipeline: one stage \(no boundary, nothing compressed\)" -- "$PZ" train --model mlp --micro-batches 2 \
+  --data synthetic --epochs 1 --limit-train 64 --limit-test 32 --no-out --progress none
 expect 2 "--learning-rate expects a number, got 'fast'" -- "$PZ" train --learning-rate fast
 expect 2 "--batch_size must be in 1..65536, got 0" -- "$PZ" train --batch_size 0
 expect 2 "unknown option '--lrate'; did you mean '--lr'" -- "$PZ" train --lrate 0.1
