@@ -115,6 +115,8 @@ typedef struct {
     int tokens;                            /* a language model: tokens per sample (0: an image model) */
     double final_test_bits_per_byte;       /* a language model: held-out bits per byte (-1: not one) */
     double final_test_bits_per_byte_compressed; /* the same through compressed boundaries (-1: not run) */
+    double train_samples_per_second;       /* training samples over the time spent training (evaluation and
+                                              checkpoints excluded); samples_per_second is over the whole run */
 } pz_run_result;
 
 typedef struct {

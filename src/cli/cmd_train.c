@@ -466,8 +466,12 @@ int cmd_train(int argc, char **argv) {
                 c.out_dir ? "; metrics so far are in " : "", c.out_dir ? c.out_dir : "");
         return 130;
     }
-    printf("finished: %s on %s, %d epochs in %s (%.0f %s/s), %lld parameters\n", c.model, c.data, r.epochs_done, el,
-           r.samples_per_second * (r.tokens ? r.tokens : 1), r.tokens ? "tokens" : "samples", (long long)r.n_params);
+    const double per = r.tokens ? r.tokens : 1;
+    const char *unit = r.tokens ? "tokens" : "samples";
+    printf("finished: %s on %s, %d epochs in %s, %lld parameters; %.0f %s/s while training, %.0f/s over the whole run "
+           "(evaluation and checkpoints included)\n",
+           c.model, c.data, r.epochs_done, el, (long long)r.n_params, r.train_samples_per_second * per, unit,
+           r.samples_per_second * per);
     if (r.tokens) /* a language model: the held-out loss per token and in bits per byte of text */
         printf("validation loss %.4f (%.3f bits per byte), train loss %.4f, next-token accuracy %.2f%%\n", r.final_test_loss,
                r.final_test_bits_per_byte, r.final_train_loss, 100 * r.final_test_accuracy);

@@ -521,6 +521,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
         if (!st && r->link->session && !res->stopped) st = pz_pipe_hand_on(r->pipe); /* for the next client */
         res->wall_seconds = pz_now() - r->t0;
         res->samples_per_second = res->wall_seconds > 0 ? r->samples / res->wall_seconds : 0;
+        res->train_samples_per_second = r->train_seconds > 0 ? r->samples_here / r->train_seconds : 0;
         if (!st && r->out_dir) st = write_summary(r);
     }
     /* cleaning up may fail quietly (a dead peer cannot be told to stop): keep the reason */

@@ -109,6 +109,18 @@ expect 2 "unknown benchmark 'nosuch' \(expected train or codecs\)" -- "$PZ" benc
 # a short run: progress lines, final summary, run directory with csv metrics
 expect 0 "test accuracy [0-9.]+%" -- "$PZ" train --data synthetic --model mlp --epochs 2 --limit-train 600 \
   --limit-test 200 --batch 32 --out "$tmp/run" --metrics csv --progress lines --threads 2
+# the summary's two throughputs say what they measure, and are summary.json's
+python3 - "$tmp/run" "$("$PZ" train --data synthetic --model mlp --epochs 1 --limit-train 300 --limit-test 100 --batch 32 \
+  --out "$tmp/rate" --progress none --threads 1 2>/dev/null | head -1)" <<'PY' && ok || bad "throughput line"
+import json, re, sys
+line = sys.argv[2]
+m = re.search(r"; (\d+) samples/s while training, (\d+)/s over the whole run \(evaluation and checkpoints included\)$", line)
+assert m, line
+s = json.load(open(sys.argv[1].replace("/run", "/rate") + "/summary.json"))
+train, whole = int(m.group(1)), int(m.group(2))
+assert abs(train - s["train_samples_per_second"]) <= 1 and abs(whole - s["samples_per_second"]) <= 1, (line, s)
+assert s["train_samples_per_second"] > s["samples_per_second"], s
+PY
 for f in config.json summary.json steps.csv epochs.csv; do
   if [ -s "$tmp/run/$f" ]; then ok; else bad "run directory lacks $f"; fi
 done
