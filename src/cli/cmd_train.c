@@ -462,15 +462,15 @@ int cmd_train(int argc, char **argv) {
     char el[32];
     fmt_time(el, sizeof el, r.wall_seconds);
     if (r.stopped) {
-        fprintf(stderr, "pipezip train: interrupted after %d finished epochs%s%s\n", r.epochs_done,
+        fprintf(stderr, "pipezip train: interrupted after %d finished epoch%s%s%s\n", r.epochs_done, r.epochs_done == 1 ? "" : "s",
                 c.out_dir ? "; metrics so far are in " : "", c.out_dir ? c.out_dir : "");
         return 130;
     }
     const double per = r.tokens ? r.tokens : 1;
     const char *unit = r.tokens ? "tokens" : "samples";
-    printf("finished: %s on %s, %d epochs in %s, %lld parameters; %.0f %s/s while training, %.0f/s over the whole run "
+    printf("finished: %s on %s, %d epoch%s in %s, %lld parameters; %.0f %s/s while training, %.0f/s over the whole run "
            "(evaluation and checkpoints included)\n",
-           c.model, c.data, r.epochs_done, el, (long long)r.n_params, r.train_samples_per_second * per, unit,
+           c.model, c.data, r.epochs_done, r.epochs_done == 1 ? "" : "s", el, (long long)r.n_params, r.train_samples_per_second * per, unit,
            r.samples_per_second * per);
     if (r.tokens) /* a language model: the held-out loss per token and in bits per byte of text */
         printf("validation loss %.4f (%.3f bits per byte), train loss %.4f, next-token accuracy %.2f%%\n", r.final_test_loss,

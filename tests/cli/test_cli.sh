@@ -257,7 +257,7 @@ while [ ! -s "$tmp/int/epochs.jsonl" ] && kill -0 "$pid" 2>/dev/null; do sleep 0
 kill -INT "$pid"
 wait "$pid"; rc=$?
 if [ "$rc" -eq 130 ] && grep -q '"status": "stopped"' "$tmp/int/summary.json" 2>/dev/null && \
-   grep -q "interrupted after [1-9][0-9]* finished epochs" "$tmp/int.log"; then ok
+   grep -q "interrupted after [1-9][0-9]* finished epochs*" "$tmp/int.log"; then ok
 else bad "SIGINT: exit $rc, log: $(cat "$tmp/int.log"), summary: $(cat "$tmp/int/summary.json" 2>&1)"; fi
 
 # an existing run is never mixed or overwritten: refused, continued with --resume, or replaced with --overwrite
