@@ -259,41 +259,97 @@ def groups(sw):
     return res
 
 
+def reference_run(sw, r):
+    """the uncompressed run r is compared with: fwd and bwd both none, every
+    other setting (results.csv's columns between status and epochs_done,
+    the seed among them) the same; None when the sweep has none"""
+    cols = list(r.keys())
+    if "fwd" not in cols or "bwd" not in cols or "status" not in cols or "epochs_done" not in cols:
+        return None
+    settings = [c for c in cols[cols.index("status") + 1:cols.index("epochs_done")] if c not in ("fwd", "bwd")]
+    for q in sw.rows:
+        if q["fwd"] == "none" and q["bwd"] == "none" and all(q[c] == r[c] for c in settings):
+            return q
+    return None
+
+
+def clip_level(values):
+    """where a loss axis stops when a few points lie far above the rest
+    (a diverged run): 15% of the 95th percentile's distance from the lowest
+    value above that percentile, when the highest is more than twice that
+    distance up; None otherwise (as pipezip report draws it)"""
+    v = sorted(x for x in values if not math.isnan(x))
+    if len(v) < 20:
+        return None
+    p95 = v[math.ceil(0.95 * len(v)) - 1]
+    if p95 > v[0] and v[-1] - v[0] > 2 * (p95 - v[0]):
+        return p95 + 0.15 * (p95 - v[0])
+    return None
+
+
 def curves(sw, out, formats, width, vs_time):
     if not sw.epochs:
         return []
     g = groups(sw)
     panels = list(OrderedDict.fromkeys(p for p, _ in g))
     styles = list(OrderedDict.fromkeys(s for _, s in g))
+    # a curve per panel: each panel shows the uncompressed run too, so a
+    # panel is read against it rather than against the panel beside it
+    with_ref = len(panels) > 1 and len(styles) == 1
     ncol, nrow = grid_shape(len(panels))
     w = width if ncol == 1 else max(width, WIDTHS["page"])
     fig, axes = plt.subplots(nrow, ncol, figsize=(w, 0.4 + 2.1 * nrow * (w / ncol) / 3.4), squeeze=False, sharex=True, sharey=True, layout="constrained")
     yk = "test_loss" if sw.lm else "test_accuracy"
+
+    def x_of(e):
+        if not vs_time:
+            return num(e.get("epoch"))
+        t = num(e.get("emulated_time"))
+        return t if not math.isnan(t) else num(e.get("time"))
+
+    cap = None
+    if sw.lm:  # a diverged run's loss would flatten every other curve
+        cap = clip_level([num(e.get(k)) * sw.scale for r in sw.rows for e in sw.epochs.get(r["id"], []) for k in (yk, yk + "_compressed")])
+    clipped = []
     xs_all = []
     for pi, pname in enumerate(panels):
         ax = axes[pi // ncol][pi % ncol]
+        refs = []
+        for (p, s), r in zip(g, sw.rows):
+            q = reference_run(sw, r) if with_ref and p == pname else None
+            if q is not None and q["id"] in sw.epochs and q["id"] not in refs:
+                refs.append(q["id"])
+                pts = [(x_of(e), num(e.get(yk)) * sw.scale) for e in sw.epochs[q["id"]]]
+                pts = [(x, y) for x, y in pts if not math.isnan(x) and not math.isnan(y)]
+                if pts:
+                    ax.plot(*zip(*pts), color="#a8a8a8", marker="o", ms=2.2, lw=0.9, zorder=1)
         for (p, s), r in zip(g, sw.rows):
             if p != pname or r["id"] not in sw.epochs:
                 continue
             st = style(styles.index(s))
             eps = sw.epochs[r["id"]]
-
-            def x_of(e):
-                if not vs_time:
-                    return num(e.get("epoch"))
-                t = num(e.get("emulated_time"))
-                return t if not math.isnan(t) else num(e.get("time"))
-
             xs = [x_of(e) for e in eps]
             xs_all += [x for x in xs if x > 0]
             for k, ls, fill in ((yk, "-", st["color"]), (yk + "_compressed", "--", "white")):
                 ys = [num(e.get(k)) * sw.scale for e in eps]
                 pts = [(x, y) for x, y in zip(xs, ys) if not math.isnan(x) and not math.isnan(y)]
-                if pts:
-                    ax.plot(*zip(*pts), ls=ls, color=st["color"], marker=st["marker"], ms=3, mfc=fill, lw=1.1)
+                if not pts:
+                    continue
+                inside = [(x, y) if cap is None or y <= cap else (x, math.nan) for x, y in pts]
+                ax.plot(*zip(*[(x, min(y, cap) if cap is not None else y) for x, y in pts]), ls=ls, color=st["color"], lw=1.1, zorder=2)
+                ax.plot(*zip(*inside), ls="none", color=st["color"], marker=st["marker"], ms=3, mfc=fill, zorder=3)
+                for x, y in pts:
+                    if cap is not None and y > cap:  # above the axis: a triangle on its edge, the value beside it
+                        ax.plot([x], [cap], ls="none", marker="^", ms=4, color=st["color"], mfc=fill, clip_on=False, zorder=4)
+                        ax.annotate(f"{y:.3g}", (x, cap), xytext=(4, -9 if fill != "white" else -17), textcoords="offset points", fontsize=5.5, color="#333")
+                        clipped.append(y)
         # the panels' key goes in the title once: a panel shows its value
         ax.set_title(pname.split(" = ", 1)[-1], fontsize=7.5)
         ax.grid(alpha=0.3)
+    if cap is not None:
+        lo = min(num(e.get(k)) * sw.scale for r in sw.rows for e in sw.epochs.get(r["id"], []) for k in (yk, yk + "_compressed")
+                 if not math.isnan(num(e.get(k))))
+        axes[0][0].set_ylim(lo - 0.06 * (cap - lo), cap)
     for k in range(len(panels), nrow * ncol):
         axes[k // ncol][k % ncol].axis("off")
         if k - ncol >= 0:  # the panel above an empty slot carries the x axis
@@ -302,8 +358,10 @@ def curves(sw, out, formats, width, vs_time):
             above.set_xlabel("training time, s (virtual clock)" if vs_time else "epoch")
     if vs_time and xs_all and max(xs_all) > 20 * min(xs_all):
         axes[0][0].set_xscale("log")
-    for i in range(nrow):
-        axes[i][0].set_ylabel(sw.ylabel)
+    if nrow > 1:  # one label for the figure's rows, not one per row crowding the next
+        fig.supylabel(sw.ylabel, fontsize=8)
+    else:
+        axes[0][0].set_ylabel(sw.ylabel)
     for j in range(ncol):
         axes[nrow - 1][j].set_xlabel("training time, s (virtual clock)" if vs_time else "epoch")
     if not vs_time:  # whole epochs
@@ -311,8 +369,12 @@ def curves(sw, out, formats, width, vs_time):
         axes[0][0].set_xlim(0.6, last + 0.4)
         axes[0][0].xaxis.set_major_locator(ticker.MaxNLocator(integer=True, min_n_ticks=1))
     handles = [plt.Line2D([], [], color=style(i)["color"], marker=style(i)["marker"], ms=3, lw=1.1, label=s) for i, s in enumerate(styles) if s]
+    if with_ref:
+        handles.append(plt.Line2D([], [], color="#a8a8a8", marker="o", ms=2.2, lw=0.9, label="uncompressed run (fwd = bwd = none), plain"))
     handles += [plt.Line2D([], [], color="#333", lw=1.1, label="plain inference"),
                 plt.Line2D([], [], color="#333", ls="--", marker="o", mfc="white", ms=3, lw=1.1, label="compressed inference")]
+    if clipped:
+        handles.append(plt.Line2D([], [], color="#333", ls="none", marker="^", ms=4, label=f"above the axis (up to {max(clipped):.3g})"))
     fig.legend(handles=handles, loc="upper center", ncol=min(4, len(handles)), fontsize=6.5, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     what = ("Validation loss" if sw.lm else "Test accuracy") + (" against training time" if vs_time else " per epoch")

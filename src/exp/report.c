@@ -299,6 +299,22 @@ static void group_runs(const table *t, const pz_ini *ini, const char *rk, const 
     }
 }
 
+/* The uncompressed run a run is compared with: fwd and bwd both "none",
+ * every other setting the same (the seed too); -1 when the sweep has none.
+ * The settings are results.csv's columns between status and epochs_done. */
+static int reference_run(const table *t, int r) {
+    const int fc = col(t, "fwd"), bc = col(t, "bwd"), first = col(t, "status") + 1, last = col(t, "epochs_done");
+    if (fc < 0 || bc < 0 || first <= 0 || last < first) return -1;
+    for (int q = 0; q < t->nrow; q++) {
+        if (strcmp(t->rows[q].cell[fc], "none") || strcmp(t->rows[q].cell[bc], "none")) continue;
+        int same = 1;
+        for (int c = first; c < last && same; c++)
+            if (c != fc && c != bc) same = !strcmp(t->rows[q].cell[c], t->rows[r].cell[c]);
+        if (same) return q;
+    }
+    return -1;
+}
+
 static pz_status epoch_figure(const char *path, const table *t, const table *ep, char (*pn)[160], char (*sn)[160], int lm, int vs_time,
                               const char *by, int *drawn) {
     pz_figure fig = {0};
@@ -310,17 +326,33 @@ static pz_status epoch_figure(const char *path, const table *t, const table *ep,
         return pz_fail(PZ_ERR_NOMEM, "out of memory drawing '%s'", path);
     }
     int np = 0, nstyle = 0;
-    for (int r = 0; r < t->nrow; r++) intern(panels, &np, pn[r]);
+    for (int r = 0; r < t->nrow; r++) intern(panels, &np, pn[r]), intern(styles, &nstyle, sn[r]);
+    /* a curve per panel: each panel shows the uncompressed run as well, so
+     * a panel is read against it rather than against the panel beside it */
+    const int with_ref = np > 1 && nstyle == 1;
+    nstyle = 0;
+    const char *x = vs_time ? "emulated_time" : "epoch";
     for (int i = 0; i < np; i++) {
         pz_panel *p = pz_fig_panel(&fig, panels[i]);
+        int drawn_ref[4] = {-1, -1, -1, -1}, nref = 0;
+        for (int r = 0; with_ref && r < t->nrow; r++) {
+            if (strcmp(pn[r], panels[i])) continue;
+            const int q = reference_run(t, r);
+            int seen = q < 0;
+            for (int k = 0; k < nref && !seen; k++) seen = drawn_ref[k] == q;
+            if (seen || nref == 4) continue;
+            drawn_ref[nref++] = q;
+            epoch_curve(&fig, pz_panel_series(&fig, p, "uncompressed run (fwd = bwd = none), plain inference", PZ_STYLE_REF, 0, 0), ep,
+                        cell(t, q, "id"), x, yk, scale);
+        }
         for (int r = 0; r < t->nrow; r++) {
             if (strcmp(pn[r], panels[i])) continue;
             const int style = intern(styles, &nstyle, sn[r]);
-            const char *x = vs_time ? "emulated_time" : "epoch";
             epoch_curve(&fig, pz_panel_series(&fig, p, sn[r], style, 0, 0), ep, cell(t, r, "id"), x, yk, scale);
             epoch_curve(&fig, pz_panel_series(&fig, p, sn[r], style, 1, 0), ep, cell(t, r, "id"), x, yck, scale);
         }
     }
+    fig.clip_high = lm; /* a diverged run's loss would flatten every other curve */
     snprintf(fig.ylabel, sizeof fig.ylabel, "%s", lm ? "validation loss, nats per token" : "test accuracy, %");
     if (vs_time) {
         double lo = INFINITY, hi = 0;

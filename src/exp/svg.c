@@ -115,6 +115,7 @@ int pz_fig_points(const pz_figure *f) {
 static const char *palette[] = {"#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#555555"};
 
 static const char *colour(int style) {
+    if (style == PZ_STYLE_REF) return "#a8a8a8";
     return palette[(style % 10 + 10) % 10];
 }
 
@@ -135,7 +136,7 @@ static int text_w(const char *s, double px) {
 
 static void marker(FILE *f, int style, double x, double y, double r, int hollow) {
     const char *c = colour(style);
-    const int shape = (style / 10) % 4;
+    const int shape = style < 0 ? 0 : (style / 10) % 4;
     char paint[96];
     if (hollow) snprintf(paint, sizeof paint, "fill=\"white\" stroke=\"%s\" stroke-width=\"1.3\"", c);
     else snprintf(paint, sizeof paint, "fill=\"%s\"", c);
@@ -238,6 +239,35 @@ static int legend_rows(FILE *f, const legend_item *it, int n, int x0, int y0, in
     return rows;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* where the axis stops when a few points lie far above the rest: above the
+ * 95th percentile of the runs' points (reference curves aside) by 15% of
+ * its distance from the lowest value, when the highest is more than twice
+ * that distance up; else hi (no clipping) */
+static double clip_level(const pz_figure *fig, double lo, double hi) {
+    const int n = pz_fig_points(fig);
+    if (n < 20) return hi;
+    double *v = malloc((size_t)n * sizeof *v);
+    if (!v) return hi;
+    int m = 0;
+    for (int i = 0; i < fig->np; i++)
+        for (int j = 0; j < fig->p[i].ns; j++)
+            for (int k = 0; fig->p[i].s[j].style != PZ_STYLE_REF && k < fig->p[i].s[j].n; k++)
+                if (drawable(fig, fig->p[i].s[j].x[k], fig->p[i].s[j].y[k])) v[m++] = fwd_y(fig, fig->p[i].s[j].y[k]);
+    if (m < 20) {
+        free(v);
+        return hi;
+    }
+    qsort(v, (size_t)m, sizeof *v, cmp_double);
+    const double p95 = v[(int)ceil(0.95 * m) - 1];
+    free(v);
+    return hi - lo > 2 * (p95 - lo) && p95 > lo ? p95 + 0.15 * (p95 - lo) : hi;
+}
+
 pz_status pz_fig_write(const pz_figure *fig, const char *path) {
     if (fig->failed) return pz_fail(PZ_ERR_NOMEM, "out of memory drawing '%s'", path);
     /* shared axes: every panel on the same scales, so panels compare */
@@ -254,7 +284,9 @@ pz_status pz_fig_write(const pz_figure *fig, const char *path) {
             }
         }
     if (!isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-    if (x1 - x0 < 1e-12) x0 -= 0.5, x1 += 0.5;
+    double ycap = INFINITY, ymax = y1; /* ycap: axis units; points above it go on the top edge */
+    if (fig->clip_high && isfinite(y1)) ycap = clip_level(fig, y0, y1);
+    if (ycap < y1) y1 = ycap;
     if (y1 - y0 < 1e-12) y0 -= 0.5, y1 += 0.5;
     const double padx = (x1 - x0) * 0.05, pady = (y1 - y0) * 0.06;
     x0 -= padx, x1 += padx, y0 -= pady, y1 += pady;
@@ -286,7 +318,8 @@ pz_status pz_fig_write(const pz_figure *fig, const char *path) {
             panel_leg = r > panel_leg ? r : panel_leg;
         }
     const int cellh = MT + PH + MB + panel_leg * 16 + (panel_leg ? 6 : 0);
-    const int head = 30 + (fig->note[0] ? 16 : 0);
+    const int clipped = ycap < ymax;
+    const int head = 30 + (fig->note[0] ? 16 : 0) + (clipped ? 16 : 0);
     const int shared_rows = shared ? legend_rows(NULL, first, nfirst, 0, 0, W - 30) : 0;
     const int top = head + shared_rows * 16 + (shared_rows ? 8 : 0);
     const int H = top + nrow * cellh + 6;
@@ -303,6 +336,11 @@ pz_status pz_fig_write(const pz_figure *fig, const char *path) {
         text(f, fig->note);
         fputs("</text>\n", f);
     }
+    if (clipped) {
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#444\">", W / 2, fig->note[0] ? 54 : 38);
+        fprintf(f, "the axis stops at %.4g: a triangle on its top edge is a point above it (up to %.4g), its value beside it</text>\n",
+                fig->yaxis == PZ_AXIS_LOG10 ? pow(10, y1) : y1, fig->yaxis == PZ_AXIS_LOG10 ? pow(10, ymax) : ymax);
+    }
     if (shared) legend_rows(f, first, nfirst, 20, head + 10, W - 30);
     double tp[64], tv[64];
     const int ntx = ticks(fig->xaxis, x0, x1, integral && fig->xaxis == PZ_AXIS_LINEAR, tp, tv, 64);
@@ -312,7 +350,7 @@ pz_status pz_fig_write(const pz_figure *fig, const char *path) {
         const pz_panel *p = &fig->p[i];
         const int ox = (i % ncol) * cellw + ML, oy = top + (i / ncol) * cellh + MT;
 #define PX(v) (ox + ((v) - x0) / (x1 - x0) * PW)
-#define PY(v) (oy + PH - ((v) - y0) / (y1 - y0) * PH)
+#define PY(v) (oy + PH - (fmin((v), y1) - y0) / (y1 - y0) * PH)
         fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">", ox + PW / 2, oy - 8);
         text(f, p->title);
         fputs("</text>\n", f);
@@ -334,7 +372,8 @@ pz_status pz_fig_write(const pz_figure *fig, const char *path) {
         for (int j = 0; j < p->ns; j++) {
             const pz_series *s = &p->s[j];
             if (!s->points) {
-                fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.7\"%s points=\"", colour(s->style), dash_of(s));
+                fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"", colour(s->style),
+                        s->style == PZ_STYLE_REF ? "1.2" : "1.7", dash_of(s));
                 for (int k = 0; k < s->n; k++)
                     if (drawable(fig, s->x[k], s->y[k])) fprintf(f, "%.1f,%.1f ", PX(fwd_x(fig, s->x[k])), PY(fwd_y(fig, s->y[k])));
                 fputs("\"/>\n", f);
@@ -342,8 +381,20 @@ pz_status pz_fig_write(const pz_figure *fig, const char *path) {
             /* markers on every point of a sparse curve, of a scatter always */
             if (s->points || s->n <= 40)
                 for (int k = 0; k < s->n; k++)
-                    if (drawable(fig, s->x[k], s->y[k]))
+                    if (drawable(fig, s->x[k], s->y[k]) && !(fwd_y(fig, s->y[k]) > y1))
                         marker(f, s->style, PX(fwd_x(fig, s->x[k])), PY(fwd_y(fig, s->y[k])), s->points ? 4.0 : 2.6, s->dashed);
+            for (int k = 0; clipped && k < s->n; k++) /* above the axis: a triangle on its edge and the value */
+                if (drawable(fig, s->x[k], s->y[k]) && fwd_y(fig, s->y[k]) > y1) {
+                    const double px = PX(fwd_x(fig, s->x[k])), py = oy;
+                    fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"%s\"/>\n", px, py - 1.0, px - 4.0, py + 6.0, px + 4.0,
+                            py + 6.0, s->dashed ? "white" : colour(s->style));
+                    if (s->dashed)
+                        fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\"/>\n", px,
+                                py - 1.0, px - 4.0, py + 6.0, px + 4.0, py + 6.0, colour(s->style));
+                    const int left = px > ox + PW * 0.68;
+                    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" fill=\"#333\" text-anchor=\"%s\">%.3g</text>\n", px + (left ? -6 : 6),
+                            py + 14 + (s->dashed ? 10 : 0), left ? "end" : "start", s->y[k]);
+                }
             for (int k = 0; s->tag && k < s->n; k++)
                 if (s->tag[k][0] && drawable(fig, s->x[k], s->y[k])) {
                     /* right of the point, or left of it in the panel's right third */

@@ -32,12 +32,19 @@ typedef struct {
 typedef struct {
     char title[240], note[400], xlabel[120], ylabel[120];
     pz_axis xaxis, yaxis; /* yaxis: LINEAR or LOG10 */
+    /* a few values far above the rest (a diverged run's loss) would flatten
+     * every other curve: the axis stops above the 95th percentile and those
+     * points are drawn as triangles on its top edge, their value beside them */
+    int clip_high;
     pz_panel *p;
     int np, cap;
     int failed; /* out of memory while adding: pz_fig_write says so */
 } pz_figure;
 
 pz_panel *pz_fig_panel(pz_figure *f, const char *title);
+/* style PZ_STYLE_REF: a thin grey reference curve (the uncompressed run in
+ * every panel), drawn under the others */
+#define PZ_STYLE_REF (-1)
 pz_series *pz_panel_series(pz_figure *f, pz_panel *p, const char *label, int style, int dashed, int points);
 void pz_series_add(pz_figure *f, pz_series *s, double x, double y);
 /* the same, with a label beside the point */

@@ -32,6 +32,21 @@ check "$tmp/pubfig" heatmap vs_bits error
 run=$(ls -d "$tmp/s/runs"/p001*/ | head -1)
 expect 0 "run.png" -- "$py" "$plot" "$run" --out "$tmp/runfig" --format png,pdf
 check "$tmp/runfig" run
+# the loss axis stops above a few far-off points (a diverged run), never
+# for evenly spread ones; the reference run shares every setting but the codecs
+"$py" - "$plot" <<'PY' && ok || bad "plot.py clip_level / reference_run"
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("plot", sys.argv[1]); plot = importlib.util.module_from_spec(spec); spec.loader.exec_module(plot)
+cap = plot.clip_level([2.0 + 0.01 * i for i in range(100)] + [11.0])
+assert cap is not None and 2.95 < cap < 3.2, cap
+assert plot.clip_level([2.0 + 0.09 * i for i in range(101)]) is None
+assert plot.clip_level([2.0, 11.0]) is None  # too few points to call any an outlier
+rows = [dict(id=i, status="finished", model="gpt-tiny", fwd=f, bwd=b, seed=s, epochs_done="4")
+        for i, (f, b, s) in enumerate([("none", "none", "1"), ("none", "none", "2"), ("q4", "q8", "2"), ("q4", "none", "3")])]
+class S: pass
+sw = S(); sw.rows = rows
+assert plot.reference_run(sw, rows[2])["id"] == 1 and plot.reference_run(sw, rows[3]) is None
+PY
 # bad input is named
 expect 2 "no such directory" -- "$py" "$plot" "$tmp/nothing"
 expect 2 "neither a sweep directory" -- "$py" "$plot" "$tmp"

@@ -130,6 +130,17 @@ for pub in "$configs/../docs/results"/*/; do
   for p in "$tmp/pub-$n"/plots/*.svg; do python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$p" || bad "$n: $p is not valid SVG"; done
   [ -s "$tmp/pub-$n/report.md" ] && ok || bad "no report for $n"
 done
+# a language model's losses per epoch (experiment 8): the diverged EF run (up
+# to 11 nats) does not flatten the other curves (the axis stops above the
+# rest, its points drawn on the edge with their values), and each panel of
+# one curve shows the uncompressed run too; accuracies are never clipped
+a8="$tmp/pub-a8_gpt/plots/accuracy_per_epoch.svg"
+grep -q "the axis stops at [0-9.]*: a triangle on its top edge is a point above it (up to 10.96)" "$a8" && ok || bad "a8's per-epoch loss axis is not clipped"
+[ "$(grep -o '<polyline fill="none" stroke="#a8a8a8"' "$a8" | wc -l)" -eq 20 ] && ok || bad "a8's 20 panels do not each show the uncompressed run"
+for n in a1_quantization s7_seed_spread; do
+  ! grep -q "the axis stops at" "$tmp/pub-$n/plots/accuracy_per_epoch.svg" && ! grep -q '#a8a8a8' "$tmp/pub-$n/plots/accuracy_per_epoch.svg" && ok \
+    || bad "$n's accuracy figure clipped or given a reference curve"
+done
 # a large grid: no run dropped from any figure, every series its own style
 printf '[sweep]\nname = large\nrows = fwd\ncols = bwd\ntarget = uncompressed-0.005\n[base]\nmodel = mlp\ndata = synthetic\nepochs = 2\nlimit-train = 64\nlimit-test = 32\nstages = 2\n[grid]\nfwd = none | q8 | q6 | q4 | q2 | q3 | q5\nbwd = none | q8 | q6\nseed = 1 | 2 | 3\n' > "$tmp/large.ini"
 if "$pz" sweep "$tmp/large.ini" --out "$tmp/large" --jobs 2 --threads 1 --quiet > "$tmp/large.log" 2>&1; then
