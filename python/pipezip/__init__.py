@@ -244,7 +244,7 @@ def _header_shape(ptr, n):
 
 class Codec:
     """A codec made from a spec string ("q4", "topk:0.1", "ef(topk:0.1)",
-    "aqsgd(q2)", ...; codec_help() lists them).
+    "aqsgd(q4:sym)", ...; codec_help() lists them).
 
     A stateful codec (ef, ef21, aqsgd) keeps the sender's state in the
     object that encodes and the receiver's in the one that decodes: make one
