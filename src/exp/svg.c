@@ -287,6 +287,7 @@ pz_status pz_fig_write(const pz_figure *fig, const char *path) {
     double ycap = INFINITY, ymax = y1; /* ycap: axis units; points above it go on the top edge */
     if (fig->clip_high && isfinite(y1)) ycap = clip_level(fig, y0, y1);
     if (ycap < y1) y1 = ycap;
+    if (x1 - x0 < 1e-12) x0 -= 0.5, x1 += 0.5;
     if (y1 - y0 < 1e-12) y0 -= 0.5, y1 += 0.5;
     const double padx = (x1 - x0) * 0.05, pady = (y1 - y0) * 0.06;
     x0 -= padx, x1 += padx, y0 -= pady, y1 += pady;

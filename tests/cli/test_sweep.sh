@@ -176,6 +176,9 @@ else bad "large sweep: $(tail -3 "$tmp/large.log")"; fi
 # same (a sweep resumed on another machine does not mix kernels)
 printf '[sweep]\nname = k\n[base]\nmodel = mlp\ndata = synthetic\nepochs = 1\nlimit-train = 64\nlimit-test = 32\nstages = 2\n[grid]\nseed = 1 | 2\n' > "$tmp/k.ini"
 "$pz" sweep "$tmp/k.ini" --out "$tmp/k" --jobs 1 --threads 1 --quiet > "$tmp/k.log" 2>&1 || bad "kernels sweep: $(tail -3 "$tmp/k.log")"
+# one epoch: every point of a per-epoch curve has the same x, and the axis
+# still gets a width (no NaN coordinates)
+for p in "$tmp/k"/plots/*.svg; do ! grep -qi "nan" "$p" && ok || bad "$p has NaN coordinates"; done
 python3 - "$tmp/k" <<'PY' && ok || bad "kernels.json does not match the first run"
 import json, sys
 d = sys.argv[1]
