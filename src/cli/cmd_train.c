@@ -313,6 +313,15 @@ static void shell_words(char *out, size_t cap, int argc, char **argv) {
     out[used] = 0;
 }
 
+/* Whether the run will have a single stage, so no boundary for --fwd,
+ * --bwd or the link options to act on: --cuts decides when given, then
+ * --stages; by default resnets are cut after each residual group, and a
+ * run over processes has a stage per process. */
+static int one_stage(const pz_run_config *c, int remote) {
+    if (c->cuts && *c->cuts) return 0;
+    return c->stages == 1 || (c->stages == 0 && !remote && strncmp(c->model, "resnet", 6));
+}
+
 int cmd_train(int argc, char **argv) {
     train_args ta = {.progress = "auto"};
     pz_run_config_default(&ta.c);
@@ -340,8 +349,8 @@ int cmd_train(int argc, char **argv) {
      * trains exactly as an uncompressed one */
     pz_run_config d0;
     pz_run_config_default(&d0);
-    const int auto_stages = c.stages == 0 && !(c.cuts && *c.cuts);
-    if ((c.stages == 1 || (auto_stages && strncmp(c.model, "resnet", 6))) && !strcmp(c.link, "inproc")) {
+    const int remote = strcmp(c.link, "inproc") != 0;
+    if (one_stage(&c, remote) && !remote) {
         const char *flag = NULL, *val = "";
         if (c.fwd != d0.fwd) flag = "--fwd", val = c.fwd;
         else if (c.bwd != d0.bwd) flag = "--bwd", val = c.bwd;
@@ -428,18 +437,17 @@ int cmd_train(int argc, char **argv) {
         c.out_dir = out;
     }
     if (rank == 0 && !ta.quiet) {
-        fprintf(stderr, "pipezip train: %s on %s, %d epochs, batch %d, %s lr %g (%s), seed %llu%s%s\n", c.model, c.data,
-                c.epochs, c.batch, c.optimizer, c.lr, c.schedule, (unsigned long long)c.seed,
+        fprintf(stderr, "pipezip train: %s on %s, %d epoch%s, batch %d, %s lr %g (%s), seed %llu%s%s\n", c.model, c.data,
+                c.epochs, c.epochs == 1 ? "" : "s", c.batch, c.optimizer, c.lr, c.schedule, (unsigned long long)c.seed,
                 c.out_dir ? ", run directory " : "", c.out_dir ? c.out_dir : "");
         if (pz_run_uses_pipeline(&c)) {
-            const int remote = strcmp(c.link, "inproc") != 0, resnet = !strncmp(c.model, "resnet", 6);
             char balanced[48];
             snprintf(balanced, sizeof balanced, "%d stages balanced by compute", c.stages);
-            const char *layout = c.cuts && *c.cuts ? c.cuts
-                                 : c.stages > 1     ? balanced
-                                 : c.stages == 0 && remote ? "a stage per process"
-                                 : c.stages == 0 && resnet ? "4 stages (resnets: after each residual group)"
-                                                           : NULL;
+            const char *layout = one_stage(&c, remote) ? NULL
+                                 : c.cuts && *c.cuts   ? c.cuts
+                                 : c.stages > 1        ? balanced
+                                 : remote              ? "a stage per process"
+                                                       : "4 stages (resnets: after each residual group)";
             if (layout)
                 fprintf(stderr, "pipeline: %s, activations %s, gradients %s%s%s\n", layout, c.fwd, c.bwd, remote ? ", link " : "",
                         remote ? c.link : "");

@@ -59,6 +59,9 @@ expect 2 "--fwd q2 acts on the boundaries between stages, and this mlp run has o
 expect 2 "--link-latency 5ms acts on the boundaries.*lenet5 run has one stage \(--stages 1\)" -- \
   "$PZ" train --model lenet5 --stages 1 --link-latency 5ms --no-out
 expect 2 "--bwd q4 acts on the boundaries" -- "$PZ" train --model gpt-tiny --bwd q4 --no-out
+# --stages 1 with --cuts is a contradiction, and the error says so (not that --fwd has no boundary)
+expect 2 "--stages 1 and --cuts fc1 \(2 stages\) disagree" -- "$PZ" train --model mlp --stages 1 --cuts fc1 --fwd q2 \
+  --data synthetic --epochs 1 --limit-train 64 --limit-test 32 --no-out --progress none
 expect 0 "^pipeline: 2 stages balanced by compute, activations q2, gradients q8" -- "$PZ" train --model mlp --stages 2 --fwd q2 \
   --data synthetic --epochs 1 --limit-train 64 --limit-test 32 --no-out --progress none
 expect 0 "^pipeline: one stage \(no boundary, nothing compressed\)" -- "$PZ" train --model mlp --micro-batches 2 \
