@@ -309,7 +309,9 @@ def curves(sw, out, formats, width, vs_time):
 
     cap = None
     if sw.lm:  # a diverged run's loss would flatten every other curve
-        cap = clip_level([num(e.get(k)) * sw.scale for r in sw.rows for e in sw.epochs.get(r["id"], []) for k in (yk, yk + "_compressed")])
+        losses = [v for v in (num(e.get(k)) * sw.scale for r in sw.rows for e in sw.epochs.get(r["id"], []) for k in (yk, yk + "_compressed"))
+                  if not math.isnan(v)]
+        cap = clip_level(losses)
     clipped = []
     xs_all = []
     for pi, pname in enumerate(panels):
@@ -347,8 +349,7 @@ def curves(sw, out, formats, width, vs_time):
         ax.set_title(pname.split(" = ", 1)[-1], fontsize=7.5)
         ax.grid(alpha=0.3)
     if cap is not None:
-        lo = min(num(e.get(k)) * sw.scale for r in sw.rows for e in sw.epochs.get(r["id"], []) for k in (yk, yk + "_compressed")
-                 if not math.isnan(num(e.get(k))))
+        lo = min(losses)
         axes[0][0].set_ylim(lo - 0.06 * (cap - lo), cap)
     for k in range(len(panels), nrow * ncol):
         axes[k // ncol][k % ncol].axis("off")

@@ -326,11 +326,11 @@ static pz_status epoch_figure(const char *path, const table *t, const table *ep,
         return pz_fail(PZ_ERR_NOMEM, "out of memory drawing '%s'", path);
     }
     int np = 0, nstyle = 0;
-    for (int r = 0; r < t->nrow; r++) intern(panels, &np, pn[r]), intern(styles, &nstyle, sn[r]);
+    int one_style = 1;
+    for (int r = 0; r < t->nrow; r++) intern(panels, &np, pn[r]), one_style &= !strcmp(sn[r], sn[0]);
     /* a curve per panel: each panel shows the uncompressed run as well, so
      * a panel is read against it rather than against the panel beside it */
-    const int with_ref = np > 1 && nstyle == 1;
-    nstyle = 0;
+    const int with_ref = np > 1 && one_style;
     const char *x = vs_time ? "emulated_time" : "epoch";
     for (int i = 0; i < np; i++) {
         pz_panel *p = pz_fig_panel(&fig, panels[i]);

@@ -134,12 +134,16 @@ static int text_w(const char *s, double px) {
     return (int)(strlen(s) * px * 0.58 + 0.5);
 }
 
+/* a marker's fill: the style's colour, or white inside an outline of it */
+static void paint_of(char *paint, size_t n, int style, int hollow) {
+    if (hollow) snprintf(paint, n, "fill=\"white\" stroke=\"%s\" stroke-width=\"1.3\"", colour(style));
+    else snprintf(paint, n, "fill=\"%s\"", colour(style));
+}
+
 static void marker(FILE *f, int style, double x, double y, double r, int hollow) {
-    const char *c = colour(style);
     const int shape = style < 0 ? 0 : (style / 10) % 4;
     char paint[96];
-    if (hollow) snprintf(paint, sizeof paint, "fill=\"white\" stroke=\"%s\" stroke-width=\"1.3\"", c);
-    else snprintf(paint, sizeof paint, "fill=\"%s\"", c);
+    paint_of(paint, sizeof paint, style, hollow);
     if (shape == 0) fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" %s/>\n", x, y, r, paint);
     else if (shape == 1) fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" %s/>\n", x - r, y - r, 2 * r, 2 * r, paint);
     else if (shape == 2)
@@ -249,9 +253,10 @@ static int cmp_double(const void *a, const void *b) {
  * its distance from the lowest value, when the highest is more than twice
  * that distance up; else hi (no clipping) */
 static double clip_level(const pz_figure *fig, double lo, double hi) {
-    const int n = pz_fig_points(fig);
-    if (n < 20) return hi;
-    double *v = malloc((size_t)n * sizeof *v);
+    size_t n = 0;
+    for (int i = 0; i < fig->np; i++)
+        for (int j = 0; j < fig->p[i].ns; j++) n += (size_t)fig->p[i].s[j].n;
+    double *v = malloc((n ? n : 1) * sizeof *v);
     if (!v) return hi;
     int m = 0;
     for (int i = 0; i < fig->np; i++)
@@ -387,11 +392,10 @@ pz_status pz_fig_write(const pz_figure *fig, const char *path) {
             for (int k = 0; clipped && k < s->n; k++) /* above the axis: a triangle on its edge and the value */
                 if (drawable(fig, s->x[k], s->y[k]) && fwd_y(fig, s->y[k]) > y1) {
                     const double px = PX(fwd_x(fig, s->x[k])), py = oy;
-                    fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"%s\"/>\n", px, py - 1.0, px - 4.0, py + 6.0, px + 4.0,
-                            py + 6.0, s->dashed ? "white" : colour(s->style));
-                    if (s->dashed)
-                        fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\"/>\n", px,
-                                py - 1.0, px - 4.0, py + 6.0, px + 4.0, py + 6.0, colour(s->style));
+                    char paint[96];
+                    paint_of(paint, sizeof paint, s->style, s->dashed);
+                    fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\" %s/>\n", px, py - 1.0, px - 4.0, py + 6.0, px + 4.0, py + 6.0,
+                            paint);
                     const int left = px > ox + PW * 0.68;
                     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" fill=\"#333\" text-anchor=\"%s\">%.3g</text>\n", px + (left ? -6 : 6),
                             py + 14 + (s->dashed ? 10 : 0), left ? "end" : "start", s->y[k]);
