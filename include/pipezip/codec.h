@@ -127,7 +127,45 @@ typedef struct {
     uint64_t payload_bytes, frame_bytes;
     uint32_t checksum;
     int has_ids;
+    /* the enumerated fields by name, from the format's tables (never NULL
+     * for a frame that inspects ok) */
+    const char *granularity_name, *value_type_name, *index_coding_name, *wrapper_name;
+    unsigned fields;  /* PZ_FRAME_USES_*: the header fields this codec family sets */
+    int option_mask;  /* the option bits this codec family's frames may carry */
 } pz_frame_info;
+
+/* Which header fields a family sets (pz_frame_info.fields). */
+#define PZ_FRAME_USES_BITS 1u         /* a code width (quantization, MS) */
+#define PZ_FRAME_USES_GRANULARITY 2u  /* units: per tensor, sample, channel or token */
+#define PZ_FRAME_USES_K 4u            /* kept elements per unit */
+#define PZ_FRAME_USES_SEED 8u         /* positions drawn from a seed */
+#define PZ_FRAME_USES_VALUES 16u      /* a values section of some value type */
+#define PZ_FRAME_USES_INDEX 32u       /* a positions section of some index coding */
+
+/* ---- the frame vocabulary ---------------------------------------------------
+ * Every enumerated header field, its wire values and their names, read from
+ * the tables that define them (docs/FORMAT.md): what inspect prints, what a
+ * spec accepts and what the Python package shows are the same names. */
+typedef enum {
+    PZ_FIELD_CODEC = 0,     /* byte 5: the codec family ("quant", "topk", ...) */
+    PZ_FIELD_GRANULARITY,   /* byte 25: tensor, sample, channel, token */
+    PZ_FIELD_OPTION,        /* byte 26, one bit each: sym, stoch, signed, unbiased, by=value */
+    PZ_FIELD_VALUE_TYPE,    /* byte 27: fp32, fp16, bf16, quantized */
+    PZ_FIELD_INDEX_CODING,  /* byte 28: none, bitmap, delta */
+    PZ_FIELD_WRAPPER,       /* byte 30: none, ef, ef21, aqsgd, aqsgd-warmup */
+} pz_frame_field;
+#define PZ_FRAME_FIELD_COUNT 6
+/* "codec", "granularity", ...; NULL for a field that does not exist. */
+PZ_API const char *pz_frame_field_name(pz_frame_field field);
+/* The name of a field's wire value (an option: of that one bit), NULL when
+ * the format defines none. */
+PZ_API const char *pz_frame_value_name(pz_frame_field field, int value);
+/* The wire values the format defines for a field, ascending: returns how
+ * many there are and writes the first cap of them (values may be NULL). */
+PZ_API int pz_frame_field_values(pz_frame_field field, int *values, int cap);
+/* The options a family may carry (mask), each said as set or clear in
+ * options: "asymmetric, nearest rounding". */
+PZ_API void pz_frame_options_text(int options, int mask, char *buf, size_t cap);
 
 /* Validate a frame's header (its family's parameters, the decoding limit)
  * and checksum and describe it; pz_frame_validate checks the payload too. */

@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-__all__ = ["Codec", "Error", "empty", "inspect", "validate", "crc32c", "library_version", "codec_help", "Stats", "set_threads",
+__all__ = ["Codec", "Error", "empty", "inspect", "frame_vocabulary", "validate", "crc32c", "library_version", "codec_help", "Stats", "set_threads",
            "FRAME_ERRORS"]
 
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -86,7 +86,10 @@ class _FrameInfo(ctypes.Structure):
                 ("value_type", ctypes.c_int), ("index_coding", ctypes.c_int), ("value_bits", ctypes.c_int),
                 ("wrapper", ctypes.c_int), ("k", ctypes.c_uint32), ("seed", ctypes.c_uint64),
                 ("payload_bytes", ctypes.c_uint64), ("frame_bytes", ctypes.c_uint64),
-                ("checksum", ctypes.c_uint32), ("has_ids", ctypes.c_int)]
+                ("checksum", ctypes.c_uint32), ("has_ids", ctypes.c_int),
+                ("granularity_name", ctypes.c_char_p), ("value_type_name", ctypes.c_char_p),
+                ("index_coding_name", ctypes.c_char_p), ("wrapper_name", ctypes.c_char_p),
+                ("fields", ctypes.c_uint), ("option_mask", ctypes.c_int)]
 
 
 def _fn(name, res, *args):
@@ -121,6 +124,11 @@ _inspect = _fn("pz_frame_inspect", ctypes.c_int, ctypes.c_void_p, _sz, ctypes.PO
 _validate = _fn("pz_frame_validate", ctypes.c_int, ctypes.c_void_p, _sz)
 _decode_limit = _fn("pz_codec_decode_limit", ctypes.c_uint64)
 _crc32c = _fn("pz_crc32c", ctypes.c_uint32, ctypes.c_void_p, _sz)
+_field_name = _fn("pz_frame_field_name", ctypes.c_char_p, ctypes.c_int)
+_value_name = _fn("pz_frame_value_name", ctypes.c_char_p, ctypes.c_int, ctypes.c_int)
+_field_values = _fn("pz_frame_field_values", ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int)
+_FIELD_COUNT = 6  # PZ_FRAME_FIELD_COUNT
+_FIELD_OPTION = 2  # PZ_FIELD_OPTION
 _set_threads = _fn("pz_set_threads", None, ctypes.c_int)
 _libc.free.argtypes, _libc.free.restype = [ctypes.c_void_p], None
 
@@ -390,17 +398,39 @@ class Codec:
         del keep
 
 
+def frame_vocabulary():
+    """Every enumerated frame header field and the names of the wire values
+    the format defines, from the library's tables (docs/FORMAT.md):
+    {"codec": {0: "none", 3: "quant", ...}, "granularity": {...}, ...}.
+    Options are bits: {1: "sym", 2: "stoch", ...}."""
+    vocab = {}
+    for f in range(_FIELD_COUNT):
+        n = _field_values(f, None, 0)
+        vals = (ctypes.c_int * max(n, 1))()
+        _field_values(f, vals, n)
+        vocab[_field_name(f).decode()] = {int(v): _value_name(f, v).decode() for v in vals[:n]}
+    return vocab
+
+
 def inspect(frame):
-    """Validate a frame's header and checksum and describe it (a dict)."""
+    """Validate a frame's header and checksum and describe it (a dict).
+    Enumerated fields are named as the format's tables name them
+    ("granularity": "token", "wrapper": "ef21", "options": ("sym",)); their
+    wire values are under the same key with "_id" ("granularity_id": 3)."""
     ptr, n, keep = _frame_buffer(frame)
     info = _FrameInfo()
     _check(_inspect(ptr, n, ctypes.byref(info)))
     del keep
     nd = info.ndim
+    options = tuple(_value_name(_FIELD_OPTION, 1 << b).decode() for b in range(8) if info.options & (1 << b))
     return {"codec": info.codec_name.decode(), "codec_id": info.codec_id, "shape": tuple(info.shape[:nd]),
-            "elements": info.elements, "bits": info.bits, "granularity": info.granularity, "options": info.options,
-            "value_type": info.value_type, "index_coding": info.index_coding, "value_bits": info.value_bits,
-            "wrapper": info.wrapper, "k": info.k, "seed": info.seed, "payload_bytes": info.payload_bytes,
+            "elements": info.elements, "bits": info.bits,
+            "granularity": info.granularity_name.decode(), "granularity_id": info.granularity,
+            "options": options, "options_id": info.options,
+            "value_type": info.value_type_name.decode(), "value_type_id": info.value_type,
+            "index_coding": info.index_coding_name.decode(), "index_coding_id": info.index_coding,
+            "value_bits": info.value_bits, "wrapper": info.wrapper_name.decode(), "wrapper_id": info.wrapper,
+            "k": info.k, "seed": info.seed, "payload_bytes": info.payload_bytes,
             "frame_bytes": info.frame_bytes, "checksum": info.checksum, "has_ids": bool(info.has_ids)}
 
 

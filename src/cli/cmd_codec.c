@@ -162,7 +162,7 @@ static int decode(int argc, char **argv) {
         ret = 1;
     } else if (info.wrapper) {
         fprintf(strcmp(pos[1], "-") ? stdout : stderr, "note: a %s frame holds the compressed difference, not the tensor the receiver reconstructs with its state\n",
-               info.wrapper == 1 ? "ef" : info.wrapper == 2 ? "ef21" : "aqsgd");
+               info.wrapper_name);
     }
     free(t.data);
     free(f);
@@ -176,26 +176,30 @@ static int inspect(int argc, char **argv) {
     pz_frame_info i;
     const int rc = frame_args("pipezip codec inspect", argc, argv, pos, 1, "a frame file", 1, &f, &len, &i);
     if (rc >= 0) return rc;
-    static const char *gran[] = {"tensor", "sample", "channel"}, *vt[] = {"fp32", "fp16", "bf16", "quantized"},
-                      *idx[] = {"none", "bitmap", "delta"}, *wr[] = {"none", "ef", "ef21", "aqsgd", "aqsgd warm-up"};
+    /* every name from the format's tables (pz_frame_info), every line from
+     * the fields the family uses: no codec or value is known here */
     printf("frame:        %s, %llu bytes (header 64, payload %llu), CRC-32C %08x ok\n", pos[0], (unsigned long long)i.frame_bytes,
            (unsigned long long)i.payload_bytes, i.checksum);
-    printf("codec:        %s (id %d)%s%s\n", i.codec_name, i.codec_id, i.wrapper ? ", wrapper " : "", i.wrapper ? wr[i.wrapper] : "");
+    printf("codec:        %s (id %d)%s%s\n", i.codec_name, i.codec_id, i.wrapper ? ", wrapper " : "", i.wrapper ? i.wrapper_name : "");
     printf("shape:        ");
     for (int d = 0; d < i.ndim; d++) printf("%s%lld", d ? "x" : "", (long long)i.shape[d]);
     printf(" (%lld elements)\n", (long long)i.elements);
     printf("bits/element: %.4f (%.2fx smaller than fp32)\n", i.elements ? 8.0 * i.frame_bytes / i.elements : 0.0,
            i.frame_bytes ? 32.0 * i.elements / (8.0 * i.frame_bytes) : 0.0);
-    if (i.codec_id == 3)
-        printf("quantization: %d bits, %s, %s rounding, per %s\n", i.bits, i.options & 1 ? "symmetric" : "asymmetric",
-               i.options & 2 ? "stochastic" : "nearest", gran[i.granularity]);
-    if (i.codec_id >= 4) {
-        printf("kept:         k = %u per %s", i.k, gran[i.granularity]);
-        if (i.codec_id == 7) printf(", %d-bit codes, %s", i.bits, i.options & 4 ? "signed" : "unsigned");
-        if (i.codec_id == 5) printf(", positions from seed %llu%s", (unsigned long long)i.seed, i.options & 8 ? ", unbiased" : "");
-        printf("\nvalues:       %s%s", vt[i.value_type], i.value_type == 3 ? "" : "");
-        if (i.value_type == 3) printf(" (%d bits)", i.value_bits);
-        if (i.codec_id == 4 || i.codec_id == 6) printf(", positions as %s", idx[i.index_coding]);
+    char opts[160];
+    pz_frame_options_text(i.options, i.option_mask, opts, sizeof opts);
+    if (i.fields & PZ_FRAME_USES_K) {
+        printf("kept:         k = %u per %s", i.k, i.granularity_name);
+        if (i.fields & PZ_FRAME_USES_BITS) printf(", %d-bit codes", i.bits);
+        if (i.fields & PZ_FRAME_USES_SEED) printf(", positions from seed %llu", (unsigned long long)i.seed);
+        printf("%s%s\n", *opts ? ", " : "", opts);
+    } else if (i.fields & PZ_FRAME_USES_BITS) {
+        printf("quantization: %d bits, %s%sper %s\n", i.bits, opts, *opts ? ", " : "", i.granularity_name);
+    }
+    if (i.fields & PZ_FRAME_USES_VALUES) {
+        printf("values:       %s", i.value_type_name);
+        if (i.value_bits) printf(" (%d bits)", i.value_bits);
+        if (i.fields & PZ_FRAME_USES_INDEX) printf(", positions as %s", i.index_coding_name);
         printf("\n");
     }
     if (i.has_ids) printf("sample ids:   yes (%lld)\n", (long long)i.shape[0]);

@@ -12,6 +12,7 @@
 #include "units.h"
 #include "scratch.h"
 #include "kernels/codec_kernels.h"
+#include "vocab.h"
 
 struct codec_family;
 
@@ -44,6 +45,8 @@ typedef struct codec_family {
     int lossless;          /* decodes to exactly the input */
     int plain_payload;     /* the payload is one plain array (the CRC is checked while converting) */
     int fraction;          /* the spec starts with a kept fraction: name:F,... */
+    unsigned fields;       /* PZ_FRAME_USES_*: the header fields its frames set */
+    int option_mask;       /* OPT_* bits its frames may carry */
     /* defaults for a spec that names this family; 0 when `name` is not its */
     int (*match)(const char *name, codec_params *p);
     /* one option item (val NULL for a bare word); an error names the spec */
@@ -74,15 +77,19 @@ extern const codec_family codec_quant;                         /* quant.c */
 extern const codec_family codec_topk, codec_randk, codec_randtopk; /* topk.c */
 extern const codec_family codec_ms;                            /* ms.c */
 
-/* spec.c: option helpers shared by the families */
+/* spec.c: option helpers shared by the families (names: vocab.h) */
 pz_status spec_bad(const char *spec, const char *what);
-const char *gran_name(int gran);
 /* per=tensor|sample (|channel when allowed) */
 pz_status spec_per(codec_params *p, const char *val, int channel_ok, const char *spec);
 /* values=fp32|fp16|bf16 (|q1..q8 when allowed) */
 pz_status spec_values(codec_params *p, const char *val, int quant_ok, const char *spec);
 /* a value type's canonical name: fp32, fp16, bf16, qB */
 void values_name(const codec_params *p, char *buf, size_t cap);
+/* a bare option word of frame_options among the bits in mask ("sym", "asym",
+ * "by=value", ...): sets or clears its bit and returns 1; 0 when it is none */
+int spec_option_word(codec_params *p, const char *key, const char *val, int mask);
+/* the spec word for bit as set or clear in options ("sym" / "asym") */
+const char *option_word(int options, int bit);
 pz_status spec_unknown_option(const char *spec, const char *name, const char *key, const char *val);
 
 #endif

@@ -99,12 +99,12 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
     if (!fam) return frame_error(PZ_FRAME_PARAM, "unknown codec id %d", h->codec);
     h->fam = fam;
     if (h->flags & ~FLAG_IDS) return frame_error(PZ_FRAME_PARAM, "unknown flags 0x%02x", h->flags);
-    if (h->wrapper > WRAP_AQSGD_WARMUP) return frame_error(PZ_FRAME_PARAM, "unknown wrapper %d", h->wrapper);
+    if (!pz_frame_value_name(PZ_FIELD_WRAPPER, h->wrapper)) return frame_error(PZ_FRAME_PARAM, "unknown wrapper %d", h->wrapper);
     if (f[31] || pz_get_u32(f + 36) || pz_get_u32(f + 60)) return frame_error(PZ_FRAME_PARAM, "reserved bytes are not zero");
     if (h->options & ~OPT_ALL) return frame_error(PZ_FRAME_PARAM, "unknown option bits 0x%02x", h->options);
-    if (h->gran > GRAN_TOKEN) return frame_error(PZ_FRAME_PARAM, "granularity %d is not 0, 1, 2 or 3", h->gran);
-    if (h->value_type > VAL_QUANT) return frame_error(PZ_FRAME_PARAM, "value type %d is not 0..3", h->value_type);
-    if (h->index_coding > IDX_DELTA) return frame_error(PZ_FRAME_PARAM, "index coding %d is not 0..2", h->index_coding);
+    if (!pz_name_of(frame_granularities, h->gran)) return frame_error(PZ_FRAME_PARAM, "granularity %d is not 0, 1, 2 or 3", h->gran);
+    if (!pz_name_of(frame_value_types, h->value_type)) return frame_error(PZ_FRAME_PARAM, "value type %d is not 0..3", h->value_type);
+    if (!pz_name_of(frame_index_codings, h->index_coding)) return frame_error(PZ_FRAME_PARAM, "index coding %d is not 0..2", h->index_coding);
     if ((h->value_type == VAL_QUANT) != (h->value_bits != 0) || h->value_bits > 8)
         return frame_error(PZ_FRAME_PARAM, "value bits %d do not fit value type %d", h->value_bits, h->value_type);
     const uint8_t *p = f + PZ_FRAME_HEADER_BYTES;
@@ -157,6 +157,12 @@ pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info
     info->frame_bytes = len;
     info->checksum = h.crc;
     info->has_ids = h.flags & FLAG_IDS;
+    info->granularity_name = pz_frame_value_name(PZ_FIELD_GRANULARITY, h.gran);
+    info->value_type_name = pz_frame_value_name(PZ_FIELD_VALUE_TYPE, h.value_type);
+    info->index_coding_name = pz_frame_value_name(PZ_FIELD_INDEX_CODING, h.index_coding);
+    info->wrapper_name = pz_frame_value_name(PZ_FIELD_WRAPPER, h.wrapper);
+    info->fields = h.fam->fields;
+    info->option_mask = h.fam->option_mask;
     return PZ_OK;
 }
 

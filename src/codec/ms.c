@@ -163,7 +163,7 @@ static pz_status decode(const frame_header *h, const codec_io *io, const units *
     return st;
 }
 
-static pz_status check(const frame_header *h) { return sparse_check(h, OPT_SIGNED, 1, 0, "ms sends no index section"); }
+static pz_status check(const frame_header *h) { return sparse_check(h, 1, 0, "ms sends no index section"); }
 
 static size_t max_body(const codec_params *p, const units *u) {
     const int64_t kept = u->U * kept_per_unit(p->fraction, u->m);
@@ -198,7 +198,8 @@ static void canonical(const codec_params *p, char *buf, size_t cap) {
 }
 
 const codec_family codec_ms = {
-    .name = "ms", .wire_id = 7, .fraction = 1,
+    .name = "ms", .wire_id = 7, .fraction = 1, .option_mask = OPT_SIGNED,
+    .fields = PZ_FRAME_USES_BITS | PZ_FRAME_USES_GRANULARITY | PZ_FRAME_USES_K | PZ_FRAME_USES_VALUES,
     .usage = "ms:F[,bits=2,per=tensor|sample,auto|signed|unsigned,values=fp32|fp16|bf16]",
     .help = "Paper B's mask-encoded sparsification: F = 1 - r kept exactly, the rest as b-bit codes below Top_min; "
             "b (+1 sign bit if signed) + 32F bits per element",

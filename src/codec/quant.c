@@ -200,7 +200,7 @@ static size_t max_body(const codec_params *p, const units *u) { return scale_byt
 
 static pz_status check(const frame_header *h) {
     if (h->bits < 1 || h->bits > 8) return frame_error(PZ_FRAME_PARAM, "quantization width %d is not in 1..8", h->bits);
-    if (h->options & ~(OPT_SYM | OPT_STOCH) || h->value_type || h->index_coding || h->k)
+    if (h->options & ~h->fam->option_mask || h->value_type || h->index_coding || h->k)
         return frame_error(PZ_FRAME_PARAM, "parameters that quantization does not take are set");
     return PZ_OK;
 }
@@ -216,14 +216,7 @@ static int match(const char *name, codec_params *p) {
 
 static pz_status option(codec_params *p, const char *key, const char *val, const char *spec) {
     if (!strcmp(key, "per") && val) return spec_per(p, val, 1, spec);
-    if (!val && (!strcmp(key, "sym") || !strcmp(key, "asym"))) {
-        p->options = (p->options & ~OPT_SYM) | (key[0] == 's' ? OPT_SYM : 0);
-        return PZ_OK;
-    }
-    if (!val && (!strcmp(key, "stoch") || !strcmp(key, "nearest"))) {
-        p->options = (p->options & ~OPT_STOCH) | (key[0] == 's' ? OPT_STOCH : 0);
-        return PZ_OK;
-    }
+    if (spec_option_word(p, key, val, codec_quant.option_mask)) return PZ_OK;
     return spec_unknown_option(spec, "q", key, val);
 }
 
@@ -234,12 +227,12 @@ static pz_status finish(codec_params *p, const char *spec) {
 }
 
 static void canonical(const codec_params *p, char *buf, size_t cap) {
-    snprintf(buf, cap, "q%d:%s,%s,per=%s", p->bits, p->options & OPT_SYM ? "sym" : "asym", p->options & OPT_STOCH ? "stoch" : "nearest",
+    snprintf(buf, cap, "q%d:%s,%s,per=%s", p->bits, option_word(p->options, OPT_SYM), option_word(p->options, OPT_STOCH),
              gran_name(p->gran));
 }
 
 const codec_family codec_quant = {
-    .name = "quant", .wire_id = 3,
+    .name = "quant", .wire_id = 3, .fields = PZ_FRAME_USES_BITS | PZ_FRAME_USES_GRANULARITY, .option_mask = OPT_SYM | OPT_STOCH,
     .usage = "qB[:asym|sym,nearest|stoch,per=tensor|sample|channel|token]",
     .help = "uniform quantization, B = 1..8 bits: min-max (asym, Paper A) or max-abs (sym, AQ-SGD); stochastic rounding is unbiased. "
             "B bits + a scale per unit",

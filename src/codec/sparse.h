@@ -63,7 +63,7 @@ pz_status read_values(const pz_codec_kernels *k, int vt, int vbits, const uint8_
 /* header checks shared by the sparse families: granularity tensor or sample,
  * the option bits `allowed`, no code width unless `bits_ok`, and an index
  * coding only where `index_ok` */
-pz_status sparse_check(const frame_header *h, int allowed, int bits_ok, int index_ok, const char *no_index_why);
+pz_status sparse_check(const frame_header *h, int bits_ok, int index_ok, const char *no_index_why);
 /* a frame's k against its units: PZ_FRAME_PARAM when k exceeds a unit */
 pz_status sparse_check_k(const frame_header *h, const units *u);
 

@@ -12,10 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *gran_name(int g) {
-    return g == GRAN_SAMPLE ? "sample" : g == GRAN_CHANNEL ? "channel" : g == GRAN_TOKEN ? "token" : "tensor";
-}
-
 pz_status spec_bad(const char *spec, const char *what) { return pz_fail(PZ_ERR_ARG, "codec spec '%s': %s", spec, what); }
 
 pz_status spec_unknown_option(const char *spec, const char *name, const char *key, const char *val) {
@@ -25,27 +21,42 @@ pz_status spec_unknown_option(const char *spec, const char *name, const char *ke
 }
 
 pz_status spec_per(codec_params *p, const char *val, int channel_ok, const char *spec) {
-    if (!strcmp(val, "tensor")) p->gran = GRAN_TENSOR;
-    else if (!strcmp(val, "sample")) p->gran = GRAN_SAMPLE;
-    else if (!strcmp(val, "channel") && channel_ok) p->gran = GRAN_CHANNEL;
-    else if (!strcmp(val, "token") && channel_ok) p->gran = GRAN_TOKEN;
-    else return spec_bad(spec, channel_ok ? "per= takes tensor, sample, channel or token" : "per= takes tensor or sample");
+    const pz_name *g = pz_name_find(frame_granularities, val);
+    if (!g || (!channel_ok && g->value > GRAN_SAMPLE))
+        return spec_bad(spec, channel_ok ? "per= takes tensor, sample, channel or token" : "per= takes tensor or sample");
+    p->gran = g->value;
     return PZ_OK;
 }
 
 pz_status spec_values(codec_params *p, const char *v, int quant_ok, const char *spec) {
-    if (!strcmp(v, "fp32")) p->value_type = VAL_F32;
-    else if (!strcmp(v, "fp16")) p->value_type = VAL_F16;
-    else if (!strcmp(v, "bf16")) p->value_type = VAL_BF16;
+    const pz_name *t = pz_name_find(frame_value_types, v);
+    if (t && t->value != VAL_QUANT) p->value_type = t->value;
     else if (quant_ok && v[0] == 'q' && v[1] >= '1' && v[1] <= '8' && !v[2]) p->value_type = VAL_QUANT, p->value_bits = v[1] - '0';
     else return spec_bad(spec, quant_ok ? "values= takes fp32, fp16, bf16 or q1..q8" : "values= takes fp32, fp16 or bf16");
     return PZ_OK;
 }
 
+int spec_option_word(codec_params *p, const char *key, const char *val, int mask) {
+    char word[64];
+    snprintf(word, sizeof word, "%s%s%s", key, val ? "=" : "", val ? val : "");
+    for (int i = 0; i < frame_option_count; i++) {
+        const frame_option *o = &frame_options[i];
+        if (!(mask & o->bit)) continue;
+        if (!strcmp(word, o->name)) return p->options |= o->bit, 1;
+        if (!strcmp(word, o->off)) return p->options &= ~o->bit, 1;
+    }
+    return 0;
+}
+
+const char *option_word(int options, int bit) {
+    for (int i = 0; i < frame_option_count; i++)
+        if (frame_options[i].bit == bit) return options & bit ? frame_options[i].name : frame_options[i].off;
+    return "?";
+}
+
 void values_name(const codec_params *p, char *buf, size_t cap) {
-    static const char *const names[] = {"fp32", "fp16", "bf16"};
     if (p->value_type == VAL_QUANT) snprintf(buf, cap, "q%d", p->value_bits);
-    else snprintf(buf, cap, "%s", names[p->value_type]);
+    else snprintf(buf, cap, "%s", pz_name_of(frame_value_types, p->value_type));
 }
 
 static pz_status parse_base(const char *spec, const char *s, codec_params *p) {

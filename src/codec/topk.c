@@ -348,9 +348,9 @@ static pz_status decode_randk(const frame_header *h, const codec_io *io, const u
     return PZ_OK;
 }
 
-static pz_status check_topk(const frame_header *h) { return sparse_check(h, OPT_BYVALUE, 0, 1, ""); }
-static pz_status check_randtopk(const frame_header *h) { return sparse_check(h, 0, 0, 1, ""); }
-static pz_status check_randk(const frame_header *h) { return sparse_check(h, OPT_UNBIASED, 0, 0, "randk sends no positions"); }
+static pz_status check_topk(const frame_header *h) { return sparse_check(h, 0, 1, ""); }
+static pz_status check_randtopk(const frame_header *h) { return sparse_check(h, 0, 1, ""); }
+static pz_status check_randk(const frame_header *h) { return sparse_check(h, 0, 0, "randk sends no positions"); }
 
 /* ---- sizes and specs -------------------------------------------------------- */
 
@@ -374,10 +374,9 @@ static int match_randtopk(const char *name, codec_params *p) {
 }
 
 static pz_status option_index(codec_params *p, const char *val, const char *spec) {
-    if (!strcmp(val, "auto")) p->index_coding = IDX_AUTO;
-    else if (!strcmp(val, "bitmap")) p->index_coding = IDX_BITMAP;
-    else if (!strcmp(val, "delta")) p->index_coding = IDX_DELTA;
-    else return spec_bad(spec, "index= takes auto, bitmap or delta");
+    const pz_name *c = pz_name_find(spec_index_codings, val);
+    if (!c) return spec_bad(spec, "index= takes auto, bitmap or delta");
+    p->index_coding = c->value;
     return PZ_OK;
 }
 
@@ -385,22 +384,15 @@ static pz_status option_topk(codec_params *p, const char *key, const char *val, 
     if (!strcmp(key, "per") && val) return spec_per(p, val, 0, spec);
     if (!strcmp(key, "values") && val) return spec_values(p, val, 1, spec);
     if (!strcmp(key, "index") && val) return option_index(p, val, spec);
-    if (!strcmp(key, "by") && val) {
-        if (!strcmp(val, "magnitude")) p->options &= ~OPT_BYVALUE;
-        else if (!strcmp(val, "value")) p->options |= OPT_BYVALUE;
-        else return spec_bad(spec, "by= takes magnitude or value");
-        return PZ_OK;
-    }
+    if (spec_option_word(p, key, val, codec_topk.option_mask)) return PZ_OK;
+    if (!strcmp(key, "by") && val) return spec_bad(spec, "by= takes magnitude or value");
     return spec_unknown_option(spec, "topk", key, val);
 }
 
 static pz_status option_randk(codec_params *p, const char *key, const char *val, const char *spec) {
     if (!strcmp(key, "per") && val) return spec_per(p, val, 0, spec);
     if (!strcmp(key, "values") && val) return spec_values(p, val, 1, spec);
-    if (!val && (!strcmp(key, "unbiased") || !strcmp(key, "biased"))) {
-        p->options = (p->options & ~OPT_UNBIASED) | (key[0] == 'u' ? OPT_UNBIASED : 0);
-        return PZ_OK;
-    }
+    if (!val && spec_option_word(p, key, val, codec_randk.option_mask)) return PZ_OK;
     return spec_unknown_option(spec, "randk", key, val);
 }
 
@@ -417,19 +409,19 @@ static pz_status option_randtopk(codec_params *p, const char *key, const char *v
     return spec_unknown_option(spec, "randtopk", key, val);
 }
 
-static const char *index_name(int coding) { return coding == IDX_BITMAP ? "bitmap" : coding == IDX_DELTA ? "delta" : "auto"; }
+static const char *index_name(int coding) { return pz_name_of(spec_index_codings, coding); }
 
 static void canonical_topk(const codec_params *p, char *buf, size_t cap) {
     char v[8];
     values_name(p, v, sizeof v);
-    snprintf(buf, cap, "topk:%g,per=%s,values=%s,by=%s,index=%s", p->fraction, gran_name(p->gran), v,
-             p->options & OPT_BYVALUE ? "value" : "magnitude", index_name(p->index_coding));
+    snprintf(buf, cap, "topk:%g,per=%s,values=%s,%s,index=%s", p->fraction, gran_name(p->gran), v,
+             option_word(p->options, OPT_BYVALUE), index_name(p->index_coding));
 }
 
 static void canonical_randk(const codec_params *p, char *buf, size_t cap) {
     char v[8];
     values_name(p, v, sizeof v);
-    snprintf(buf, cap, "randk:%g,per=%s,values=%s,%s", p->fraction, gran_name(p->gran), v, p->options & OPT_UNBIASED ? "unbiased" : "biased");
+    snprintf(buf, cap, "randk:%g,per=%s,values=%s,%s", p->fraction, gran_name(p->gran), v, option_word(p->options, OPT_UNBIASED));
 }
 
 static void canonical_randtopk(const codec_params *p, char *buf, size_t cap) {
@@ -440,7 +432,8 @@ static void canonical_randtopk(const codec_params *p, char *buf, size_t cap) {
 }
 
 const codec_family codec_topk = {
-    .name = "topk", .wire_id = 4, .fraction = 1,
+    .name = "topk", .wire_id = 4, .fraction = 1, .option_mask = OPT_BYVALUE,
+    .fields = PZ_FRAME_USES_GRANULARITY | PZ_FRAME_USES_K | PZ_FRAME_USES_VALUES | PZ_FRAME_USES_INDEX,
     .usage = "topk:F[,per=sample|tensor,by=magnitude|value,values=fp32|fp16|bf16|qB,index=auto|bitmap|delta]",
     .help = "keep the fraction F of largest magnitudes (per sample by default, as Paper A); positions as a bitmap or delta varints, "
             "whichever is smaller",
@@ -449,7 +442,8 @@ const codec_family codec_topk = {
 };
 
 const codec_family codec_randk = {
-    .name = "randk", .wire_id = 5, .fraction = 1,
+    .name = "randk", .wire_id = 5, .fraction = 1, .option_mask = OPT_UNBIASED,
+    .fields = PZ_FRAME_USES_GRANULARITY | PZ_FRAME_USES_K | PZ_FRAME_USES_SEED | PZ_FRAME_USES_VALUES,
     .usage = "randk:F[,unbiased,per=sample|tensor,values=...]",
     .help = "F of the positions at random from a seed carried in the header: no positions on the wire; unbiased scales by d/k",
     .match = match_randk, .option = option_randk, .canonical = canonical_randk, .max_body = max_body_randk,
@@ -458,6 +452,7 @@ const codec_family codec_randk = {
 
 const codec_family codec_randtopk = {
     .name = "randtopk", .wire_id = 6, .fraction = 1,
+    .fields = PZ_FRAME_USES_GRANULARITY | PZ_FRAME_USES_K | PZ_FRAME_USES_VALUES | PZ_FRAME_USES_INDEX,
     .usage = "randtopk:F[,alpha=0.1,per=...,values=...,index=...]",
     .help = "randomized TopK (Zheng et al.): k draws, top positions weighted (1-alpha)/k, the others alpha/(d-k)",
     .match = match_randtopk, .option = option_randtopk, .canonical = canonical_randtopk, .max_body = max_body_listed,

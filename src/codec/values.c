@@ -86,12 +86,12 @@ pz_status read_values(const pz_codec_kernels *k, int vt, int vbits, const uint8_
     return PZ_OK;
 }
 
-pz_status sparse_check(const frame_header *h, int allowed, int bits_ok, int index_ok, const char *no_index_why) {
+pz_status sparse_check(const frame_header *h, int bits_ok, int index_ok, const char *no_index_why) {
     const char *name = codec_wire_name(h->codec);
     if (h->gran > GRAN_SAMPLE) return frame_error(PZ_FRAME_PARAM, "%s works per tensor or per sample, not granularity %d", name, h->gran);
     if (!bits_ok && h->bits) return frame_error(PZ_FRAME_PARAM, "%s takes no code width", name);
     if (!index_ok && h->index_coding) return frame_error(PZ_FRAME_PARAM, "%s", no_index_why);
-    if (h->options & ~allowed) return frame_error(PZ_FRAME_PARAM, "option bits 0x%02x do not apply to %s", h->options, name);
+    if (h->options & ~h->fam->option_mask) return frame_error(PZ_FRAME_PARAM, "option bits 0x%02x do not apply to %s", h->options, name);
     return PZ_OK;
 }
 
