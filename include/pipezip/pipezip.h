@@ -40,55 +40,83 @@ PZ_API pz_status pz_net_forward(pz_net *net, const float *x, int B, float *logit
  * *loss gets the batch's mean softmax cross-entropy before the update. */
 PZ_API pz_status pz_net_train_step(pz_net *net, const float *x, const int32_t *labels, int B, float lr, float *loss);
 
-/* ---- a training run (what `pipezip train` does) ------------------------------ */
-typedef struct {
-    const char *model;        /* preset name; default "resnet8" */
-    const char *data;         /* "fashion-mnist", "mnist", "cifar10", "synthetic" */
-    const char *data_dir;     /* NULL: the dataset's default location */
-    int64_t limit_train;      /* use only the first N training examples; <= 0 = all */
-    int64_t limit_test;
-    int epochs;
-    int batch;
-    const char *optimizer;    /* "sgd" or "adamw" */
-    float lr, momentum, weight_decay;
-    int nesterov;
-    const char *schedule;     /* "constant", "cosine", "step:E,G", "onecycle[:PCT]" */
-    float warmup_epochs;
-    int augment_pad;          /* random-crop padding, 0 = off, -1 = the dataset's default */
-    int augment_flip;         /* 0/1, -1 = the dataset's default */
-    uint64_t seed;
-    int threads;              /* <= 0: all cores */
-    const char *out_dir;      /* run directory; NULL: no files written */
-    const char *metrics_format; /* "jsonl" or "csv" */
-    int log_every;            /* write a step record every N steps */
-    /* pipeline: more than one stage when stages > 1 or cuts is set, or by default for resnets */
-    int stages;               /* stages balanced by compute (1: no pipeline; 0 = auto: resnets cut after each
-                                 residual group, as Paper A, other models one stage) */
-    const char *cuts;         /* cut after these top-level layers: "3,4,5" or "layer1,layer2,layer3" */
-    const char *fwd, *bwd;    /* codec specs for activations / gradients: "q4" (every boundary), "q8,1=q2" (boundary 1
-                                 differs); default q4 / q8 */
-    const char *eval_compress;/* "both" (default), "on" or "off": test through compressed boundaries */
-    int micro_batches;        /* GPipe micro-batches per step (1: none) */
-    int aqsgd_warmup;         /* epochs that aqsgd(...) codecs send uncompressed, filling their buffers */
-    const char *link;         /* "inproc" (default), "mpi" (mpirun -np S), "zmq" (client of pipezip serve) */
-    const char *connect;      /* zmq: the server's endpoint, "tcp://HOST:PORT" */
-    const char *client_key, *server_key; /* zmq CURVE: this client's secret key file, the server's public key file */
-    const char *link_bandwidth, *link_latency; /* emulated link: "100mbit", "10ms" (NULL: not emulated) */
-    int link_realtime;        /* really hold frames back instead of only keeping the virtual clock */
-    double timeout;           /* seconds a silent stage or peer is given before the run stops (default 60) */
-    const char *resume;       /* a run directory to continue from its last checkpoint (written every epoch) */
-    int shard_index, shard_count; /* train on the shard_index-th of shard_count slices (split-learning clients); 0/0 = all */
-    const char *turn;         /* zmq client: when to give the next client its turn: "run" (default, NULL too: after the
-                                 whole run), "epoch" (after every epoch), or a number of steps */
-    float clip_norm;          /* > 0: clip the gradients' global norm (over every stage) to this; 0 = off */
-    const char *tokenizer;    /* text: "bytes" (default, NULL too) or "bpe:N", byte-level BPE of N tokens learned from the
-                                 training split and kept in the run directory (tokenizer.txt) */
-    int eval_every;           /* > 0: also evaluate every N steps, into evals.jsonl (with each epoch's end) */
-    const char *grad_mask;    /* "none" (default, NULL too) or "fwd": each boundary's gradient is zeroed where the
-                                 activation it follows arrived as 0, before the backward codec (the derivative of a
-                                 forward TopK, as Paper A's GPT-2 runs reuse the forward mask) */
-    const char *command_line; /* how the run was started, recorded in config.json (NULL: not known) */
-} pz_run_config;
+/* ---- a training run (what `pipezip train` does) ------------------------------
+ * A run's settings go in through one door, as zstd's parameters do: each
+ * is a pz_setting, given as the text a user would type ("q4,1=q2",
+ * "100mbit", "gpt-tiny") or as a number, parsed and checked at once into
+ * a typed plan. An error names the setting as its flag (--fwd) and says
+ * what it accepts; the rooms of the run read typed values only. The flags
+ * of `pipezip train` are these settings (pz_setting_name). */
+typedef enum {
+    PZ_SET_MODEL,          /* "resnet8": a preset (pipezip models) */
+    PZ_SET_DATA,           /* "fashion-mnist", "mnist", "cifar10", "synthetic", "kjv", "text:FILE" */
+    PZ_SET_TOKENIZER,      /* text: "bytes" or "bpe:N" */
+    PZ_SET_DATA_DIR,       /* the dataset's directory (default: its own) */
+    PZ_SET_LIMIT_TRAIN,    /* use only the first N training examples (0: all) */
+    PZ_SET_LIMIT_TEST,
+    PZ_SET_EPOCHS,
+    PZ_SET_BATCH,
+    PZ_SET_OPTIMIZER,      /* "sgd" or "adamw" */
+    PZ_SET_LR,
+    PZ_SET_MOMENTUM,
+    PZ_SET_NESTEROV,       /* 0/1 ("on"/"off") */
+    PZ_SET_WEIGHT_DECAY,
+    PZ_SET_SCHEDULE,       /* "constant", "cosine", "step:E,G", "onecycle[:PCT]" */
+    PZ_SET_WARMUP,         /* LR warm-up, in epochs */
+    PZ_SET_CLIP_NORM,      /* 0: off */
+    PZ_SET_CROP_PAD,       /* -1: the dataset's default */
+    PZ_SET_FLIP,           /* -1: the dataset's default */
+    PZ_SET_SEED,
+    PZ_SET_THREADS,        /* 0: all cores */
+    PZ_SET_STAGES,         /* 0: auto (resnets in 4 stages, others 1) */
+    PZ_SET_CUTS,           /* "layer1,layer2,layer3" or "3,4,5" */
+    PZ_SET_FWD,            /* activation codecs: "q4", "q8,1=q2" */
+    PZ_SET_BWD,            /* gradient codecs */
+    PZ_SET_EVAL_COMPRESS,  /* "both", "on", "off" */
+    PZ_SET_MICRO_BATCHES,
+    PZ_SET_AQSGD_WARMUP,   /* epochs */
+    PZ_SET_LINK,           /* "inproc", "mpi", "zmq" */
+    PZ_SET_CONNECT,        /* zmq: "tcp://HOST:PORT" */
+    PZ_SET_CLIENT_KEY,     /* zmq CURVE: this client's secret key file */
+    PZ_SET_SERVER_KEY,     /* zmq CURVE: the server's public key file */
+    PZ_SET_LINK_BANDWIDTH, /* emulated: "100mbit", "12.5MB/s" */
+    PZ_SET_LINK_LATENCY,   /* emulated: "10ms", "250us" */
+    PZ_SET_LINK_REALTIME,  /* really hold frames back */
+    PZ_SET_TIMEOUT,        /* seconds */
+    PZ_SET_TURN,           /* zmq: "run", "epoch" or a number of steps */
+    PZ_SET_SHARD,          /* "K/N" */
+    PZ_SET_RESUME,         /* a run directory to continue */
+    PZ_SET_OUT,            /* the run directory (unset: none is written) */
+    PZ_SET_METRICS,        /* "jsonl" or "csv" */
+    PZ_SET_LOG_EVERY,
+    PZ_SET_GRAD_MASK,      /* "none" or "fwd" */
+    PZ_SET_EVAL_EVERY,     /* steps; 0: at epoch ends only */
+    PZ_SET_COMMAND_LINE,   /* how the run was started, for config.json */
+    PZ_SET_COUNT
+} pz_setting;
+
+typedef struct pz_run_plan pz_run_plan;
+
+/* A plan with the defaults `pipezip train` uses. */
+PZ_API pz_status pz_run_plan_create(pz_run_plan **plan);
+PZ_API void pz_run_plan_free(pz_run_plan *plan);
+/* Any setting from its text; a boolean takes on/off (true/false, 1/0). */
+PZ_API pz_status pz_run_plan_set(pz_run_plan *plan, pz_setting setting, const char *text);
+/* A numeric (or boolean) setting from a number: the same checks. */
+PZ_API pz_status pz_run_plan_set_number(pz_run_plan *plan, pz_setting setting, double value);
+/* Whether a setting was given (not left at its default). */
+PZ_API int pz_run_plan_is_set(const pz_run_plan *plan, pz_setting setting);
+/* A setting's text as given (or its default's; NULL when it has none). */
+PZ_API const char *pz_run_plan_text(const pz_run_plan *plan, pz_setting setting);
+/* The rules across settings (a tokenizer for text, the data a model takes,
+ * --stages against --cuts, the flags that need a boundary between stages,
+ * a link's own flags); pz_run_train checks them first too. */
+PZ_API pz_status pz_run_plan_check(const pz_run_plan *plan);
+/* A setting's flag name without "--" ("link-bandwidth"), NULL for none. */
+PZ_API const char *pz_setting_name(pz_setting setting);
+/* The setting a flag name ("link-bandwidth") or config.json key
+ * ("link_bandwidth") names; -1 for none. */
+PZ_API int pz_setting_by_name(const char *name);
 
 typedef struct {
     int epochs_done;
@@ -144,10 +172,10 @@ typedef struct {
  * gets a summary with status "stopped", and pz_run_train returns PZ_OK). */
 typedef int (*pz_progress_fn)(const pz_progress *p, void *user);
 
-/* Fill cfg with the defaults `pipezip train` uses. */
-PZ_API void pz_run_config_default(pz_run_config *cfg);
-/* Train as configured; on_progress (may be NULL) is called after every step. */
-PZ_API pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *result, pz_progress_fn on_progress, void *user);
+/* Train as planned; the settings that span several (a tokenizer for text,
+ * the data a model takes, flags that need a boundary) are checked first.
+ * on_progress (may be NULL) is called after every step. */
+PZ_API pz_status pz_run_train(const pz_run_plan *plan, pz_run_result *result, pz_progress_fn on_progress, void *user);
 
 #ifdef __cplusplus
 }

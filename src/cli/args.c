@@ -1,5 +1,6 @@
 /* args.c — strict option parsing with helpful errors. */
 #include "args.h"
+#include "pipezip/status.h"
 
 #include <errno.h>
 #include <math.h>
@@ -43,6 +44,13 @@ static int in_choices(const char *v, const char *choices) {
 }
 
 static int set_value(const char *cmd, const pz_opt *o, const char *v) {
+    if (o->set) { /* the setting's own door checks type, range and values */
+        char flag[100];
+        snprintf(flag, sizeof flag, "--%s", o->name);
+        if (!o->set(o->ctx, o->id, v, flag)) return 0;
+        fprintf(stderr, "%s: %s\n", cmd, pz_last_error());
+        return 2;
+    }
     char *end;
     const int ranged = !(o->min == 0 && o->max == 0);
     errno = 0;
@@ -158,6 +166,11 @@ void pz_print_help(FILE *out, const char *usage, const pz_opt *opts, int n) {
         fprintf(out, "  %-26s %s", left, o->help);
         if (o->type == OPT_STR && o->choices) fprintf(out, "; one of %s", o->choices); /* every allowed value */
         /* show the default: the value the table's target holds before parsing */
+        if (o->set) {
+            if (o->shown) fprintf(out, " [%s]", o->shown);
+            fputc('\n', out);
+            continue;
+        }
         switch (o->type) {
         case OPT_STR: if (*(const char **)o->dst) fprintf(out, " [%s]", *(const char **)o->dst); break;
         case OPT_INT: fprintf(out, " [%d]", *(int *)o->dst); break;
@@ -266,7 +279,12 @@ int pz_parse_args(const char *cmd, const pz_opt *opts, int n, int argc, char **a
             return 2;
         }
         if (o->type == OPT_BOOL && !eq) {
-            *(int *)o->dst = !negated;
+            if (o->set) {
+                pz_opt as_typed = *o;
+                as_typed.name = typed;
+                const int rc = set_value(cmd, &as_typed, negated ? "off" : "on");
+                if (rc) return rc;
+            } else *(int *)o->dst = !negated;
             continue;
         }
         if (negated) {

@@ -16,6 +16,13 @@ typedef struct {
     const char *help;
     double min, max;      /* numeric range (ignored when min == max == 0) */
     const char *choices;  /* "a|b|c" for OPT_STR, or NULL */
+    /* a setting of a run plan (dst unused): set(ctx, id, text, flag) parses
+     * and checks the text, naming the flag as typed in errors; nonzero:
+     * refused, pz_last_error() says why. `shown` is its default for help. */
+    int (*set)(void *ctx, int id, const char *text, const char *flag);
+    void *ctx;
+    int id;
+    const char *shown;
 } pz_opt;
 
 /* Parse argv[first..argc). OPT_BOOL takes --name / --no-name or --name=on|off.

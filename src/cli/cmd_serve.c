@@ -29,11 +29,10 @@ static const char serve_usage[] =
     "  pipezip serve --cuts layer1 --bind tcp://0.0.0.0:5555 --server-key server.key --client-key client.key.pub\n"
     "  pipezip train --cuts layer1 --link zmq --connect tcp://server:5555 --client-key client.key --server-key server.key.pub\n";
 
-int cmd_serve(int argc, char **argv) {
-    pz_run_config c;
-    pz_run_config_default(&c);
+static int serve(pz_run_plan *plan, int argc, char **argv) {
     pz_serve_options so = {.bind = "tcp://0.0.0.0:5555", .clients = 1, .save_dir = "serve-checkpoints"};
     double max_mb = 0;
+    /* the server's own options, then the settings it shares with its clients (exp/settings.c's rows) */
     const pz_opt opts[] = {
         {"bind", OPT_STR, &so.bind, "ENDPOINT", "where to listen", 0, 0, NULL},
         {"clients", OPT_INT, &so.clients, "N", "serve until N clients have finished (a client that dropped out counts), then exit", 1, 1000000, NULL},
@@ -41,44 +40,55 @@ int cmd_serve(int argc, char **argv) {
         {"client-key", OPT_STR, &so.client_key, "FILE", "the public key (FILE.pub) of the client allowed in", 0, 0, NULL},
         {"checkpoint-dir", OPT_STR, &so.save_dir, "DIR", "where the server's stages write their checkpoints (DIR/epoch-E, when a client checkpoints)", 0, 0, NULL},
         {"resume", OPT_STR, &so.resume, "DIR", "start the server's stages from a checkpoint, e.g. serve-checkpoints/epoch-3 (with a client resuming the same epoch)", 0, 0, NULL},
-        {"model", OPT_STR, &c.model, "NAME", "model preset (as the clients)", 0, 0, "mlp|lenet5|resnet8|resnet20|gpt-tiny|gpt-small"},
-        {"data", OPT_STR, &c.data, "NAME", "the clients' dataset (for its input shape; the server holds no data)", 0, 0, "fashion-mnist|mnist|cifar10|synthetic|kjv|text:FILE"},
-        {"stages", OPT_INT, &c.stages, "S", "stages balanced by compute (stage 0 is the client's; default as pipezip train)", 1, 16, NULL},
-        {"cuts", OPT_STR, &c.cuts, "LIST", "cut after these layers (the first cut is the client/server split)", 0, 0, NULL},
-        {"fwd", OPT_STR, &c.fwd, "SPEC", "activation codecs per boundary", 0, 0, NULL},
-        {"bwd", OPT_STR, &c.bwd, "SPEC", "gradient codecs per boundary", 0, 0, NULL},
-        {"batch", OPT_INT, &c.batch, "N", "largest batch the clients send", 1, 65536, NULL},
-        {"micro-batches", OPT_INT, &c.micro_batches, "M", "GPipe micro-batches (as the clients)", 1, 16, NULL},
-        {"optimizer", OPT_STR, &c.optimizer, "NAME", "optimizer", 0, 0, "sgd|adamw"},
-        {"momentum", OPT_FLOAT, &c.momentum, "X", "SGD momentum", 0, 0.999999, NULL},
-        {"nesterov", OPT_BOOL, &c.nesterov, NULL, "Nesterov momentum (SGD)", 0, 0, NULL},
-        {"weight-decay", OPT_FLOAT, &c.weight_decay, "X", "weight decay", 0, 10, NULL},
-        {"tokenizer", OPT_STR, &c.tokenizer, "SPEC", "the clients' tokenizer (bytes or bpe:N: its vocabulary)", 0, 0, "bytes|bpe:N"},
-        {"grad-mask", OPT_STR, &c.grad_mask, "MODE", "as the clients: fwd zeroes each boundary gradient where its activation arrived as 0", 0, 0, "none|fwd"},
-        {"clip-norm", OPT_FLOAT, &c.clip_norm, "X", "clip the gradients' global norm (as the clients)", 0, 1e6, NULL},
-        {"lr", OPT_FLOAT, &c.lr, "X", "accepted for symmetry with the clients and ignored: their learning rate travels with every batch", 1e-9, 100, NULL},
-        {"schedule", OPT_STR, &c.schedule, "SPEC", "accepted and ignored, as --lr", 0, 0, NULL},
-        {"seed", OPT_U64, &c.seed, "N", "seed for the server-side initialisation (as the clients)", 0, 0, NULL},
-        {"threads", OPT_INT, &c.threads, "N", "threads (0 = all cores)", 0, 1024, NULL},
-        {"timeout", OPT_FLOAT64, &c.timeout, "SECONDS", "a client silent this long in its session is dropped (its session rolled back)", 0.001, 1e6, NULL},
+        cli_setting_opt(plan, PZ_SET_MODEL, "model preset (as the clients)"),
+        cli_setting_opt(plan, PZ_SET_DATA, "the clients' dataset (for its input shape; the server holds no data)"),
+        cli_setting_opt(plan, PZ_SET_STAGES, "stages balanced by compute (stage 0 is the client's; default as pipezip train)"),
+        cli_setting_opt(plan, PZ_SET_CUTS, "cut after these layers (the first cut is the client/server split)"),
+        cli_setting_opt(plan, PZ_SET_FWD, "activation codecs per boundary"),
+        cli_setting_opt(plan, PZ_SET_BWD, "gradient codecs per boundary"),
+        cli_setting_opt(plan, PZ_SET_BATCH, "largest batch the clients send"),
+        cli_setting_opt(plan, PZ_SET_MICRO_BATCHES, "GPipe micro-batches (as the clients)"),
+        cli_setting_opt(plan, PZ_SET_OPTIMIZER, NULL),
+        cli_setting_opt(plan, PZ_SET_MOMENTUM, NULL),
+        cli_setting_opt(plan, PZ_SET_NESTEROV, NULL),
+        cli_setting_opt(plan, PZ_SET_WEIGHT_DECAY, "weight decay"),
+        cli_setting_opt(plan, PZ_SET_TOKENIZER, "the clients' tokenizer (bytes or bpe:N: its vocabulary)"),
+        cli_setting_opt(plan, PZ_SET_GRAD_MASK, "as the clients: fwd zeroes each boundary gradient where its activation arrived as 0"),
+        cli_setting_opt(plan, PZ_SET_CLIP_NORM, "clip the gradients' global norm (as the clients)"),
+        cli_setting_opt(plan, PZ_SET_LR, "accepted for symmetry with the clients and ignored: their learning rate travels with every batch"),
+        cli_setting_opt(plan, PZ_SET_SCHEDULE, "accepted and ignored, as --lr"),
+        cli_setting_opt(plan, PZ_SET_SEED, "seed for the server-side initialisation (as the clients)"),
+        cli_setting_opt(plan, PZ_SET_THREADS, NULL),
+        cli_setting_opt(plan, PZ_SET_TIMEOUT, "a client silent this long in its session is dropped (its session rolled back)"),
         {"wait-for", OPT_INT, &so.wait_for, "N", "begin the first turn only once N clients have asked (a round robin from the start)", 0, 1000000, NULL},
         {"max-message", OPT_FLOAT64, &max_mb, "MB", "refuse messages above this size (default: the most the model's clients can need)", 0, 1e9, NULL},
     };
     int rc = pz_parse_args("pipezip serve", opts, (int)(sizeof opts / sizeof *opts), argc, argv, 2, serve_usage, NULL, 0, NULL);
     if (rc == 1) return 0;
     if (rc) return 2;
-    if (!pz_run_uses_pipeline(&c)) {
+    if (!pz_run_uses_pipeline(plan)) {
         fprintf(stderr, "pipezip serve: no cut, nothing to serve: give the split, --cuts LAYER (e.g. layer1) or --stages S >= 2\n");
         return 2;
     }
     so.max_message = (size_t)(max_mb * 1e6);
-    pz_status st = pz_run_serve(&c, &so);
+    pz_status st = pz_run_serve(plan, &so);
     if (st) {
         fprintf(stderr, "pipezip serve: %s\n", pz_last_error());
         return st == PZ_ERR_ARG ? 2 : 1;
     }
     fprintf(stderr, "pipezip serve: served %d client%s\n", so.clients, so.clients == 1 ? "" : "s");
     return 0;
+}
+
+int cmd_serve(int argc, char **argv) {
+    pz_run_plan *plan;
+    if (pz_run_plan_create(&plan)) {
+        fprintf(stderr, "pipezip serve: %s\n", pz_last_error());
+        return 1;
+    }
+    const int rc = serve(plan, argc, argv);
+    pz_run_plan_free(plan);
+    return rc;
 }
 
 static const char keygen_usage[] =

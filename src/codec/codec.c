@@ -7,22 +7,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-pz_status pz_codec_create(pz_codec **out, const char *spec) {
+pz_status pz_codec_create_desc(pz_codec **out, const pz_codec_desc *d) {
     *out = NULL;
     pz_codec *c = calloc(1, sizeof *c);
     if (!c) return pz_fail(PZ_ERR_NOMEM, "out of memory");
     c->store.fd = -1;
-    pz_status st = codec_parse_spec(c, spec);
-    if (st) {
-        free(c);
-        return st;
-    }
-    codec_canonical_spec(c, c->spec, sizeof c->spec);
+    c->d = *d;
+    pz_codec_desc_canonical(&c->d, c->spec, sizeof c->spec);
     c->seed = 0x5EED;
     c->max_samples = 1u << 24;
     c->k = pz_codec_kernels_best();
     *out = c;
     return PZ_OK;
+}
+
+pz_status pz_codec_create(pz_codec **out, const char *spec) {
+    *out = NULL;
+    pz_codec_desc d;
+    PZ_TRY(pz_codec_desc_parse(&d, spec));
+    return pz_codec_create_desc(out, &d);
 }
 
 void pz_codec_free(pz_codec *c) {
@@ -35,12 +38,12 @@ void pz_codec_free(pz_codec *c) {
 }
 
 const char *pz_codec_spec(const pz_codec *c) { return c->spec; }
-int pz_codec_is_stateful(const pz_codec *c) { return c->wrap != NULL; }
+int pz_codec_is_stateful(const pz_codec *c) { return c->d.wrap != NULL; }
 void pz_codec_set_seed(pz_codec *c, uint64_t seed) { c->seed = seed, c->counter = 0; }
 void pz_codec_set_warmup(pz_codec *c, int on) { c->warmup = on; }
 void pz_codec_set_max_samples(pz_codec *c, uint32_t max_samples) { c->max_samples = max_samples; }
 
-static int needs_ids(const pz_codec *c) { return c->wrap && c->wrap->needs_ids(c); }
+static int needs_ids(const pz_codec *c) { return c->d.wrap && c->d.wrap->needs_ids(&c->d); }
 
 static pz_status check_shape(int ndim, const int64_t *shape, int64_t *n) {
     if (ndim < 1 || ndim > 4) return pz_fail(PZ_ERR_ARG, "a tensor has 1..4 dimensions, got %d", ndim);
@@ -56,10 +59,10 @@ static pz_status check_shape(int ndim, const int64_t *shape, int64_t *n) {
 size_t pz_codec_max_frame_bytes(const pz_codec *c, int ndim, const int64_t *shape) {
     int64_t n = 0;
     units u;
-    if (check_shape(ndim, shape, &n) || units_of(&u, c->p.gran, ndim, shape)) return 0;
-    size_t body = c->p.fam->max_body(&c->p, &u);
+    if (check_shape(ndim, shape, &n) || units_of(&u, c->d.p.gran, ndim, shape)) return 0;
+    size_t body = c->d.p.fam->max_body(&c->d.p, &u);
     const size_t warm = (size_t)n * 4; /* aqsgd warm-up sends fp32 */
-    if (c->wrap && c->wrap->wire_id == WRAP_AQSGD && warm > body) body = warm;
+    if (c->d.wrap && c->d.wrap->wire_id == WRAP_AQSGD && warm > body) body = warm;
     return PZ_FRAME_HEADER_BYTES + (needs_ids(c) ? 4 * (size_t)shape[0] : 0) + body;
 }
 
@@ -136,7 +139,7 @@ pz_status codec_ensure_store(pz_codec *c, int64_t row) {
                            (long long)row);
         return PZ_OK;
     }
-    PZ_TRY(store_init(&c->store, row, c->store_fp16, c->mmap_path));
+    PZ_TRY(store_init(&c->store, row, c->d.store_fp16, c->d.mmap_path));
     c->store_ready = 1;
     return PZ_OK;
 }
@@ -174,16 +177,16 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
      * also catch what a wrapper's state adds, inside their own passes). The
      * float formats (none, fp16, bf16) carry them as IEEE 754 does. */
     /* quantization finds them in its min/max pass anyway: counted only when it fails */
-    const int own_check = c->p.fam == &codec_quant;
-    const size_t bad = n && !c->p.fam->plain_payload && !own_check ? c->k->count_nonfinite(x, (size_t)n) : 0;
+    const int own_check = c->d.p.fam == &codec_quant;
+    const size_t bad = n && !c->d.p.fam->plain_payload && !own_check ? c->k->count_nonfinite(x, (size_t)n) : 0;
     if (bad) return not_finite(c, bad, n);
     float *t = codec_tmp(c, n);
     if (!t) return pz_fail(PZ_ERR_NOMEM, "out of memory for a codec buffer of %lld floats", (long long)n);
     float *hat = t + n;
     const float *src = x;
-    int wire = c->wrap ? c->wrap->wire_id : WRAP_NONE;
-    codec_params p = c->p;
-    if (c->wrap) PZ_TRY(c->wrap->prepare(c, x, shape, n, ids, t, &src, &p, &wire));
+    int wire = c->d.wrap ? c->d.wrap->wire_id : WRAP_NONE;
+    codec_params p = c->d.p;
+    if (c->d.wrap) PZ_TRY(c->d.wrap->prepare(c, x, shape, n, ids, t, &src, &p, &wire));
     const pz_status est = base_encode(c, &p, src, ndim, shape, frame_ids, wire, seed, frame, cap, len);
     if (est && own_check) {
         const size_t nb = c->k->count_nonfinite(x, (size_t)n);
@@ -191,12 +194,12 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
     }
     PZ_TRY(est);
     const float *received = hat; /* what the receiver will use */
-    if (c->wrap || stats) {
+    if (c->d.wrap || stats) {
         frame_header h;
         PZ_TRY(frame_parse(frame, *len, &h));
         PZ_TRY(base_decode(&h, c->k, hat, &c->sc));
     }
-    if (c->wrap) PZ_TRY(c->wrap->update(c, x, shape, n, ids, t, hat, &received));
+    if (c->d.wrap) PZ_TRY(c->d.wrap->update(c, x, shape, n, ids, t, hat, &received));
     if (stats) {
         stats->elements = (uint64_t)n;
         stats->bytes = *len;
@@ -260,17 +263,17 @@ pz_status pz_codec_decode(pz_codec *c, const uint8_t *frame, size_t len, float *
     /* a receiver that keeps state takes only frames of its own wrapper, and
      * frames of such a wrapper reach only such a receiver */
     const wrapper_kind *fw = wrapper_by_wire(h.wrapper);
-    if (((fw && fw->receiver_state) || (c->wrap && c->wrap->receiver_state)) && fw != c->wrap)
+    if (((fw && fw->receiver_state) || (c->d.wrap && c->d.wrap->receiver_state)) && fw != c->d.wrap)
         return frame_error(PZ_FRAME_STATE, "a frame of wrapper %d reached a '%s' receiver", h.wrapper, c->spec);
-    if (!c->wrap || !c->wrap->receive) {
+    if (!c->d.wrap || !c->d.wrap->receive) {
         PZ_TRY(base_decode(&h, c->k, x, &c->sc));
     } else {
-        if (c->wrap->needs_ids(c) && !(h.flags & FLAG_IDS))
+        if (c->d.wrap->needs_ids(&c->d) && !(h.flags & FLAG_IDS))
             return frame_error(PZ_FRAME_PAYLOAD, "a frame without sample ids reached a '%s' receiver (it keeps per-sample state)", c->spec);
         float *d = codec_tmp(c, h.n);
         if (!d) return pz_fail(PZ_ERR_NOMEM, "out of memory for a codec buffer of %lld floats", (long long)h.n);
         PZ_TRY(base_decode(&h, c->k, d, &c->sc));
-        PZ_TRY(c->wrap->receive(c, &h, d, x));
+        PZ_TRY(c->d.wrap->receive(c, &h, d, x));
     }
     give_shape(&h, ndim, shape);
     return PZ_OK;

@@ -6,16 +6,13 @@
 
 #include "family.h"
 #include "store.h"
+#include "desc.h"
 
 struct wrapper_kind;
 
 struct pz_codec {
     char spec[256];                  /* canonical */
-    const struct wrapper_kind *wrap; /* NULL: the base codec alone */
-    codec_params p;
-    int per_sample;                  /* ef: one buffer per sample */
-    int store_fp16;                  /* aqsgd: rows as binary16 */
-    char mmap_path[512];             /* aqsgd: rows in a file in this directory */
+    pz_codec_desc d;                 /* what the spec says: base family, parameters, wrapper and its options */
     uint64_t seed, counter;
     int warmup;
     uint32_t max_samples;
@@ -40,9 +37,9 @@ typedef struct wrapper_kind {
     uint8_t wire_id;        /* FORMAT.md's wrapper byte */
     const char *usage, *help;
     int receiver_state;     /* the receiver keeps state: frames of another wrapper cannot reach it */
-    pz_status (*option)(pz_codec *c, const char *key, const char *val, const char *spec);
-    void (*canonical)(const pz_codec *c, const char *base, char *buf, size_t cap);
-    int (*needs_ids)(const pz_codec *c);
+    pz_status (*option)(pz_codec_desc *d, const char *key, const char *val, const char *spec);
+    void (*canonical)(const pz_codec_desc *d, const char *base, char *buf, size_t cap);
+    int (*needs_ids)(const pz_codec_desc *d);
     /* t: 2n floats of scratch. Sets *src (what the base encodes), may switch
      * *p and *wire (AQ-SGD's warm-up sends fp32 as wrapper 4) */
     pz_status (*prepare)(pz_codec *c, const float *x, const int64_t *shape, int64_t n, const uint32_t *ids, float *t,
@@ -58,9 +55,6 @@ extern const int codec_wrapper_count;
 /* the wrapper of a frame's wrapper byte (4, AQ-SGD's warm-up, is aqsgd) */
 const wrapper_kind *wrapper_by_wire(int wire);
 
-/* spec.c: parse a spec into c->p, c->wrap and the wrapper's options */
-pz_status codec_parse_spec(pz_codec *c, const char *spec);
-void codec_canonical_spec(const pz_codec *c, char *buf, size_t cap);
 
 /* codec.c: buffers the wrappers share */
 float *codec_tmp(pz_codec *c, int64_t n);                 /* 2n + 2 floats, NULL when out of memory */

@@ -90,22 +90,23 @@ static pz_status parse_base(const char *spec, const char *s, codec_params *p) {
     return fam->finish ? fam->finish(p, spec) : PZ_OK;
 }
 
-pz_status codec_parse_spec(pz_codec *c, const char *spec) {
+pz_status pz_codec_desc_parse(pz_codec_desc *d, const char *spec) {
+    memset(d, 0, sizeof *d);
     if (!spec || !*spec) return pz_fail(PZ_ERR_ARG, "empty codec spec");
     if (strlen(spec) >= 200) return pz_fail(PZ_ERR_ARG, "codec spec is too long");
+    snprintf(d->text, sizeof d->text, "%s", spec);
     const char *open = strchr(spec, '(');
-    c->wrap = NULL;
-    if (!open) return parse_base(spec, spec, &c->p);
+    if (!open) return parse_base(spec, spec, &d->p);
     const size_t wl = (size_t)(open - spec);
     for (int i = 0; i < codec_wrapper_count; i++)
-        if (strlen(codec_wrappers[i]->name) == wl && !strncmp(spec, codec_wrappers[i]->name, wl)) c->wrap = codec_wrappers[i];
-    if (!c->wrap) return spec_bad(spec, "unknown wrapper (expected ef, ef21 or aqsgd)");
+        if (strlen(codec_wrappers[i]->name) == wl && !strncmp(spec, codec_wrappers[i]->name, wl)) d->wrap = codec_wrappers[i];
+    if (!d->wrap) return spec_bad(spec, "unknown wrapper (expected ef, ef21 or aqsgd)");
     const char *close = strrchr(spec, ')');
     if (!close || close < open) return spec_bad(spec, "missing ')'");
     char inner[256];
     snprintf(inner, sizeof inner, "%.*s", (int)(close - open - 1), open + 1);
     if (strchr(inner, '(')) return spec_bad(spec, "wrappers do not nest");
-    PZ_TRY(parse_base(spec, inner, &c->p));
+    PZ_TRY(parse_base(spec, inner, &d->p));
     const char *rest = close + 1;
     if (*rest && *rest != ',') return spec_bad(spec, "expected ',' after ')'");
     char opts[256];
@@ -115,7 +116,7 @@ pz_status codec_parse_spec(pz_codec *c, const char *spec) {
         char *eq = strchr(item, '=');
         char *val = eq ? eq + 1 : NULL;
         if (eq) *eq = 0;
-        if (c->wrap->option(c, item, val, spec)) {
+        if (d->wrap->option(d, item, val, spec)) {
             char msg[400];
             snprintf(msg, sizeof msg, "unknown wrapper option '%s%s%s' (ef: per=boundary|sample; aqsgd: store=fp32|fp16, mmap=DIR)", item,
                      val ? "=" : "", val ? val : "");
@@ -125,24 +126,42 @@ pz_status codec_parse_spec(pz_codec *c, const char *spec) {
     return PZ_OK;
 }
 
-void codec_canonical_spec(const pz_codec *c, char *buf, size_t cap) {
+void pz_codec_desc_none(pz_codec_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->p.fam = &codec_none;
+    d->p.index_coding = IDX_AUTO;
+    snprintf(d->text, sizeof d->text, "none");
+}
+
+void pz_codec_desc_canonical(const pz_codec_desc *d, char *buf, size_t cap) {
     char base[200];
-    c->p.fam->canonical(&c->p, base, sizeof base);
-    if (c->wrap) c->wrap->canonical(c, base, buf, cap);
+    d->p.fam->canonical(&d->p, base, sizeof base);
+    if (d->wrap) d->wrap->canonical(d, base, buf, cap);
     else snprintf(buf, cap, "%s", base);
 }
 
+pz_codec_desc pz_codec_desc_base(const pz_codec_desc *d) {
+    pz_codec_desc b;
+    memset(&b, 0, sizeof b);
+    b.p = d->p;
+    b.p.fam->canonical(&b.p, b.text, sizeof b.text);
+    return b;
+}
+
+int pz_codec_desc_is_lossless(const pz_codec_desc *d) { return !d->wrap && d->p.fam->lossless; }
+
 /* ---- public: what a spec means --------------------------------------------- */
 
-void pz_codec_base_spec(const pz_codec *c, char *buf, size_t cap) { c->p.fam->canonical(&c->p, buf, cap); }
+void pz_codec_base_spec(const pz_codec *c, char *buf, size_t cap) { c->d.p.fam->canonical(&c->d.p, buf, cap); }
 
-int pz_codec_is_lossless(const pz_codec *c) { return !c->wrap && c->p.fam->lossless; }
+int pz_codec_is_lossless(const pz_codec *c) { return pz_codec_desc_is_lossless(&c->d); }
 
-pz_status pz_codec_parse_list(const char *arg, int boundaries, char (*specs)[PZ_CODEC_SPEC_MAX], const char *what) {
-    for (int b = 0; b < boundaries; b++) snprintf(specs[b], PZ_CODEC_SPEC_MAX, "none");
+/* ---- per-boundary lists ------------------------------------------------------ */
+
+pz_status pz_codec_list_parse(pz_codec_list *l, const char *arg, int max_boundaries, const char *what) {
+    l->n = 0;
     if (!arg || !*arg) return PZ_OK;
     const char *p = arg;
-    int first_item = 1;
     while (*p) {
         /* the item ends at a comma followed by "N=" */
         const char *end = p;
@@ -161,7 +180,7 @@ pz_status pz_codec_parse_list(const char *arg, int boundaries, char (*specs)[PZ_
         item[n] = 0;
         const char *q = item;
         while (*q >= '0' && *q <= '9') q++;
-        int target = -1;
+        int target = 0;
         const char *spec = item;
         if (q > item && *q == '=') {
             target = atoi(item);
@@ -169,26 +188,49 @@ pz_status pz_codec_parse_list(const char *arg, int boundaries, char (*specs)[PZ_
             if (target < 1)
                 return pz_fail(PZ_ERR_ARG, "%s: boundary %d does not exist (boundaries are numbered from 1, the first cut)",
                                what, target);
-            if (target > boundaries) {
-                if (boundaries == 1)
+            if (target > max_boundaries) {
+                if (max_boundaries == 1)
                     return pz_fail(PZ_ERR_ARG, "%s: boundary %d does not exist (this pipeline has one boundary, 1)", what,
                                    target);
                 return pz_fail(PZ_ERR_ARG, "%s: boundary %d does not exist (this pipeline has boundaries 1..%d)", what,
-                               target, boundaries);
+                               target, max_boundaries);
             }
-        } else if (!first_item) {
+        } else if (l->n > 0) {
             return pz_fail(PZ_ERR_ARG, "%s: '%s': only the first item may omit its boundary (write N=SPEC)", what, item);
         }
-        pz_codec *c;
-        if (pz_codec_create(&c, spec)) return pz_fail(PZ_ERR_ARG, "%s: %s", what, pz_last_error());
-        pz_codec_free(c);
+        if (l->n == PZ_CODEC_LIST_ITEMS) return pz_fail(PZ_ERR_ARG, "%s: more than %d items", what, PZ_CODEC_LIST_ITEMS);
+        if (pz_codec_desc_parse(&l->item[l->n], spec)) return pz_fail(PZ_ERR_ARG, "%s: %s", what, pz_last_error());
         if (strlen(spec) >= PZ_CODEC_SPEC_MAX) return pz_fail(PZ_ERR_ARG, "%s: spec '%s' is too long", what, spec);
-        if (target < 0)
-            for (int b = 0; b < boundaries; b++) snprintf(specs[b], PZ_CODEC_SPEC_MAX, "%.255s", spec);
-        else snprintf(specs[target - 1], PZ_CODEC_SPEC_MAX, "%.255s", spec);
-        first_item = 0;
+        l->boundary[l->n++] = target;
         p = end ? end + 1 : p + n;
     }
+    return PZ_OK;
+}
+
+pz_status pz_codec_list_resolve(const pz_codec_list *l, int boundaries, pz_codec_desc *out, const char *what) {
+    for (int b = 0; b < boundaries; b++) pz_codec_desc_none(&out[b]);
+    for (int i = 0; i < l->n; i++) {
+        const int target = l->boundary[i];
+        if (target > boundaries) {
+            if (boundaries == 1)
+                return pz_fail(PZ_ERR_ARG, "%s: boundary %d does not exist (this pipeline has one boundary, 1)", what, target);
+            return pz_fail(PZ_ERR_ARG, "%s: boundary %d does not exist (this pipeline has boundaries 1..%d)", what, target,
+                           boundaries);
+        }
+        if (target == 0)
+            for (int b = 0; b < boundaries; b++) out[b] = l->item[i];
+        else out[target - 1] = l->item[i];
+    }
+    return PZ_OK;
+}
+
+pz_status pz_codec_parse_list(const char *arg, int boundaries, char (*specs)[PZ_CODEC_SPEC_MAX], const char *what) {
+    static _Thread_local pz_codec_list l; /* ~25 KB: not on a small thread stack */
+    static _Thread_local pz_codec_desc d[PZ_CODEC_LIST_ITEMS];
+    if (boundaries > PZ_CODEC_LIST_ITEMS) return pz_fail(PZ_ERR_ARG, "%s: at most %d boundaries", what, PZ_CODEC_LIST_ITEMS);
+    PZ_TRY(pz_codec_list_parse(&l, arg, boundaries, what));
+    PZ_TRY(pz_codec_list_resolve(&l, boundaries, d, what));
+    for (int b = 0; b < boundaries; b++) snprintf(specs[b], PZ_CODEC_SPEC_MAX, "%s", d[b].text);
     return PZ_OK;
 }
 

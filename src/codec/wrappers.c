@@ -13,7 +13,7 @@
 
 /* ---- ef ------------------------------------------------------------------- */
 
-static pz_status ef_option(pz_codec *c, const char *key, const char *val, const char *spec) {
+static pz_status ef_option(pz_codec_desc *c, const char *key, const char *val, const char *spec) {
     if (!strcmp(key, "per") && val && (!strcmp(val, "boundary") || !strcmp(val, "sample"))) {
         c->per_sample = val[0] == 's';
         return PZ_OK;
@@ -21,16 +21,16 @@ static pz_status ef_option(pz_codec *c, const char *key, const char *val, const 
     return PZ_ERR_ARG;
 }
 
-static void ef_canonical(const pz_codec *c, const char *base, char *buf, size_t cap) {
+static void ef_canonical(const pz_codec_desc *c, const char *base, char *buf, size_t cap) {
     snprintf(buf, cap, "ef(%s),per=%s", base, c->per_sample ? "sample" : "boundary");
 }
 
-static int ef_needs_ids(const pz_codec *c) { return c->per_sample; }
+static int ef_needs_ids(const pz_codec_desc *d) { return d->per_sample; }
 
 static pz_status ef_prepare(pz_codec *c, const float *x, const int64_t *shape, int64_t n, const uint32_t *ids, float *t,
                             const float **src, codec_params *p, int *wire) {
     const int64_t B = shape[0], row = B ? n / B : 0;
-    if (c->per_sample) {
+    if (c->d.per_sample) {
         PZ_TRY(codec_ensure_store(c, row));
         for (int64_t b = 0; b < B; b++) {
             void *r;
@@ -50,7 +50,7 @@ static pz_status ef_prepare(pz_codec *c, const float *x, const int64_t *shape, i
 static pz_status ef_update(pz_codec *c, const float *x, const int64_t *shape, int64_t n, const uint32_t *ids, float *t,
                            const float *hat, const float **received) {
     const int64_t B = shape[0], row = B ? n / B : 0;
-    if (c->per_sample) {
+    if (c->d.per_sample) {
         for (int64_t b = 0; b < B; b++) {
             void *r;
             PZ_TRY(store_row(&c->store, ids[b], &r));
@@ -74,9 +74,9 @@ static const wrapper_kind wrap_ef = {
 
 /* ---- ef21 ----------------------------------------------------------------- */
 
-static pz_status no_option(pz_codec *c, const char *key, const char *val, const char *spec) { return PZ_ERR_ARG; }
-static void ef21_canonical(const pz_codec *c, const char *base, char *buf, size_t cap) { snprintf(buf, cap, "ef21(%s)", base); }
-static int no_ids(const pz_codec *c) { return 0; }
+static pz_status no_option(pz_codec_desc *c, const char *key, const char *val, const char *spec) { return PZ_ERR_ARG; }
+static void ef21_canonical(const pz_codec_desc *c, const char *base, char *buf, size_t cap) { snprintf(buf, cap, "ef21(%s)", base); }
+static int no_ids(const pz_codec_desc *d) { return 0; }
 
 static pz_status ef21_prepare(pz_codec *c, const float *x, const int64_t *shape, int64_t n, const uint32_t *ids, float *t,
                               const float **src, codec_params *p, int *wire) {
@@ -111,7 +111,7 @@ static const wrapper_kind wrap_ef21 = {
 
 /* ---- aqsgd ---------------------------------------------------------------- */
 
-static pz_status aqsgd_option(pz_codec *c, const char *key, const char *val, const char *spec) {
+static pz_status aqsgd_option(pz_codec_desc *c, const char *key, const char *val, const char *spec) {
     if (!strcmp(key, "store") && val && (!strcmp(val, "fp32") || !strcmp(val, "fp16"))) {
         c->store_fp16 = !strcmp(val, "fp16");
         return PZ_OK;
@@ -123,11 +123,11 @@ static pz_status aqsgd_option(pz_codec *c, const char *key, const char *val, con
     return PZ_ERR_ARG;
 }
 
-static void aqsgd_canonical(const pz_codec *c, const char *base, char *buf, size_t cap) {
+static void aqsgd_canonical(const pz_codec_desc *c, const char *base, char *buf, size_t cap) {
     snprintf(buf, cap, "aqsgd(%s),store=%s%s%s", base, c->store_fp16 ? "fp16" : "fp32", c->mmap_path[0] ? ",mmap=" : "", c->mmap_path);
 }
 
-static int yes_ids(const pz_codec *c) { return 1; }
+static int yes_ids(const pz_codec_desc *d) { return 1; }
 
 static pz_status aqsgd_prepare(pz_codec *c, const float *x, const int64_t *shape, int64_t n, const uint32_t *ids, float *t,
                                const float **src, codec_params *p, int *wire) {
@@ -272,7 +272,7 @@ pz_status pz_codec_state_load(pz_codec *c, const uint8_t *b, size_t len) {
     if (ready) {
         if (row < 1 || rows < 0) return pz_fail(PZ_ERR_FORMAT, "codec state: bad per-sample store shape");
         if (c->store_ready) store_free(&c->store), c->store_ready = 0;
-        if (!!fp16 != !!c->store_fp16) return pz_fail(PZ_ERR_FORMAT, "codec state: rows stored as %s, the codec keeps %s", fp16 ? "fp16" : "fp32", c->store_fp16 ? "fp16" : "fp32");
+        if (!!fp16 != !!c->d.store_fp16) return pz_fail(PZ_ERR_FORMAT, "codec state: rows stored as %s, the codec keeps %s", fp16 ? "fp16" : "fp32", c->d.store_fp16 ? "fp16" : "fp32");
         PZ_TRY(codec_ensure_store(c, row));
         const size_t rb = store_row_bytes(&c->store);
         if ((uint64_t)rows > (uint64_t)(end - p) / (1 + rb)) goto short_blob;

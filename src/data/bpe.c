@@ -347,9 +347,7 @@ pz_status pz_tokenizer_save(const pz_tokenizer *t, const char *path) {
     return st ? pz_fail(st, "cannot write the tokenizer %s: %s", path, pz_last_error()) : PZ_OK;
 }
 
-pz_status pz_tokenizer_open(pz_tokenizer *t, const char *spec, const char *dir) {
-    int vocab = 0; /* set on success (GCC cannot see pz_fail is never 0) */
-    PZ_TRY(pz_tokenizer_spec(spec, &vocab));
+pz_status pz_tokenizer_open(pz_tokenizer *t, int vocab, const char *dir) {
     if (vocab == 256) return pz_tokenizer_bytes(t);
     char path[4300];
     snprintf(path, sizeof path, "%.4200s/tokenizer.txt", dir);
@@ -357,7 +355,7 @@ pz_status pz_tokenizer_open(pz_tokenizer *t, const char *spec, const char *dir) 
     const int has = t->vocab;
     if (has == vocab) return PZ_OK;
     pz_tokenizer_free(t);
-    return pz_fail(PZ_ERR_FORMAT, "%s has %d tokens where the run's --tokenizer %s says %d", path, has, spec, vocab);
+    return pz_fail(PZ_ERR_FORMAT, "%s has %d tokens where the run's --tokenizer bpe:%d says %d", path, has, vocab, vocab);
 }
 
 pz_status pz_tokenizer_load(pz_tokenizer *t, const char *path) {

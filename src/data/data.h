@@ -8,6 +8,9 @@
 
 #include "base/base.h"
 
+struct pz_tokenizer;
+typedef struct pz_tokenizer pz_tokenizer;
+
 typedef struct {
     char name[64];  /* e.g. "fashion-mnist:train" */
     int64_t n;
@@ -20,6 +23,10 @@ typedef struct {
                               next token as its target; 0 for images (one class per sample) */
     double bytes_per_token;/* text: bytes of the corpus per token (bits per byte = loss / ln 2 / this) */
 } pz_dataset;
+
+/* ---- tokenizers ------------------------------------------------------------
+ * bytes (vocabulary 256) or byte-level BPE learned from a training split
+ * (bpe.c says how). Token 256 + m is the m-th merge of two earlier tokens. */
 
 /* What one sample is (an image C x H x W, or T token ids) and how many
  * targets it has (1 class, or T next tokens). */
@@ -42,17 +49,41 @@ pz_status pz_load_cifar10_dir(pz_dataset *train, pz_dataset *test, const char *d
 pz_status pz_make_synthetic(pz_dataset *train, pz_dataset *test, int64_t n_train, int64_t n_test,
                             int c, int h, int w, int n_classes, uint64_t seed);
 
-/* Load by name: "fashion-mnist", "mnist", "cifar10" (dir may be NULL for the
+/* ---- which dataset: one table of every dataset's facts ----------------------
+ * A dataset as a value, parsed once from its name where it enters ("mnist",
+ * "kjv", "text:FILE"): its kind, sample shape, classes, training-set size,
+ * default augmentation and location, all from one table (datasets.c). */
+typedef enum { PZ_DATA_FASHION_MNIST = 1, PZ_DATA_MNIST, PZ_DATA_CIFAR10, PZ_DATA_SYNTHETIC, PZ_DATA_KJV, PZ_DATA_TEXT } pz_data_kind;
+typedef struct {
+    pz_data_kind kind;
+    const char *name;        /* the table's name: "fashion-mnist", ..., "text" */
+    const char *file;        /* text:FILE's file (points into the parsed text, which must outlive the spec) */
+    int text;                /* a corpus of tokens (kjv, text:FILE) */
+    int c, h, w, classes;    /* an image dataset's sample and classes (0 for text) */
+    int64_t train_size;      /* training examples (text: at most 2^16 windows) */
+    int pad, flip;           /* default augmentation: crop padding, horizontal flips */
+    const char *default_dir; /* NULL: needs none */
+} pz_data_spec;
+/* "fashion-mnist", "mnist", "cifar10", "synthetic", "kjv" or "text:FILE";
+ * the error names the name and lists the table's. */
+pz_status pz_data_spec_parse(pz_data_spec *d, const char *name);
+/* "fashion-mnist|mnist|cifar10|synthetic|kjv|text:FILE" (sep between them) */
+const char *pz_data_names(const char *sep, const char *last, char *buf, size_t cap);
+/* An image dataset's two splits (dir NULL: its default location),
+ * normalised with the train split's per-channel mean and std. */
+pz_status pz_data_load(pz_dataset *train, pz_dataset *test, const pz_data_spec *d, const char *dir, uint64_t seed);
+/* A corpus' two splits in windows of T tokens (see pz_load_corpus). */
+pz_status pz_data_load_corpus(pz_dataset *train, pz_dataset *test, const pz_data_spec *d, const char *dir, int T, pz_tokenizer *tok);
+
+/* The name-taking forms (a program's edge: tests, tools): parse, then load.
+ * Load by name: "fashion-mnist", "mnist", "cifar10" (dir may be NULL for the
  * default location) or "synthetic". Normalises both splits with the train
  * split's per-channel mean and std. Text ("kjv", "text:FILE") needs the
  * sequence length: pz_load_corpus. */
 pz_status pz_load_dataset(pz_dataset *train, pz_dataset *test, const char *name, const char *dir, uint64_t seed);
 int pz_dataset_is_text(const char *name);
 
-/* ---- tokenizers ------------------------------------------------------------
- * bytes (vocabulary 256) or byte-level BPE learned from a training split
- * (bpe.c says how). Token 256 + m is the m-th merge of two earlier tokens. */
-typedef struct {
+struct pz_tokenizer {
     int vocab;         /* the model's vocabulary: 256, or N of bpe:N (a short text may learn fewer merges) */
     int n_merges;
     int32_t *merges;   /* (n_merges, 2) */
@@ -60,7 +91,7 @@ typedef struct {
     int64_t *off;
     void *rank;        /* merge ranks by pair */
     int ready;         /* learned or loaded */
-} pz_tokenizer;
+};
 
 /* "bytes" (or NULL) -> 256; "bpe:N" -> N (257..65536) */
 pz_status pz_tokenizer_spec(const char *spec, int *vocab);
@@ -74,9 +105,9 @@ const uint8_t *pz_tokenizer_token(const pz_tokenizer *t, int32_t id, size_t *len
 /* tokenizer.txt in a run directory: a header, the vocabulary, the merges */
 pz_status pz_tokenizer_save(const pz_tokenizer *t, const char *path);
 pz_status pz_tokenizer_load(pz_tokenizer *t, const char *path);
-/* the tokenizer a run with --tokenizer spec used: bytes, or dir/tokenizer.txt
- * (refused when its vocabulary is not the spec's) */
-pz_status pz_tokenizer_open(pz_tokenizer *t, const char *spec, const char *dir);
+/* the tokenizer a run with a vocabulary of `vocab` used (pz_tokenizer_spec):
+ * bytes, or dir/tokenizer.txt (refused when its vocabulary is another) */
+pz_status pz_tokenizer_open(pz_tokenizer *t, int vocab, const char *dir);
 void pz_tokenizer_free(pz_tokenizer *t);
 
 /* ---- text ------------------------------------------------------------------
@@ -125,7 +156,8 @@ typedef struct {
  * default": crop padding 4 and flips for cifar10 (the usual CIFAR recipe),
  * flips only for fashion-mnist (10-epoch runs measured better without crops:
  * README), nothing for mnist (digits are not mirror-symmetric) and synthetic. */
-pz_augment pz_default_augment(const char *dataset, int pad, int flip);
+pz_augment pz_data_augment(const pz_data_spec *d, int pad, int flip);
+pz_augment pz_default_augment(const char *dataset, int pad, int flip); /* by name (an unknown one: none) */
 
 pz_status pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuffle, pz_augment aug, uint64_t seed);
 void pz_loader_start_epoch(pz_loader *l, int epoch);

@@ -9,11 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-pz_status pz_metrics_open(pz_metrics *m, const char *dir, const char *stem, const char *format) {
+pz_status pz_metrics_open(pz_metrics *m, const char *dir, const char *stem, int csv) {
+    const char *format = csv ? "csv" : "jsonl";
     memset(m, 0, sizeof *m);
-    if (strcmp(format, "jsonl") && strcmp(format, "csv"))
-        return pz_fail(PZ_ERR_ARG, "metrics format '%s' (expected jsonl or csv)", format);
-    m->csv = !strcmp(format, "csv");
+    m->csv = csv;
     snprintf(m->path, sizeof m->path, "%s/%s.%s", dir, stem, format);
     m->f = fopen(m->path, "w");
     if (!m->f) return pz_fail(PZ_ERR_IO, "cannot create '%s': %s", m->path, strerror(errno));
@@ -131,9 +130,9 @@ static long record_epoch(const char *line, int csv) {
     return end == p ? -1 : v;
 }
 
-pz_status pz_metrics_reopen(pz_metrics *m, const char *dir, const char *stem, const char *format, int max_epoch) {
+pz_status pz_metrics_reopen(pz_metrics *m, const char *dir, const char *stem, int csv, int max_epoch) {
     memset(m, 0, sizeof *m);
-    m->csv = !strcmp(format, "csv");
+    m->csv = csv;
     snprintf(m->path, sizeof m->path, "%s/%s.%s", dir, stem, m->csv ? "csv" : "jsonl");
     uint8_t *data = NULL;
     size_t len = 0;

@@ -24,11 +24,11 @@ typedef struct {
     char path[4096];
 } pz_metrics;
 
-/* Opens DIR/STEM.jsonl or DIR/STEM.csv (format "jsonl" or "csv"). */
-pz_status pz_metrics_open(pz_metrics *m, const char *dir, const char *stem, const char *format);
+/* Opens DIR/STEM.jsonl, or DIR/STEM.csv when csv. */
+pz_status pz_metrics_open(pz_metrics *m, const char *dir, const char *stem, int csv);
 /* Reopen for a resumed run: keep the records of epochs 1..max_epoch (and
  * the CSV header), drop later ones (written after the last checkpoint), append. */
-pz_status pz_metrics_reopen(pz_metrics *m, const char *dir, const char *stem, const char *format, int max_epoch);
+pz_status pz_metrics_reopen(pz_metrics *m, const char *dir, const char *stem, int csv, int max_epoch);
 /* s as one CSV field (RFC 4180: quoted, quotes doubled, when it holds a
  * comma, a quote or a line break); -1 on a write error. */
 int pz_csv_field(FILE *f, const char *s);

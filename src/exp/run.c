@@ -17,15 +17,13 @@
 #include <string.h>
 #include <time.h>
 
-int pz_run_uses_pipeline(const pz_run_config *cfg) {
-    const run_link *link = run_link_find(cfg->link);
-    return (cfg->stages == 0 && !strncmp(cfg->model, "resnet", 6)) || cfg->stages > 1 || (cfg->cuts && *cfg->cuts) ||
-           (link && link->remote) || cfg->micro_batches > 1 || cfg->link_bandwidth || cfg->link_latency;
-}
+/* the run directory to continue and the dataset's directory (NULL: none given) */
+#define RESUME(plan) ((plan)->text[PZ_SET_RESUME])
+#define DATA_DIR(plan) ((plan)->text[PZ_SET_DATA_DIR])
 
 /* Everything one run holds while it trains. */
 typedef struct {
-    const pz_run_config *cfg;
+    const pz_run_plan *cfg;     /* the settings, typed */
     pz_run_result *res;
     pz_progress_fn on_progress;
     void *user;
@@ -57,19 +55,19 @@ typedef struct {
 
 /* ---- the run directory's streams ---------------------------------------------- */
 static pz_status open_streams(run *r) {
-    const pz_run_config *cfg = r->cfg;
+    const pz_run_plan *cfg = r->cfg;
     PZ_TRY(pz_mkdir_p(r->out_dir));
-    if (!cfg->resume) PZ_TRY(run_write_config(r->out_dir, cfg, &r->model, &r->train, &r->test, &r->pc, r->pipeline));
-    if (cfg->resume) {
-        PZ_TRY(pz_metrics_reopen(&r->steps_m, r->out_dir, "steps", cfg->metrics_format, r->rs.epoch));
-        PZ_TRY(pz_metrics_reopen(&r->epochs_m, r->out_dir, "epochs", cfg->metrics_format, r->rs.epoch));
-        if (r->pipeline) PZ_TRY(pz_metrics_reopen(&r->bounds_m, r->out_dir, "boundaries", cfg->metrics_format, r->rs.epoch));
-        if (cfg->eval_every > 0) PZ_TRY(pz_metrics_reopen(&r->evals_m, r->out_dir, "evals", cfg->metrics_format, r->rs.epoch));
+    if (!RESUME(cfg)) PZ_TRY(run_write_config(r->out_dir, cfg, &r->model, &r->train, &r->test, &r->pc, r->pipeline));
+    if (RESUME(cfg)) {
+        PZ_TRY(pz_metrics_reopen(&r->steps_m, r->out_dir, "steps", cfg->metrics == RUN_METRICS_CSV, r->rs.epoch));
+        PZ_TRY(pz_metrics_reopen(&r->epochs_m, r->out_dir, "epochs", cfg->metrics == RUN_METRICS_CSV, r->rs.epoch));
+        if (r->pipeline) PZ_TRY(pz_metrics_reopen(&r->bounds_m, r->out_dir, "boundaries", cfg->metrics == RUN_METRICS_CSV, r->rs.epoch));
+        if (cfg->eval_every > 0) PZ_TRY(pz_metrics_reopen(&r->evals_m, r->out_dir, "evals", cfg->metrics == RUN_METRICS_CSV, r->rs.epoch));
     } else {
-        PZ_TRY(pz_metrics_open(&r->steps_m, r->out_dir, "steps", cfg->metrics_format));
-        PZ_TRY(pz_metrics_open(&r->epochs_m, r->out_dir, "epochs", cfg->metrics_format));
-        if (r->pipeline) PZ_TRY(pz_metrics_open(&r->bounds_m, r->out_dir, "boundaries", cfg->metrics_format));
-        if (cfg->eval_every > 0) PZ_TRY(pz_metrics_open(&r->evals_m, r->out_dir, "evals", cfg->metrics_format));
+        PZ_TRY(pz_metrics_open(&r->steps_m, r->out_dir, "steps", cfg->metrics == RUN_METRICS_CSV));
+        PZ_TRY(pz_metrics_open(&r->epochs_m, r->out_dir, "epochs", cfg->metrics == RUN_METRICS_CSV));
+        if (r->pipeline) PZ_TRY(pz_metrics_open(&r->bounds_m, r->out_dir, "boundaries", cfg->metrics == RUN_METRICS_CSV));
+        if (cfg->eval_every > 0) PZ_TRY(pz_metrics_open(&r->evals_m, r->out_dir, "evals", cfg->metrics == RUN_METRICS_CSV));
     }
     return PZ_OK;
 }
@@ -78,15 +76,13 @@ static pz_status open_streams(run *r) {
 /* a language model's text, in the run's tokens: bytes, or BPE learned from
  * the training split (a resumed run reads the one its directory keeps) */
 static pz_status load_text(run *r) {
-    const pz_run_config *cfg = r->cfg;
-    int vocab;
-    PZ_TRY(pz_tokenizer_spec(cfg->tokenizer, &vocab));
-    const int T = pz_model_preset_context(cfg->model);
-    if (vocab == 256) return pz_load_corpus(&r->train, &r->test, cfg->data, cfg->data_dir, T, NULL);
-    if (cfg->resume) PZ_TRY(pz_tokenizer_open(&r->tok, cfg->tokenizer, cfg->resume));
-    else r->tok.vocab = vocab; /* learned from the training split as it loads */
-    PZ_TRY(pz_load_corpus(&r->train, &r->test, cfg->data, cfg->data_dir, T, &r->tok));
-    if (!cfg->resume && r->out_dir) {
+    const pz_run_plan *cfg = r->cfg;
+    const int T = cfg->model.context;
+    if (cfg->vocab == 256) return pz_data_load_corpus(&r->train, &r->test, &cfg->data, DATA_DIR(cfg), T, NULL);
+    if (RESUME(cfg)) PZ_TRY(pz_tokenizer_open(&r->tok, cfg->vocab, RESUME(cfg)));
+    else r->tok.vocab = cfg->vocab; /* learned from the training split as it loads */
+    PZ_TRY(pz_data_load_corpus(&r->train, &r->test, &cfg->data, DATA_DIR(cfg), T, &r->tok));
+    if (!RESUME(cfg) && r->out_dir) {
         char path[4300];
         PZ_TRY(pz_mkdir_p(r->out_dir));
         snprintf(path, sizeof path, "%.4200s/tokenizer.txt", r->out_dir);
@@ -96,58 +92,49 @@ static pz_status load_text(run *r) {
 }
 
 static pz_status start(run *r) {
-    const pz_run_config *cfg = r->cfg;
+    const pz_run_plan *cfg = r->cfg;
     pz_run_result *res = r->res;
-    PZ_TRY(pz_run_config_check(cfg));
+    PZ_TRY(run_plan_check(cfg));
     pz_set_threads(cfg->threads);
-    r->link = run_link_find(cfg->link);
-    r->pipeline = pz_run_uses_pipeline(cfg);
+    r->link = cfg->link;
+    r->pipeline = run_plan_pipeline(cfg);
     int ranks = 0;
     if (r->link->processes) PZ_TRY(r->link->processes(&r->rank, &ranks));
     r->ranks = ranks;
-    PZ_TRY(pz_run_turn_steps(cfg, &r->turn));
+    r->turn = cfg->turn;
 
     run_fingerprint(cfg, r->fp, sizeof r->fp);
-    if (cfg->resume) {
-        PZ_TRY(run_state_read(cfg->resume, &r->rs));
+    const char *resume = RESUME(cfg);
+    if (resume) {
+        PZ_TRY(run_state_read(resume, &r->rs));
         if (strcmp(r->rs.fingerprint, r->fp)) {
             char diff[1024];
             run_fingerprint_diff(r->rs.fingerprint, r->fp, diff, sizeof diff);
             return pz_fail(PZ_ERR_ARG, "--resume %s: that run was started with other settings (%s); resume it with its own:\n  it:   %s\n  this: %s",
-                           cfg->resume, diff, r->rs.fingerprint, r->fp);
+                           resume, diff, r->rs.fingerprint, r->fp);
         }
         if (r->rs.epoch >= cfg->epochs) {
             /* killed between its last checkpoint and its summary: resuming finishes it */
             char sp[4300];
-            snprintf(sp, sizeof sp, "%s/summary.json", cfg->resume);
+            snprintf(sp, sizeof sp, "%s/summary.json", resume);
             char *sum = pz_slurp(sp);
             const int finished = sum && strstr(sum, "\"status\": \"finished\"");
             free(sum);
-            if (finished) return pz_fail(PZ_ERR_ARG, "--resume %s: all %d epochs are already done", cfg->resume, cfg->epochs);
+            if (finished) return pz_fail(PZ_ERR_ARG, "--resume %s: all %d epochs are already done", resume, cfg->epochs);
         }
         res->resumed_from = r->rs.epoch;
-        run_checkpoint_dir(r->resume_dir, sizeof r->resume_dir, cfg->resume, r->rs.epoch);
+        run_checkpoint_dir(r->resume_dir, sizeof r->resume_dir, resume, r->rs.epoch);
     }
-    r->out_dir = r->rank > 0 ? NULL : cfg->resume ? cfg->resume : cfg->out_dir; /* the driver's process writes the run directory */
+    r->out_dir = r->rank > 0 ? NULL : resume ? resume : cfg->text[PZ_SET_OUT]; /* the driver's process writes the run directory */
 
-    if (pz_dataset_is_text(cfg->data)) {
-        if (!pz_model_preset_is_sequence(cfg->model))
-            return pz_fail(PZ_ERR_ARG, "--data %s is text: it trains a language model (--model gpt-tiny or gpt-small), not %s",
-                           cfg->data, cfg->model);
-        PZ_TRY(load_text(r));
-    } else {
-        if (pz_model_preset_is_sequence(cfg->model))
-            return pz_fail(PZ_ERR_ARG, "--model %s is a language model: it trains on text (--data kjv or text:FILE), not %s",
-                           cfg->model, cfg->data);
-        PZ_TRY(pz_load_dataset(&r->train, &r->test, cfg->data, cfg->data_dir, cfg->seed));
-    }
+    if (cfg->data.text) PZ_TRY(load_text(r));
+    else PZ_TRY(pz_data_load(&r->train, &r->test, &cfg->data, DATA_DIR(cfg), cfg->seed));
     if (cfg->limit_train > 0) pz_dataset_truncate(&r->train, cfg->limit_train);
     if (cfg->limit_test > 0) pz_dataset_truncate(&r->test, cfg->limit_test);
     if (cfg->shard_count > 0) PZ_TRY(pz_dataset_shard(&r->train, cfg->shard_index, cfg->shard_count));
 
     /* the stages hold the model; this copy only names layers and cuts */
-    PZ_TRY(pz_model_preset_range(&r->model, cfg->model, pz_dataset_shape(&r->train), r->train.n_classes,
-                                 cfg->batch, cfg->seed, 0, 0));
+    PZ_TRY(pz_model_build(&r->model, &cfg->model, pz_dataset_shape(&r->train), r->train.n_classes, cfg->batch, cfg->seed, 0, 0));
     res->n_params = r->model.n_params;
     res->n_stages = 1;
     res->final_test_accuracy_compressed = -1;
@@ -155,12 +142,12 @@ static pz_status start(run *r) {
     res->tokens = r->train.tokens;
     res->final_test_bits_per_byte = res->final_test_bits_per_byte_compressed = -1;
     PZ_TRY(run_pipe_config(cfg, &r->model, &r->train, &r->pc, ranks));
-    if (cfg->resume) r->pc.resume = r->resume_dir;
+    if (resume) r->pc.resume = r->resume_dir;
     if (r->link->place) PZ_TRY(r->link->place(cfg, r->rank, ranks, &r->pc));
     PZ_TRY(pz_pipe_create(&r->pipe, &r->pc));
     res->n_stages = r->pc.n_stages;
     if (r->rank > 0) return PZ_OK;
-    if (r->link->session && !cfg->resume) {
+    if (r->link->session && !resume) {
         /* split learning: start from the client-side weights the previous client left */
         int found = 0;
         PZ_TRY(pz_pipe_fetch(r->pipe, &found));
@@ -170,10 +157,10 @@ static pz_status start(run *r) {
     pz_rng root;
     pz_rng_seed(&root, cfg->seed);
     const pz_rng data_rng = pz_rng_split(&root, 0xDA7A);
-    const pz_augment aug = pz_default_augment(cfg->data, cfg->augment_pad, cfg->augment_flip);
+    const pz_augment aug = pz_data_augment(&cfg->data, cfg->crop_pad, cfg->flip);
     PZ_TRY(pz_loader_init(&r->loader, &r->train, cfg->batch, 1, aug, data_rng.s[0]));
 
-    pz_schedule_parse(&r->sched, cfg->schedule);
+    r->sched = cfg->schedule;
     r->sched.base_lr = cfg->lr;
     r->sched.steps_per_epoch = pz_loader_batches(&r->loader);
     r->sched.total_steps = r->sched.steps_per_epoch * cfg->epochs;
@@ -226,17 +213,17 @@ static void eval_progress(void *user, int64_t done, int64_t total) {
 }
 
 static pz_status evaluate(run *r, eval_result *v) {
-    const char *mode = r->cfg->eval_compress;
+    const run_eval_mode mode = r->cfg->eval_compress;
     v->loss = v->acc = 0, v->loss_c = v->acc_c = -1;
     r->eval_t0 = pz_now(), r->eval_pass = 0;
-    r->eval_passes = r->pipeline && !strcmp(mode, "both") ? 2 : 1;
+    r->eval_passes = r->pipeline && mode == RUN_EVAL_BOTH ? 2 : 1;
     if (r->on_progress) pz_pipe_set_eval_progress(r->pipe, eval_progress, r);
     if (!r->pipeline) return pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 0, &v->loss, &v->acc);
     /* Paper A evaluates both ways: through the compressed boundaries and plain */
-    if (strcmp(mode, "on")) PZ_TRY(pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 0, &v->loss, &v->acc));
-    r->eval_pass = strcmp(mode, "on") ? 1 : 0;
-    if (strcmp(mode, "off")) PZ_TRY(pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 1, &v->loss_c, &v->acc_c));
-    if (!strcmp(mode, "on")) v->loss = v->loss_c, v->acc = v->acc_c;
+    if (mode != RUN_EVAL_ON) PZ_TRY(pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 0, &v->loss, &v->acc));
+    r->eval_pass = mode != RUN_EVAL_ON ? 1 : 0;
+    if (mode != RUN_EVAL_OFF) PZ_TRY(pz_pipe_evaluate(r->pipe, r->test.x, r->test.y, r->test.n, 1, &v->loss_c, &v->acc_c));
+    if (mode == RUN_EVAL_ON) v->loss = v->loss_c, v->acc = v->acc_c;
     r->res->final_test_accuracy_compressed = v->acc_c;
     r->res->final_test_loss_compressed = v->loss_c;
     return PZ_OK;
@@ -282,7 +269,7 @@ static void progress_eval(pz_progress *p, const run *r, const eval_result *v) {
  * client, it leaves, asks for a turn again (the others that asked go
  * first) and starts from what the last client left. */
 static pz_status next_turn(run *r, int epoch) {
-    const pz_run_config *cfg = r->cfg;
+    const pz_run_plan *cfg = r->cfg;
     PZ_TRY(pz_pipe_hand_on(r->pipe));
     PZ_TRY(pz_traffic_pause(&r->traffic, r->pipe));
     r->emulated += pz_pipe_clock(r->pipe) - r->clock0;
@@ -309,7 +296,7 @@ typedef struct {
 } epoch_sums;
 
 static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
-    const pz_run_config *cfg = r->cfg;
+    const pz_run_plan *cfg = r->cfg;
     pz_loader_start_epoch(&r->loader, epoch);
     int B;
     while ((B = pz_loader_next(&r->loader)) > 0) {
@@ -409,7 +396,7 @@ static pz_status checkpoint(run *r, int epoch) {
 }
 
 static pz_status epoch_loop(run *r) {
-    const pz_run_config *cfg = r->cfg;
+    const pz_run_plan *cfg = r->cfg;
     pz_run_result *res = r->res;
     for (int epoch = r->rs.epoch; epoch < cfg->epochs && !res->stopped; epoch++) {
         const double te = pz_now();
@@ -508,7 +495,7 @@ static void last_epoch_results(run *r) {
     fprintf(stderr, "pipezip train: every epoch of %s was done; its summary is written now\n", r->out_dir);
 }
 
-pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress_fn on_progress, void *user) {
+pz_status pz_run_train(const pz_run_plan *cfg, pz_run_result *res, pz_progress_fn on_progress, void *user) {
     memset(res, 0, sizeof *res);
     run *r = calloc(1, sizeof *r);
     if (!r) return pz_fail(PZ_ERR_NOMEM, "out of memory starting a run");
@@ -516,7 +503,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
     pz_status st = start(r);
     if (!st && r->rank > 0) st = pz_pipe_wait(r->pipe); /* a process without the driver: serve until it stops */
     else if (!st) {
-        if (cfg->resume && r->rs.epoch >= cfg->epochs && r->out_dir) last_epoch_results(r);
+        if (RESUME(cfg) && r->rs.epoch >= cfg->epochs && r->out_dir) last_epoch_results(r);
         st = epoch_loop(r);
         if (!st && r->link->session && !res->stopped) st = pz_pipe_hand_on(r->pipe); /* for the next client */
         res->wall_seconds = pz_now() - r->t0;
@@ -548,7 +535,7 @@ pz_status pz_run_train(const pz_run_config *cfg, pz_run_result *res, pz_progress
  * the compressed or the plain boundary), its header, the client's state
  * handed on (its parameters, optimizer slots, running statistics and the
  * boundary's codec states), the tied token table, the settings. */
-static pz_status serve_max_message(const pz_run_config *cfg, const pz_model *model, const pz_pipe_config *pc, size_t *out) {
+static pz_status serve_max_message(const pz_run_plan *cfg, const pz_model *model, const pz_pipe_config *pc, size_t *out) {
     const pz_shape sh = model->net.layers[pc->cuts[0]].out;
     const int M = pc->micro_batches > 0 ? pc->micro_batches : 1, mb = (pc->batch_max + M - 1) / M;
     const int P = pc->targets > 0 ? pc->targets : 1;
@@ -556,34 +543,24 @@ static pz_status serve_max_message(const pz_run_config *cfg, const pz_model *mod
     for (int i = 0; i < sh.rank; i++) shape[1 + i] = sh.d[i];
     const int64_t per = pz_shape_numel(sh);
     size_t frame = 0;
-    int stateful = 0;
-    const char *specs[2] = {pc->fwd[0][0] ? pc->fwd[0] : "none", "none"};
-    for (int k = 0; k < 2; k++) {
-        pz_codec *c, *base;
-        PZ_TRY(pz_codec_create(&c, specs[k]));
-        char b[PZ_SPEC_MAX];
-        pz_codec_base_spec(c, b, sizeof b);
-        stateful |= pz_codec_is_stateful(c);
-        size_t n = pz_codec_max_frame_bytes(c, 1 + sh.rank, shape);
-        pz_codec_free(c);
-        if (n > frame) frame = n;
-        PZ_TRY(pz_codec_create(&base, b));
-        n = pz_codec_max_frame_bytes(base, 1 + sh.rank, shape);
-        pz_codec_free(base);
-        if (n > frame) frame = n;
-    }
-    if (pc->bwd[0][0]) {
+    pz_codec_desc none;
+    pz_codec_desc_none(&none);
+    const pz_codec_desc *fwd = pc->fwd[0].p.fam ? &pc->fwd[0] : &none, *bwd = pc->bwd[0].p.fam ? &pc->bwd[0] : &none;
+    const pz_codec_desc base = pz_codec_desc_base(fwd);
+    const pz_codec_desc *sent[3] = {fwd, &base, &none}; /* training, evaluation through the compressed and the plain boundary */
+    for (int k = 0; k < 3; k++) {
         pz_codec *c;
-        PZ_TRY(pz_codec_create(&c, pc->bwd[0]));
-        stateful |= pz_codec_is_stateful(c);
+        PZ_TRY(pz_codec_create_desc(&c, sent[k]));
+        const size_t n = pz_codec_max_frame_bytes(c, 1 + sh.rank, shape);
         pz_codec_free(c);
+        if (n > frame) frame = n;
     }
+    const int stateful = fwd->wrap || bwd->wrap;
     int64_t params0 = 0;
     for (int j = 0; j <= pc->cuts[0]; j++) params0 += model->net.layers[j].n_params;
     /* a per-sample codec state grows with the client's training set: the
      * dataset's own size (text: at most 2^16 windows) */
-    const double samples = !strcmp(cfg->data, "cifar10") ? 50000 : !strcmp(cfg->data, "synthetic") ? 6000
-                           : pz_dataset_is_text(cfg->data) ? 65536 : 60000;
+    const double samples = (double)cfg->data.train_size;
     double need = (double)frame + 16.0 + 8.0 * mb * (1.0 + P); /* + a (micro-)batch header */
     const double state = 16.0 * (double)params0 + (stateful ? 2.0 * 8.0 * (double)per * (samples > mb ? samples : mb) : 0) + (1 << 20);
     if (state > need) need = state;
@@ -605,27 +582,22 @@ static int id_in(const uint64_t *set, int n, uint64_t id) {
     return 0;
 }
 
-pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o) {
-    PZ_TRY(pz_run_config_check(cfg));
+pz_status pz_run_serve(const pz_run_plan *cfg, const pz_serve_options *o) {
+    PZ_TRY(run_plan_check(cfg));
     pz_set_threads(cfg->threads);
     /* the server has no data: the input shape is the dataset's */
     pz_dataset shape = {0};
-    const int lm = pz_model_preset_is_sequence(cfg->model);
-    if (pz_dataset_is_text(cfg->data)) {
-        if (!lm) return pz_fail(PZ_ERR_ARG, "--data %s is text: it trains a language model (gpt-*), not %s", cfg->data, cfg->model);
-        /* byte tokens: windows of the model's context, a target per position */
-        shape.tokens = pz_model_preset_context(cfg->model);
+    if (cfg->data.text) {
+        /* windows of the model's context, a target per position */
+        shape.tokens = cfg->model.context;
         shape.c = shape.h = 1, shape.w = shape.tokens;
-        PZ_TRY(pz_tokenizer_spec(cfg->tokenizer, &shape.n_classes)); /* the vocabulary; the server needs no merges */
+        shape.n_classes = cfg->vocab; /* the vocabulary; the server needs no merges */
     } else {
-        if (lm) return pz_fail(PZ_ERR_ARG, "--model %s is a language model: its clients train on text (--data kjv or text:FILE)", cfg->model);
-        if (!strcmp(cfg->data, "cifar10")) shape.c = 3, shape.h = shape.w = 32;
-        else if (!strcmp(cfg->data, "fashion-mnist") || !strcmp(cfg->data, "mnist") || !strcmp(cfg->data, "synthetic")) shape.c = 1, shape.h = shape.w = 28;
-        else return pz_fail(PZ_ERR_ARG, "--data '%s' (expected fashion-mnist, mnist, cifar10, synthetic, kjv or text:FILE)", cfg->data);
-        shape.n_classes = 10;
+        shape.c = cfg->data.c, shape.h = cfg->data.h, shape.w = cfg->data.w;
+        shape.n_classes = cfg->data.classes;
     }
     pz_model model;
-    PZ_TRY(pz_model_preset(&model, cfg->model, pz_dataset_shape(&shape), shape.n_classes, 1, cfg->seed));
+    PZ_TRY(pz_model_build(&model, &cfg->model, pz_dataset_shape(&shape), shape.n_classes, 1, cfg->seed, 0, 1 << 30));
     pz_pipe_config pc;
     pz_status st = run_pipe_config(cfg, &model, &shape, &pc, 0);
     size_t max_msg = o->max_message;
@@ -657,7 +629,7 @@ pz_status pz_run_serve(const pz_run_config *cfg, const pz_serve_options *o) {
         if ((st = pz_pipe_create(&pipe, &pc))) break; /* the server's own state (a bad --resume, memory) */
         if (!announced) {
             fprintf(stderr, "pipezip serve: stages 1..%d of %s (after the first cut) on %s for %d client%s%s; messages up to %.1f MB\n",
-                    pc.n_stages - 1, cfg->model, o->bind, o->clients, o->clients == 1 ? "" : "s", o->server_key ? ", CURVE" : "",
+                    pc.n_stages - 1, cfg->model.name, o->bind, o->clients, o->clients == 1 ? "" : "s", o->server_key ? ", CURVE" : "",
                     (double)max_msg / 1e6);
             announced = 1;
         }

@@ -5,6 +5,7 @@
 #define PZ_RUN_INTERNAL_H
 
 #include "run.h"
+#include "settings.h"
 #include "metrics.h"
 #include "nn/nn.h"
 #include "data/data.h"
@@ -24,7 +25,7 @@ typedef struct {
 } run_state;
 
 /* The settings a resumed run must share with the run it continues. */
-void run_fingerprint(const pz_run_config *c, char *out, size_t cap);
+void run_fingerprint(const pz_run_plan *p, char *out, size_t cap);
 /* The settings fingerprints a and b disagree on, "key: A -> B; ...". */
 void run_fingerprint_diff(const char *a, const char *b, char *out, size_t cap);
 pz_status run_state_write(const char *dir, const run_state *s);
@@ -32,12 +33,12 @@ pz_status run_state_read(const char *dir, run_state *s);
 void run_checkpoint_dir(char *out, size_t cap, const char *dir, int epoch);
 void run_checkpoint_remove(const char *dir);
 /* config.json: the configuration and what the run derived from it */
-pz_status run_write_config(const char *dir, const pz_run_config *c, const pz_model *model, const pz_dataset *train,
+pz_status run_write_config(const char *dir, const pz_run_plan *p, const pz_model *model, const pz_dataset *train,
                            const pz_dataset *test, const pz_pipe_config *pc, int pipeline);
 pz_status run_write_json(const char *dir, const char *name, const pz_field *f, int n);
 /* The pipeline configuration of a run (model, cuts, codecs, optimizer,
  * emulated link); `ranks` > 0 when every stage is a process of its own. */
-pz_status run_pipe_config(const pz_run_config *cfg, const pz_model *model, const pz_dataset *train, pz_pipe_config *pc,
+pz_status run_pipe_config(const pz_run_plan *p, const pz_model *model, const pz_dataset *train, pz_pipe_config *pc,
                           int ranks);
 
 /* ---- placement (placement.c) ---------------------------------------------------
@@ -51,16 +52,22 @@ typedef struct run_link {
      * the server around the run */
     int session;
     /* the flags this transport needs (NULL: none) */
-    pz_status (*check)(const pz_run_config *cfg);
+    pz_status (*check)(const pz_run_plan *p);
     /* how many processes run this pipeline and which this one is (NULL: 1, 0) */
     pz_status (*processes)(int *rank, int *size);
+    /* starting the processes before the run (argc, argv: the program's, as
+     * MPI_Init takes them), and ending them: all well (finish) or one
+     * failed (abort, exit code); NULL: one process */
+    pz_status (*start)(int *argc, char ***argv, int *rank, int *size);
+    void (*finish)(void);
+    void (*abort)(int code);
     /* the local stages and the links to the remote ones into pc (NULL: all local) */
-    pz_status (*place)(const pz_run_config *cfg, int rank, int size, pz_pipe_config *pc);
+    pz_status (*place)(const pz_run_plan *p, int rank, int size, pz_pipe_config *pc);
 } run_link;
 
 /* The transport named name, or NULL. */
 const run_link *run_link_find(const char *name);
-/* "inproc, mpi or zmq", from the table */
-const char *run_link_names(void);
+/* "inproc, mpi or zmq" (sep ", ", last " or "), from the table */
+const char *run_link_names(const char *sep, const char *last);
 
 #endif

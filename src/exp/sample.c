@@ -63,7 +63,12 @@ pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(const uint8_t *b
     pz_json_str(cfg, "tokenizer", tokenizer, sizeof tokenizer); /* runs before BPE have none: bytes */
     free(cfg);
     if (!ok) return pz_fail(PZ_ERR_FORMAT, "'%s' names no model and data", path);
-    if (!pz_model_preset_is_sequence(model))
+    /* the run's settings as values, once: config.json is this door's edge */
+    pz_model_spec spec;
+    int vocab;
+    if (pz_model_spec_parse(&spec, model)) return pz_fail(PZ_ERR_FORMAT, "%s: %s", path, pz_last_error());
+    PZ_TRY(pz_tokenizer_spec(tokenizer, &vocab));
+    if (!pz_model_spec_is_sequence(&spec))
         return pz_fail(PZ_ERR_ARG, "run %s trained %s on %s, not a language model: sample needs a gpt-* run", c->run_dir,
                        model, data);
     int epoch = c->epoch;
@@ -86,8 +91,8 @@ pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(const uint8_t *b
     const size_t np = strlen(prompt);
     if (np > 1000000) return pz_fail(PZ_ERR_ARG, "sample: the prompt is longer than 1000000 bytes");
     pz_tokenizer tok; /* the run's tokens */
-    PZ_TRY(pz_tokenizer_open(&tok, tokenizer, c->run_dir));
-    const int vocab = tok.vocab;
+    PZ_TRY(pz_tokenizer_open(&tok, vocab, c->run_dir));
+    vocab = tok.vocab;
     int32_t *ids = malloc((np + (size_t)c->tokens) * sizeof *ids); /* never more tokens than bytes */
     if (!ids) {
         pz_tokenizer_free(&tok);
@@ -97,7 +102,7 @@ pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(const uint8_t *b
 
     pz_set_threads(c->threads);
     pz_model m;
-    pz_status s = pz_model_preset(&m, model, pz_shape_tokens(pz_model_preset_context(model)), vocab, 1, 0);
+    pz_status s = pz_model_build(&m, &spec, pz_shape_tokens(spec.context), vocab, 1, 0, 0, 1 << 30);
     if (!s) {
         if (!(s = load_weights(&m, ckpt))) {
             emitter e = {&tok, emit, ctx};

@@ -60,7 +60,7 @@ pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq
         if (m && m->f) {
             pz_field f[] = {
                 PZ_NUM("epoch", epoch), PZ_NUM("boundary", b + 1), PZ_STR("after", after),
-                PZ_STR("fwd", pc->fwd[b]), PZ_STR("bwd", pc->bwd[b]),
+                PZ_STR("fwd", pz_pipe_spec_text(&pc->fwd[b])), PZ_STR("bwd", pz_pipe_spec_text(&pc->bwd[b])),
                 PZ_NUM("fwd_bytes", fb), PZ_NUM("bwd_bytes", bb),
                 PZ_NUM("fwd_elements", fe), PZ_NUM("bwd_elements", be),
                 PZ_NUM("fwd_ratio", ratio(4.0 * (double)fe, fb)),
@@ -86,8 +86,8 @@ pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq
         /* this run's totals per boundary (a resumed run: since the resume) */
         __typeof__(res->boundaries[0]) *rb = &res->boundaries[b];
         snprintf(rb->after, sizeof rb->after, "%.47s", after);
-        snprintf(rb->fwd, sizeof rb->fwd, "%.63s", pc->fwd[b]);
-        snprintf(rb->bwd, sizeof rb->bwd, "%.63s", pc->bwd[b]);
+        snprintf(rb->fwd, sizeof rb->fwd, "%.63s", pz_pipe_spec_text(&pc->fwd[b]));
+        snprintf(rb->bwd, sizeof rb->bwd, "%.63s", pz_pipe_spec_text(&pc->bwd[b]));
         rb->fwd_bytes = bs.fwd_bytes - f0->fwd_bytes, rb->bwd_bytes = bs.bwd_bytes - f0->bwd_bytes;
         rb->fp32_fwd_bytes = 4 * (bs.fwd_elements - f0->fwd_elements);
         rb->fp32_bwd_bytes = 4 * (bs.bwd_elements - f0->bwd_elements);

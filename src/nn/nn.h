@@ -8,6 +8,7 @@
 #define PZ_NN_H
 
 #include "base/base.h"
+#include "base/names.h"
 
 
 typedef enum {
@@ -127,6 +128,21 @@ void pz_model_share(pz_model *dst, const pz_model *src);
  * over an image input (C, H, W) with n_classes classes; gpt-tiny (4 blocks,
  * width 128, 4 heads, context 128) and gpt-small (6, 256, 8, 256) over a
  * sequence input (T), T at most the context, with an n_classes vocabulary. */
+/* A model as a value: its architecture and sizes, from a preset's name
+ * (parsed once where the name enters; the model grammar extends it). */
+typedef enum { PZ_ARCH_MLP = 1, PZ_ARCH_LENET5, PZ_ARCH_RESNET, PZ_ARCH_GPT } pz_arch;
+typedef struct {
+    pz_arch arch;
+    int depth;                       /* resnet: basic blocks per group (1: resnet8, 3: resnet20) */
+    int layers, dim, heads, context; /* gpt: blocks, width, heads, longest context */
+    char name[32];                   /* as named ("resnet8") */
+} pz_model_spec;
+pz_status pz_model_spec_parse(pz_model_spec *spec, const char *name);
+/* Build layers [from, to) of the model a spec describes (see pz_model_preset_range). */
+pz_status pz_model_build(pz_model *m, const pz_model_spec *spec, pz_shape in, int n_classes, int batch_max, uint64_t seed,
+                         int from, int to);
+static inline int pz_model_spec_is_sequence(const pz_model_spec *s) { return s->arch == PZ_ARCH_GPT; }
+/* The name-taking forms below are for a program's edge (tests, bench): they parse the name and build. */
 pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_classes,
                           int batch_max, uint64_t seed);
 pz_status pz_model_preset_range(pz_model *m, const char *preset, pz_shape in, int n_classes, int batch_max, uint64_t seed,
@@ -157,6 +173,8 @@ void pz_model_zero_grad(pz_model *m);
 
 /* ---- optimizers ----------------------------------------------------------- */
 typedef enum { PZ_OPT_SGD, PZ_OPT_ADAMW } pz_optim_kind;
+/* the optimizers' names: sgd, adamw */
+extern const pz_name pz_optimizers[];
 
 typedef struct {
     pz_optim_kind kind;

@@ -9,6 +9,12 @@
 
 void pz_optim_free(pz_optim *o);
 
+const pz_name pz_optimizers[] = {
+    {PZ_OPT_SGD, "sgd", "SGD with momentum (Nesterov optional), L2 weight decay"},
+    {PZ_OPT_ADAMW, "adamw", "AdamW: decoupled weight decay"},
+    {0, NULL, NULL},
+};
+
 pz_status pz_optim_init(pz_optim *o, pz_optim_kind kind, int64_t n) {
     /* keep the hyperparameters the caller already set; fill defaults for zeros */
     o->kind = kind;

@@ -1,14 +1,54 @@
 /* presets.c — the named models: image classifiers (mlp, lenet5, resnet8,
  * resnet20) and GPT-2 style language models (gpt-tiny, gpt-small). */
 #include "nn.h"
+#include "base/names.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const preset_names[] = {"mlp", "lenet5", "resnet8", "resnet20", "gpt-tiny", "gpt-small", NULL};
+/* The presets: each name and the spec it stands for, in one table (what
+ * --model accepts, `pipezip models` lists and errors name). */
+static const struct {
+    const char *name;
+    pz_model_spec spec;
+} presets[] = {
+    {"mlp", {.arch = PZ_ARCH_MLP}},
+    {"lenet5", {.arch = PZ_ARCH_LENET5}},
+    {"resnet8", {.arch = PZ_ARCH_RESNET, .depth = 1}},
+    {"resnet20", {.arch = PZ_ARCH_RESNET, .depth = 3}},
+    {"gpt-tiny", {.arch = PZ_ARCH_GPT, .layers = 4, .dim = 128, .heads = 4, .context = 128}},
+    {"gpt-small", {.arch = PZ_ARCH_GPT, .layers = 6, .dim = 256, .heads = 8, .context = 256}},
+};
+#define N_PRESETS (int)(sizeof presets / sizeof *presets)
 
-const char *const *pz_model_preset_names(void) { return preset_names; }
+const char *const *pz_model_preset_names(void) {
+    static const char *names[N_PRESETS + 1];
+    for (int i = 0; i < N_PRESETS; i++) names[i] = presets[i].name;
+    return names;
+}
+
+/* "mlp, lenet5, ... or gpt-small" */
+static const char *preset_list(void) {
+    static char buf[256];
+    if (!buf[0]) {
+        size_t n = 0;
+        for (int i = 0; i < N_PRESETS; i++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i == 0 ? "" : i == N_PRESETS - 1 ? " or " : ", ", presets[i].name);
+    }
+    return buf;
+}
+
+pz_status pz_model_spec_parse(pz_model_spec *s, const char *name) {
+    memset(s, 0, sizeof *s);
+    for (int i = 0; name && i < N_PRESETS; i++)
+        if (!strcmp(presets[i].name, name)) {
+            *s = presets[i].spec;
+            snprintf(s->name, sizeof s->name, "%s", name);
+            return PZ_OK;
+        }
+    return pz_fail(PZ_ERR_ARG, "unknown model '%s' (expected %s)", name ? name : "", preset_list());
+}
 
 /* mlp and lenet5: Kaiming-normal hidden layers and a classifier that starts
  * at zero, so the first loss is ln(classes) exactly. With Kaiming weights in
@@ -76,15 +116,7 @@ static pz_status build_resnet(pz_seq *s, int n, int n_classes) {
  * with a 4x GELU MLP), a final LayerNorm and a head tied to the token
  * table. Weights normal(0, 0.02), the projections into the residual stream
  * scaled by 1/sqrt(2L), biases zero, LayerNorms 1 and 0 (GPT-2's scheme). */
-typedef struct {
-    const char *name;
-    int layers, dim, heads, context;
-} gpt_spec;
-
-static const gpt_spec gpt_specs[] = {
-    {"gpt-tiny", 4, 128, 4, 128},
-    {"gpt-small", 6, 256, 8, 256},
-};
+typedef pz_model_spec gpt_spec; /* arch PZ_ARCH_GPT: layers, dim, heads, context */
 
 static pz_status build_gpt(pz_seq *s, const gpt_spec *g, int vocab);
 static pz_status decay_matrices_only(pz_model *m);
@@ -95,7 +127,7 @@ pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context,
     if (layers < 1 || dim < 1 || heads < 1 || context < 1 || T < 1 || T > context)
         return pz_fail(PZ_ERR_ARG, "a GPT of %d blocks, width %d, %d heads, context %d over %d tokens is not valid", layers,
                        dim, heads, context, T);
-    const gpt_spec g = {"gpt", layers, dim, heads, context};
+    const gpt_spec g = {.arch = PZ_ARCH_GPT, .layers = layers, .dim = dim, .heads = heads, .context = context, .name = "gpt"};
     pz_seq_init(&m->net, pz_shape_tokens(T));
     pz_status st = build_gpt(&m->net, &g, vocab);
     if (st == PZ_OK) st = pz_model_finalize(m, batch_max, vocab, seed);
@@ -106,12 +138,6 @@ pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context,
     }
     snprintf(m->preset, sizeof m->preset, "gpt");
     return PZ_OK;
-}
-
-static const gpt_spec *gpt_of(const char *preset) {
-    for (size_t i = 0; i < sizeof gpt_specs / sizeof *gpt_specs; i++)
-        if (!strcmp(gpt_specs[i].name, preset)) return &gpt_specs[i];
-    return NULL;
 }
 
 static float proj_std(const gpt_spec *g) { return 0.02f / sqrtf(2.0f * (float)g->layers); }
@@ -174,11 +200,14 @@ static pz_status decay_matrices_only(pz_model *m) {
     return PZ_OK;
 }
 
-int pz_model_preset_is_sequence(const char *preset) { return gpt_of(preset) != NULL; }
+int pz_model_preset_is_sequence(const char *preset) {
+    pz_model_spec s;
+    return !pz_model_spec_parse(&s, preset) && s.arch == PZ_ARCH_GPT;
+}
 
 int pz_model_preset_context(const char *preset) {
-    const gpt_spec *g = gpt_of(preset);
-    return g ? g->context : 0;
+    pz_model_spec s;
+    return !pz_model_spec_parse(&s, preset) && s.arch == PZ_ARCH_GPT ? s.context : 0;
 }
 
 pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_classes,
@@ -189,8 +218,17 @@ pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_cl
 pz_status pz_model_preset_range(pz_model *m, const char *preset, pz_shape in, int n_classes, int batch_max, uint64_t seed,
                                 int from, int to) {
     memset(m, 0, sizeof *m);
+    pz_model_spec spec;
+    PZ_TRY(pz_model_spec_parse(&spec, preset));
+    return pz_model_build(m, &spec, in, n_classes, batch_max, seed, from, to);
+}
+
+pz_status pz_model_build(pz_model *m, const pz_model_spec *spec, pz_shape in, int n_classes, int batch_max, uint64_t seed,
+                         int from, int to) {
+    memset(m, 0, sizeof *m);
     char sh[48];
-    const gpt_spec *g = gpt_of(preset);
+    const char *preset = spec->name;
+    const gpt_spec *g = spec->arch == PZ_ARCH_GPT ? spec : NULL;
     if (g) {
         if (in.rank != 1 || in.d[0] < 1 || in.d[0] > g->context)
             return pz_fail(PZ_ERR_ARG, "model '%s' takes sequences of 1 to %d tokens, not %s", preset, g->context,
@@ -203,12 +241,13 @@ pz_status pz_model_preset_range(pz_model *m, const char *preset, pz_shape in, in
     }
     pz_seq_init(&m->net, in);
     pz_status st;
-    if (g) st = build_gpt(&m->net, g, n_classes);
-    else if (!strcmp(preset, "mlp")) st = build_mlp(&m->net, n_classes);
-    else if (!strcmp(preset, "lenet5")) st = build_lenet5(&m->net, n_classes);
-    else if (!strcmp(preset, "resnet8")) st = build_resnet(&m->net, 1, n_classes);
-    else if (!strcmp(preset, "resnet20")) st = build_resnet(&m->net, 3, n_classes);
-    else return pz_fail(PZ_ERR_ARG, "unknown model '%s' (expected mlp, lenet5, resnet8, resnet20, gpt-tiny or gpt-small)", preset);
+    switch (spec->arch) {
+    case PZ_ARCH_GPT: st = build_gpt(&m->net, g, n_classes); break;
+    case PZ_ARCH_MLP: st = build_mlp(&m->net, n_classes); break;
+    case PZ_ARCH_LENET5: st = build_lenet5(&m->net, n_classes); break;
+    case PZ_ARCH_RESNET: st = build_resnet(&m->net, spec->depth, n_classes); break;
+    default: return pz_fail(PZ_ERR_ARG, "model '%s' has no architecture", preset);
+    }
     if (st == PZ_OK) st = pz_model_finalize_range(m, batch_max, n_classes, seed, from, to);
     if (st == PZ_OK && g) st = decay_matrices_only(m);
     if (st != PZ_OK) {

@@ -12,12 +12,13 @@
 #include "nn/nn.h"
 #include "link/link.h"
 #include "pipezip/codec.h"
+#include "codec/desc.h"
 
 #define PZ_MAX_STAGES 16
 #define PZ_SPEC_MAX PZ_CODEC_SPEC_MAX
 
 typedef struct {
-    const char *model;      /* preset */
+    pz_model_spec model;    /* the model every stage builds its layers of */
     pz_shape in;            /* one sample: an image, or T token ids */
     int n_classes, batch_max;
     int targets;            /* per sample: 1 class, or T next tokens (0 = 1) */
@@ -27,9 +28,10 @@ typedef struct {
     uint64_t seed;
     int n_stages;
     int cuts[PZ_MAX_STAGES]; /* stage s ends after top-level layer cuts[s] (s < n_stages - 1) */
-    /* codec specs per boundary b (between stage b and b+1): activations and
-     * gradients; empty = "none" (pz_codec_parse_list fills them) */
-    char fwd[PZ_MAX_STAGES][PZ_SPEC_MAX], bwd[PZ_MAX_STAGES][PZ_SPEC_MAX];
+    /* the codecs per boundary b (between stage b and b+1): activations and
+     * gradients, as parsed values; zeroed = "none" (pz_codec_list_resolve
+     * fills them) */
+    pz_codec_desc fwd[PZ_MAX_STAGES], bwd[PZ_MAX_STAGES];
     pz_optim_kind optimizer;
     float momentum, weight_decay;
     int nesterov;
@@ -81,17 +83,17 @@ typedef struct {
 
 typedef struct pz_pipe pz_pipe;
 
-/* Cut points for `model`: from a list ("3,4,5" or "layer1.0,layer2.0" —
- * top-level indices or names as `pipezip models` prints them; a group name
- * like "layer1" means its last block), or, with cuts NULL, `stages` stages
+/* Cut points for `model`: from a list of n_cuts layers (top-level indices
+ * or names as `pipezip models` prints them, "3" or "layer1.0"; a group name
+ * like "layer1" means its last block), or, with n_cuts 0, `stages` stages
  * balanced by forward FLOPs. Fills cfg->cuts and cfg->n_stages. */
-pz_status pz_pipe_resolve_cuts(const pz_model *model, const char *cuts, int stages, pz_pipe_config *cfg);
+pz_status pz_pipe_resolve_cuts(const pz_model *model, const char (*cuts)[64], int n_cuts, int stages, pz_pipe_config *cfg);
 
-/* The per-boundary spec lists are the codec grammar's (pz_codec_parse_list);
- * this name stays for the pipeline's callers and tests. */
-static inline pz_status pz_pipe_parse_specs(const char *arg, int n_boundaries, char (*out)[PZ_SPEC_MAX], const char *flag) {
-    return pz_codec_parse_list(arg, n_boundaries, out, flag);
-}
+/* A per-boundary spec list ("q8,2=q2") into n_boundaries descriptions, at
+ * a program's edge (the codec grammar's pz_codec_list_parse and _resolve). */
+pz_status pz_pipe_parse_specs(const char *arg, int n_boundaries, pz_codec_desc *out, const char *flag);
+/* The text a boundary's codec was given as ("none" when zeroed). */
+static inline const char *pz_pipe_spec_text(const pz_codec_desc *d) { return d->p.fam ? d->text : "none"; }
 
 pz_status pz_pipe_create(pz_pipe **p, const pz_pipe_config *cfg);
 /* One training step of a batch through every stage; *loss and *correct from

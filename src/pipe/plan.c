@@ -25,22 +25,21 @@ static int layer_index(const pz_seq *net, const char *name) {
     return found;
 }
 
-pz_status pz_pipe_resolve_cuts(const pz_model *model, const char *cuts, int stages, pz_pipe_config *cfg) {
+pz_status pz_pipe_resolve_cuts(const pz_model *model, const char (*cuts)[64], int n_cuts, int stages, pz_pipe_config *cfg) {
     const pz_seq *net = &model->net;
-    if (cuts && *cuts) {
-        char buf[512], *save = NULL;
-        snprintf(buf, sizeof buf, "%s", cuts);
-        int n = 0, prev = -1;
-        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (n_cuts > 0) {
+        if (n_cuts > PZ_MAX_STAGES - 1) return pz_fail(PZ_ERR_ARG, "--cuts: at most %d cuts", PZ_MAX_STAGES - 1);
+        int prev = -1;
+        for (int n = 0; n < n_cuts; n++) {
+            const char *t = cuts[n];
             const int i = layer_index(net, t);
             if (i < 0) return pz_fail(PZ_ERR_ARG, "--cuts: '%s' is not a layer of %s (see pipezip models %s)", t, model->preset, model->preset);
             if (i <= prev || i >= net->n - 1)
                 return pz_fail(PZ_ERR_ARG, "--cuts: '%s' (layer %d) must come after the previous cut and before the last layer", t, i);
-            if (n == PZ_MAX_STAGES - 1) return pz_fail(PZ_ERR_ARG, "--cuts: at most %d cuts", PZ_MAX_STAGES - 1);
-            cfg->cuts[n++] = i;
+            cfg->cuts[n] = i;
             prev = i;
         }
-        cfg->n_stages = n + 1;
+        cfg->n_stages = n_cuts + 1;
         return PZ_OK;
     }
     if (stages < 1 || stages > PZ_MAX_STAGES || stages > net->n)
@@ -102,18 +101,32 @@ static int64_t param_offset(const pz_seq *net, int layer) {
     return off;
 }
 
-static pz_status make_codec(pz_codec **c, const char *spec, uint32_t max_samples) {
-    PZ_TRY(pz_codec_create(c, spec && *spec ? spec : "none"));
+pz_status pz_pipe_parse_specs(const char *arg, int n_boundaries, pz_codec_desc *out, const char *flag) {
+    pz_codec_list *l = malloc(sizeof *l);
+    if (!l) return pz_fail(PZ_ERR_NOMEM, "out of memory parsing %s", flag);
+    pz_status st = pz_codec_list_parse(l, arg, n_boundaries, flag);
+    if (!st) st = pz_codec_list_resolve(l, n_boundaries, out, flag);
+    free(l);
+    return st;
+}
+
+/* a zeroed description is "none" */
+static const pz_codec_desc none;
+static pz_status make_codec(pz_codec **c, const pz_codec_desc *d, uint32_t max_samples) {
+    pz_codec_desc none;
+    if (!d->p.fam) pz_codec_desc_none(&none), d = &none;
+    PZ_TRY(pz_codec_create_desc(c, d));
     if (max_samples) pz_codec_set_max_samples(*c, max_samples);
     return PZ_OK;
 }
 
 /* evaluation uses the forward codec's stateless base (an EF/EF21/AQ-SGD
  * wrapper's base codec) */
-static pz_status make_eval_codec(pz_codec **c, const pz_codec *fwd) {
-    char spec[PZ_SPEC_MAX];
-    pz_codec_base_spec(fwd, spec, sizeof spec);
-    return make_codec(c, spec, 0);
+static pz_status make_eval_codec(pz_codec **c, const pz_codec_desc *fwd) {
+    pz_codec_desc none;
+    if (!fwd->p.fam) pz_codec_desc_none(&none), fwd = &none;
+    const pz_codec_desc base = pz_codec_desc_base(fwd);
+    return make_codec(c, &base, 0);
 }
 
 /* the stage holding top-level layer k */
@@ -148,11 +161,11 @@ pz_status plan_stage(pz_pipe *p, int i) {
     /* buffers for this stage's layers only */
     const int from = i ? cfg->cuts[i - 1] + 1 : 0, to = i == p->S - 1 ? 1 << 30 : cfg->cuts[i] + 1;
     for (int m = 0; m < s->M; m++) {
-        PZ_TRY(pz_model_preset_range(&s->model[m], cfg->model, cfg->in, cfg->n_classes, p->mb_max, cfg->seed, from, to));
+        PZ_TRY(pz_model_build(&s->model[m], &cfg->model, cfg->in, cfg->n_classes, p->mb_max, cfg->seed, from, to));
         if (m) pz_model_share(&s->model[m], &s->model[0]);
     }
     if (s->model[0].targets != pipe_targets(p))
-        return pz_fail(PZ_ERR_ARG, "model '%s' has %d targets per sample, the data %d", cfg->model, s->model[0].targets,
+        return pz_fail(PZ_ERR_ARG, "model '%s' has %d targets per sample, the data %d", cfg->model.name, s->model[0].targets,
                        pipe_targets(p));
     const int n = s->model[0].net.n;
     s->from = from;
@@ -166,18 +179,18 @@ pz_status plan_stage(pz_pipe *p, int i) {
                         .decay = s->model[0].decay ? s->model[0].decay + s->p0 : NULL};
     PZ_TRY(pz_optim_init(&s->opt, cfg->optimizer, s->p1 - s->p0));
     if (i > 0) {
-        PZ_TRY(make_codec(&s->fwd_rx, cfg->fwd[i - 1], cfg->max_samples));
-        PZ_TRY(make_codec(&s->bwd_tx, cfg->bwd[i - 1], cfg->max_samples));
-        PZ_TRY(make_eval_codec(&s->eval_rx, s->fwd_rx));
-        PZ_TRY(make_codec(&s->plain_rx, "none", 0));
+        PZ_TRY(make_codec(&s->fwd_rx, &cfg->fwd[i - 1], cfg->max_samples));
+        PZ_TRY(make_codec(&s->bwd_tx, &cfg->bwd[i - 1], cfg->max_samples));
+        PZ_TRY(make_eval_codec(&s->eval_rx, &cfg->fwd[i - 1]));
+        PZ_TRY(make_codec(&s->plain_rx, &none, 0));
         pz_codec_set_seed(s->bwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i + 1);
         s->bwd_lossless = pz_codec_is_lossless(s->bwd_tx);
     }
     if (i < p->S - 1) {
-        PZ_TRY(make_codec(&s->fwd_tx, cfg->fwd[i], cfg->max_samples));
-        PZ_TRY(make_codec(&s->bwd_rx, cfg->bwd[i], cfg->max_samples));
-        PZ_TRY(make_eval_codec(&s->eval_tx, s->fwd_tx));
-        PZ_TRY(make_codec(&s->plain_tx, "none", 0));
+        PZ_TRY(make_codec(&s->fwd_tx, &cfg->fwd[i], cfg->max_samples));
+        PZ_TRY(make_codec(&s->bwd_rx, &cfg->bwd[i], cfg->max_samples));
+        PZ_TRY(make_eval_codec(&s->eval_tx, &cfg->fwd[i]));
+        PZ_TRY(make_codec(&s->plain_tx, &none, 0));
         pz_codec_set_seed(s->fwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i);
         s->fwd_lossless = pz_codec_is_lossless(s->fwd_tx);
     }
@@ -205,14 +218,14 @@ void plan_fingerprint(pz_pipe *p) {
     const size_t cap = sizeof p->fingerprint;
     char in[48];
     size_t n = (size_t)snprintf(f, cap, "model=%s in=%s classes=%d batch=%d seed=%llu stages=%d micro=%d opt=%d mom=%g wd=%g nest=%d cuts=",
-                                cfg->model, pz_shape_str(cfg->in, in, sizeof in), cfg->n_classes, cfg->batch_max,
+                                cfg->model.name, pz_shape_str(cfg->in, in, sizeof in), cfg->n_classes, cfg->batch_max,
                                 (unsigned long long)cfg->seed, cfg->n_stages, M, (int)cfg->optimizer, cfg->momentum,
                                 cfg->weight_decay, cfg->nesterov);
     for (int b = 0; b + 1 < cfg->n_stages && n < cap; b++)
         n += (size_t)snprintf(f + n, cap - n, "%d%s", cfg->cuts[b], b + 2 < cfg->n_stages ? "," : "");
     for (int b = 0; b + 1 < cfg->n_stages && n < cap; b++)
-        n += (size_t)snprintf(f + n, cap - n, " fwd%d=%s bwd%d=%s", b + 1, cfg->fwd[b][0] ? cfg->fwd[b] : "none", b + 1,
-                              cfg->bwd[b][0] ? cfg->bwd[b] : "none");
+        n += (size_t)snprintf(f + n, cap - n, " fwd%d=%s bwd%d=%s", b + 1, pz_pipe_spec_text(&cfg->fwd[b]), b + 1,
+                              pz_pipe_spec_text(&cfg->bwd[b]));
     if (cfg->clip_norm > 0.0f && n < cap) n += (size_t)snprintf(f + n, cap - n, " clip=%g", cfg->clip_norm);
     if (cfg->grad_mask && n < cap) n += (size_t)snprintf(f + n, cap - n, " grad_mask=fwd");
     if (pipe_targets(p) > 1 && n < cap) n += (size_t)snprintf(f + n, cap - n, " targets=%d", pipe_targets(p));

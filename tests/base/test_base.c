@@ -72,7 +72,7 @@ static void test_io(void) {
 
     /* metrics: jsonl and csv with the same records */
     pz_metrics m;
-    CHECK(pz_metrics_open(&m, dir, "steps", "csv") == PZ_OK, "%s", pz_last_error());
+    CHECK(pz_metrics_open(&m, dir, "steps", 1) == PZ_OK, "%s", pz_last_error());
     pz_field f1[] = {PZ_NUM("step", 1), PZ_NUM("loss", 0.5), PZ_STR("codec", "q4")};
     pz_field f2[] = {PZ_NUM("step", 2), PZ_NUM("loss", 0.25), PZ_STR("codec", "q4")};
     pz_metrics_write(&m, f1, 3);
@@ -83,7 +83,7 @@ static void test_io(void) {
     CHECK(len == strlen("step,loss,codec\n1,0.5,q4\n2,0.25,q4\n") &&
               !memcmp(data, "step,loss,codec\n1,0.5,q4\n2,0.25,q4\n", len), "csv content: %.*s", (int)len, data);
     free(data);
-    CHECK(pz_metrics_open(&m, dir, "steps", "jsonl") == PZ_OK, "%s", pz_last_error());
+    CHECK(pz_metrics_open(&m, dir, "steps", 0) == PZ_OK, "%s", pz_last_error());
     pz_field f3[] = {PZ_NUM("step", 1), PZ_NUM("loss", 1.0 / 3), PZ_STR("note", "a \"quoted\"\nline"),
                      PZ_NUM("lr", 0.1f), PZ_NUM("tiny", 4e-7f), PZ_NUM("none", NAN), PZ_NUM("big", 3.0e38f)};
     pz_metrics_write(&m, f3, 7);
@@ -96,7 +96,6 @@ static void test_io(void) {
                        "\"tiny\": 4e-07, \"none\": null, \"big\": 3e+38}\n";
     CHECK(len == strlen(want) && !memcmp(data, want, len), "jsonl content: %.*s", (int)len, data);
     free(data);
-    CHECK(pz_metrics_open(&m, dir, "steps", "xml") == PZ_ERR_ARG, "unknown format rejected");
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0, "cleanup");

@@ -25,9 +25,10 @@ static void batch(float *x, int32_t *y, uint32_t *ids, int step) {
 }
 
 static pz_pipe_config config(const char *fwd, const char *bwd) {
-    pz_pipe_config c = {.model = "resnet8", .in = pz_shape_image(1, 28, 28), .n_classes = 10, .batch_max = B, .seed = 5, .n_stages = 4,
+    pz_pipe_config c = {.model = {0}, .in = pz_shape_image(1, 28, 28), .n_classes = 10, .batch_max = B, .seed = 5, .n_stages = 4,
                         .cuts = {3, 4, 5}, .optimizer = PZ_OPT_SGD, .momentum = 0.9f,
                         .weight_decay = 5e-4f, .nesterov = 1, .timeout_s = 30};
+    CHECK(pz_model_spec_parse(&c.model, "resnet8") == PZ_OK, "%s", pz_last_error());
     CHECK(pz_pipe_parse_specs(fwd, 3, c.fwd, "--fwd") == PZ_OK && pz_pipe_parse_specs(bwd, 3, c.bwd, "--bwd") == PZ_OK, "%s",
           pz_last_error());
     return c;
@@ -151,11 +152,11 @@ int main(void) {
         pz_model m;
         CHECK(pz_model_preset(&m, "resnet8", pz_shape_image(1, 28, 28), 10, 1, 1) == PZ_OK, "%s", pz_last_error());
         pz_pipe_config c = {0};
-        CHECK(pz_pipe_resolve_cuts(&m, "layer1,layer2,layer3", 0, &c) == PZ_OK && c.n_stages == 4 && c.cuts[0] == 3 &&
+        CHECK(pz_pipe_resolve_cuts(&m, (const char[][64]){"layer1", "layer2", "layer3"}, 3, 0, &c) == PZ_OK && c.n_stages == 4 && c.cuts[0] == 3 &&
                   c.cuts[1] == 4 && c.cuts[2] == 5, "groups name their last block");
-        CHECK(pz_pipe_resolve_cuts(&m, "layer1.0,4", 0, &c) == PZ_OK && c.n_stages == 3 && c.cuts[0] == 3 && c.cuts[1] == 4,
+        CHECK(pz_pipe_resolve_cuts(&m, (const char[][64]){"layer1.0", "4"}, 2, 0, &c) == PZ_OK && c.n_stages == 3 && c.cuts[0] == 3 && c.cuts[1] == 4,
               "names and indices");
-        CHECK(pz_pipe_resolve_cuts(&m, NULL, 4, &c) == PZ_OK && c.n_stages == 4, "4 stages by compute");
+        CHECK(pz_pipe_resolve_cuts(&m, NULL, 0, 4, &c) == PZ_OK && c.n_stages == 4, "4 stages by compute");
         int64_t macs[4] = {0};
         for (int i = 0, st = 0; i < m.net.n; i++) {
             macs[st] += m.net.layers[i].macs;
@@ -165,10 +166,10 @@ int main(void) {
         for (int i = 1; i < 4; i++) lo = macs[i] < lo ? macs[i] : lo, hi = macs[i] > hi ? macs[i] : hi;
         CHECK(lo > 0, "every stage computes (stage FLOPs %lld %lld %lld %lld)", (long long)macs[0], (long long)macs[1],
               (long long)macs[2], (long long)macs[3]);
-        CHECK(pz_pipe_resolve_cuts(&m, "layer9", 0, &c) == PZ_ERR_ARG && strstr(pz_last_error(), "layer9"), "%s", pz_last_error());
-        CHECK(pz_pipe_resolve_cuts(&m, "4,3", 0, &c) == PZ_ERR_ARG, "cuts must increase");
-        CHECK(pz_pipe_resolve_cuts(&m, "fc", 0, &c) == PZ_ERR_ARG, "no cut after the last layer");
-        CHECK(pz_pipe_resolve_cuts(&m, NULL, 40, &c) == PZ_ERR_ARG, "more stages than layers");
+        CHECK(pz_pipe_resolve_cuts(&m, (const char[][64]){"layer9"}, 1, 0, &c) == PZ_ERR_ARG && strstr(pz_last_error(), "layer9"), "%s", pz_last_error());
+        CHECK(pz_pipe_resolve_cuts(&m, (const char[][64]){"4", "3"}, 2, 0, &c) == PZ_ERR_ARG, "cuts must increase");
+        CHECK(pz_pipe_resolve_cuts(&m, (const char[][64]){"fc"}, 1, 0, &c) == PZ_ERR_ARG, "no cut after the last layer");
+        CHECK(pz_pipe_resolve_cuts(&m, NULL, 0, 40, &c) == PZ_ERR_ARG, "more stages than layers");
         pz_model_free(&m);
     }
     { /* bad cuts */
@@ -192,11 +193,14 @@ int main(void) {
         pz_pipe_free(p);
     }
     { /* per-boundary codec specs: a default and overrides, commas inside specs */
-        char sp[PZ_MAX_STAGES][PZ_SPEC_MAX];
-        CHECK(pz_pipe_parse_specs("q8,2=ms:0.01,bits=2,3=q2", 3, sp, "--fwd") == PZ_OK && !strcmp(sp[0], "q8") &&
-                  !strcmp(sp[1], "ms:0.01,bits=2") && !strcmp(sp[2], "q2"),
-              "overrides: %s | %s | %s", sp[0], sp[1], sp[2]);
-        CHECK(pz_pipe_parse_specs("1=q2", 3, sp, "--fwd") == PZ_OK && !strcmp(sp[0], "q2") && !strcmp(sp[1], "none"),
+        static pz_codec_desc sp[PZ_MAX_STAGES];
+        char canon[PZ_SPEC_MAX];
+        CHECK(pz_pipe_parse_specs("q8,2=ms:0.01,bits=2,3=q2", 3, sp, "--fwd") == PZ_OK && !strcmp(sp[0].text, "q8") &&
+                  !strcmp(sp[1].text, "ms:0.01,bits=2") && !strcmp(sp[2].text, "q2"),
+              "overrides: %s | %s | %s", sp[0].text, sp[1].text, sp[2].text);
+        pz_codec_desc_canonical(&sp[1], canon, sizeof canon);
+        CHECK(!strcmp(canon, "ms:0.01,bits=2,per=tensor,values=fp32,auto"), "the value behind the text: %s", canon);
+        CHECK(pz_pipe_parse_specs("1=q2", 3, sp, "--fwd") == PZ_OK && !strcmp(sp[0].text, "q2") && !strcmp(sp[1].text, "none"),
               "unnamed boundaries get none");
         CHECK(pz_pipe_parse_specs("4=q2", 3, sp, "--fwd") == PZ_ERR_ARG && strstr(pz_last_error(), "boundary 4"), "%s", pz_last_error());
         CHECK(pz_pipe_parse_specs("q4,q8", 3, sp, "--fwd") == PZ_ERR_ARG, "a second default is an error: %s", pz_last_error());
@@ -204,8 +208,9 @@ int main(void) {
     }
     /* an mlp (no batch norm: micro-batches change no statistic) */
     enum { MB = 16 };
-    pz_pipe_config mc = {.model = "mlp", .in = pz_shape_image(1, 28, 28), .n_classes = 10, .batch_max = MB, .seed = 9, .n_stages = 4,
+    pz_pipe_config mc = {.model = {0}, .in = pz_shape_image(1, 28, 28), .n_classes = 10, .batch_max = MB, .seed = 9, .n_stages = 4,
                          .cuts = {1, 2, 3}, .optimizer = PZ_OPT_SGD, .momentum = 0.9f, .timeout_s = 30};
+    pz_model_spec_parse(&mc.model, "mlp");
     pz_pipe_parse_specs("none", 3, mc.fwd, "--fwd"), pz_pipe_parse_specs("none", 3, mc.bwd, "--bwd");
     { /* GPipe micro-batches: the same losses as whole batches (up to summation order) */
         float l1[4], l4[4];

@@ -20,9 +20,10 @@ static void batch(float *x, int32_t *y, uint32_t *ids, int t) {
 }
 
 static pz_pipe_config config(int stages, int micro, const char *fwd, const char *bwd) {
-    pz_pipe_config c = {.model = "gpt-tiny", .in = pz_shape_tokens(T), .n_classes = V, .targets = T, .batch_max = B,
+    pz_pipe_config c = {.model = {0}, .in = pz_shape_tokens(T), .n_classes = V, .targets = T, .batch_max = B,
                         .seed = 3, .n_stages = stages, .cuts = {1, 3, 4}, .optimizer = PZ_OPT_ADAMW,
                         .weight_decay = 0.1f, .micro_batches = micro, .timeout_s = 60, .max_samples = 64};
+    CHECK(pz_model_spec_parse(&c.model, "gpt-tiny") == PZ_OK, "%s", pz_last_error());
     CHECK(pz_pipe_parse_specs(fwd, stages - 1, c.fwd, "--fwd") == PZ_OK && pz_pipe_parse_specs(bwd, stages - 1, c.bwd, "--bwd") == PZ_OK,
           "%s", pz_last_error());
     return c;
@@ -60,7 +61,7 @@ static void balanced_cuts(void) {
     for (int i = 0; i < n; i++) cost[i] = m.net.layers[i].macs + 1;
     for (int S = 1; S <= n; S++) {
         pz_pipe_config c = {0};
-        CHECK(pz_pipe_resolve_cuts(&m, NULL, S, &c) == PZ_OK && c.n_stages == S, "--stages %d: %s", S, pz_last_error());
+        CHECK(pz_pipe_resolve_cuts(&m, NULL, 0, S, &c) == PZ_OK && c.n_stages == S, "--stages %d: %s", S, pz_last_error());
         int64_t worst = 0, acc = 0;
         for (int i = 0, st = 0; i < n; i++) {
             acc += cost[i];

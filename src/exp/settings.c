@@ -1,0 +1,513 @@
+/* settings.c — the table of a run's settings and the one door they enter
+ * through (pz_run_plan_set): text or a number becomes the plan's typed
+ * value here, checked at once; the rules that span settings are checked
+ * by run_plan_check before anything starts. See settings.h. */
+#include "settings.h"
+#include "run_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const pz_name run_eval_modes[] = {
+    {RUN_EVAL_ON, "on", "through the compressed boundaries"},
+    {RUN_EVAL_OFF, "off", "through plain fp32 boundaries"},
+    {RUN_EVAL_BOTH, "both", "both ways"},
+    {0, NULL, NULL},
+};
+
+const pz_name run_metrics_formats[] = {
+    {RUN_METRICS_JSONL, "jsonl", "a JSON object per line"},
+    {RUN_METRICS_CSV, "csv", "comma-separated, a header line first"},
+    {0, NULL, NULL},
+};
+
+const pz_name run_grad_masks[] = {
+    {0, "none", "gradients as computed"},
+    {1, "fwd", "zeroed where the activation arrived as 0"},
+    {0, NULL, NULL},
+};
+
+/* ---- text into typed values --------------------------------------------------- */
+
+/* "--flag 'text' is not one of: a|b|c" (every flag below is named as typed, "--lr") */
+static pz_status not_one_of(const char *flag, const char *text, const char *choices) {
+    return pz_fail(PZ_ERR_ARG, "%s '%s' is not one of: %s", flag, text, choices);
+}
+
+static pz_status enum_value(const pz_name *table, const char *text, const char *flag, int *out) {
+    *out = 0;
+    const pz_name *n = pz_name_find(table, text);
+    char list[256];
+    if (!n) return not_one_of(flag, text, pz_names_join(table, "|", "|", list, sizeof list));
+    *out = n->value;
+    return PZ_OK;
+}
+
+static const char *model_choices(void) {
+    static char buf[256];
+    if (!buf[0]) {
+        size_t n = 0;
+        for (const char *const *p = pz_model_preset_names(); *p && n < sizeof buf; p++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n ? "|" : "", *p);
+    }
+    return buf;
+}
+static const char *data_choices(void) {
+    static char buf[256];
+    return buf[0] ? buf : pz_data_names("|", "|", buf, sizeof buf);
+}
+static const char *optimizer_choices(void) {
+    static char buf[64];
+    return buf[0] ? buf : pz_names_join(pz_optimizers, "|", "|", buf, sizeof buf);
+}
+static const char *eval_choices(void) {
+    static char buf[64];
+    return buf[0] ? buf : pz_names_join(run_eval_modes, "|", "|", buf, sizeof buf);
+}
+static const char *metrics_choices(void) {
+    static char buf[64];
+    return buf[0] ? buf : pz_names_join(run_metrics_formats, "|", "|", buf, sizeof buf);
+}
+static const char *grad_mask_choices(void) {
+    static char buf[64];
+    return buf[0] ? buf : pz_names_join(run_grad_masks, "|", "|", buf, sizeof buf);
+}
+static const char *link_choices(void) { return run_link_names("|", "|"); }
+static const char *tokenizer_choices(void) { return "bytes|bpe:N"; }
+static const char *turn_choices(void) { return "run|epoch|K"; }
+
+static pz_status parse_model(pz_run_plan *p, const char *t, const char *flag) {
+    if (pz_model_spec_parse(&p->model, t)) return not_one_of(flag, t, model_choices());
+    return PZ_OK;
+}
+
+static pz_status parse_data(pz_run_plan *p, const char *t, const char *flag) {
+    if (!strncmp(t, "text:", 5)) return pz_data_spec_parse(&p->data, t);
+    if (pz_data_spec_parse(&p->data, t)) return not_one_of(flag, t, data_choices());
+    return PZ_OK;
+}
+
+static pz_status parse_tokenizer(pz_run_plan *p, const char *t, const char *flag) {
+    (void)flag;
+    return pz_tokenizer_spec(t, &p->vocab);
+}
+
+static pz_status parse_optimizer(pz_run_plan *p, const char *t, const char *flag) {
+    int v = 0;
+    PZ_TRY(enum_value(pz_optimizers, t, flag, &v));
+    p->optimizer = (pz_optim_kind)v;
+    return PZ_OK;
+}
+
+static pz_status parse_schedule(pz_run_plan *p, const char *t, const char *flag) {
+    (void)flag;
+    pz_schedule s = {0};
+    PZ_TRY(pz_schedule_parse(&s, t));
+    p->schedule = s;
+    return PZ_OK;
+}
+
+/* "layer1,layer2,layer3" or "3,4,5": names, resolved against the model when it is built */
+static pz_status parse_cuts(pz_run_plan *p, const char *t, const char *flag) {
+    p->n_cuts = 0;
+    for (const char *s = t; *s;) {
+        const char *e = strchr(s, ',');
+        const size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == 0 || n >= sizeof p->cuts[0]) return pz_fail(PZ_ERR_ARG, "%s: '%.*s' is not a layer name or index", flag, (int)n, s);
+        if (p->n_cuts == RUN_MAX_CUTS) return pz_fail(PZ_ERR_ARG, "%s: at most %d cuts", flag, RUN_MAX_CUTS);
+        snprintf(p->cuts[p->n_cuts++], sizeof p->cuts[0], "%.*s", (int)n, s);
+        s = e ? e + 1 : s + n;
+    }
+    return PZ_OK;
+}
+
+static pz_status parse_fwd(pz_run_plan *p, const char *t, const char *flag) { return pz_codec_list_parse(&p->fwd, t, RUN_MAX_CUTS, flag); }
+static pz_status parse_bwd(pz_run_plan *p, const char *t, const char *flag) { return pz_codec_list_parse(&p->bwd, t, RUN_MAX_CUTS, flag); }
+
+static pz_status parse_eval(pz_run_plan *p, const char *t, const char *flag) {
+    int v = 0;
+    PZ_TRY(enum_value(run_eval_modes, t, flag, &v));
+    p->eval_compress = (run_eval_mode)v;
+    return PZ_OK;
+}
+
+static pz_status parse_link(pz_run_plan *p, const char *t, const char *flag) {
+    const run_link *l = run_link_find(t);
+    if (!l) return not_one_of(flag, t, link_choices());
+    p->link = l;
+    return PZ_OK;
+}
+
+static pz_status parse_bandwidth(pz_run_plan *p, const char *t, const char *flag) {
+    (void)flag;
+    return pz_parse_bandwidth(t, &p->bandwidth);
+}
+static pz_status parse_latency(pz_run_plan *p, const char *t, const char *flag) {
+    (void)flag;
+    return pz_parse_duration(t, &p->latency);
+}
+
+static pz_status parse_turn(pz_run_plan *p, const char *t, const char *flag) {
+    (void)flag;
+    if (!strcmp(t, "run")) return p->turn = 0, PZ_OK;
+    if (!strcmp(t, "epoch")) return p->turn = -1, PZ_OK;
+    char *end;
+    const long k = strtol(t, &end, 10);
+    if (end == t || *end || k < 1 || k > 1000000000)
+        return pz_fail(PZ_ERR_ARG, "--turn '%s' (expected run, epoch or a number of steps >= 1)", t);
+    p->turn = (int)k;
+    return PZ_OK;
+}
+
+static pz_status parse_shard(pz_run_plan *p, const char *t, const char *flag) {
+    int k, n;
+    char extra;
+    if (sscanf(t, "%d/%d%c", &k, &n, &extra) != 2 || n < 1 || k < 1 || k > n)
+        return pz_fail(PZ_ERR_ARG, "%s expects K/N with 1 <= K <= N, got '%s'", flag, t);
+    p->shard_index = k - 1, p->shard_count = n;
+    return PZ_OK;
+}
+
+static pz_status parse_metrics(pz_run_plan *p, const char *t, const char *flag) {
+    int v = 0;
+    PZ_TRY(enum_value(run_metrics_formats, t, flag, &v));
+    p->metrics = (run_metrics_format)v;
+    return PZ_OK;
+}
+
+static pz_status parse_grad_mask(pz_run_plan *p, const char *t, const char *flag) { return enum_value(run_grad_masks, t, flag, &p->grad_mask); }
+
+/* paths and other text kept as given */
+static pz_status parse_path(pz_run_plan *p, const char *t, const char *flag) {
+    (void)p, (void)t, (void)flag;
+    return PZ_OK;
+}
+
+/* ---- the table ---------------------------------------------------------------------- */
+#define NUM(ID, FLAG, KEY, KIND, FIELD, MIN, MAX, META, HELP) \
+    [ID] = {ID, FLAG, KEY, KIND, offsetof(struct pz_run_plan, FIELD), MIN, MAX, NULL, NULL, META, HELP, NULL}
+#define TEXT(ID, FLAG, KEY, PARSE, DEF, META, HELP, CHOICES) [ID] = {ID, FLAG, KEY, SET_TEXT, 0, 0, 0, PARSE, DEF, META, HELP, CHOICES}
+
+const run_setting run_settings[PZ_SET_COUNT] = {
+    TEXT(PZ_SET_MODEL, "model", "model", parse_model, "resnet8", "NAME", "model preset (see pipezip models)", model_choices),
+    TEXT(PZ_SET_DATA, "data", "data", parse_data, "fashion-mnist", "NAME",
+         "dataset (kjv: the King James Bible from Debian's bible-kjv; text:FILE any UTF-8 text; for gpt-*, tokens by --tokenizer)",
+         data_choices),
+    TEXT(PZ_SET_TOKENIZER, "tokenizer", "tokenizer", parse_tokenizer, "bytes", "SPEC",
+         "text's tokens: bytes (256) or bpe:N, byte-level BPE of N tokens learned from the training split, kept in the run directory",
+         tokenizer_choices),
+    TEXT(PZ_SET_DATA_DIR, "data-dir", "data_dir", parse_path, NULL, "DIR",
+         "dataset directory (default: fashion-mnist and mnist under /usr/share/datasets, cifar10 in data/cifar-10-batches-bin, the kjv text cached in data/)",
+         NULL),
+    NUM(PZ_SET_LIMIT_TRAIN, "limit-train", "limit_train", SET_I64, limit_train, 0, 1e12, "N", "use only the first N training examples (0 = all)"),
+    NUM(PZ_SET_LIMIT_TEST, "limit-test", "limit_test", SET_I64, limit_test, 0, 1e12, "N", "use only the first N test examples (0 = all)"),
+    NUM(PZ_SET_EPOCHS, "epochs", "epochs", SET_INT, epochs, 1, 100000, "N", "training epochs"),
+    NUM(PZ_SET_BATCH, "batch", "batch", SET_INT, batch, 1, 65536, "N", "batch size"),
+    TEXT(PZ_SET_OPTIMIZER, "optimizer", "optimizer", parse_optimizer, "sgd", "NAME", "optimizer", optimizer_choices),
+    NUM(PZ_SET_LR, "lr", "lr", SET_FLOAT, lr, 1e-9, 100, "X", "peak learning rate"),
+    NUM(PZ_SET_MOMENTUM, "momentum", "momentum", SET_FLOAT, momentum, 0, 0.999999, "X", "SGD momentum"),
+    NUM(PZ_SET_NESTEROV, "nesterov", "nesterov", SET_BOOL, nesterov, 0, 0, NULL, "Nesterov momentum (SGD)"),
+    NUM(PZ_SET_WEIGHT_DECAY, "weight-decay", "weight_decay", SET_FLOAT, weight_decay, 0, 10, "X", "weight decay (SGD: L2; AdamW: decoupled)"),
+    TEXT(PZ_SET_SCHEDULE, "schedule", "schedule", parse_schedule, "onecycle", "SPEC",
+         "LR schedule: constant, cosine, step:EPOCHS,GAMMA, onecycle[:PCT]", NULL),
+    NUM(PZ_SET_WARMUP, "warmup", "warmup_epochs", SET_FLOAT, warmup_epochs, 0, 1e6, "EPOCHS", "linear LR warm-up (constant, step, cosine)"),
+    NUM(PZ_SET_CLIP_NORM, "clip-norm", "clip_norm", SET_FLOAT, clip_norm, 0, 1e9, "X",
+        "clip the gradients' global norm, over every stage, to X (0 = off; 1 is usual for gpt-*)"),
+    NUM(PZ_SET_CROP_PAD, "crop-pad", "augment_pad", SET_INT, crop_pad, -1, 16, "PX",
+        "random-crop padding in pixels (0 = no crop, -1 = dataset default: 4 for cifar10, else 0)"),
+    NUM(PZ_SET_FLIP, "flip", "augment_flip", SET_BOOL, flip, 0, 0, NULL, "random horizontal flips (default: on for fashion-mnist and cifar10)"),
+    NUM(PZ_SET_SEED, "seed", "seed", SET_U64, seed, 0, 0, "N", "seed for initialisation, shuffling and augmentation"),
+    NUM(PZ_SET_THREADS, "threads", "threads", SET_INT, threads, 0, 1024, "N", "threads (0 = all cores)"),
+    NUM(PZ_SET_STAGES, "stages", "stages", SET_INT, stages, 1, 16, "S",
+        "cut the model into S stages balanced by compute (1: no pipeline; default: resnets in 4 stages, a cut after each residual group as in Paper A; other models 1)"),
+    TEXT(PZ_SET_CUTS, "cuts", "cuts", parse_cuts, NULL, "LIST",
+         "cut after these layers (indices or names from pipezip models, e.g. layer1,layer2,layer3)", NULL),
+    TEXT(PZ_SET_FWD, "fwd", "fwd", parse_fwd, "q4", "SPEC",
+         "codec for activations: SPEC for every boundary, N=SPEC for boundary N (1 = first cut), e.g. q4 or q8,1=q2 (see pipezip codec --help)",
+         NULL),
+    TEXT(PZ_SET_BWD, "bwd", "bwd", parse_bwd, "q8", "SPEC", "codec for gradients, as --fwd", NULL),
+    TEXT(PZ_SET_EVAL_COMPRESS, "eval-compress", "eval_compress", parse_eval, "both", "MODE",
+         "test through compressed boundaries, plain ones, or both", eval_choices),
+    NUM(PZ_SET_MICRO_BATCHES, "micro-batches", "micro_batches", SET_INT, micro_batches, 1, 16, "M",
+        "GPipe: split every batch into M micro-batches that flow through the stages in turn"),
+    NUM(PZ_SET_AQSGD_WARMUP, "aqsgd-warmup", "aqsgd_warmup", SET_INT, aqsgd_warmup, 0, 100000, "EPOCHS",
+        "aqsgd(...) codecs send uncompressed for the first EPOCHS epochs, filling their buffers"),
+    TEXT(PZ_SET_LINK, "link", "link", parse_link, "inproc", "KIND",
+         "how stages talk: threads in this process, Open MPI ranks (mpirun -np S), or ZeroMQ to a pipezip serve", link_choices),
+    TEXT(PZ_SET_CONNECT, "connect", NULL, parse_path, NULL, "ENDPOINT", "--link zmq: the server, e.g. tcp://server:5555", NULL),
+    TEXT(PZ_SET_CLIENT_KEY, "client-key", NULL, parse_path, NULL, "FILE", "--link zmq: this client's CURVE secret key (pipezip keygen)", NULL),
+    TEXT(PZ_SET_SERVER_KEY, "server-key", NULL, parse_path, NULL, "FILE",
+         "--link zmq: the server's CURVE public key (FILE.pub from pipezip keygen)", NULL),
+    TEXT(PZ_SET_LINK_BANDWIDTH, "link-bandwidth", "link_bandwidth", parse_bandwidth, NULL, "RATE",
+         "emulate this bandwidth at every boundary: 10mbit, 100mbit, 1gbit, 12.5MB/s", NULL),
+    TEXT(PZ_SET_LINK_LATENCY, "link-latency", "link_latency", parse_latency, NULL, "TIME",
+         "emulate this one-way latency at every boundary: 10ms, 250us", NULL),
+    NUM(PZ_SET_LINK_REALTIME, "link-realtime", "link_realtime", SET_BOOL, realtime, 0, 0, NULL,
+        "really hold frames back (default: a virtual clock reports the time the run would take)"),
+    NUM(PZ_SET_TIMEOUT, "timeout", NULL, SET_DOUBLE, timeout, 0.001, 1e6, "SECONDS", "a stage or peer silent this long stops the run with an error"),
+    TEXT(PZ_SET_TURN, "turn", "turn", parse_turn, "run", "WHEN",
+         "--link zmq: give the next client its turn after the whole run, every epoch, or every K steps (split learning's round robin; each turn starts from the client-side weights the last one left)",
+         turn_choices),
+    TEXT(PZ_SET_SHARD, "shard", "shard", parse_shard, NULL, "K/N",
+         "train on the K-th of N equal slices of the training set (split-learning clients)", NULL),
+    TEXT(PZ_SET_RESUME, "resume", NULL, parse_path, NULL, "DIR",
+         "continue the run in DIR from its last checkpoint (same flags as the original run)", NULL),
+    TEXT(PZ_SET_OUT, "out", NULL, parse_path, NULL, "DIR", "run directory (default runs/DATE-MODEL-DATA)", NULL),
+    TEXT(PZ_SET_METRICS, "metrics", "metrics", parse_metrics, "jsonl", "FORMAT", "metrics file format", metrics_choices),
+    NUM(PZ_SET_LOG_EVERY, "log-every", "log_every", SET_INT, log_every, 1, 1000000, "N", "write a step record every N steps"),
+    TEXT(PZ_SET_GRAD_MASK, "grad-mask", "grad_mask", parse_grad_mask, "none", "MODE",
+         "fwd: zero each boundary's gradient where its activation arrived as 0, before --bwd (the derivative of a forward TopK; Paper A's GPT-2 runs reuse the forward mask)",
+         grad_mask_choices),
+    NUM(PZ_SET_EVAL_EVERY, "eval-every", "eval_every", SET_INT, eval_every, 0, 100000000, "N",
+        "also evaluate every N steps (validation loss, bits per byte, plain and compressed) into evals.jsonl (0 = at epoch ends only)"),
+    TEXT(PZ_SET_COMMAND_LINE, NULL, "command_line", parse_path, NULL, NULL, "how the run was started", NULL),
+};
+
+const run_setting *run_setting_of(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? &run_settings[id] : NULL; }
+
+/* ---- the door ---------------------------------------------------------------------- */
+
+static void *field(pz_run_plan *p, const run_setting *s) { return (char *)p + s->offset; }
+
+static pz_status keep_text(pz_run_plan *p, pz_setting id, const char *text) {
+    char *t = text ? strdup(text) : NULL;
+    if (text && !t) return pz_fail(PZ_ERR_NOMEM, "out of memory");
+    free(p->text[id]);
+    p->text[id] = t;
+    return PZ_OK;
+}
+
+static pz_status set_number(pz_run_plan *p, const run_setting *s, double x, const char *as_text, const char *flag) {
+    const int ranged = !(s->min == 0 && s->max == 0);
+    switch (s->kind) {
+    case SET_INT:
+    case SET_I64:
+        if (x != floor(x) || !isfinite(x)) return pz_fail(PZ_ERR_ARG, "%s expects an integer, got '%s'", flag, as_text);
+        if (ranged && (x < s->min || x > s->max))
+            return pz_fail(PZ_ERR_ARG, "%s must be in %.0f..%.0f, got %lld", flag, s->min, s->max, (long long)x);
+        if (s->kind == SET_INT) *(int *)field(p, s) = (int)x;
+        else *(int64_t *)field(p, s) = (int64_t)x;
+        return PZ_OK;
+    case SET_FLOAT:
+    case SET_DOUBLE:
+        if (!isfinite(x)) return pz_fail(PZ_ERR_ARG, "%s expects a number, got '%s'", flag, as_text);
+        if (ranged && (x < s->min || x > s->max)) return pz_fail(PZ_ERR_ARG, "%s must be in [%g, %g], got %g", flag, s->min, s->max, x);
+        if (s->kind == SET_DOUBLE) *(double *)field(p, s) = x;
+        else *(float *)field(p, s) = (float)x;
+        return PZ_OK;
+    case SET_BOOL:
+        if (x != 0 && x != 1) return pz_fail(PZ_ERR_ARG, "%s expects on or off, got '%s'", flag, as_text);
+        *(int *)field(p, s) = (int)x;
+        return PZ_OK;
+    case SET_U64:
+        if (x < 0 || x != floor(x) || x > 18446744073709551615.0)
+            return pz_fail(PZ_ERR_ARG, "%s expects a non-negative integer, got '%s'", flag, as_text);
+        *(uint64_t *)field(p, s) = (uint64_t)x;
+        return PZ_OK;
+    default: return pz_fail(PZ_ERR_ARG, "%s takes text, not a number", flag);
+    }
+}
+
+pz_status run_plan_set_as(pz_run_plan *p, pz_setting id, const char *text, const char *flag) {
+    const run_setting *s = run_setting_of(id);
+    if (!s) return pz_fail(PZ_ERR_ARG, "setting %d does not exist", (int)id);
+    if (!text) return pz_fail(PZ_ERR_ARG, "%s needs a value", flag);
+    char *end;
+    errno = 0;
+    switch (s->kind) {
+    case SET_TEXT:
+        if (!*text && s->flag) return pz_fail(PZ_ERR_ARG, "%s needs a non-empty value", flag);
+        char *was = p->text[id];
+        p->text[id] = NULL;
+        pz_status st = keep_text(p, id, text);
+        if (!st) st = s->parse(p, p->text[id], flag);
+        if (st) { /* a refused value leaves the setting as it was */
+            char why[1024];
+            snprintf(why, sizeof why, "%s", pz_last_error());
+            free(p->text[id]);
+            p->text[id] = was;
+            if (was) (void)s->parse(p, was, flag);
+            return pz_fail(st, "%s", why);
+        }
+        free(was);
+        break;
+    case SET_INT:
+    case SET_I64: {
+        const long long x = strtoll(text, &end, 10);
+        if (end == text || *end || errno) return pz_fail(PZ_ERR_ARG, "%s expects an integer, got '%s'", flag, text);
+        PZ_TRY(set_number(p, s, (double)x, text, flag));
+        if (s->kind == SET_I64) *(int64_t *)field(p, s) = x; /* exact beyond 2^53 */
+        break;
+    }
+    case SET_U64: {
+        if (*text == '-') return pz_fail(PZ_ERR_ARG, "%s expects a non-negative integer, got '%s'", flag, text);
+        const unsigned long long x = strtoull(text, &end, 10);
+        if (end == text || *end || errno) return pz_fail(PZ_ERR_ARG, "%s expects a non-negative integer, got '%s'", flag, text);
+        *(uint64_t *)field(p, s) = x;
+        break;
+    }
+    case SET_FLOAT:
+    case SET_DOUBLE: {
+        const double x = strtod(text, &end);
+        if (end == text || *end || !isfinite(x)) return pz_fail(PZ_ERR_ARG, "%s expects a number, got '%s'", flag, text);
+        PZ_TRY(set_number(p, s, x, text, flag));
+        break;
+    }
+    case SET_BOOL:
+        if (!strcmp(text, "on") || !strcmp(text, "true") || !strcmp(text, "1") || !strcmp(text, "yes")) *(int *)field(p, s) = 1;
+        else if (!strcmp(text, "off") || !strcmp(text, "false") || !strcmp(text, "0") || !strcmp(text, "no")) *(int *)field(p, s) = 0;
+        else return pz_fail(PZ_ERR_ARG, "%s expects on or off, got '%s'", flag, text);
+        break;
+    }
+    if (s->kind != SET_TEXT) PZ_TRY(keep_text(p, id, text));
+    p->given[id] = 1;
+    return PZ_OK;
+}
+
+static const char *flag_of(const run_setting *s, char *buf, size_t cap) {
+    snprintf(buf, cap, "--%s", s->flag ? s->flag : s->key);
+    return buf;
+}
+
+pz_status pz_run_plan_set(pz_run_plan *p, pz_setting id, const char *text) {
+    const run_setting *s = run_setting_of(id);
+    if (!s) return pz_fail(PZ_ERR_ARG, "setting %d does not exist", (int)id);
+    char flag[80];
+    return run_plan_set_as(p, id, text, flag_of(s, flag, sizeof flag));
+}
+
+pz_status pz_run_plan_set_number(pz_run_plan *p, pz_setting id, double v) {
+    const run_setting *s = run_setting_of(id);
+    if (!s) return pz_fail(PZ_ERR_ARG, "setting %d does not exist", (int)id);
+    char text[64], flag[80];
+    snprintf(text, sizeof text, "%.17g", v);
+    if (s->kind == SET_TEXT) return pz_run_plan_set(p, id, text);
+    PZ_TRY(set_number(p, s, v, text, flag_of(s, flag, sizeof flag)));
+    PZ_TRY(keep_text(p, id, text));
+    p->given[id] = 1;
+    return PZ_OK;
+}
+
+pz_status pz_run_plan_create(pz_run_plan **out) {
+    *out = NULL;
+    pz_run_plan *p = calloc(1, sizeof *p);
+    if (!p) return pz_fail(PZ_ERR_NOMEM, "out of memory for a run plan");
+    /* the defaults of `pipezip train`: SGD with Nesterov momentum and a
+     * one-cycle LR on resnet8 over Fashion-MNIST, cut like Paper A with
+     * q4 activations and q8 gradients (within 0.1 point of fp32 with 5.3x
+     * fewer bytes: README) */
+    p->epochs = 10, p->batch = 128, p->lr = 0.1f, p->momentum = 0.9f, p->weight_decay = 5e-4f, p->nesterov = 1;
+    p->crop_pad = -1, p->flip = -1, p->seed = 1, p->threads = 0, p->stages = 0;
+    p->micro_batches = 1, p->timeout = 60.0, p->log_every = 10;
+    for (int i = 0; i < PZ_SET_COUNT; i++) {
+        const run_setting *s = &run_settings[i];
+        if (s->kind != SET_TEXT || !s->def) continue;
+        char flag[80];
+        pz_status st = keep_text(p, s->id, s->def);
+        if (!st) st = s->parse(p, p->text[i], flag_of(s, flag, sizeof flag));
+        if (st) {
+            pz_run_plan_free(p);
+            return st;
+        }
+    }
+    *out = p;
+    return PZ_OK;
+}
+
+void pz_run_plan_free(pz_run_plan *p) {
+    if (!p) return;
+    for (int i = 0; i < PZ_SET_COUNT; i++) free(p->text[i]);
+    free(p);
+}
+
+int pz_run_plan_is_set(const pz_run_plan *p, pz_setting id) { return (unsigned)id < PZ_SET_COUNT && p->given[id]; }
+const char *pz_run_plan_text(const pz_run_plan *p, pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? p->text[id] : NULL; }
+const char *run_plan_str(const pz_run_plan *p, pz_setting id) { return p->text[id] ? p->text[id] : ""; }
+const char *pz_setting_name(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? run_settings[id].flag : NULL; }
+
+int pz_setting_by_name(const char *name) {
+    for (int i = 0; name && i < PZ_SET_COUNT; i++) {
+        const run_setting *s = &run_settings[i];
+        if ((s->flag && !strcmp(s->flag, name)) || (s->key && !strcmp(s->key, name))) return i;
+    }
+    return -1;
+}
+
+/* ---- rules across settings ------------------------------------------------------------ */
+
+int run_plan_one_stage(const pz_run_plan *p) {
+    if (p->n_cuts) return 0;
+    return p->stages == 1 || (p->stages == 0 && !p->link->remote && p->model.arch != PZ_ARCH_RESNET);
+}
+
+int run_plan_pipeline(const pz_run_plan *p) {
+    return (p->stages == 0 && p->model.arch == PZ_ARCH_RESNET) || p->stages > 1 || p->n_cuts || p->link->remote ||
+           p->micro_batches > 1 || p->given[PZ_SET_LINK_BANDWIDTH] || p->given[PZ_SET_LINK_LATENCY];
+}
+
+const char *run_plan_layout(const pz_run_plan *p, char *buf, size_t cap) {
+    if (run_plan_one_stage(p)) return NULL;
+    if (p->n_cuts) snprintf(buf, cap, "%s", run_plan_str(p, PZ_SET_CUTS));
+    else if (p->stages > 1) snprintf(buf, cap, "%d stages balanced by compute", p->stages);
+    else if (p->link->remote) snprintf(buf, cap, "a stage per process");
+    else snprintf(buf, cap, "4 stages (resnets: after each residual group)");
+    return buf;
+}
+
+/* flags that act on the boundaries between stages, given to a run that has
+ * none, would be silently unused: an mlp "compressed" with --fwd q2 trains
+ * exactly as an uncompressed one */
+static pz_status boundary_flags(const pz_run_plan *p) {
+    if (!run_plan_one_stage(p) || p->link->remote) return PZ_OK;
+    static const pz_setting boundary[] = {PZ_SET_FWD, PZ_SET_BWD, PZ_SET_LINK_BANDWIDTH, PZ_SET_LINK_LATENCY, PZ_SET_LINK_REALTIME,
+                                          PZ_SET_GRAD_MASK};
+    for (size_t i = 0; i < sizeof boundary / sizeof *boundary; i++) {
+        const pz_setting id = boundary[i];
+        if (!p->given[id]) continue;
+        if (id == PZ_SET_LINK_REALTIME && !p->realtime) continue;
+        if (id == PZ_SET_GRAD_MASK && !p->grad_mask) continue;
+        const char *val = run_settings[id].kind == SET_TEXT ? run_plan_str(p, id) : "";
+        return pz_fail(PZ_ERR_ARG,
+                       "--%s%s%s acts on the boundaries between stages, and this %s run has one stage (%s): "
+                       "cut it with --stages S or --cuts LIST (pipezip models %s lists its layers)",
+                       run_settings[id].flag, *val ? " " : "", val, p->model.name, p->stages == 1 ? "--stages 1" : "only resnets are cut by default",
+                       p->model.name);
+    }
+    return PZ_OK;
+}
+
+pz_status run_plan_check(const pz_run_plan *p) {
+    PZ_TRY(boundary_flags(p));
+    if (p->nesterov && p->momentum == 0.0f && p->optimizer == PZ_OPT_SGD) return pz_fail(PZ_ERR_ARG, "--nesterov needs --momentum > 0");
+    if (p->vocab != 256 && !p->data.text)
+        return pz_fail(PZ_ERR_ARG, "--tokenizer %s is for text (--data kjv or text:FILE), not %s", run_plan_str(p, PZ_SET_TOKENIZER),
+                       run_plan_str(p, PZ_SET_DATA));
+    if (p->warmup_epochs > p->epochs) return pz_fail(PZ_ERR_ARG, "--warmup must be in [0, epochs], got %g", p->warmup_epochs);
+    if (p->micro_batches > p->batch)
+        return pz_fail(PZ_ERR_ARG, "--micro-batches must be in 1..%d and at most --batch, got %d", PZ_MAX_STAGES, p->micro_batches);
+    if (p->aqsgd_warmup > p->epochs) return pz_fail(PZ_ERR_ARG, "--aqsgd-warmup must be in 0..epochs, got %d", p->aqsgd_warmup);
+    if (p->stages > 0 && p->n_cuts && p->n_cuts + 1 != p->stages)
+        return pz_fail(PZ_ERR_ARG, "--stages %d and --cuts %s (%d stages) disagree: give one of them", p->stages,
+                       run_plan_str(p, PZ_SET_CUTS), p->n_cuts + 1);
+    if (p->link->check) PZ_TRY(p->link->check(p));
+    if (p->turn && !p->link->session)
+        return pz_fail(PZ_ERR_ARG, "--turn %s takes turns with other split-learning clients: it needs --link zmq", run_plan_str(p, PZ_SET_TURN));
+    if (p->data.text && !pz_model_spec_is_sequence(&p->model))
+        return pz_fail(PZ_ERR_ARG, "--data %s is text: it trains a language model (--model gpt-tiny or gpt-small), not %s",
+                       run_plan_str(p, PZ_SET_DATA), p->model.name);
+    if (!p->data.text && pz_model_spec_is_sequence(&p->model))
+        return pz_fail(PZ_ERR_ARG, "--model %s is a language model: it trains on text (--data kjv or text:FILE), not %s", p->model.name,
+                       run_plan_str(p, PZ_SET_DATA));
+    return PZ_OK;
+}
+
+pz_status pz_run_plan_check(const pz_run_plan *p) { return run_plan_check(p); }
+
+int pz_run_uses_pipeline(const pz_run_plan *p) { return run_plan_pipeline(p); }
+const char *pz_run_layout(const pz_run_plan *p, char *buf, size_t cap) { return run_plan_layout(p, buf, cap); }
+int pz_run_remote(const pz_run_plan *p) { return p->link->remote; }
+int pz_run_multiprocess(const pz_run_plan *p) { return p->link->start != NULL; }

@@ -1,0 +1,114 @@
+/* settings.h — a training run's settings: one table (settings.c) that says
+ * what each is called as a flag and in config.json, its type, range, help
+ * and default, and the typed plan (struct pz_run_plan) they are parsed
+ * into, once, where they enter: `pipezip train` and `serve` (their flags
+ * are this table), an embedding program (pz_run_plan_set), a sweep (through
+ * the CLI). Every room below reads the plan's typed values and never parses
+ * a setting's text again; config.json, the resume fingerprint and the
+ * command's header lines are written from the plan (run_config.c). */
+#ifndef PZ_EXP_SETTINGS_H
+#define PZ_EXP_SETTINGS_H
+
+#include "pipezip/pipezip.h"
+#include "base/names.h"
+#include "codec/desc.h"
+#include "data/data.h"
+#include "link/link.h"
+#include "nn/nn.h"
+#include "pipe/pipe.h"
+
+struct run_link;
+
+/* --eval-compress: through the compressed boundaries, plain ones, or both */
+typedef enum { RUN_EVAL_BOTH, RUN_EVAL_ON, RUN_EVAL_OFF } run_eval_mode;
+extern const pz_name run_eval_modes[];
+/* --metrics */
+typedef enum { RUN_METRICS_JSONL, RUN_METRICS_CSV } run_metrics_format;
+extern const pz_name run_metrics_formats[];
+/* --grad-mask */
+extern const pz_name run_grad_masks[];
+
+#define RUN_MAX_CUTS (PZ_MAX_STAGES - 1)
+
+struct pz_run_plan {
+    /* the data and the model */
+    pz_model_spec model;
+    pz_data_spec data;         /* data.file points into text[PZ_SET_DATA] */
+    int vocab;                 /* text's tokens: 256 (bytes) or N (bpe:N) */
+    int64_t limit_train, limit_test;
+    /* training */
+    int epochs, batch;
+    pz_optim_kind optimizer;
+    float lr, momentum, weight_decay;
+    int nesterov;
+    pz_schedule schedule;      /* kind and shape; the run fills in steps and the base LR */
+    float warmup_epochs, clip_norm;
+    int crop_pad, flip;        /* -1: the dataset's default */
+    uint64_t seed;
+    int threads;
+    /* the pipeline */
+    int stages;                /* 0: auto */
+    int n_cuts;
+    char cuts[RUN_MAX_CUTS][64]; /* layer names or indices, resolved against the model */
+    pz_codec_list fwd, bwd;
+    run_eval_mode eval_compress;
+    int micro_batches, aqsgd_warmup;
+    int grad_mask;             /* 1: "fwd" */
+    /* where the stages run and how they talk */
+    const struct run_link *link;
+    double bandwidth, latency; /* emulated (0: not) */
+    int realtime;
+    double timeout;
+    int turn;                  /* 0: the whole run is one turn, -1: every epoch, K: every K steps */
+    int shard_index, shard_count;
+    /* the run directory */
+    run_metrics_format metrics;
+    int log_every, eval_every;
+    /* each setting's text as given (or its default's; NULL: none), and
+     * whether it was given: the records and the paths read these */
+    char *text[PZ_SET_COUNT];
+    unsigned char given[PZ_SET_COUNT];
+};
+
+/* One setting: its names, its type, where its value lives and how text
+ * becomes that value. */
+typedef enum { SET_INT, SET_I64, SET_U64, SET_FLOAT, SET_DOUBLE, SET_BOOL, SET_TEXT } setting_kind;
+typedef struct {
+    pz_setting id;
+    const char *flag;          /* without "--"; NULL: not a flag (set by the program) */
+    const char *key;           /* in config.json and the fingerprint */
+    setting_kind kind;
+    size_t offset;             /* numbers and booleans: the field of struct pz_run_plan */
+    double min, max;           /* numbers: the accepted range (both 0: any) */
+    /* SET_TEXT: the text into the typed value (text stays in plan->text);
+     * the error names `flag` */
+    pz_status (*parse)(pz_run_plan *p, const char *text, const char *flag);
+    const char *def;           /* SET_TEXT: the default's text (NULL: none) */
+    const char *metavar, *help;
+    const char *(*choices)(void); /* "a|b|c" for help (NULL: free text) */
+} run_setting;
+
+extern const run_setting run_settings[PZ_SET_COUNT];
+const run_setting *run_setting_of(pz_setting id);
+
+/* pz_run_plan_set naming the flag as the user typed it ("--learning-rate"). */
+pz_status run_plan_set_as(pz_run_plan *p, pz_setting id, const char *text, const char *flag);
+
+/* The rules across settings, checked before a run (or a server) starts:
+ * what each names is one setting's flag. The boundary flags (--fwd, --bwd,
+ * --link-*, --grad-mask) given to a run with one stage are an error. */
+pz_status run_plan_check(const pz_run_plan *p);
+/* Will this run have a single stage (no boundary)? --cuts decides when
+ * given, then --stages; by default resnets are cut after each residual
+ * group, and a run over processes has a stage per process. */
+int run_plan_one_stage(const pz_run_plan *p);
+/* Does it run a pipeline (more than one stage, a link, micro-batches or an
+ * emulated link)? */
+int run_plan_pipeline(const pz_run_plan *p);
+/* The layout the header line shows ("layer1,layer2,layer3", "3 stages
+ * balanced by compute", ...), NULL for one stage. */
+const char *run_plan_layout(const pz_run_plan *p, char *buf, size_t cap);
+/* text[id], or "" */
+const char *run_plan_str(const pz_run_plan *p, pz_setting id);
+
+#endif
