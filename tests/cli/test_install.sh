@@ -25,6 +25,10 @@ grep -q "memorised 16 of 16 examples" <<<"$out" || { echo "FAIL: example output:
 cc "$@" "$src/examples/codec_api.c" $(pkg-config --cflags --libs pipezip) -lm -Wl,-rpath,"$prefix/lib" -o "$prefix/codec_api"
 out=$("$prefix/codec_api")
 grep -q "damaged frames: rejected" <<<"$out" || { echo "FAIL: codec example output: $out" >&2; fail=$((fail + 1)); }
+cc "$@" "$src/examples/run_api.c" $(pkg-config --cflags --libs pipezip) -Wl,-rpath,"$prefix/lib" -o "$prefix/run_api"
+out=$("$prefix/run_api" 2>&1)
+{ grep -q "refused: --fwd: codec spec 'q9'" <<<"$out" && grep -q "3 stages: .*x less traffic than fp32" <<<"$out"; } ||
+  { echo "FAIL: run example output: $out" >&2; fail=$((fail + 1)); }
 "$prefix/bin/pipezip" --version | grep -q "^pipezip " || { echo "FAIL: installed pipezip --version" >&2; fail=$((fail + 1)); }
 # only the public API leaves the shared library: every exported function is
 # pz_-prefixed and declared PZ_API in the installed headers
