@@ -1,6 +1,6 @@
 /* cmd_codec.c — `pipezip codec encode | decode | inspect`: check a codec
  * from outside, on raw float32 or .npy files. */
-#include "cli/xalloc.h"
+#include "tool/xalloc.h"
 #include "cli.h"
 #include "args.h"
 #include "tensor_file.h"

@@ -3,7 +3,6 @@
 #include "cli.h"
 #include "args.h"
 #include "exp/run.h"
-#include "link/link.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -109,7 +108,7 @@ int cmd_keygen(int argc, char **argv) {
         fprintf(stderr, "pipezip keygen: expected one FILE\n%s", keygen_usage);
         return 2;
     }
-    const pz_status st = pz_zmq_keygen(pos[0], force);
+    const pz_status st = pz_run_keygen(pos[0], force);
     if (st) {
         fprintf(stderr, "pipezip keygen: %s\n", pz_last_error());
         return st == PZ_ERR_ARG ? 2 : 1;

@@ -1,7 +1,7 @@
 /* cmd_sweep.c — `pipezip sweep CONFIG` and `pipezip report DIR`. */
 #include "cli.h"
 #include "args.h"
-#include "exp/sweep.h"
+#include "tool/sweep.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* tensor_file.c — raw float32 and .npy tensor files for `pipezip codec`. */
-#include "cli/xalloc.h"
+#include "tool/xalloc.h"
 #include "tensor_file.h"
 
 #include <stdlib.h>

@@ -51,6 +51,11 @@ typedef struct {
 } pz_serve_options;
 pz_status pz_run_serve(const pz_run_plan *plan, const pz_serve_options *o);
 
+/* `pipezip keygen`: a CURVE key pair for split learning's links: path the
+ * secret key (mode 0600), path.pub the public one; existing files are kept
+ * unless force. */
+pz_status pz_run_keygen(const char *path, int force);
+
 /* `pipezip sample`: continue a prompt with a trained language model's run
  * (its config.json and the checkpoint of `epoch`, 0 = the newest), in the
  * run's tokens (bytes, or the BPE its tokenizer.txt keeps), drawn as

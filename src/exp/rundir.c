@@ -134,3 +134,5 @@ void pz_run_processes_end(const pz_run_plan *p, int code) {
     if (code && p->link->abort) p->link->abort(code); /* the other processes must not wait for a dead one */
     else if (!code && p->link->finish) p->link->finish();
 }
+
+pz_status pz_run_keygen(const char *path, int force) { return pz_zmq_keygen(path, force); }

@@ -10,7 +10,7 @@
  * conv2d_backward (bias, accumulating weight gradients) route these shapes
  * here. And the choice is made from
  * the CPU's features alone (a simulated CPU of each kind). */
-#include "cli/xalloc.h"
+#include "tool/xalloc.h"
 #include "../test.h"
 #include "base/base.h"
 #include "kernels/conv_direct.h"

@@ -1,6 +1,6 @@
 /* test_layers_ref.c — every kernel's forward output and gradients against
  * PyTorch (tests/ref/layers.bin, made by tests/ref/gen_ref.py). */
-#include "cli/xalloc.h"
+#include "tool/xalloc.h"
 #include "../test.h"
 #include "base/base.h"
 #include "kernels/kernels.h"

@@ -4,7 +4,7 @@
  * logits, loss, every gradient and its parameters after each of two AdamW
  * steps (decay on the dense matrices only), at 1 and 2 threads; and a 2-thread run equal bit for bit to
  * itself. */
-#include "cli/xalloc.h"
+#include "tool/xalloc.h"
 #include "../test.h"
 #include "kernels/kernels.h"
 #include "nn/nn.h"

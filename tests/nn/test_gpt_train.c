@@ -5,7 +5,7 @@
  * give the same losses bit for bit. Generation: the sampler's distribution,
  * a short prompt seeing what the whole window sees, the same seed the same
  * text. */
-#include "cli/xalloc.h"
+#include "tool/xalloc.h"
 #include "../test.h"
 #include "data/data.h"
 #include "nn/nn.h"

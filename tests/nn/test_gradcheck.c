@@ -12,7 +12,7 @@
  * can cross kinks anywhere: there eps = 1e-3, absolute tolerance 1e-2, and at
  * most 3% of coordinates may miss (tests/nn/test_resnet8_ref.c checks blocks
  * exactly against PyTorch). */
-#include "cli/xalloc.h"
+#include "tool/xalloc.h"
 #include "../test.h"
 #include "nn/nn.h"
 #include "kernels/kernels.h"

@@ -8,7 +8,7 @@
  * double-accumulated BN statistics vs PyTorch's) differs by a few ulps per
  * op; through 20 layers that grows to ~1e-5 relative. We allow
  * |got - want| <= 1e-4 * max|want| (per tensor) + 1e-3 * |want|. */
-#include "cli/xalloc.h"
+#include "tool/xalloc.h"
 #include "../test.h"
 #include "nn/nn.h"
 #include "kernels/kernels.h"

@@ -3,7 +3,7 @@
  * losses of the one-stage model; compressed boundaries still train; the
  * bytes counted at the links are exactly the frames and headers sent; a
  * stage that fails names itself. */
-#include "cli/xalloc.h"
+#include "tool/xalloc.h"
 #include "../test.h"
 #include "pipe/pipe.h"
 #include "kernels/kernels.h"

@@ -5,7 +5,7 @@
  * micro-batch and with two, and with the gradients clipped by their global
  * norm (summed over the stages); q4/q8 boundaries (B x T x C activations,
  * per-sample scales) stay close and train. */
-#include "cli/xalloc.h"
+#include "tool/xalloc.h"
 #include "../test.h"
 #include "pipe/pipe.h"
 

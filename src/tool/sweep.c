@@ -3,10 +3,10 @@
  * skipped, an interrupted one resumed from its checkpoint), then write
  * results.csv with one row per run. See sweep.h for the file format. */
 #define _GNU_SOURCE
-#include "sweep.h"
-#include "ini.h"
-#include "records.h"
-#include "metrics.h"
+#include "tool/sweep.h"
+#include "tool/ini.h"
+#include "exp/records.h"
+#include "exp/metrics.h"
 
 #include <ctype.h>
 #include <errno.h>

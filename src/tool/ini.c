@@ -1,5 +1,5 @@
 /* ini.c — the strict INI reader (see ini.h). */
-#include "ini.h"
+#include "tool/ini.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -4,10 +4,10 @@
  * accuracy against bits per element, compression error against bits per
  * element per codec, accuracy against (emulated) training time. */
 #define _GNU_SOURCE
-#include "sweep.h"
-#include "ini.h"
-#include "records.h"
-#include "svg.h"
+#include "tool/sweep.h"
+#include "tool/ini.h"
+#include "exp/records.h"
+#include "tool/svg.h"
 
 #include <errno.h>
 #include <math.h>

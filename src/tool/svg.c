@@ -2,7 +2,7 @@
  * px at 11 px text: a two-panel figure is about 700 px wide, which scales
  * to a paper's column with its text still legible. */
 #define _GNU_SOURCE
-#include "svg.h"
+#include "tool/svg.h"
 
 #include <errno.h>
 #include <math.h>

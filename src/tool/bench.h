@@ -1,0 +1,31 @@
+/* bench.h — the measurements behind `pipezip bench` and the listing behind
+ * `pipezip models`: they look inside the library on purpose (kernels, the
+ * engine's layers), so they live in the tool, not in the command line. */
+#ifndef PZ_TOOL_BENCH_H
+#define PZ_TOOL_BENCH_H
+
+#include <stdio.h>
+
+/* `pipezip bench train`: median time of a training step of a preset */
+typedef struct {
+    const char *model, *input; /* a preset; an image model's input "1x28x28" or "3x32x32" */
+    int batch, threads, warmup, repeat, json;
+} bench_train_options;
+/* prints the result (text or a JSON line) to out, warnings to stderr; 0 or an exit code */
+int tool_bench_train(const bench_train_options *o, FILE *out);
+
+/* `pipezip bench codecs`: throughput against the memory read bandwidth */
+typedef struct {
+    const char *const *specs; /* codec specs, already checked */
+    int n_specs;
+    const long long *sizes;   /* elements, multiples of 16 */
+    int n_sizes;
+    int activation, gradient; /* which value distributions */
+    int threads, repeat, json;
+} bench_codecs_options;
+int tool_bench_codecs(const bench_codecs_options *o, FILE *out);
+
+/* `pipezip models`: the presets named (all when n_names is 0), layer by layer */
+int tool_models(FILE *out, char **names, int n_names, const char *input, int classes, int vocab);
+
+#endif
