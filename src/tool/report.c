@@ -634,65 +634,37 @@ static void kernels_note(FILE *f, const char *dir, const table *t) {
     fputc('\n', f);
 }
 
-pz_status pz_sweep_report(const char *dir) {
-    char path[4300];
-    snprintf(path, sizeof path, "%s/results.csv", dir);
-    if (access(path, F_OK) != 0) return pz_fail(PZ_ERR_IO, "%s is not a sweep directory: it has no results.csv (run pipezip sweep first)", dir);
-    table *t = calloc(1, sizeof *t), *ep = calloc(1, sizeof *ep);
-    if (!t || !ep) {
-        free(t), free(ep);
-        return pz_fail(PZ_ERR_NOMEM, "out of memory reading %s", path);
-    }
-    pz_status st = load_table(t, path);
-    pz_ini ini = {0};
-    snprintf(path, sizeof path, "%s/sweep.ini", dir);
-    if (!st) st = pz_ini_load(&ini, path);
-    if (!st) {
-        snprintf(path, sizeof path, "%s/plots", dir);
-        st = pz_mkdir_p(path);
-    }
-    FILE *f = NULL;
-    if (!st) {
-        snprintf(path, sizeof path, "%s/report.md.tmp", dir);
-        f = fopen(path, "w");
-        if (!f) st = pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    }
-    if (st) {
-        free_table(t), free(t), free(ep);
-        pz_ini_free(&ini);
-        return st;
-    }
-    char variant[32] = "full";
+/* the report's head: name, variant, description, how many runs finished, the kernels */
+static void report_head(FILE *f, const char *dir, const table *t, const pz_ini *ini) {
+    char variant[32] = "full", path[4300];
     snprintf(path, sizeof path, "%s/variant", dir);
     char *vtext = pz_slurp(path);
     if (vtext) snprintf(variant, sizeof variant, "%s", vtext), free(vtext);
-    const char *name = pz_ini_get(&ini, "sweep", "name"), *desc = pz_ini_get(&ini, "sweep", "description");
-    const char *rk = pz_ini_get(&ini, "sweep", "rows"), *ck = pz_ini_get(&ini, "sweep", "cols");
+    const char *name = pz_ini_get(ini, "sweep", "name"), *desc = pz_ini_get(ini, "sweep", "description");
     fprintf(f, "# %s (%s variant)\n\n", name ? name : dir, variant);
     if (desc) fprintf(f, "%s\n\n", desc);
     int finished = 0;
     for (int r = 0; r < t->nrow; r++) finished += !strcmp(cell(t, r, "status"), "finished");
     fprintf(f, "%d runs, %d finished. Every number below is in `results.csv`; plots in `plots/`.\n", t->nrow, finished);
     kernels_note(f, dir, t);
-    /* a language model's runs report validation loss and bits per byte */
-    int lm = 0;
-    for (int r = 0; r < t->nrow; r++) lm |= !isnan(num(t, r, "final_test_bits_per_byte"));
-    if (rk) add_joined_col(t, rk);
-    if (ck) add_joined_col(t, ck);
-    if (rk && col(t, rk) >= 0) {
-        const char *c2 = ck && col(t, ck) >= 0 ? ck : NULL;
-        if (lm) {
-            grid_table(f, t, rk, c2, "final_test_loss", "Final validation loss, nats per token, plain inference", 2);
-            grid_table(f, t, rk, c2, "final_test_loss_compressed", "Final validation loss, nats per token, inference through the compressed boundaries", 2);
-            grid_table(f, t, rk, c2, "final_test_bits_per_byte_compressed", "Final validation bits per byte, inference through the compressed boundaries", 2);
-            grid_table(f, t, rk, c2, "final_train_loss", "Final training loss (mean over the last epoch), nats per token", 2);
-        } else {
-            grid_table(f, t, rk, c2, "final_test_accuracy", "Final test accuracy, %, plain inference", 1);
-            grid_table(f, t, rk, c2, "final_test_accuracy_compressed", "Final test accuracy, %, inference through the compressed boundaries", 1);
-        }
-        grid_table(f, t, rk, c2, "compression_ratio", "Training traffic, times less than fp32", 0);
+}
+
+/* the grid tables over the config's rows x cols (rk, c2 may be NULL) */
+static void report_grids(FILE *f, table *t, const char *rk, const char *c2, int lm) {
+    if (lm) {
+        grid_table(f, t, rk, c2, "final_test_loss", "Final validation loss, nats per token, plain inference", 2);
+        grid_table(f, t, rk, c2, "final_test_loss_compressed", "Final validation loss, nats per token, inference through the compressed boundaries", 2);
+        grid_table(f, t, rk, c2, "final_test_bits_per_byte_compressed", "Final validation bits per byte, inference through the compressed boundaries", 2);
+        grid_table(f, t, rk, c2, "final_train_loss", "Final training loss (mean over the last epoch), nats per token", 2);
+    } else {
+        grid_table(f, t, rk, c2, "final_test_accuracy", "Final test accuracy, %, plain inference", 1);
+        grid_table(f, t, rk, c2, "final_test_accuracy_compressed", "Final test accuracy, %, inference through the compressed boundaries", 1);
     }
-    /* every run */
+    grid_table(f, t, rk, c2, "compression_ratio", "Training traffic, times less than fp32", 0);
+}
+
+/* every run, a row each; then the target the time and traffic columns used */
+static void report_runs(FILE *f, const table *t, const pz_ini *ini, int lm) {
     if (lm)
         fputs("\n**All runs**\n\n| run | status | val loss | val loss compressed | bits/byte | bits/byte compressed | train loss | "
               "traffic ratio | fwd bits/el | bwd bits/el | fwd error | bwd error | wall s | emulated s | epochs to target | "
@@ -704,7 +676,7 @@ pz_status pz_sweep_report(const char *dir) {
               f);
     for (int r = 0; r < t->nrow; r++) {
         char label[512];
-        label_of(t, r, &ini, NULL, label, sizeof label);
+        label_of(t, r, ini, NULL, label, sizeof label);
         fprintf(f, "| %s | %s | ", label, cell(t, r, "status"));
         if (lm) {
             const char *m[] = {"final_test_loss", "final_test_loss_compressed", "final_test_bits_per_byte",
@@ -734,17 +706,59 @@ pz_status pz_sweep_report(const char *dir) {
         const double v = num(t, r, "target_accuracy");
         if (!isnan(v)) tlo = fmin(tlo, v), thi = fmax(thi, v);
     }
-    const char *ti = pz_ini_get(&ini, "sweep", "target-inference");
+    const char *ti = pz_ini_get(ini, "sweep", "target-inference");
     const char *how = ti && !strcmp(ti, "compressed") ? "inference through the compressed boundaries" : "plain inference";
     if (isfinite(tlo) && thi - tlo < 1e-9)
         fprintf(f, "\nTarget %saccuracy for the time and traffic columns: %.2f%%, %s.\n", lm ? "next-token " : "", 100 * tlo, how);
     else if (isfinite(tlo))
         fprintf(f, "\nTarget %saccuracy for the time and traffic columns: each run's from the uncompressed run of its seed (%.2f-%.2f%%), %s.\n",
                 lm ? "next-token " : "", 100 * tlo, 100 * thi, how);
+}
+
+/* results.csv and sweep.ini into t and ini, plots/ made, report.md.tmp opened */
+static pz_status report_open(const char *dir, table *t, pz_ini *ini, FILE **out) {
+    char path[4300];
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    if (access(path, F_OK) != 0) return pz_fail(PZ_ERR_IO, "%s is not a sweep directory: it has no results.csv (run pipezip sweep first)", dir);
+    PZ_TRY(load_table(t, path));
+    snprintf(path, sizeof path, "%s/sweep.ini", dir);
+    PZ_TRY(pz_ini_load(ini, path));
+    snprintf(path, sizeof path, "%s/plots", dir);
+    PZ_TRY(pz_mkdir_p(path));
+    snprintf(path, sizeof path, "%s/report.md.tmp", dir);
+    *out = fopen(path, "w");
+    if (!*out) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    return PZ_OK;
+}
+
+pz_status pz_sweep_report(const char *dir) {
+    char path[4300];
+    table *t = calloc(1, sizeof *t), *ep = calloc(1, sizeof *ep);
+    if (!t || !ep) {
+        free(t), free(ep);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory reading %s/results.csv", dir);
+    }
+    pz_ini ini = {0};
+    FILE *f = NULL;
+    pz_status st = report_open(dir, t, &ini, &f);
+    if (st) {
+        free_table(t), free(t), free(ep);
+        pz_ini_free(&ini);
+        return st;
+    }
+    report_head(f, dir, t, &ini);
+    /* a language model's runs report validation loss and bits per byte */
+    int lm = 0;
+    for (int r = 0; r < t->nrow; r++) lm |= !isnan(num(t, r, "final_test_bits_per_byte"));
+    const char *rk = pz_ini_get(&ini, "sweep", "rows"), *ck = pz_ini_get(&ini, "sweep", "cols");
+    if (rk) add_joined_col(t, rk);
+    if (ck) add_joined_col(t, ck);
+    if (rk && col(t, rk) >= 0) report_grids(f, t, rk, ck && col(t, ck) >= 0 ? ck : NULL, lm);
+    report_runs(f, t, &ini, lm);
 
     /* the figures, from results.csv and epochs.csv (written from the runs'
      * records where they are here, kept where they are not) */
-    if (!st) st = pz_sweep_epochs(dir);
+    st = pz_sweep_epochs(dir);
     snprintf(path, sizeof path, "%s/epochs.csv", dir);
     if (!st && access(path, F_OK) == 0) st = load_table(ep, path);
     figure_names names = {0};

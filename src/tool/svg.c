@@ -273,151 +273,205 @@ static double clip_level(const pz_figure *fig, double lo, double hi) {
     return hi - lo > 2 * (p95 - lo) && p95 > lo ? p95 + 0.15 * (p95 - lo) : hi;
 }
 
-pz_status pz_fig_write(const pz_figure *fig, const char *path) {
-    if (fig->failed) return pz_fail(PZ_ERR_NOMEM, "out of memory drawing '%s'", path);
-    /* shared axes: every panel on the same scales, so panels compare */
-    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-    int integral = 1;
+/* an SVG page of W x H on white, its title and a note under it */
+static void svg_page(FILE *f, int W, int H, const char *title, const char *note) {
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+               "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"11\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
+            W, H, W, H, W, H);
+    fprintf(f, "<text x=\"%d\" y=\"20\" font-size=\"14\" font-weight=\"bold\" text-anchor=\"middle\">", W / 2);
+    text(f, title);
+    fputs("</text>\n", f);
+    if (note[0]) {
+        fprintf(f, "<text x=\"%d\" y=\"38\" text-anchor=\"middle\" fill=\"#444\">", W / 2);
+        text(f, note);
+        fputs("</text>\n", f);
+    }
+}
+
+/* The axes every panel shares (so panels compare), in axis units: the
+ * drawable points' range, padded; a loss axis may stop below a few far-off
+ * points (ycap < ymax: they go on its top edge). */
+typedef struct {
+    double x0, x1, y0, y1, ymax;
+    int integral, clipped;
+} fig_axes;
+
+static fig_axes fig_axes_of(const pz_figure *fig) {
+    fig_axes a = {INFINITY, -INFINITY, INFINITY, -INFINITY, 0, 1, 0};
     for (int i = 0; i < fig->np; i++)
         for (int j = 0; j < fig->p[i].ns; j++) {
             const pz_series *s = &fig->p[i].s[j];
             for (int k = 0; k < s->n; k++) {
                 if (!drawable(fig, s->x[k], s->y[k])) continue;
                 const double x = fwd_x(fig, s->x[k]), y = fwd_y(fig, s->y[k]);
-                x0 = fmin(x0, x), x1 = fmax(x1, x), y0 = fmin(y0, y), y1 = fmax(y1, y);
-                integral &= s->x[k] == floor(s->x[k]);
+                a.x0 = fmin(a.x0, x), a.x1 = fmax(a.x1, x), a.y0 = fmin(a.y0, y), a.y1 = fmax(a.y1, y);
+                a.integral &= s->x[k] == floor(s->x[k]);
             }
         }
-    if (!isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-    double ycap = INFINITY, ymax = y1; /* ycap: axis units; points above it go on the top edge */
-    if (fig->clip_high && isfinite(y1)) ycap = clip_level(fig, y0, y1);
-    if (ycap < y1) y1 = ycap;
-    if (x1 - x0 < 1e-12) x0 -= 0.5, x1 += 0.5;
-    if (y1 - y0 < 1e-12) y0 -= 0.5, y1 += 0.5;
-    const double padx = (x1 - x0) * 0.05, pady = (y1 - y0) * 0.06;
-    x0 -= padx, x1 += padx, y0 -= pady, y1 += pady;
+    if (!isfinite(a.x0)) a.x0 = 0, a.x1 = 1, a.y0 = 0, a.y1 = 1;
+    double ycap = INFINITY; /* axis units; points above it go on the top edge */
+    a.ymax = a.y1;
+    if (fig->clip_high && isfinite(a.y1)) ycap = clip_level(fig, a.y0, a.y1);
+    if (ycap < a.y1) a.y1 = ycap;
+    a.clipped = ycap < a.ymax;
+    if (a.x1 - a.x0 < 1e-12) a.x0 -= 0.5, a.x1 += 0.5;
+    if (a.y1 - a.y0 < 1e-12) a.y0 -= 0.5, a.y1 += 0.5;
+    const double padx = (a.x1 - a.x0) * 0.05, pady = (a.y1 - a.y0) * 0.06;
+    a.x0 -= padx, a.x1 += padx, a.y0 -= pady, a.y1 += pady;
+    return a;
+}
 
-    /* legends: one for the figure when every panel has the same entries */
-    enum { MAXL = 256 };
-    legend_item first[MAXL], other[MAXL];
-    const int nfirst = fig->np ? legend_of(&fig->p[0], first, MAXL) : 0;
-    int shared = 1;
-    for (int i = 1; i < fig->np && shared; i++) {
+/* Where things go: the panels' grid, their size and margins, the legends
+ * (one for the figure when every panel has the same entries), the page. */
+enum { MAXL = 256, ML = 62, MR = 16, MB = 44 };
+typedef struct {
+    legend_item first[MAXL];
+    int nfirst, shared;
+    int ncol, nrow, PW, PH, MT, cellw, cellh, W, H, head, top;
+} fig_layout;
+
+static void fig_layout_of(const pz_figure *fig, const fig_axes *a, fig_layout *l) {
+    legend_item other[MAXL];
+    l->nfirst = fig->np ? legend_of(&fig->p[0], l->first, MAXL) : 0;
+    l->shared = 1;
+    for (int i = 1; i < fig->np && l->shared; i++) {
         const int n = legend_of(&fig->p[i], other, MAXL);
-        shared = same_legend(first, nfirst, other, n);
+        l->shared = same_legend(l->first, l->nfirst, other, n);
     }
-    const int ncol = fig->np <= 3 ? (fig->np ? fig->np : 1) : fig->np == 4 ? 2 : fig->np <= 9 ? 3 : 4;
-    const int nrow = (fig->np + ncol - 1) / ncol;
+    l->ncol = fig->np <= 3 ? (fig->np ? fig->np : 1) : fig->np == 4 ? 2 : fig->np <= 9 ? 3 : 4;
+    l->nrow = (fig->np + l->ncol - 1) / l->ncol;
     /* a lone panel gets the room small multiples share */
-    const int PW = fig->np == 1 ? 460 : 280, PH = fig->np == 1 ? 300 : 190, ML = 62, MR = 16, MB = 44;
-    const int MT = fig->np == 1 && !fig->p[0].title[0] ? 10 : 30;
-    const int cellw = ML + PW + MR;
-    int W = ncol * cellw + 10;
-    if (W < 560) W = 560;
-    if (W < text_w(fig->title, 14) + 40) W = text_w(fig->title, 14) + 40;
-    if (W < text_w(fig->note, 11) + 40) W = text_w(fig->note, 11) + 40;
+    l->PW = fig->np == 1 ? 460 : 280, l->PH = fig->np == 1 ? 300 : 190;
+    l->MT = fig->np == 1 && !fig->p[0].title[0] ? 10 : 30;
+    l->cellw = ML + l->PW + MR;
+    l->W = l->ncol * l->cellw + 10;
+    if (l->W < 560) l->W = 560;
+    if (l->W < text_w(fig->title, 14) + 40) l->W = text_w(fig->title, 14) + 40;
+    if (l->W < text_w(fig->note, 11) + 40) l->W = text_w(fig->note, 11) + 40;
     int panel_leg = 0; /* legend rows under each panel, the most any needs */
-    if (!shared)
+    if (!l->shared)
         for (int i = 0; i < fig->np; i++) {
             const int n = legend_of(&fig->p[i], other, MAXL);
-            const int r = legend_rows(NULL, other, n, 0, 0, PW + ML - 10);
+            const int r = legend_rows(NULL, other, n, 0, 0, l->PW + ML - 10);
             panel_leg = r > panel_leg ? r : panel_leg;
         }
-    const int cellh = MT + PH + MB + panel_leg * 16 + (panel_leg ? 6 : 0);
-    const int clipped = ycap < ymax;
-    const int head = 30 + (fig->note[0] ? 16 : 0) + (clipped ? 16 : 0);
-    const int shared_rows = shared ? legend_rows(NULL, first, nfirst, 0, 0, W - 30) : 0;
-    const int top = head + shared_rows * 16 + (shared_rows ? 8 : 0);
-    const int H = top + nrow * cellh + 6;
-    FILE *f = fopen(path, "w");
-    if (!f) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"11\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
-            W, H, W, H, W, H);
-    fprintf(f, "<text x=\"%d\" y=\"20\" font-size=\"14\" font-weight=\"bold\" text-anchor=\"middle\">", W / 2);
-    text(f, fig->title);
-    fputs("</text>\n", f);
-    if (fig->note[0]) {
-        fprintf(f, "<text x=\"%d\" y=\"38\" text-anchor=\"middle\" fill=\"#444\">", W / 2);
-        text(f, fig->note);
-        fputs("</text>\n", f);
-    }
-    if (clipped) {
+    l->cellh = l->MT + l->PH + MB + panel_leg * 16 + (panel_leg ? 6 : 0);
+    l->head = 30 + (fig->note[0] ? 16 : 0) + (a->clipped ? 16 : 0);
+    const int shared_rows = l->shared ? legend_rows(NULL, l->first, l->nfirst, 0, 0, l->W - 30) : 0;
+    l->top = l->head + shared_rows * 16 + (shared_rows ? 8 : 0);
+    l->H = l->top + l->nrow * l->cellh + 6;
+}
+
+/* the page, the title, the note, what the clipped axis means, the shared legend */
+static void fig_head(FILE *f, const pz_figure *fig, const fig_axes *a, fig_layout *l) {
+    const int W = l->W, H = l->H;
+    svg_page(f, W, H, fig->title, fig->note);
+    if (a->clipped) {
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#444\">", W / 2, fig->note[0] ? 54 : 38);
         fprintf(f, "the axis stops at %.4g: a triangle on its top edge is a point above it (up to %.4g), its value beside it</text>\n",
-                fig->yaxis == PZ_AXIS_LOG10 ? pow(10, y1) : y1, fig->yaxis == PZ_AXIS_LOG10 ? pow(10, ymax) : ymax);
+                fig->yaxis == PZ_AXIS_LOG10 ? pow(10, a->y1) : a->y1, fig->yaxis == PZ_AXIS_LOG10 ? pow(10, a->ymax) : a->ymax);
     }
-    if (shared) legend_rows(f, first, nfirst, 20, head + 10, W - 30);
-    double tp[64], tv[64];
-    const int ntx = ticks(fig->xaxis, x0, x1, integral && fig->xaxis == PZ_AXIS_LINEAR, tp, tv, 64);
-    double yp[64], yv[64];
-    const int nty = ticks(fig->yaxis, y0, y1, 0, yp, yv, 64);
+    if (l->shared) legend_rows(f, l->first, l->nfirst, 20, l->head + 10, W - 30);
+}
+
+/* one panel's place on the page: axis units to pixels */
+typedef struct {
+    const fig_axes *a;
+    int ox, oy, PW, PH;
+} panel_frame;
+static double px_of(const panel_frame *r, double v) { return r->ox + (v - r->a->x0) / (r->a->x1 - r->a->x0) * r->PW; }
+static double py_of(const panel_frame *r, double v) { return r->oy + r->PH - (fmin(v, r->a->y1) - r->a->y0) / (r->a->y1 - r->a->y0) * r->PH; }
+
+/* the panel's title, grid, ticks, frame and axis labels */
+static void panel_axes(FILE *f, const pz_figure *fig, const pz_panel *p, const panel_frame *r, const double *tp, const double *tv, int ntx,
+                       const double *yp, const double *yv, int nty) {
+    const int ox = r->ox, oy = r->oy, PW = r->PW, PH = r->PH;
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">", ox + PW / 2, oy - 8);
+    text(f, p->title);
+    fputs("</text>\n", f);
+    for (int t = 0; t < ntx; t++) {
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e4e4e4\"/>\n", px_of(r, tp[t]), oy, px_of(r, tp[t]), oy + PH);
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.4g</text>\n", px_of(r, tp[t]), oy + PH + 14, tv[t]);
+    }
+    for (int t = 0; t < nty; t++) {
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", ox, py_of(r, yp[t]), ox + PW, py_of(r, yp[t]));
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", ox - 5, py_of(r, yp[t]) + 4, yv[t]);
+    }
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", ox, oy, PW, PH);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", ox + PW / 2, oy + PH + 32);
+    text(f, fig->xlabel);
+    fprintf(f, "%s</text>\n", fig->xaxis == PZ_AXIS_LINEAR ? "" : " (log scale)");
+    fprintf(f, "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\">", ox - 46, oy + PH / 2);
+    text(f, fig->ylabel);
+    fprintf(f, "%s</text>\n", fig->yaxis == PZ_AXIS_LINEAR ? "" : " (log scale)");
+}
+
+/* a label beside a point: right of it, or left of it in the panel's right third */
+static void side_label(FILE *f, const panel_frame *r, double px, double py) {
+    const int left = px > r->ox + r->PW * 0.68;
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" fill=\"#333\" text-anchor=\"%s\">", px + (left ? -6 : 6), py, left ? "end" : "start");
+}
+
+/* one series: its line, its markers, its clipped points, its tags */
+static void series_draw(FILE *f, const pz_figure *fig, const pz_series *s, const panel_frame *r) {
+    const double y1 = r->a->y1;
+    if (!s->points) {
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"", colour(s->style),
+                s->style == PZ_STYLE_REF ? "1.2" : "1.7", dash_of(s));
+        for (int k = 0; k < s->n; k++)
+            if (drawable(fig, s->x[k], s->y[k])) fprintf(f, "%.1f,%.1f ", px_of(r, fwd_x(fig, s->x[k])), py_of(r, fwd_y(fig, s->y[k])));
+        fputs("\"/>\n", f);
+    }
+    /* markers on every point of a sparse curve, of a scatter always */
+    if (s->points || s->n <= 40)
+        for (int k = 0; k < s->n; k++)
+            if (drawable(fig, s->x[k], s->y[k]) && !(fwd_y(fig, s->y[k]) > y1))
+                marker(f, s->style, px_of(r, fwd_x(fig, s->x[k])), py_of(r, fwd_y(fig, s->y[k])), s->points ? 4.0 : 2.6, s->dashed);
+    for (int k = 0; r->a->clipped && k < s->n; k++) /* above the axis: a triangle on its edge and the value */
+        if (drawable(fig, s->x[k], s->y[k]) && fwd_y(fig, s->y[k]) > y1) {
+            const double px = px_of(r, fwd_x(fig, s->x[k])), py = r->oy;
+            char paint[96];
+            paint_of(paint, sizeof paint, s->style, s->dashed);
+            fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\" %s/>\n", px, py - 1.0, px - 4.0, py + 6.0, px + 4.0, py + 6.0, paint);
+            side_label(f, r, px, py + 14 + (s->dashed ? 10 : 0));
+            fprintf(f, "%.3g</text>\n", s->y[k]);
+        }
+    for (int k = 0; s->tag && k < s->n; k++)
+        if (s->tag[k][0] && drawable(fig, s->x[k], s->y[k])) {
+            const double px = px_of(r, fwd_x(fig, s->x[k])), py = py_of(r, fwd_y(fig, s->y[k]));
+            side_label(f, r, px, py + 3);
+            text(f, s->tag[k]);
+            fputs("</text>\n", f);
+        }
+}
+
+pz_status pz_fig_write(const pz_figure *fig, const char *path) {
+    if (fig->failed) return pz_fail(PZ_ERR_NOMEM, "out of memory drawing '%s'", path);
+    const fig_axes a = fig_axes_of(fig);
+    fig_layout *l = malloc(sizeof *l);
+    if (!l) return pz_fail(PZ_ERR_NOMEM, "out of memory drawing '%s'", path);
+    fig_layout_of(fig, &a, l);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        free(l);
+        return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    }
+    fig_head(f, fig, &a, l);
+    double tp[64], tv[64], yp[64], yv[64];
+    const int ntx = ticks(fig->xaxis, a.x0, a.x1, a.integral && fig->xaxis == PZ_AXIS_LINEAR, tp, tv, 64);
+    const int nty = ticks(fig->yaxis, a.y0, a.y1, 0, yp, yv, 64);
     for (int i = 0; i < fig->np; i++) {
         const pz_panel *p = &fig->p[i];
-        const int ox = (i % ncol) * cellw + ML, oy = top + (i / ncol) * cellh + MT;
-#define PX(v) (ox + ((v) - x0) / (x1 - x0) * PW)
-#define PY(v) (oy + PH - (fmin((v), y1) - y0) / (y1 - y0) * PH)
-        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">", ox + PW / 2, oy - 8);
-        text(f, p->title);
-        fputs("</text>\n", f);
-        for (int t = 0; t < ntx; t++) {
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e4e4e4\"/>\n", PX(tp[t]), oy, PX(tp[t]), oy + PH);
-            fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.4g</text>\n", PX(tp[t]), oy + PH + 14, tv[t]);
-        }
-        for (int t = 0; t < nty; t++) {
-            fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", ox, PY(yp[t]), ox + PW, PY(yp[t]));
-            fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", ox - 5, PY(yp[t]) + 4, yv[t]);
-        }
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", ox, oy, PW, PH);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", ox + PW / 2, oy + PH + 32);
-        text(f, fig->xlabel);
-        fprintf(f, "%s</text>\n", fig->xaxis == PZ_AXIS_LINEAR ? "" : " (log scale)");
-        fprintf(f, "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\">", ox - 46, oy + PH / 2);
-        text(f, fig->ylabel);
-        fprintf(f, "%s</text>\n", fig->yaxis == PZ_AXIS_LINEAR ? "" : " (log scale)");
-        for (int j = 0; j < p->ns; j++) {
-            const pz_series *s = &p->s[j];
-            if (!s->points) {
-                fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"", colour(s->style),
-                        s->style == PZ_STYLE_REF ? "1.2" : "1.7", dash_of(s));
-                for (int k = 0; k < s->n; k++)
-                    if (drawable(fig, s->x[k], s->y[k])) fprintf(f, "%.1f,%.1f ", PX(fwd_x(fig, s->x[k])), PY(fwd_y(fig, s->y[k])));
-                fputs("\"/>\n", f);
-            }
-            /* markers on every point of a sparse curve, of a scatter always */
-            if (s->points || s->n <= 40)
-                for (int k = 0; k < s->n; k++)
-                    if (drawable(fig, s->x[k], s->y[k]) && !(fwd_y(fig, s->y[k]) > y1))
-                        marker(f, s->style, PX(fwd_x(fig, s->x[k])), PY(fwd_y(fig, s->y[k])), s->points ? 4.0 : 2.6, s->dashed);
-            for (int k = 0; clipped && k < s->n; k++) /* above the axis: a triangle on its edge and the value */
-                if (drawable(fig, s->x[k], s->y[k]) && fwd_y(fig, s->y[k]) > y1) {
-                    const double px = PX(fwd_x(fig, s->x[k])), py = oy;
-                    char paint[96];
-                    paint_of(paint, sizeof paint, s->style, s->dashed);
-                    fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\" %s/>\n", px, py - 1.0, px - 4.0, py + 6.0, px + 4.0, py + 6.0,
-                            paint);
-                    const int left = px > ox + PW * 0.68;
-                    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" fill=\"#333\" text-anchor=\"%s\">%.3g</text>\n", px + (left ? -6 : 6),
-                            py + 14 + (s->dashed ? 10 : 0), left ? "end" : "start", s->y[k]);
-                }
-            for (int k = 0; s->tag && k < s->n; k++)
-                if (s->tag[k][0] && drawable(fig, s->x[k], s->y[k])) {
-                    /* right of the point, or left of it in the panel's right third */
-                    const double px = PX(fwd_x(fig, s->x[k])), py = PY(fwd_y(fig, s->y[k]));
-                    const int left = px > ox + PW * 0.68;
-                    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" fill=\"#333\" text-anchor=\"%s\">", px + (left ? -6 : 6), py + 3,
-                            left ? "end" : "start");
-                    text(f, s->tag[k]);
-                    fputs("</text>\n", f);
-                }
-        }
-        if (!shared) {
+        const panel_frame r = {&a, (i % l->ncol) * l->cellw + ML, l->top + (i / l->ncol) * l->cellh + l->MT, l->PW, l->PH};
+        panel_axes(f, fig, p, &r, tp, tv, ntx, yp, yv, nty);
+        for (int j = 0; j < p->ns; j++) series_draw(f, fig, &p->s[j], &r);
+        if (!l->shared) {
+            legend_item other[MAXL];
             const int n = legend_of(p, other, MAXL);
-            legend_rows(f, other, n, ox - ML + 12, oy + PH + MB + 4, PW + ML - 10);
+            legend_rows(f, other, n, r.ox - ML + 12, r.oy + l->PH + MB + 4, l->PW + ML - 10);
         }
-#undef PX
-#undef PY
     }
+    free(l);
     fputs("</svg>\n", f);
     const int bad = ferror(f);
     if (fclose(f) != 0 || bad) return pz_fail(PZ_ERR_IO, "writing '%s' failed", path);
@@ -454,120 +508,134 @@ static double unshade(const pz_heatmap *h, double t, double lo, double hi) {
     return h->lower_better ? best + d : best - d;
 }
 
-pz_status pz_heatmap_write(const pz_heatmap *h, const char *path) {
-    double lo = INFINITY, hi = -INFINITY;
+/* A heatmap's grid: the values' range (over every panel, so colours
+ * compare), whether any cell is over seeds (a range under its mean), the
+ * cells' and labels' sizes, the page. */
+typedef struct {
+    double lo, hi;
+    int any_range, rotate, CW, CH, colhead, PWd, gap, L, top, W, H;
+} heat_layout;
+
+static heat_layout heat_layout_of(const pz_heatmap *h) {
+    heat_layout l = {INFINITY, -INFINITY};
     for (int k = 0; k < h->npanel; k++)
         for (int i = 0; i < h->nr * h->nc; i++)
-            if (h->count[k][i] > 0 && isfinite(h->mean[k][i])) lo = fmin(lo, h->mean[k][i]), hi = fmax(hi, h->mean[k][i]);
-    if (!isfinite(lo)) lo = 0, hi = 1;
-    int any_range = 0;
+            if (h->count[k][i] > 0 && isfinite(h->mean[k][i])) l.lo = fmin(l.lo, h->mean[k][i]), l.hi = fmax(l.hi, h->mean[k][i]);
+    if (!isfinite(l.lo)) l.lo = 0, l.hi = 1;
     for (int k = 0; k < h->npanel; k++)
-        for (int i = 0; i < h->nr * h->nc; i++) any_range |= h->count[k][i] > 1;
+        for (int i = 0; i < h->nr * h->nc; i++) l.any_range |= h->count[k][i] > 1;
     int rl = text_w(h->row_key, 11);
     for (int i = 0; i < h->nr; i++) rl = text_w(h->rows[i], 11) > rl ? text_w(h->rows[i], 11) : rl;
     int cl = 0;
     for (int j = 0; j < h->nc; j++) cl = text_w(h->cols[j], 11) > cl ? text_w(h->cols[j], 11) : cl;
-    int CW = any_range ? 78 : 62;
-    const int CH = any_range ? 34 : 26;
+    l.CW = l.any_range ? 78 : 62;
+    l.CH = l.any_range ? 34 : 26;
     for (int k = 0; k < h->npanel; k++) { /* a panel as wide as its title */
         const int need = (text_w(h->panel_title[k] ? h->panel_title[k] : "", 12) + 12 + h->nc - 1) / h->nc;
-        CW = need > CW ? need : CW;
+        l.CW = need > l.CW ? need : l.CW;
     }
-    const int rotate = cl > CW - 6; /* long column labels slant */
-    const int colhead = rotate ? (int)(cl * 0.6) + 22 : 22;
-    const int PWd = h->nc * CW, gap = 24;
-    const int L = rl + 16, top = 44 + (h->note[0] ? 16 : 0) + 18 + colhead;
-    int W = L + h->npanel * (PWd + gap) + 80;
-    if (W < text_w(h->title, 14) + 40) W = text_w(h->title, 14) + 40;
-    if (W < text_w(h->note, 11) + 40) W = text_w(h->note, 11) + 40;
-    const int H = top + (h->nr * CH > 100 ? h->nr * CH : 100) + 30;
-    FILE *f = fopen(path, "w");
-    if (!f) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"11\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
-            W, H, W, H, W, H);
-    fprintf(f, "<text x=\"%d\" y=\"20\" font-size=\"14\" font-weight=\"bold\" text-anchor=\"middle\">", W / 2);
-    text(f, h->title);
-    fputs("</text>\n", f);
-    if (h->note[0]) {
-        fprintf(f, "<text x=\"%d\" y=\"38\" text-anchor=\"middle\" fill=\"#444\">", W / 2);
-        text(f, h->note);
-        fputs("</text>\n", f);
+    l.rotate = cl > l.CW - 6; /* long column labels slant */
+    l.colhead = l.rotate ? (int)(cl * 0.6) + 22 : 22;
+    l.PWd = h->nc * l.CW, l.gap = 24;
+    l.L = rl + 16, l.top = 44 + (h->note[0] ? 16 : 0) + 18 + l.colhead;
+    l.W = l.L + h->npanel * (l.PWd + l.gap) + 80;
+    if (l.W < text_w(h->title, 14) + 40) l.W = text_w(h->title, 14) + 40;
+    if (l.W < text_w(h->note, 11) + 40) l.W = text_w(h->note, 11) + 40;
+    l.H = l.top + (h->nr * l.CH > 100 ? h->nr * l.CH : 100) + 30;
+    return l;
+}
+
+/* one cell: its colour, the mean, and over seeds the range and n */
+static void heat_cell(FILE *f, const pz_heatmap *h, const heat_layout *l, int k, int c, int x, int y) {
+    const int CW = l->CW, CH = l->CH;
+    const double m = h->mean[k][c];
+    if (h->count[k][c] <= 0 || !isfinite(m)) {
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#eeeeee\" stroke=\"white\"/>\n", x, y, CW, CH);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#888\">no run</text>\n", x + CW / 2, y + CH / 2 + 4);
+        return;
     }
+    const double t = shade(h, m, l->lo, l->hi);
+    int rgb[3];
+    viridis(t, rgb);
+    const int dark = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] < 140;
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#%02x%02x%02x\" stroke=\"white\"/>\n", x, y, CW, CH, rgb[0], rgb[1],
+            rgb[2]);
     char v[64];
-    for (int k = 0; k < h->npanel; k++) {
-        const int ox = L + k * (PWd + gap);
-        const int ty = top - colhead - 8;
-        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">", ox + PWd / 2, ty);
-        text(f, h->panel_title[k] ? h->panel_title[k] : "");
-        fputs("</text>\n", f);
-        if (h->col_key[0]) {
-            fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#444\">", ox + PWd / 2, ty + 14);
-            text(f, h->col_key);
-            fputs("</text>\n", f);
-        }
-        for (int j = 0; j < h->nc; j++) {
-            const int cx = ox + j * CW + CW / 2;
-            if (rotate) fprintf(f, "<text transform=\"translate(%d,%d) rotate(-40)\" text-anchor=\"start\">", cx - 4, top - 6);
-            else fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", cx, top - 6);
-            text(f, h->cols[j]);
-            fputs("</text>\n", f);
-        }
-        for (int i = 0; i < h->nr; i++) {
-            if (k == 0) {
-                fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", L - 8, top + i * CH + CH / 2 + 4);
-                text(f, h->rows[i]);
-                fputs("</text>\n", f);
-            }
-            for (int j = 0; j < h->nc; j++) {
-                const int c = i * h->nc + j, x = ox + j * CW, y = top + i * CH;
-                const double m = h->mean[k][c];
-                if (h->count[k][c] <= 0 || !isfinite(m)) {
-                    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#eeeeee\" stroke=\"white\"/>\n", x, y, CW, CH);
-                    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#888\">no run</text>\n", x + CW / 2, y + CH / 2 + 4);
-                    continue;
-                }
-                const double t = shade(h, m, lo, hi);
-                int rgb[3];
-                viridis(t, rgb);
-                const int dark = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] < 140;
-                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#%02x%02x%02x\" stroke=\"white\"/>\n", x, y, CW, CH, rgb[0],
-                        rgb[1], rgb[2]);
-                snprintf(v, sizeof v, "%.*f", h->decimals, h->scale * m);
-                const int two = h->count[k][c] > 1;
-                fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\" fill=\"%s\">%s</text>\n", x + CW / 2,
-                        y + (two ? CH / 2 - 1 : CH / 2 + 4), dark ? "white" : "black", v);
-                if (two) {
-                    char a[32], b[32];
-                    snprintf(a, sizeof a, "%.*f", h->decimals > 0 ? h->decimals - 1 : 0, h->scale * h->lo[k][c]);
-                    snprintf(b, sizeof b, "%.*f", h->decimals > 0 ? h->decimals - 1 : 0, h->scale * h->hi[k][c]);
-                    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"9\" fill=\"%s\">%s–%s (n=%d)</text>\n", x + CW / 2,
-                            y + CH / 2 + 11, dark ? "white" : "black", a, b, h->count[k][c]);
-                }
-            }
-        }
+    snprintf(v, sizeof v, "%.*f", h->decimals, h->scale * m);
+    const int two = h->count[k][c] > 1;
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\" fill=\"%s\">%s</text>\n", x + CW / 2,
+            y + (two ? CH / 2 - 1 : CH / 2 + 4), dark ? "white" : "black", v);
+    if (two) {
+        char a[32], b[32];
+        snprintf(a, sizeof a, "%.*f", h->decimals > 0 ? h->decimals - 1 : 0, h->scale * h->lo[k][c]);
+        snprintf(b, sizeof b, "%.*f", h->decimals > 0 ? h->decimals - 1 : 0, h->scale * h->hi[k][c]);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"9\" fill=\"%s\">%s–%s (n=%d)</text>\n", x + CW / 2,
+                y + CH / 2 + 11, dark ? "white" : "black", a, b, h->count[k][c]);
     }
-    /* the colour bar, best at the top, labelled at five shades */
-    const int bx = W - 60, by = top, bh = h->nr * CH > 100 ? h->nr * CH : 100;
+}
+
+/* panel k: its title, the column key and labels, the row labels (left of the first), the cells */
+static void heat_panel(FILE *f, const pz_heatmap *h, const heat_layout *l, int k) {
+    const int ox = l->L + k * (l->PWd + l->gap), top = l->top, CW = l->CW, CH = l->CH, PWd = l->PWd;
+    const int ty = top - l->colhead - 8;
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">", ox + PWd / 2, ty);
+    text(f, h->panel_title[k] ? h->panel_title[k] : "");
+    fputs("</text>\n", f);
+    if (h->col_key[0]) {
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#444\">", ox + PWd / 2, ty + 14);
+        text(f, h->col_key);
+        fputs("</text>\n", f);
+    }
+    for (int j = 0; j < h->nc; j++) {
+        const int cx = ox + j * CW + CW / 2;
+        if (l->rotate) fprintf(f, "<text transform=\"translate(%d,%d) rotate(-40)\" text-anchor=\"start\">", cx - 4, top - 6);
+        else fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", cx, top - 6);
+        text(f, h->cols[j]);
+        fputs("</text>\n", f);
+    }
+    for (int i = 0; i < h->nr; i++) {
+        if (k == 0) {
+            fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", l->L - 8, top + i * CH + CH / 2 + 4);
+            text(f, h->rows[i]);
+            fputs("</text>\n", f);
+        }
+        for (int j = 0; j < h->nc; j++) heat_cell(f, h, l, k, i * h->nc + j, ox + j * CW, top + i * CH);
+    }
+}
+
+/* the colour bar, best at the top, labelled at five shades; the row key */
+static void heat_bar(FILE *f, const pz_heatmap *h, const heat_layout *l) {
+    const int bx = l->W - 60, by = l->top, bh = h->nr * l->CH > 100 ? h->nr * l->CH : 100;
     for (int s = 0; s < 48; s++) {
         int rgb[3];
         viridis(1 - (s + 0.5) / 48.0, rgb);
         fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"12\" height=\"%.2f\" fill=\"#%02x%02x%02x\"/>\n", bx, by + s * bh / 48.0, bh / 48.0 + 0.5,
                 rgb[0], rgb[1], rgb[2]);
     }
+    char v[64];
     for (int k = 0; k <= 4; k++) {
         const double t = 1 - k / 4.0;
-        snprintf(v, sizeof v, "%.*f", h->decimals > 1 ? h->decimals - 1 : h->decimals, h->scale * unshade(h, t, lo, hi));
+        snprintf(v, sizeof v, "%.*f", h->decimals > 1 ? h->decimals - 1 : h->decimals, h->scale * unshade(h, t, l->lo, l->hi));
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"10\">%s</text>\n", bx + 15, by + k * bh / 4.0 + 3.5, v);
     }
     fprintf(f, "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\" font-size=\"10\">", bx - 4, by + bh / 2);
     text(f, h->unit);
     fputs("</text>\n", f);
     if (h->row_key[0]) {
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#444\">", L - 8, top - 6);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#444\">", l->L - 8, l->top - 6);
         text(f, h->row_key);
         fputs("</text>\n", f);
     }
+}
+
+pz_status pz_heatmap_write(const pz_heatmap *h, const char *path) {
+    const heat_layout l = heat_layout_of(h);
+    const int W = l.W, H = l.H;
+    FILE *f = fopen(path, "w");
+    if (!f) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    svg_page(f, W, H, h->title, h->note);
+    for (int k = 0; k < h->npanel; k++) heat_panel(f, h, &l, k);
+    heat_bar(f, h, &l);
     fputs("</svg>\n", f);
     const int bad = ferror(f);
     if (fclose(f) != 0 || bad) return pz_fail(PZ_ERR_IO, "writing '%s' failed", path);

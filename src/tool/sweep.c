@@ -770,6 +770,64 @@ pz_status pz_sweep_epochs(const char *dir) {
     return st;
 }
 
+/* Each point's target accuracy (NAN: none). "uncompressed-D": a run's
+ * target is the uncompressed run's final accuracy with the same seed (the
+ * best of them, when several) minus D; a seed without an uncompressed run
+ * takes the best of all. A number: every run's. */
+static void sweep_targets(const plan *pl, const run_result *rr, double *targets) {
+    const char *ts = pz_ini_get(&pl->ini, "sweep", "target");
+    for (int p = 0; p < pl->npts; p++) targets[p] = NAN;
+    if (ts && !strncmp(ts, "uncompressed", 12)) {
+        const double minus = ts[12] == '-' ? atof(ts + 13) : 0.0;
+        double best = -1, target = NAN;
+        for (int p = 0; p < pl->npts; p++)
+            if (is_uncompressed(&rr[p]) && rr[p].final_acc > best) best = rr[p].final_acc;
+        if (best >= 0) target = best - minus;
+        for (int p = 0; p < pl->npts; p++) {
+            double same = -1;
+            for (int q = 0; q < pl->npts; q++)
+                if (is_uncompressed(&rr[q]) && !strcmp(seed_of(&pl->pts[q]), seed_of(&pl->pts[p])) && rr[q].final_acc > same)
+                    same = rr[q].final_acc;
+            targets[p] = same >= 0 ? same - minus : target;
+        }
+    } else if (ts) {
+        for (int p = 0; p < pl->npts; p++) targets[p] = atof(ts);
+    }
+}
+
+/* one point's row of results.csv: its id, status and settings, what its run
+ * reached, and when it first reached its target */
+static void result_row(FILE *f, const point *pt, const run_result *r, const kv *keys, int nk, double target, int via_compressed) {
+    pz_csv_field(f, pt->id);
+    fputc(',', f);
+    pz_csv_field(f, r->status);
+    for (int k = 0; k < nk; k++) {
+        const char *val = "";
+        for (int i = 0; i < pt->n; i++)
+            if (!strcmp(pt->set[i].key, keys[k].key)) val = pt->set[i].value;
+        fputc(',', f);
+        pz_csv_field(f, val);
+    }
+    const double total = r->fwd_bytes + r->bwd_bytes;
+    const double vals[] = {r->epochs, r->final_acc, r->best_acc, r->final_cacc, r->best_cacc, r->fwd_bytes, r->bwd_bytes,
+                           r->fp32_bytes, total > 0 ? r->fp32_bytes / total : NAN, r->fwd_ratio, r->bwd_ratio, r->fwd_bits,
+                           r->bwd_bits, r->fwd_err, r->bwd_err, r->wall, r->emulated, target};
+    for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) fputc(',', f), csv_num(f, vals[i]);
+    int hit = -1;
+    for (int e = 0; e < r->n_ep && !isnan(target); e++)
+        if ((via_compressed ? r->ep_cacc[e] : r->ep_acc[e]) >= target) {
+            hit = e;
+            break;
+        }
+    fputc(',', f), csv_num(f, hit >= 0 ? hit + 1 : NAN);
+    fputc(',', f), csv_num(f, hit >= 0 ? r->ep_time[hit] : NAN);
+    fputc(',', f), csv_num(f, hit >= 0 ? r->ep_emu[hit] : NAN);
+    fputc(',', f), csv_num(f, hit >= 0 ? r->ep_bytes[hit] : NAN);
+    const double lm[] = {r->final_loss, r->final_closs, r->final_bpb, r->final_cbpb, r->final_train_loss};
+    for (size_t i = 0; i < sizeof lm / sizeof *lm; i++) fputc(',', f), csv_num(f, lm[i]);
+    fputc('\n', f);
+}
+
 pz_status pz_sweep_collect(const char *dir) {
     char path[4300], var[64] = "full";
     snprintf(path, sizeof path, "%s/variant", dir);
@@ -792,40 +850,18 @@ pz_status pz_sweep_collect(const char *dir) {
         snprintf(rd, sizeof rd, "%s/runs/%s", dir, pl.pts[p].id);
         read_run(rd, &rr[p]);
     }
-    /* the target accuracy */
-    const char *ts = pz_ini_get(&pl.ini, "sweep", "target");
-    double target = NAN;
     /* which test accuracy the target is checked against: plain inference
      * (Paper A's convergence) or through the compressed boundaries (Paper B
      * evaluates with compression) */
     const char *ti = pz_ini_get(&pl.ini, "sweep", "target-inference"); /* plan_load checked its value */
     const int via_compressed = ti && !strcmp(ti, "compressed");
-    /* "uncompressed-D": each run's target is the uncompressed run's final
-     * accuracy with the same seed (the best of them, when several) minus
-     * D; a seed without an uncompressed run takes the best of all */
     double *targets = calloc((size_t)pl.npts + 1, sizeof *targets);
     if (!targets) {
         free(rr);
         plan_free(&pl);
         return pz_fail(PZ_ERR_NOMEM, "out of memory collecting %s", dir);
     }
-    for (int p = 0; p < pl.npts; p++) targets[p] = NAN;
-    if (ts && !strncmp(ts, "uncompressed", 12)) {
-        const double minus = ts[12] == '-' ? atof(ts + 13) : 0.0;
-        double best = -1;
-        for (int p = 0; p < pl.npts; p++)
-            if (is_uncompressed(&rr[p]) && rr[p].final_acc > best) best = rr[p].final_acc;
-        if (best >= 0) target = best - minus;
-        for (int p = 0; p < pl.npts; p++) {
-            double same = -1;
-            for (int q = 0; q < pl.npts; q++)
-                if (is_uncompressed(&rr[q]) && !strcmp(seed_of(&pl.pts[q]), seed_of(&pl.pts[p])) && rr[q].final_acc > same) same = rr[q].final_acc;
-            targets[p] = same >= 0 ? same - minus : target;
-        }
-    } else if (ts) {
-        target = atof(ts);
-        for (int p = 0; p < pl.npts; p++) targets[p] = target;
-    }
+    sweep_targets(&pl, rr, targets);
     /* every key any point sets, in order */
     kv keys[MAX_KEYS];
     int nk = 0;
@@ -834,7 +870,7 @@ pz_status pz_sweep_collect(const char *dir) {
     snprintf(path, sizeof path, "%s/results.csv.tmp", dir);
     FILE *f = fopen(path, "w");
     if (!f) {
-        free(rr);
+        free(rr), free(targets);
         plan_free(&pl);
         return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
     }
@@ -846,37 +882,7 @@ pz_status pz_sweep_collect(const char *dir) {
           "emulated_time_to_target,bytes_to_target,final_test_loss,final_test_loss_compressed,final_test_bits_per_byte,"
           "final_test_bits_per_byte_compressed,final_train_loss\n",
           f);
-    for (int p = 0; p < pl.npts; p++) {
-        const run_result *r = &rr[p];
-        pz_csv_field(f, pl.pts[p].id);
-        fputc(',', f);
-        pz_csv_field(f, r->status);
-        for (int k = 0; k < nk; k++) {
-            const char *val = "";
-            for (int i = 0; i < pl.pts[p].n; i++)
-                if (!strcmp(pl.pts[p].set[i].key, keys[k].key)) val = pl.pts[p].set[i].value;
-            fputc(',', f);
-            pz_csv_field(f, val);
-        }
-        const double total = r->fwd_bytes + r->bwd_bytes;
-        const double vals[] = {r->epochs, r->final_acc, r->best_acc, r->final_cacc, r->best_cacc, r->fwd_bytes, r->bwd_bytes,
-                               r->fp32_bytes, total > 0 ? r->fp32_bytes / total : NAN, r->fwd_ratio, r->bwd_ratio, r->fwd_bits,
-                               r->bwd_bits, r->fwd_err, r->bwd_err, r->wall, r->emulated, targets[p]};
-        for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) fputc(',', f), csv_num(f, vals[i]);
-        int hit = -1;
-        for (int e = 0; e < r->n_ep && !isnan(targets[p]); e++)
-            if ((via_compressed ? r->ep_cacc[e] : r->ep_acc[e]) >= targets[p]) {
-                hit = e;
-                break;
-            }
-        fputc(',', f), csv_num(f, hit >= 0 ? hit + 1 : NAN);
-        fputc(',', f), csv_num(f, hit >= 0 ? r->ep_time[hit] : NAN);
-        fputc(',', f), csv_num(f, hit >= 0 ? r->ep_emu[hit] : NAN);
-        fputc(',', f), csv_num(f, hit >= 0 ? r->ep_bytes[hit] : NAN);
-        const double lm[] = {r->final_loss, r->final_closs, r->final_bpb, r->final_cbpb, r->final_train_loss};
-        for (size_t i = 0; i < sizeof lm / sizeof *lm; i++) fputc(',', f), csv_num(f, lm[i]);
-        fputc('\n', f);
-    }
+    for (int p = 0; p < pl.npts; p++) result_row(f, &pl.pts[p], &rr[p], keys, nk, targets[p], via_compressed);
     const int bad = ferror(f);
     fclose(f);
     free(rr), free(targets);
