@@ -9,10 +9,70 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Top_min of every unit (the smallest kept magnitude: the k-th largest),
+ * into tmin and the body */
+static void top_mins(const unit_tops *t, int64_t U, int64_t kk, float *tmin, uint8_t *o) {
+    for (int64_t un = 0; un < U; un++) {
+        float T = INFINITY;
+        if (t->ths[un].only) T = t->ths[un].T;
+        else
+            for (int64_t j = 0; j < kk; j++) {
+                const float a = fabsf(t->vals[un * kk + j]);
+                T = a < T ? a : T;
+            }
+        tmin[un] = kk ? T : 0.0f;
+        memcpy(o + 4 * un, &tmin[un], 4);
+    }
+}
+
+/* One chunk's codes and signs, elements [c0, c1): codes below Top_min, L
+ * at the kept positions (taken here, in order, when the unit's selection
+ * left only a threshold). *un and *next carry the unit and its next kept
+ * position from chunk to chunk. */
+static pz_status chunk_codes(const pz_codec_kernels *k, const float *x, const units *u, int64_t kk, int L, const float *tmin, unit_tops *t,
+                             int64_t c0, int64_t c1, int64_t *un_io, int64_t *next_io, uint8_t *codes, uint8_t *neg) {
+    enum { MCH = 4096 };
+    uint32_t cidx[MCH];
+    float cval[MCH];
+    const int64_t m = u->m;
+    int64_t un = *un_io, next = *next_io;
+    for (int64_t i = c0; i < c1;) {
+        while ((un + 1) * m <= i) un++, next = 0;
+        const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
+        const float T = tmin[un];
+        /* MS codes magnitudes against Top_min: NaN has none (nor has an
+         * infinity when the kept magnitudes are infinite too) */
+        if (k->quant_abs(x + i, (size_t)(end - i), T > 0.0f && isfinite((float)L / T) ? (float)L / T : 0.0f, L - 1, codes + (i - c0)))
+            return pz_fail(PZ_ERR_ARG, "cannot encode with ms: the tensor holds NaN (or infinities beside infinite kept values)");
+        k->negative(x + i, (size_t)(end - i), neg + (i - c0));
+        if (t->ths[un].only) { /* take the kept elements here, in order */
+            const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, 0, cidx, cval);
+            for (size_t j = 0; j < cn; j++) {
+                const float a = fabsf(cval[j]);
+                if (a == T) {
+                    if (t->ths[un].ties <= 0) continue; /* a tie beyond k: an ordinary code */
+                    t->ths[un].ties--;
+                }
+                if (next < kk) t->vals[un * kk + next] = cval[j];
+                next++;
+                codes[i - c0 + cidx[j]] = (uint8_t)L;
+            }
+        } else {
+            const uint32_t *pu = t->pos + un * kk;
+            while (next < kk && un * m + (int64_t)pu[next] < end) codes[un * m + pu[next] - c0] = (uint8_t)L, next++;
+        }
+        i = end;
+        if (t->ths[un].only && i == (un + 1) * m && next != kk)
+            return pz_fail(PZ_ERR_STATE, "MS kept %lld of %lld in unit %lld (internal error)", (long long)next, (long long)kk, (long long)un);
+    }
+    *un_io = un, *next_io = next;
+    return PZ_OK;
+}
+
 static pz_status encode(const codec_params *p, const codec_io *io, const float *x, const units *u, uint64_t seed, uint8_t *body,
                         size_t cap, size_t *body_len, frame_header *h, uint32_t *body_crc, int *have_crc) {
     const pz_codec_kernels *k = io->k;
-    const int64_t U = u->U, m = u->m, n = u->n, kk = kept_per_unit(p->fraction, m);
+    const int64_t U = u->U, n = u->n, kk = kept_per_unit(p->fraction, u->m);
     h->k = (uint32_t)kk;
     h->value_type = p->value_type;
     h->value_bits = 0;
@@ -32,17 +92,7 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
         free(tmin), free(t.ths);
         return pz_fail(PZ_ERR_NOMEM, "out of memory for MS's Top_min and signs");
     }
-    for (int64_t un = 0; un < U; un++) {
-        float T = INFINITY;
-        if (t.ths[un].only) T = t.ths[un].T; /* the k-th largest magnitude is the smallest kept */
-        else
-            for (int64_t j = 0; j < kk; j++) {
-                const float a = fabsf(t.vals[un * kk + j]);
-                T = a < T ? a : T;
-            }
-        tmin[un] = kk ? T : 0.0f;
-        memcpy(o + 4 * un, &tmin[un], 4);
-    }
+    top_mins(&t, U, kk, tmin, o);
     o += 4 * U;
     uint8_t *values_out = o;
     o += vbytes;
@@ -50,44 +100,11 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     enum { MCH = 4096 };
     int any_negative = 0;
     int64_t un = 0, next = 0; /* the unit of the chunk's first element, its next kept position */
-    for (int64_t c0 = 0; c0 < n; c0 += MCH) {
+    pz_status st = PZ_OK;
+    for (int64_t c0 = 0; c0 < n && !st; c0 += MCH) {
         const int64_t c1 = n - c0 < MCH ? n : c0 + MCH;
         uint8_t codes[MCH], neg[MCH];
-        uint32_t cidx[MCH];
-        float cval[MCH];
-        for (int64_t i = c0; i < c1;) {
-            while ((un + 1) * m <= i) un++, next = 0;
-            const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
-            const float T = tmin[un];
-            /* MS codes magnitudes against Top_min: NaN has none (nor has an
-             * infinity when the kept magnitudes are infinite too) */
-            if (k->quant_abs(x + i, (size_t)(end - i), T > 0.0f && isfinite((float)L / T) ? (float)L / T : 0.0f, L - 1, codes + (i - c0))) {
-                free(tmin), free(t.ths);
-                return pz_fail(PZ_ERR_ARG, "cannot encode with ms: the tensor holds NaN (or infinities beside infinite kept values)");
-            }
-            k->negative(x + i, (size_t)(end - i), neg + (i - c0));
-            if (t.ths[un].only) { /* take the kept elements here, in order */
-                const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, 0, cidx, cval);
-                for (size_t j = 0; j < cn; j++) {
-                    const float a = fabsf(cval[j]);
-                    if (a == T) {
-                        if (t.ths[un].ties <= 0) continue; /* a tie beyond k: an ordinary code */
-                        t.ths[un].ties--;
-                    }
-                    if (next < kk) t.vals[un * kk + next] = cval[j];
-                    next++;
-                    codes[i - c0 + cidx[j]] = (uint8_t)L;
-                }
-            } else {
-                const uint32_t *pu = t.pos + un * kk;
-                while (next < kk && un * m + (int64_t)pu[next] < end) codes[un * m + pu[next] - c0] = (uint8_t)L, next++;
-            }
-            i = end;
-            if (t.ths[un].only && i == (un + 1) * m && next != kk) {
-                free(tmin), free(t.ths);
-                return pz_fail(PZ_ERR_STATE, "MS kept %lld of %lld in unit %lld (internal error)", (long long)next, (long long)kk, (long long)un);
-            }
-        }
+        if ((st = chunk_codes(k, x, u, kk, L, tmin, &t, c0, c1, &un, &next, codes, neg))) break;
         uint8_t any = 0;
         for (int64_t j = 0; j < c1 - c0; j++) any |= neg[j];
         any_negative |= any;
@@ -95,6 +112,7 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
         bits_write(k, sign_bits + c0 / 8, neg, (size_t)(c1 - c0), 1);
     }
     free(tmin), free(t.ths);
+    PZ_TRY(st);
     PZ_TRY(write_values(k, p->value_type, h->value_bits, t.vals, U, kk, values_out, io->sc));
     const int is_signed = p->ms_sign == MS_SIGN_SIGNED || (p->ms_sign == MS_SIGN_AUTO && any_negative);
     if (p->ms_sign == MS_SIGN_UNSIGNED && any_negative)

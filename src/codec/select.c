@@ -100,6 +100,91 @@ pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, i
     return topk_select(k, x, m, kk, by_value, idx, vals, keys, tmp, NULL);
 }
 
+/* The sample a threshold is estimated from: 16 consecutive elements (one
+ * cache line) from each of S/16 equal windows, at a pseudo-random place in
+ * the window (addresses only move forward, so the prefetcher follows; the
+ * jitter keeps a periodic layout such as NCHW planes from aliasing): a few
+ * hundred lines read instead of thousands. */
+static void sample_keys(const float *x, int64_t m, int S, int by_value, float *sample) {
+    const uint64_t win = (uint64_t)m / (S / 16);
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)m;
+    for (int j = 0; j < S / 16; j++) {
+        h = h * 6364136223846793005ull + 1442695040888963407ull;
+        const uint64_t off = ((h >> 32) * (win - 15)) >> 32; /* uniform in [0, win - 16] */
+        const float *xs = x + (uint64_t)j * win + off;
+        for (int e = 0; e < 16; e++) sample[16 * j + e] = key_of(xs[e], by_value);
+    }
+}
+
+/* Dense, a list wanted: one pass takes every candidate (key >= t_lo), the
+ * exact threshold comes from the band [t_lo, t_hi) among them, and the
+ * candidates are trimmed in place (no second pass over x). Returns 1 when
+ * it decided (*st set), 0 when the sample misjudged (*c: the candidates
+ * still usable, or 0 for all of x). */
+static int dense_list(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value, float t_lo, float t_hi,
+                      uint32_t *idx, float *vals, float *keys, float *tmp, int64_t *c, pz_status *st) {
+    *c = (int64_t)k->select_ge(x, (size_t)m, t_lo, by_value, idx, vals);
+    /* the band's values into keys (positions into tmp, unused) */
+    uint32_t *pos = (uint32_t *)(void *)tmp;
+    size_t above_sz = 0;
+    const int64_t nb = (int64_t)k->select_band(vals, (size_t)*c, t_lo, t_hi, by_value, &above_sz, pos, keys);
+    const int64_t above = (int64_t)above_sz;
+    if (!(above < kk && above + nb >= kk)) {
+        if (*c < kk) *c = 0;
+        return 0;
+    }
+    if (!by_value)
+        for (int64_t j = 0; j < nb; j++) keys[j] = fabsf(keys[j]);
+    int64_t ties, equal;
+    const float T = band_threshold(keys, nb, above, kk, tmp, &ties, &equal);
+    int64_t out = 0;
+    if (ties == equal) { /* every key >= T is kept: one more vector pass */
+        out = (int64_t)k->select_ge(vals, (size_t)*c, T, by_value, pos, keys);
+        for (int64_t o = 0; o < out && out == kk; o++) idx[o] = idx[pos[o]]; /* pos[o] >= o: in place */
+        if (out == kk) memcpy(vals, keys, sizeof(float) * (size_t)kk);
+    } else {
+        out = keep_above(idx, vals, *c, T, ties, by_value);
+    }
+    *st = out == kk ? PZ_OK : pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
+    return 1;
+}
+
+/* Dense, a threshold wanted (the caller takes the elements in its own
+ * pass): the band alone decides it. 1 when it did. */
+static int dense_threshold(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value, float t_lo, float t_hi,
+                           uint32_t *idx, float *vals, float *keys, float *tmp, topk_threshold *th) {
+    size_t n_hi = 0;
+    const int64_t band = (int64_t)k->select_band(x, (size_t)m, t_lo, t_hi, by_value, &n_hi, idx, vals);
+    if (!((int64_t)n_hi < kk && (int64_t)n_hi + band >= kk)) return 0;
+    for (int64_t j = 0; j < band; j++) keys[j] = by_value ? vals[j] : fabsf(vals[j]);
+    int64_t ties, equal;
+    const float T = band_threshold(keys, band, (int64_t)n_hi, kk, tmp, &ties, &equal);
+    th->only = 1, th->T = T, th->ties = ties, th->extra = equal - ties;
+    return 1;
+}
+
+/* The exact k largest among c candidates (idx, vals), in place: the k-th
+ * key by radix selection, then a branch-free compaction that keeps what
+ * beats it and the first ties (lower index first). */
+static pz_status exact_select(uint32_t *idx, float *vals, float *keys, float *tmp, int64_t c, int64_t kk, int by_value) {
+    if (by_value)
+        for (int64_t j = 0; j < c; j++) keys[j] = vals[j] != vals[j] ? -INFINITY : vals[j];
+    else
+        for (int64_t j = 0; j < c; j++) keys[j] = vals[j] != vals[j] ? -INFINITY : fabsf(vals[j]);
+    const float T = radix_select_desc(keys, c, kk - 1, tmp);
+    int64_t greater = 0;
+    for (int64_t j = 0; j < c; j++) greater += keys[j] > T;
+    int64_t ties = kk - greater, out = 0;
+    for (int64_t j = 0; j < c; j++) {
+        const int64_t eq = keys[j] == T, keep = (keys[j] > T) | (eq & (ties > 0));
+        idx[out] = idx[j], vals[out] = vals[j];
+        out += keep;
+        ties -= eq & keep;
+    }
+    if (out != kk) return pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
+    return PZ_OK;
+}
+
 pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value,
                       uint32_t *idx, float *vals, float *keys, float *tmp, topk_threshold *th) {
     if (th) th->only = 0;
@@ -111,82 +196,31 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
     int64_t c = 0;
     if (m >= 4096) {
         /* a threshold from S samples, a few standard deviations below the
-         * expected k-th largest so it keeps >= k: one sample in each of S
-         * equal windows, at a pseudo-random place in the window (addresses
-         * only move forward, so the prefetcher follows; the jitter keeps a
-         * periodic layout such as NCHW planes from aliasing) */
-        /* big tensors: a bigger sample narrows the band the exact selection
-         * works on (its width goes as 1/sqrt(S)); the sample lives in keys
-         * and tmp, free until the band needs them */
+         * expected k-th largest so it keeps >= k; big tensors: a bigger
+         * sample narrows the band the exact selection works on (its width
+         * goes as 1/sqrt(S)); the sample lives in keys and tmp, free until
+         * the band needs them */
         const int S = m >= (1 << 21) ? 32768 : m >= 65536 ? 8192 : (int)(m / 8) & ~15;
         float *sample = keys, *stmp = tmp;
-        /* 16 consecutive elements (one cache line) from each of S/16
-         * windows: a few hundred lines read instead of thousands */
-        const uint64_t win = (uint64_t)m / (S / 16);
-        uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)m;
-        for (int j = 0; j < S / 16; j++) {
-            h = h * 6364136223846793005ull + 1442695040888963407ull;
-            const uint64_t off = ((h >> 32) * (win - 15)) >> 32; /* uniform in [0, win - 16] */
-            const float *xs = x + (uint64_t)j * win + off;
-            for (int e = 0; e < 16; e++) sample[16 * j + e] = key_of(xs[e], by_value);
-        }
+        sample_keys(x, m, S, by_value, sample);
         /* samples from one line are correlated: a wider margin than the
          * binomial 4 sigma */
         const double r = (double)kk * S / (double)m, margin = 4.5 * sqrt(r) + 16.0;
+        int sampled = 0; /* c holds candidates from a sampled threshold (or 0: the sample misjudged) */
         if (kk * 20 >= m && r + margin < S) {
-            /* dense (>= 5%): the k-th largest lies between two sampled
-             * thresholds, and the exact threshold comes from the band
-             * between them: among the candidates for a list, from one pass
-             * that keeps only the band for a threshold */
+            /* dense (>= 5%): the k-th largest lies between two sampled thresholds */
             const float t_lo = radix_select_desc(sample, S, (int64_t)(r + margin), stmp);
             const float t_hi = r - margin >= 0 ? radix_select_desc(sample, S, (int64_t)(r - margin), stmp) : INFINITY;
             if (!th && t_lo > -INFINITY) {
-                /* a list is wanted: one pass takes every candidate (key >=
-                 * t_lo), the exact threshold comes from the band among
-                 * them, and the candidates are trimmed in place (no second
-                 * pass over x) */
-                c = (int64_t)k->select_ge(x, (size_t)m, t_lo, by_value, idx, vals);
-                /* the band [t_lo, t_hi) among the candidates: its values
-                 * into keys (positions into tmp, unused) */
-                uint32_t *pos = (uint32_t *)(void *)tmp;
-                size_t above_sz = 0;
-                const int64_t nb = (int64_t)k->select_band(vals, (size_t)c, t_lo, t_hi, by_value, &above_sz, pos, keys);
-                const int64_t above = (int64_t)above_sz;
-                if (above < kk && above + nb >= kk) {
-                    if (!by_value)
-                        for (int64_t j = 0; j < nb; j++) keys[j] = fabsf(keys[j]);
-                    int64_t ties, equal;
-                    const float T = band_threshold(keys, nb, above, kk, tmp, &ties, &equal);
-                    int64_t out = 0;
-                    if (ties == equal) { /* every key >= T is kept: one more vector pass */
-                        out = (int64_t)k->select_ge(vals, (size_t)c, T, by_value, pos, keys);
-                        for (int64_t o = 0; o < out && out == kk; o++) idx[o] = idx[pos[o]]; /* pos[o] >= o: in place */
-                        if (out == kk) memcpy(vals, keys, sizeof(float) * (size_t)kk);
-                    } else {
-                        out = keep_above(idx, vals, c, T, ties, by_value);
-                    }
-                    if (out != kk) return pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
-                    return PZ_OK;
-                }
-                if (c < kk) c = 0; /* the sample misjudged: all of x below */
-                goto candidates;
-            }
-            if (th && t_lo > -INFINITY) {
-                /* a threshold is wanted (the caller takes the elements in its
-                 * own pass): the band alone decides it */
-                size_t n_hi = 0;
-                const int64_t band = (int64_t)k->select_band(x, (size_t)m, t_lo, t_hi, by_value, &n_hi, idx, vals);
-                if ((int64_t)n_hi < kk && (int64_t)n_hi + band >= kk) {
-                    for (int64_t j = 0; j < band; j++) keys[j] = by_value ? vals[j] : fabsf(vals[j]);
-                    int64_t ties, equal;
-                    const float T = band_threshold(keys, band, (int64_t)n_hi, kk, tmp, &ties, &equal);
-                    th->only = 1, th->T = T, th->ties = ties, th->extra = equal - ties;
-                    return PZ_OK;
-                }
+                pz_status st = PZ_OK;
+                if (dense_list(k, x, m, kk, by_value, t_lo, t_hi, idx, vals, keys, tmp, &c, &st)) return st;
+                sampled = 1;
+            } else if (th && t_lo > -INFINITY && dense_threshold(k, x, m, kk, by_value, t_lo, t_hi, idx, vals, keys, tmp, th)) {
+                return PZ_OK;
             }
         }
         const double rank = r + margin;
-        if (rank < S) {
+        if (!sampled && rank < S) {
             const float t = radix_select_desc(sample, S, (int64_t)rank, stmp);
             if (t > -INFINITY) {
                 c = (int64_t)k->select_ge(x, (size_t)m, t, by_value, idx, vals);
@@ -194,29 +228,11 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
             }
         }
     }
-candidates:
     if (c == 0) {
         for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i, vals[i] = x[i];
         c = m;
     }
-    if (by_value)
-        for (int64_t j = 0; j < c; j++) keys[j] = vals[j] != vals[j] ? -INFINITY : vals[j];
-    else
-        for (int64_t j = 0; j < c; j++) keys[j] = vals[j] != vals[j] ? -INFINITY : fabsf(vals[j]);
-    const float T = radix_select_desc(keys, c, kk - 1, tmp);
-    int64_t greater = 0;
-    for (int64_t j = 0; j < c; j++) greater += keys[j] > T;
-    int64_t ties = kk - greater, out = 0;
-    /* branch-free compaction: keep what beats T and the first `ties` equal
-     * to it (ties: lower index first) */
-    for (int64_t j = 0; j < c; j++) {
-        const int64_t eq = keys[j] == T, keep = (keys[j] > T) | (eq & (ties > 0));
-        idx[out] = idx[j], vals[out] = vals[j];
-        out += keep;
-        ties -= eq & keep;
-    }
-    if (out != kk) return pz_fail(PZ_ERR_STATE, "top-k selected %lld of %lld (internal error)", (long long)out, (long long)kk);
-    return PZ_OK;
+    return exact_select(idx, vals, keys, tmp, c, kk, by_value);
 }
 
 /* k of m positions, a uniformly random k-subset, ascending: Floyd's
