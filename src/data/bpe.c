@@ -192,19 +192,21 @@ typedef struct {
     int64_t freq;
 } word;
 
-pz_status pz_bpe_learn(pz_tokenizer *t, const uint8_t *text, size_t n, int vocab) {
-    memset(t, 0, sizeof *t);
-    if (vocab <= 256 || vocab > VOCAB_MAX) return pz_fail(PZ_ERR_ARG, "a BPE vocabulary of %d tokens (expected 257..%d)", vocab, VOCAB_MAX);
-    t->vocab = vocab;
-    /* the distinct chunks and their counts */
-    size_t cap = 1 << 16, nw = 0;
-    size_t *slot_word = malloc(cap * sizeof *slot_word); /* slot -> word index + 1 (0: empty) */
+/* The distinct chunks of text with their counts, each as a list of byte
+ * symbols (an open-addressing table of the chunks' slots, rehashed into
+ * twice the slots when half full). */
+typedef struct {
+    word *w;
+    size_t n;
+} word_set;
+
+static pz_status count_words(const uint8_t *text, size_t n, word_set *ws) {
+    size_t cap = 1 << 16, nw = 0, wcap = 0;
+    size_t *slot_word = calloc(cap, sizeof *slot_word); /* slot -> word index + 1 (0: empty) */
     word *w = NULL;
     const uint8_t **wtext = NULL;
-    size_t wcap = 0;
     pz_status st = PZ_OK;
     if (!slot_word) return pz_fail(PZ_ERR_NOMEM, "out of memory learning BPE");
-    memset(slot_word, 0, cap * sizeof *slot_word);
     for (size_t at = 0; at < n && !st;) {
         const size_t len = chunk_len(text + at, n - at);
         const uint8_t *s = text + at;
@@ -253,46 +255,65 @@ pz_status pz_bpe_learn(pz_tokenizer *t, const uint8_t *text, size_t n, int vocab
     }
     free(slot_word);
     free(wtext);
+    ws->w = w, ws->n = nw;
+    return st;
+}
 
+/* The most frequent adjacent pair over the words, weighted by their counts
+ * (ties: the lowest key); *best < 2 when no pair occurs twice. */
+static pz_status best_pair(const word_set *ws, pair_map *counts, int64_t *best, uint32_t *best_key) {
+    pm_clear(counts);
+    for (size_t k = 0; k < ws->n; k++)
+        for (int j = 0; j + 1 < ws->w[k].len; j++) {
+            int64_t *c = pm_at(counts, pair_key(ws->w[k].sym[j], ws->w[k].sym[j + 1]));
+            if (!c) return pz_fail(PZ_ERR_NOMEM, "out of memory learning BPE");
+            *c += ws->w[k].freq;
+        }
+    *best = 1, *best_key = 0;
+    for (size_t u = 0; u < counts->n; u++) {
+        const size_t i = counts->touched[u];
+        if (counts->val[i] > *best || (counts->val[i] == *best && *best > 1 && counts->key[i] < *best_key))
+            *best = counts->val[i], *best_key = counts->key[i];
+    }
+    return PZ_OK;
+}
+
+/* every occurrence of (a, b) in the words becomes id, left to right */
+static void apply_merge(word_set *ws, int32_t a, int32_t b, int32_t id) {
+    for (size_t k = 0; k < ws->n; k++) {
+        word *w = &ws->w[k];
+        int o = 0;
+        for (int j = 0; j < w->len; j++) {
+            if (j + 1 < w->len && w->sym[j] == a && w->sym[j + 1] == b) w->sym[o++] = id, j++;
+            else w->sym[o++] = w->sym[j];
+        }
+        w->len = o;
+    }
+}
+
+pz_status pz_bpe_learn(pz_tokenizer *t, const uint8_t *text, size_t n, int vocab) {
+    memset(t, 0, sizeof *t);
+    if (vocab <= 256 || vocab > VOCAB_MAX) return pz_fail(PZ_ERR_ARG, "a BPE vocabulary of %d tokens (expected 257..%d)", vocab, VOCAB_MAX);
+    t->vocab = vocab;
+    word_set ws = {0};
+    pz_status st = count_words(text, n, &ws);
     pair_map counts = {0};
     if (!st) st = pm_init(&counts, 1 << 16);
     if (!st && !(t->merges = malloc(sizeof *t->merges * 2 * (size_t)(vocab - 256))))
         st = pz_fail(PZ_ERR_NOMEM, "out of memory learning BPE");
     for (int m = 0; !st && m < vocab - 256; m++) {
-        pm_clear(&counts);
-        for (size_t k = 0; k < nw && !st; k++)
-            for (int j = 0; j + 1 < w[k].len; j++) {
-                int64_t *c = pm_at(&counts, pair_key(w[k].sym[j], w[k].sym[j + 1]));
-                if (!c) {
-                    st = pz_fail(PZ_ERR_NOMEM, "out of memory learning BPE");
-                    break;
-                }
-                *c += w[k].freq;
-            }
-        if (st) break;
-        int64_t best = 1;
+        int64_t best = 0;
         uint32_t best_key = 0;
-        for (size_t u = 0; u < counts.n; u++) {
-            const size_t i = counts.touched[u];
-            if (counts.val[i] > best || (counts.val[i] == best && best > 1 && counts.key[i] < best_key))
-                best = counts.val[i], best_key = counts.key[i];
-        }
+        if ((st = best_pair(&ws, &counts, &best, &best_key))) break;
         if (best < 2) break; /* no pair occurs twice: fewer merges than asked */
         const int32_t a = (int32_t)(best_key >> 16), b = (int32_t)(best_key & 0xffff), id = 256 + m;
         t->merges[2 * m] = a, t->merges[2 * m + 1] = b;
         t->n_merges = m + 1;
-        for (size_t k = 0; k < nw; k++) {
-            int o = 0;
-            for (int j = 0; j < w[k].len; j++) {
-                if (j + 1 < w[k].len && w[k].sym[j] == a && w[k].sym[j + 1] == b) w[k].sym[o++] = id, j++;
-                else w[k].sym[o++] = w[k].sym[j];
-            }
-            w[k].len = o;
-        }
+        apply_merge(&ws, a, b, id);
     }
     pm_free(&counts);
-    for (size_t k = 0; k < nw; k++) free(w[k].sym);
-    free(w);
+    for (size_t k = 0; k < ws.n; k++) free(ws.w[k].sym);
+    free(ws.w);
     if (!st) st = finish(t);
     if (st) pz_tokenizer_free(t);
     return st;
