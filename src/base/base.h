@@ -88,6 +88,13 @@ static inline int pz_shape_equal(pz_shape a, pz_shape b) {
 }
 /* "3x32x32", "128x256": the dimensions joined by 'x' */
 const char *pz_shape_str(pz_shape s, char *buf, size_t cap);
+/* A batch of B samples of shape s as a tensor's dimensions (what a codec
+ * and a frame take: B, then the sample's); returns how many (1 + rank). */
+static inline int pz_shape_batch(pz_shape s, int64_t B, int64_t dims[1 + PZ_SHAPE_MAX]) {
+    dims[0] = B;
+    for (int i = 0; i < s.rank; i++) dims[1 + i] = s.d[i];
+    return 1 + s.rank;
+}
 
 /* ---------------------------------------------------------------------------
  * RNG: xoshiro256** seeded through splitmix64. pz_rng_split derives an

@@ -539,8 +539,8 @@ static pz_status serve_max_message(const pz_run_plan *cfg, const pz_model *model
     const pz_shape sh = model->net.layers[pc->cuts[0]].out;
     const int M = pc->micro_batches > 0 ? pc->micro_batches : 1, mb = (pc->batch_max + M - 1) / M;
     const int P = pc->targets > 0 ? pc->targets : 1;
-    int64_t shape[1 + PZ_SHAPE_MAX] = {mb};
-    for (int i = 0; i < sh.rank; i++) shape[1 + i] = sh.d[i];
+    int64_t shape[1 + PZ_SHAPE_MAX];
+    const int nd = pz_shape_batch(sh, mb, shape);
     const int64_t per = pz_shape_numel(sh);
     size_t frame = 0;
     pz_codec_desc none;
@@ -551,7 +551,7 @@ static pz_status serve_max_message(const pz_run_plan *cfg, const pz_model *model
     for (int k = 0; k < 3; k++) {
         pz_codec *c;
         PZ_TRY(pz_codec_create_desc(&c, sent[k]));
-        const size_t n = pz_codec_max_frame_bytes(c, 1 + sh.rank, shape);
+        const size_t n = pz_codec_max_frame_bytes(c, nd, shape);
         pz_codec_free(c);
         if (n > frame) frame = n;
     }

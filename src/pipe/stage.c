@@ -18,17 +18,17 @@ pz_status stage_recv(stage *s, pz_link *l, int want, uint8_t **buf, size_t *cap,
 
 pz_status stage_encode(pz_codec *tx, const float *t, int B, pz_shape sh, const uint32_t *ids, uint8_t **frame,
                        size_t *frame_cap, size_t *flen, pz_codec_stats *stats) {
-    /* the frame's shape: the batch, then the sample's dimensions */
-    int64_t shape[1 + PZ_SHAPE_MAX] = {B};
-    for (int i = 0; i < sh.rank; i++) shape[1 + i] = sh.d[i];
-    const size_t need = pz_codec_max_frame_bytes(tx, 1 + sh.rank, shape);
+    int64_t shape[1 + PZ_SHAPE_MAX];
+    const int nd = pz_shape_batch(sh, B, shape);
+    const size_t need = pz_codec_max_frame_bytes(tx, nd, shape);
     PZ_TRY(msg_reserve(frame, frame_cap, need));
-    return pz_codec_encode(tx, t, 1 + sh.rank, shape, ids, *frame, *frame_cap, flen, stats);
+    return pz_codec_encode(tx, t, nd, shape, ids, *frame, *frame_cap, flen, stats);
 }
 
 pz_status stage_check_frame(const char *what, int nd, const int64_t *shape, int B, pz_shape sh) {
-    int ok = nd == 1 + sh.rank && shape[0] == B;
-    for (int i = 0; ok && i < sh.rank; i++) ok = shape[1 + i] == sh.d[i];
+    int64_t want_dims[1 + PZ_SHAPE_MAX];
+    int ok = nd == pz_shape_batch(sh, B, want_dims);
+    for (int i = 0; ok && i < nd; i++) ok = shape[i] == want_dims[i];
     if (ok) return PZ_OK;
     char want[48], got[96];
     size_t n = 0;
