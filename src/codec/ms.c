@@ -75,8 +75,8 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     const int64_t U = u->U, n = u->n, kk = kept_per_unit(p->fraction, u->m);
     h->k = (uint32_t)kk;
     h->value_type = p->value_type;
-    h->value_bits = 0;
-    const size_t vbytes = value_bytes(p->value_type, 0, U, U * kk);
+    h->value_bits = p->value_type == VAL_QUANT ? p->value_bits : 0;
+    const size_t vbytes = value_bytes(p->value_type, h->value_bits, U, U * kk);
     unit_tops t;
     PZ_TRY(select_units(io, x, u, kk, 0, 1, &t));
     uint8_t *o = body;
@@ -133,7 +133,6 @@ static pz_status decode(const frame_header *h, const codec_io *io, const units *
     const int64_t U = u->U, m = u->m, kk = h->k, n = u->n;
     PZ_TRY(sparse_check_k(h, u));
     if (h->bits < 1 || h->bits > 8) return frame_error(PZ_FRAME_PARAM, "MS code width %d is not in 1..8", h->bits);
-    if (h->value_type == VAL_QUANT) return frame_error(PZ_FRAME_PARAM, "MS values cannot be quantized");
     const size_t vbytes = value_bytes(h->value_type, h->value_bits, U, U * kk);
     float *vals = scratch_get(io->sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));
     if (!vals) return pz_fail(PZ_ERR_NOMEM, "out of memory for %lld values", (long long)(U * kk));
@@ -193,7 +192,7 @@ static int match(const char *name, codec_params *p) { return !strcmp(name, "ms")
 
 static pz_status option(codec_params *p, const char *key, const char *val, const char *spec) {
     if (!strcmp(key, "per") && val) return spec_per(p, val, 0, spec);
-    if (!strcmp(key, "values") && val) return spec_values(p, val, 0, spec);
+    if (!strcmp(key, "values") && val) return spec_values(p, val, 1, spec);
     if (!strcmp(key, "bits") && val) {
         char *end;
         long b = strtol(val, &end, 10);
@@ -218,7 +217,7 @@ static void canonical(const codec_params *p, char *buf, size_t cap) {
 const codec_family codec_ms = {
     .name = "ms", .wire_id = 7, .fraction = 1, .option_mask = OPT_SIGNED,
     .fields = PZ_FRAME_USES_BITS | PZ_FRAME_USES_GRANULARITY | PZ_FRAME_USES_K | PZ_FRAME_USES_VALUES,
-    .usage = "ms:F[,bits=2,per=tensor|sample,auto|signed|unsigned,values=fp32|fp16|bf16]",
+    .usage = "ms:F[,bits=2,per=tensor|sample,auto|signed|unsigned,values=fp32|fp16|bf16|qB]",
     .help = "Paper B's mask-encoded sparsification: F = 1 - r kept exactly, the rest as b-bit codes below Top_min; "
             "b (+1 sign bit if signed) + 32F bits per element",
     .match = match, .option = option, .canonical = canonical, .max_body = max_body,

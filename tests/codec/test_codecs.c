@@ -587,6 +587,7 @@ static void test_specs(void) {
         {"randk:0.1,unbiased", "randk:0.1,per=sample,values=fp32,unbiased"},
         {"randtopk:0.01,alpha=0.1", "randtopk:0.01,alpha=0.1,per=sample,values=fp32,index=auto"},
         {"ms:0.01,bits=2", "ms:0.01,bits=2,per=tensor,values=fp32,auto"},
+        {"ms:0.01,values=q4", "ms:0.01,bits=2,per=tensor,values=q4,auto"},
         {"ef(topk:0.1)", "ef(topk:0.1,per=sample,values=fp32,by=magnitude,index=auto),per=boundary"},
         {"ef21(q4)", "ef21(q4:asym,nearest,per=tensor)"},
         {"aqsgd(q2)", "aqsgd(q2:asym,nearest,per=tensor),store=fp32"},
@@ -605,7 +606,7 @@ static void test_specs(void) {
         pz_codec_free(c);
     }
     const char *badspecs[] = {"", "q9", "q0", "q4:fast", "topk", "topk:0", "topk:1.5", "topk:0.1,per=channel", "topk:0.1,per=token", "ms:0.1,per=token",
-                              "ms:0.01,bits=9", "ms:0.01,values=q4", "randtopk:0.1,alpha=2", "ef(q4", "ef(ef(q4))",
+                              "ms:0.01,bits=9", "ms:0.01,values=q9", "randtopk:0.1,alpha=2", "ef(q4", "ef(ef(q4))",
                               "zip(q4)", "fp16:sym", "aqsgd(q2),store=fp64", "q1:sym,stoch", "topk:abc"};
     for (size_t i = 0; i < sizeof badspecs / sizeof *badspecs; i++) {
         pz_codec *c = (pz_codec *)1;

@@ -69,6 +69,7 @@ static const golden_case CASES[] = {
     /* added after the first release of the format: at the end, so that the cases before keep their inputs */
     {"q2_token", "q2:per=token", "gauss", 3, {2, 3, 8}, 1, 0},
     {"q3_sym_token", "q3:sym,per=token", "relu", 3, {2, 2, 11}, 1, 0},
+    {"ms10_b3_q4_values", "ms:0.1,bits=3,values=q4", "gauss", 2, {3, 40}, 1, 0},
 };
 enum { NCASES = sizeof CASES / sizeof *CASES };
 

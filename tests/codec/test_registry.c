@@ -71,6 +71,7 @@ static const row rows[] = {
     {"randtopk:0.1,alpha=0", GRAD, KEPT, 0},
     /* MS: the kept elements exact, everything below Top_min within its codes */
     {"ms:0.1,bits=3", GRAD, RELERR, 0.5}, {"ms:0.05,bits=2", ACT, RELERR, 0.7}, {"ms:0.1,bits=1", SPIKE, RELERR, 1e-6},
+    {"ms:0.1,bits=3,values=q8", GRAD, RELERR, 0.5}, {"ms:0.05,bits=2,values=q4", ACT, RELERR, 0.7},
     /* stateful wrappers */
     {"ef(q2)", GRAD, SYNC, 0}, {"ef(topk:0.1)", ACT, SYNC, 0}, {"ef21(q4)", GRAD, SYNC, 0},
     {"ef21(topk:0.2)", GRAD, SYNC, 0}, {"aqsgd(q2)", ACT, SYNC, 0}, {"aqsgd(topk:0.1),store=fp16", GRAD, SYNC, 0},
