@@ -77,6 +77,14 @@ static const char *grad_mask_choices(void) {
     return buf[0] ? buf : pz_names_join(run_grad_masks, "|", "|", buf, sizeof buf);
 }
 static const char *link_choices(void) { return run_link_names("|", "|"); }
+static const char *schedule_choices(void) {
+    static char buf[128];
+    if (!buf[0]) {
+        size_t n = 0;
+        for (const pz_name *s = pz_schedules; s->name && n < sizeof buf; s++) n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n ? "|" : "", s->help);
+    }
+    return buf;
+}
 static const char *tokenizer_choices(void) { return "bytes|bpe:N"; }
 static const char *turn_choices(void) { return "run|epoch|K"; }
 
@@ -213,8 +221,8 @@ const run_setting run_settings[PZ_SET_COUNT] = {
     NUM(PZ_SET_NESTEROV, "nesterov", "nesterov", SET_BOOL, nesterov, 0, 0, NULL, "Nesterov momentum (SGD)"),
     NUM(PZ_SET_WEIGHT_DECAY, "weight-decay", "weight_decay", SET_FLOAT, weight_decay, 0, 10, "X", "weight decay (SGD: L2; AdamW: decoupled)"),
     TEXT(PZ_SET_SCHEDULE, "schedule", "schedule", parse_schedule, "onecycle", "SPEC",
-         "LR schedule: constant, cosine, step:EPOCHS,GAMMA, onecycle[:PCT]", NULL),
-    NUM(PZ_SET_WARMUP, "warmup", "warmup_epochs", SET_FLOAT, warmup_epochs, 0, 1e6, "EPOCHS", "linear LR warm-up (constant, step, cosine)"),
+         "learning-rate schedule (cosine and linear anneal to 0 after --warmup; onecycle: PCT of the steps rising)", schedule_choices),
+    NUM(PZ_SET_WARMUP, "warmup", "warmup_epochs", SET_FLOAT, warmup_epochs, 0, 1e6, "EPOCHS", "linear LR warm-up (constant, step, cosine, linear)"),
     NUM(PZ_SET_CLIP_NORM, "clip-norm", "clip_norm", SET_FLOAT, clip_norm, 0, 1e9, "X",
         "clip the gradients' global norm, over every stage, to X (0 = off; 1 is usual for gpt-*)"),
     NUM(PZ_SET_CROP_PAD, "crop-pad", "augment_pad", SET_INT, crop_pad, -1, 16, "PX",

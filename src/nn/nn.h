@@ -194,7 +194,9 @@ void pz_optim_free(pz_optim *o);
 void pz_optim_step(pz_optim *o, float *params, const float *grads, float lr);
 
 /* ---- learning-rate schedules ---------------------------------------------- */
-typedef enum { PZ_SCHED_CONSTANT, PZ_SCHED_STEP, PZ_SCHED_COSINE, PZ_SCHED_ONECYCLE } pz_sched_kind;
+typedef enum { PZ_SCHED_CONSTANT, PZ_SCHED_STEP, PZ_SCHED_COSINE, PZ_SCHED_ONECYCLE, PZ_SCHED_LINEAR } pz_sched_kind;
+/* the schedules: each kind, its name, and its form in a spec (help) */
+extern const pz_name pz_schedules[];
 
 typedef struct {
     pz_sched_kind kind;
@@ -204,7 +206,8 @@ typedef struct {
     float pct_start;               /* onecycle: fraction of steps rising */
 } pz_schedule;
 
-/* spec: "constant" | "cosine" | "step:EPOCHS,GAMMA" | "onecycle[:PCT]" */
+/* spec: one of pz_schedules' forms: "constant" | "cosine" | "linear" |
+ * "step:EPOCHS,GAMMA" | "onecycle[:PCT]" */
 pz_status pz_schedule_parse(pz_schedule *s, const char *spec);
 float pz_schedule_lr(const pz_schedule *s, int64_t step);
 

@@ -75,31 +75,49 @@ void pz_optim_step(pz_optim *o, float *p, const float *g, float lr) {
 /* ------------------------------------------------------------------------- */
 /* schedules */
 
+const pz_name pz_schedules[] = {
+    {PZ_SCHED_CONSTANT, "constant", "constant"},
+    {PZ_SCHED_COSINE, "cosine", "cosine"},
+    {PZ_SCHED_LINEAR, "linear", "linear"},
+    {PZ_SCHED_STEP, "step", "step:EPOCHS,GAMMA"},
+    {PZ_SCHED_ONECYCLE, "onecycle", "onecycle[:PCT]"},
+    {0, NULL, NULL},
+};
+
+/* "constant, cosine, ... or onecycle[:PCT]": every form */
+static const char *schedule_forms(char *buf, size_t cap) {
+    const int n = pz_names_count(pz_schedules);
+    size_t used = 0;
+    for (int i = 0; i < n && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", pz_schedules[i].help);
+    return buf;
+}
+
 pz_status pz_schedule_parse(pz_schedule *s, const char *spec) {
+    char name[32], forms[160];
+    const char *colon = strchr(spec, ':');
+    snprintf(name, sizeof name, "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec), spec);
+    const pz_name *kind = pz_name_find(pz_schedules, name);
+    const char *arg = colon ? colon + 1 : NULL;
+    if (!kind || (arg && kind->value != PZ_SCHED_STEP && kind->value != PZ_SCHED_ONECYCLE) || (!arg && kind->value == PZ_SCHED_STEP))
+        return pz_fail(PZ_ERR_ARG, "unknown schedule '%s' (expected %s)", spec, schedule_forms(forms, sizeof forms));
+    s->kind = (pz_sched_kind)kind->value;
     char *end;
-    if (!strcmp(spec, "constant")) {
-        s->kind = PZ_SCHED_CONSTANT;
-    } else if (!strcmp(spec, "cosine")) {
-        s->kind = PZ_SCHED_COSINE;
-    } else if (!strncmp(spec, "step:", 5)) {
-        s->kind = PZ_SCHED_STEP;
-        s->step_epochs = strtof(spec + 5, &end);
-        if (end == spec + 5 || *end != ',' || !(s->step_epochs > 0.0f))
+    if (s->kind == PZ_SCHED_STEP) {
+        s->step_epochs = strtof(arg, &end);
+        if (end == arg || *end != ',' || !(s->step_epochs > 0.0f))
             return pz_fail(PZ_ERR_ARG, "schedule '%s': expected step:EPOCHS,GAMMA with EPOCHS > 0, e.g. step:3,0.1", spec);
         const char *g = end + 1;
         s->step_gamma = strtof(g, &end);
         if (end == g || *end || !(s->step_gamma > 0.0f))
             return pz_fail(PZ_ERR_ARG, "schedule '%s': expected step:EPOCHS,GAMMA with GAMMA > 0, e.g. step:3,0.1", spec);
-    } else if (!strcmp(spec, "onecycle") || !strncmp(spec, "onecycle:", 9)) {
-        s->kind = PZ_SCHED_ONECYCLE;
+    } else if (s->kind == PZ_SCHED_ONECYCLE) {
         s->pct_start = 0.3f;
-        if (spec[8] == ':') {
-            s->pct_start = strtof(spec + 9, &end);
-            if (end == spec + 9 || *end || !(s->pct_start > 0.0f && s->pct_start < 1.0f))
+        if (arg) {
+            s->pct_start = strtof(arg, &end);
+            if (end == arg || *end || !(s->pct_start > 0.0f && s->pct_start < 1.0f))
                 return pz_fail(PZ_ERR_ARG, "schedule '%s': onecycle:PCT needs 0 < PCT < 1, e.g. onecycle:0.3", spec);
         }
-    } else {
-        return pz_fail(PZ_ERR_ARG, "unknown schedule '%s' (expected constant, cosine, step:EPOCHS,GAMMA or onecycle[:PCT])", spec);
     }
     return PZ_OK;
 }
@@ -116,11 +134,13 @@ float pz_schedule_lr(const pz_schedule *s, int64_t step) {
         lr = base * pow(s->step_gamma, floor(epoch / s->step_epochs));
         break;
     }
-    case PZ_SCHED_COSINE: {
-        /* anneal from base at the first step to 0 after the last */
+    case PZ_SCHED_COSINE:
+    case PZ_SCHED_LINEAR: {
+        /* anneal from base at the first step after the warm-up to 0 after
+         * the last: half a cosine, or a straight line */
         const double w = (double)s->warmup_steps;
-        const double t = T > w ? ((double)step - w) / (T - w) : 1.0;
-        lr = 0.5 * base * (1.0 + cos(M_PI * (t < 0 ? 0 : t > 1 ? 1 : t)));
+        const double t = T > w ? ((double)step - w) / (T - w) : 1.0, tc = t < 0 ? 0 : t > 1 ? 1 : t;
+        lr = s->kind == PZ_SCHED_COSINE ? 0.5 * base * (1.0 + cos(M_PI * tc)) : base * (1.0 - tc);
         break;
     }
     case PZ_SCHED_ONECYCLE: {

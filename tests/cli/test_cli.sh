@@ -25,7 +25,7 @@ expect 2 "--epochs must be in 1..100000, got 0" -- "$PZ" train --epochs 0
 expect 2 "--lr expects a number, got 'fast'" -- "$PZ" train --lr fast
 expect 2 "--model 'resnet9' is not one of: mlp\|lenet5\|resnet8\|resnet20" -- "$PZ" train --model resnet9
 expect 2 "--batch needs a value" -- "$PZ" train --batch
-expect 2 "unknown schedule 'linear'" -- "$PZ" train --schedule linear --no-out --data synthetic
+expect 2 "unknown schedule 'triangle' \(expected constant, cosine, linear, step:EPOCHS,GAMMA or onecycle" -- "$PZ" train --schedule triangle --no-out --data synthetic
 expect 2 "--flip expects on or off" -- "$PZ" train --flip=maybe
 expect 2 "unexpected argument 'resnet8'" -- "$PZ" train resnet8
 # the CLI teaches: --help lists every enumerated option's values, other

@@ -57,10 +57,20 @@ int main(void) {
     CHECK(fabsf(pz_schedule_lr(&st, 30) - 0.1f) < 1e-7f, "step: epoch 3 multiplies by 0.1, got %g", pz_schedule_lr(&st, 30));
     CHECK(fabsf(pz_schedule_lr(&st, 65) - 0.01f) < 1e-8f, "step: epoch 6 by 0.01, got %g", pz_schedule_lr(&st, 65));
 
+    /* linear: a straight line from the base lr after the warm-up to 0 after the last step */
+    pz_schedule li = {0};
+    CHECK(pz_schedule_parse(&li, "linear") == PZ_OK && li.kind == PZ_SCHED_LINEAR, "%s", pz_last_error());
+    li.base_lr = 0.2f, li.total_steps = 110, li.steps_per_epoch = 10, li.warmup_steps = 10;
+    CHECK(fabsf(pz_schedule_lr(&li, 0) - 0.02f) < 1e-7f, "linear: warm-up starts at base/10, got %g", pz_schedule_lr(&li, 0));
+    CHECK(fabsf(pz_schedule_lr(&li, 10) - 0.2f) < 1e-7f, "linear: base right after the warm-up, got %g", pz_schedule_lr(&li, 10));
+    CHECK(fabsf(pz_schedule_lr(&li, 35) - 0.15f) < 1e-6f, "linear: a quarter down, 3/4 of base, got %g", pz_schedule_lr(&li, 35));
+    CHECK(fabsf(pz_schedule_lr(&li, 60) - 0.1f) < 1e-6f, "linear: halfway, half, got %g", pz_schedule_lr(&li, 60));
+    CHECK(pz_schedule_lr(&li, 110) == 0.0f, "linear: 0 after the last step, got %g", pz_schedule_lr(&li, 110));
+
     pz_schedule k = {0};
     CHECK(pz_schedule_parse(&k, "constant") == PZ_OK && k.kind == PZ_SCHED_CONSTANT, "constant parses");
-    const char *bad[] = {"cosin", "step:", "step:3", "step:0,0.1", "step:3,x", "onecycle:1.5", "onecycle:", ""};
-    for (int i = 0; i < 8; i++) {
+    const char *bad[] = {"cosin", "step:", "step:3", "step:0,0.1", "step:3,x", "onecycle:1.5", "onecycle:", "", "linear:0.5", "step"};
+    for (int i = 0; i < 10; i++) {
         pz_schedule b = {0};
         CHECK(pz_schedule_parse(&b, bad[i]) == PZ_ERR_ARG, "schedule '%s' must be rejected", bad[i]);
         CHECK(strstr(pz_last_error(), "schedule") != NULL, "error names the schedule: %s", pz_last_error());
