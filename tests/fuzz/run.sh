@@ -27,7 +27,7 @@ compile() { # file extra-flags...
 }
 extra=()
 [ "$target" = checkpoint ] && extra=("$src/src/pipe/checkpoint.c" "$src/src/nn/optim.c")
-for f in "$src"/src/base/base.c "$src"/src/kernels/codec_dispatch.c "$src"/src/codec/*.c "${extra[@]}"; do compile "$f"; done
+for f in "$src"/src/base/base.c "$src"/src/base/names.c "$src"/src/kernels/codec_dispatch.c "$src"/src/codec/*.c "${extra[@]}"; do compile "$f"; done
 compile "$src/src/kernels/codec_kernels_scalar.c" -fno-vectorize -ffp-contract=off
 compile "$src/src/kernels/codec_kernels_avx2.c" -ffp-contract=off -mavx2 -mfma -mf16c -msse4.2
 compile "$src/src/kernels/codec_kernels_avx512.c" -ffp-contract=off -mavx512f -mavx512bw -mavx512vl -mavx2 -mfma -mf16c -msse4.2
