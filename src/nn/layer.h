@@ -49,9 +49,8 @@ typedef struct pz_layer_ops {
 
 const pz_layer_ops *pz_layer_ops_of(pz_layer_kind k);
 
-extern const pz_layer_ops pz_conv_ops, pz_batchnorm_ops, pz_relu_ops, pz_maxpool_ops, pz_avgpool_ops,
-    pz_global_avgpool_ops, pz_flatten_ops, pz_linear_ops, pz_block_ops, pz_embedding_ops, pz_layernorm_ops,
-    pz_attention_ops, pz_gelu_ops, pz_group_ops, pz_residual_ops, pz_tied_head_ops;
+/* each kind's table lives in its file (src/nn/layers/NAME.c, pz_NAME_ops)
+ * and is listed once, in model.c's kinds[] */
 
 /* ---- for layer files ----------------------------------------------------- */
 /* Append a layer of kind k to s, its input the current output of s and its

@@ -48,7 +48,13 @@ pz_status nn_check_window(pz_seq *s, const char *name, int k, int stride, int pa
     return PZ_OK;
 }
 
-/* the kinds, in pz_layer_kind's order */
+/* the kinds, in pz_layer_kind's order: each table is its layer file's
+ * (src/nn/layers/NAME.c); adding a kind is that file, its enum value and
+ * builder in nn.h, and its two lines here */
+extern const pz_layer_ops pz_conv_ops, pz_batchnorm_ops, pz_relu_ops, pz_maxpool_ops, pz_avgpool_ops, pz_global_avgpool_ops,
+    pz_flatten_ops, pz_linear_ops, pz_block_ops, pz_embedding_ops, pz_layernorm_ops, pz_attention_ops, pz_gelu_ops, pz_group_ops,
+    pz_residual_ops, pz_tied_head_ops;
+extern const pz_layer_ops pz_silu_ops;
 static const pz_layer_ops *const kinds[] = {
     [PZ_LAYER_CONV] = &pz_conv_ops,
     [PZ_LAYER_BATCHNORM] = &pz_batchnorm_ops,
@@ -66,6 +72,7 @@ static const pz_layer_ops *const kinds[] = {
     [PZ_LAYER_GROUP] = &pz_group_ops,
     [PZ_LAYER_RESIDUAL] = &pz_residual_ops,
     [PZ_LAYER_TIED_HEAD] = &pz_tied_head_ops,
+    [PZ_LAYER_SILU] = &pz_silu_ops,
 };
 
 const pz_layer_ops *pz_layer_ops_of(pz_layer_kind k) { return kinds[k]; }

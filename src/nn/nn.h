@@ -28,6 +28,7 @@ typedef enum {
     PZ_LAYER_GROUP,     /* y = main(x): a named run of layers (a transformer block) */
     PZ_LAYER_RESIDUAL,  /* y = x + main(x) */
     PZ_LAYER_TIED_HEAD, /* (T, C) -> (T, V) logits through the embedding's token table */
+    PZ_LAYER_SILU,      /* x * sigmoid(x), elementwise (SwiGLU's and LLaMA's activation) */
 } pz_layer_kind;
 
 typedef struct pz_seq pz_seq;
@@ -100,6 +101,7 @@ pz_status pz_add_layernorm(pz_seq *s, const char *name);
 pz_status pz_add_dense(pz_seq *s, const char *name, int out, int bias, float init_std);
 pz_status pz_add_attention(pz_seq *s, const char *name, int heads);
 pz_status pz_add_gelu(pz_seq *s, const char *name);
+pz_status pz_add_silu(pz_seq *s, const char *name);
 /* logits over the vocabulary through the token table of the top-level
  * embedding layer named `embedding` (weights tied, GPT-2) */
 pz_status pz_add_tied_head(pz_seq *s, const char *name, const char *embedding);

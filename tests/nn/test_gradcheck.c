@@ -146,10 +146,24 @@ int main(void) {
     ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, pz_add_layernorm(s, "layernorm"));
     ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, pz_add_dense(s, "dense", 4, 1, 0.3f));
     ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, pz_add_gelu(s, "gelu"));
+    ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, pz_add_silu(s, "silu"));
     ONE_LAYER(pz_shape_seq(5, 12), 2, INPUT_NORMAL, 0.0, pz_add_attention(s, "attention_2heads", 2));
     ONE_LAYER(pz_shape_seq(4, 9), 2, INPUT_NORMAL, 0.0, pz_add_attention(s, "attention_1head", 1));
     ONE_LAYER(pz_shape_tokens(6), 2, INPUT_TOKENS, 0.0, pz_add_embedding(s, "embedding", 5, 8, 3, 0.5f));
     ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, residual_attention(s));
     ONE_LAYER(pz_shape_tokens(6), 2, INPUT_TOKENS, 0.0, embedding_tied_head(s));
+    { /* SiLU's forward against its definition in double, far into both tails */
+        pz_model m = {0};
+        pz_seq_init(&m.net, pz_shape_seq(1, 9));
+        CHECK(pz_add_silu(&m.net, "silu") == PZ_OK && pz_model_finalize(&m, 1, 9, 1) == PZ_OK, "%s", pz_last_error());
+        const float x[9] = {-100.0f, -20.0f, -3.5f, -1.0f, 0.0f, 0.25f, 2.0f, 15.0f, 88.0f};
+        pz_seq_forward(&m.net, 0, m.net.n, x, 1, 0);
+        const float *y = pz_model_logits(&m);
+        for (int i = 0; i < 9; i++) {
+            const double want = (double)x[i] / (1.0 + exp(-(double)x[i]));
+            CHECK(isfinite(y[i]) && fabs(y[i] - want) <= 1e-6 * fmax(1.0, fabs(want)), "silu(%g) = %.9g, want %.9g", x[i], y[i], want);
+        }
+        pz_model_free(&m);
+    }
     TEST_DONE();
 }
