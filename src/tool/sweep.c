@@ -768,14 +768,19 @@ static const char *seed_of(const point *pt) {
     return "1";
 }
 
-pz_status pz_sweep_epochs(const char *dir) {
+/* a sweep directory's points: its sweep.ini under the variant it ran */
+static pz_status plan_of_dir(plan *pl, const char *dir) {
     char path[4300], var[64] = "full";
     snprintf(path, sizeof path, "%s/variant", dir);
     char *v = pz_slurp(path);
     if (v) snprintf(var, sizeof var, "%s", v), free(v);
     snprintf(path, sizeof path, "%s/sweep.ini", dir);
+    return plan_load(pl, path, var, NULL);
+}
+
+pz_status pz_sweep_epochs(const char *dir) {
     plan pl;
-    pz_status st = plan_load(&pl, path, var, NULL);
+    pz_status st = plan_of_dir(&pl, dir);
     if (!st) st = write_epochs(dir, &pl);
     plan_free(&pl);
     return st;
@@ -840,13 +845,9 @@ static void result_row(FILE *f, const point *pt, const run_result *r, const kv *
 }
 
 pz_status pz_sweep_collect(const char *dir) {
-    char path[4300], var[64] = "full";
-    snprintf(path, sizeof path, "%s/variant", dir);
-    char *v = pz_slurp(path);
-    if (v) snprintf(var, sizeof var, "%s", v), free(v);
-    snprintf(path, sizeof path, "%s/sweep.ini", dir);
+    char path[4300];
     plan pl;
-    pz_status st = plan_load(&pl, path, var, NULL);
+    pz_status st = plan_of_dir(&pl, dir);
     if (st) {
         plan_free(&pl);
         return pz_fail(st, "%s is not a sweep directory: %s", dir, pz_last_error());
