@@ -496,6 +496,7 @@ static void last_epoch_results(run *r) {
 }
 
 pz_status pz_run_train(const pz_run_plan *cfg, pz_run_result *res, pz_progress_fn on_progress, void *user) {
+    if (!cfg || !res) return pz_fail(PZ_ERR_ARG, "pz_run_train: no %s", cfg ? "result to fill" : "plan (create one with pz_run_plan_create)");
     memset(res, 0, sizeof *res);
     run *r = calloc(1, sizeof *r);
     if (!r) return pz_fail(PZ_ERR_NOMEM, "out of memory starting a run");

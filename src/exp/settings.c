@@ -382,6 +382,7 @@ static const char *flag_of(const run_setting *s, char *buf, size_t cap) {
 }
 
 pz_status pz_run_plan_set(pz_run_plan *p, pz_setting id, const char *text) {
+    if (!p) return pz_fail(PZ_ERR_ARG, "pz_run_plan_set: no plan (create one with pz_run_plan_create)");
     const run_setting *s = run_setting_of(id);
     if (!s) return pz_fail(PZ_ERR_ARG, "setting %d does not exist", (int)id);
     char flag[80];
@@ -389,6 +390,7 @@ pz_status pz_run_plan_set(pz_run_plan *p, pz_setting id, const char *text) {
 }
 
 pz_status pz_run_plan_set_number(pz_run_plan *p, pz_setting id, double v) {
+    if (!p) return pz_fail(PZ_ERR_ARG, "pz_run_plan_set_number: no plan (create one with pz_run_plan_create)");
     const run_setting *s = run_setting_of(id);
     if (!s) return pz_fail(PZ_ERR_ARG, "setting %d does not exist", (int)id);
     char text[64], flag[80];
@@ -401,6 +403,7 @@ pz_status pz_run_plan_set_number(pz_run_plan *p, pz_setting id, double v) {
 }
 
 pz_status pz_run_plan_create(pz_run_plan **out) {
+    if (!out) return pz_fail(PZ_ERR_ARG, "pz_run_plan_create: nowhere to put the plan");
     *out = NULL;
     pz_run_plan *p = calloc(1, sizeof *p);
     if (!p) return pz_fail(PZ_ERR_NOMEM, "out of memory for a run plan");
@@ -432,8 +435,8 @@ void pz_run_plan_free(pz_run_plan *p) {
     free(p);
 }
 
-int pz_run_plan_is_set(const pz_run_plan *p, pz_setting id) { return (unsigned)id < PZ_SET_COUNT && p->given[id]; }
-const char *pz_run_plan_text(const pz_run_plan *p, pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? p->text[id] : NULL; }
+int pz_run_plan_is_set(const pz_run_plan *p, pz_setting id) { return p && (unsigned)id < PZ_SET_COUNT && p->given[id]; }
+const char *pz_run_plan_text(const pz_run_plan *p, pz_setting id) { return p && (unsigned)id < PZ_SET_COUNT ? p->text[id] : NULL; }
 const char *run_plan_str(const pz_run_plan *p, pz_setting id) { return p->text[id] ? p->text[id] : ""; }
 const char *pz_setting_name(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? run_settings[id].flag : NULL; }
 
@@ -513,7 +516,10 @@ pz_status run_plan_check(const pz_run_plan *p) {
     return PZ_OK;
 }
 
-pz_status pz_run_plan_check(const pz_run_plan *p) { return run_plan_check(p); }
+pz_status pz_run_plan_check(const pz_run_plan *p) {
+    if (!p) return pz_fail(PZ_ERR_ARG, "pz_run_plan_check: no plan (create one with pz_run_plan_create)");
+    return run_plan_check(p);
+}
 
 int pz_run_uses_pipeline(const pz_run_plan *p) { return run_plan_pipeline(p); }
 const char *pz_run_layout(const pz_run_plan *p, char *buf, size_t cap) { return run_plan_layout(p, buf, cap); }

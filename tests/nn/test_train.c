@@ -87,6 +87,11 @@ int main(void) {
           "%s", pz_last_error());
     pz_run_plan_free(d);
     pz_run_plan_free(c);
+    /* a program's mistakes are errors, not crashes */
+    CHECK(pz_run_plan_set(NULL, PZ_SET_EPOCHS, "3") == PZ_ERR_ARG && pz_run_train(NULL, &r2, NULL, NULL) == PZ_ERR_ARG &&
+              pz_run_plan_check(NULL) == PZ_ERR_ARG && pz_run_plan_text(NULL, PZ_SET_MODEL) == NULL && !pz_run_plan_is_set(NULL, PZ_SET_MODEL),
+          "NULL plans are refused");
+    pz_run_plan_free(NULL);
 
     /* the public network API */
     pz_net *net;
