@@ -23,11 +23,19 @@ int pz_names_count(const pz_name *t) {
     return n;
 }
 
-const char *pz_names_join(const pz_name *t, const char *sep, const char *last, char *buf, size_t cap) {
+static const char *join(const pz_name *t, int help, const char *sep, const char *last, char *buf, size_t cap) {
     const int n = pz_names_count(t);
     size_t used = 0;
     if (cap) buf[0] = 0;
     for (int i = 0; i < n && used < cap; i++)
-        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i == 0 ? "" : i == n - 1 ? last : sep, t[i].name);
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i == 0 ? "" : i == n - 1 ? last : sep, help ? t[i].help : t[i].name);
     return buf;
+}
+
+const char *pz_names_join(const pz_name *t, const char *sep, const char *last, char *buf, size_t cap) {
+    return join(t, 0, sep, last, buf, cap);
+}
+
+const char *pz_names_join_help(const pz_name *t, const char *sep, const char *last, char *buf, size_t cap) {
+    return join(t, 1, sep, last, buf, cap);
 }

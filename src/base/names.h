@@ -24,5 +24,8 @@ int pz_names_count(const pz_name *table);
 /* The names joined: sep between them, last before the final one
  * ("a, b or c" with ", " and " or "; "a|b|c" with "|" and "|"). Returns buf. */
 const char *pz_names_join(const pz_name *table, const char *sep, const char *last, char *buf, size_t cap);
+/* The same with each entry's help (a table whose help is a form, as
+ * "step:EPOCHS,GAMMA"); every entry must have one. */
+const char *pz_names_join_help(const pz_name *table, const char *sep, const char *last, char *buf, size_t cap);
 
 #endif

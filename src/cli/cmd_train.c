@@ -228,7 +228,7 @@ static int progress_mode(const train_args *ta) {
 
 /* what will run: the model, data, schedule and run directory; the pipeline */
 static void print_header(const pz_run_plan *p) {
-    const char *out = pz_run_plan_text(p, PZ_SET_RESUME) ? pz_run_plan_text(p, PZ_SET_RESUME) : pz_run_plan_text(p, PZ_SET_OUT);
+    const char *out = pz_run_dir_of(p);
     const int epochs = p->epochs, remote = pz_run_remote(p);
     fprintf(stderr, "pipezip train: %s on %s, %d epoch%s, batch %d, %s lr %g (%s), seed %llu%s%s\n", text_of(p, PZ_SET_MODEL),
             text_of(p, PZ_SET_DATA), epochs, epochs == 1 ? "" : "s", p->batch, text_of(p, PZ_SET_OPTIMIZER), p->lr,
@@ -286,7 +286,7 @@ static void print_summary(const pz_run_plan *p, const pz_run_result *r) {
             printf("through compressed boundaries: test accuracy %.2f%%\n", 100 * r->final_test_accuracy_compressed);
         print_boundaries(p, r, el);
     }
-    const char *dir = pz_run_plan_text(p, PZ_SET_RESUME) ? pz_run_plan_text(p, PZ_SET_RESUME) : pz_run_plan_text(p, PZ_SET_OUT);
+    const char *dir = pz_run_dir_of(p);
     if (dir) printf("run directory: %s\n", dir);
 }
 
@@ -357,7 +357,7 @@ static int train(train_args *ta, int argc, char **argv) {
     pz_run_processes_end(plan, 0);
     if (rank > 0) return 0;
     if (r.stopped) {
-        const char *d = pz_run_plan_text(plan, PZ_SET_RESUME) ? pz_run_plan_text(plan, PZ_SET_RESUME) : pz_run_plan_text(plan, PZ_SET_OUT);
+        const char *d = pz_run_dir_of(plan);
         fprintf(stderr, "pipezip train: interrupted after %d finished epoch%s%s%s\n", r.epochs_done, r.epochs_done == 1 ? "" : "s",
                 d ? "; metrics so far are in " : "", d ? d : "");
         return 130;

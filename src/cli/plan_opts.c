@@ -39,6 +39,6 @@ pz_opt cli_setting_opt(pz_run_plan *plan, pz_setting id, const char *help) {
     default: def = plan->text[id]; break;
     }
     return (pz_opt){.name = s->flag, .type = type_of(s->kind), .metavar = s->metavar, .help = help ? help : s->help,
-                    .min = s->min, .max = s->max, .choices = s->choices ? s->choices() : NULL, .set = set_setting, .ctx = plan,
+                    .min = s->min, .max = s->max, .choices = run_setting_choices(s), .set = set_setting, .ctx = plan,
                     .id = id, .shown = def};
 }

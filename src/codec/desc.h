@@ -22,8 +22,9 @@ typedef struct pz_codec_desc {
 /* The grammar: a spec into *d (PZ_ERR_ARG naming the spec and what is
  * accepted). */
 pz_status pz_codec_desc_parse(pz_codec_desc *d, const char *spec);
-/* "none": what an unnamed boundary carries */
-void pz_codec_desc_none(pz_codec_desc *d);
+/* d, or "none" (what an unnamed boundary carries) for NULL or a zeroed
+ * description (a pipeline configuration that names no codec for a boundary) */
+const pz_codec_desc *pz_codec_desc_or_none(const pz_codec_desc *d);
 /* The canonical spec (every option spelled out). */
 void pz_codec_desc_canonical(const pz_codec_desc *d, char *buf, size_t cap);
 /* The stateless base under a wrapper: what evaluation uses (test samples

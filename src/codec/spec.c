@@ -126,12 +126,9 @@ pz_status pz_codec_desc_parse(pz_codec_desc *d, const char *spec) {
     return PZ_OK;
 }
 
-void pz_codec_desc_none(pz_codec_desc *d) {
-    memset(d, 0, sizeof *d);
-    d->p.fam = &codec_none;
-    d->p.index_coding = IDX_AUTO;
-    snprintf(d->text, sizeof d->text, "none");
-}
+static const pz_codec_desc none_desc = {.p = {.fam = &codec_none, .index_coding = IDX_AUTO}, .text = "none"};
+
+const pz_codec_desc *pz_codec_desc_or_none(const pz_codec_desc *d) { return d && d->p.fam ? d : &none_desc; }
 
 void pz_codec_desc_canonical(const pz_codec_desc *d, char *buf, size_t cap) {
     char base[200];
@@ -208,7 +205,7 @@ pz_status pz_codec_list_parse(pz_codec_list *l, const char *arg, int max_boundar
 }
 
 pz_status pz_codec_list_resolve(const pz_codec_list *l, int boundaries, pz_codec_desc *out, const char *what) {
-    for (int b = 0; b < boundaries; b++) pz_codec_desc_none(&out[b]);
+    for (int b = 0; b < boundaries; b++) out[b] = none_desc;
     for (int i = 0; i < l->n; i++) {
         const int target = l->boundary[i];
         if (target > boundaries) {

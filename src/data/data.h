@@ -157,7 +157,6 @@ typedef struct {
  * flips only for fashion-mnist (10-epoch runs measured better without crops:
  * README), nothing for mnist (digits are not mirror-symmetric) and synthetic. */
 pz_augment pz_data_augment(const pz_data_spec *d, int pad, int flip);
-pz_augment pz_default_augment(const char *dataset, int pad, int flip); /* by name (an unknown one: none) */
 
 pz_status pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuffle, pz_augment aug, uint64_t seed);
 void pz_loader_start_epoch(pz_loader *l, int epoch);

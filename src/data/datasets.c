@@ -293,7 +293,10 @@ pz_status pz_load_dataset(pz_dataset *train, pz_dataset *test, const char *name,
     return pz_data_load(train, test, &d, dir, seed);
 }
 
-int pz_dataset_is_text(const char *name) { return !strcmp(name, "kjv") || !strncmp(name, "text:", 5); }
+int pz_dataset_is_text(const char *name) {
+    pz_data_spec d;
+    return !pz_data_spec_parse(&d, name) && d.text;
+}
 
 pz_status pz_data_load_corpus(pz_dataset *train, pz_dataset *test, const pz_data_spec *d, const char *dir, int T, pz_tokenizer *tok) {
     if (d->kind == PZ_DATA_TEXT) return pz_load_text(train, test, d->file, "text", T, tok);

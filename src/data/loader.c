@@ -8,12 +8,6 @@ pz_augment pz_data_augment(const pz_data_spec *d, int pad, int flip) {
     return (pz_augment){.pad = pad >= 0 ? pad : d->pad, .flip = flip >= 0 ? flip : d->flip};
 }
 
-pz_augment pz_default_augment(const char *dataset, int pad, int flip) {
-    pz_data_spec d;
-    if (pz_data_spec_parse(&d, dataset)) memset(&d, 0, sizeof d);
-    return pz_data_augment(&d, pad, flip);
-}
-
 pz_status pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuffle, pz_augment aug, uint64_t seed) {
     memset(l, 0, sizeof *l);
     l->d = d;

@@ -97,7 +97,7 @@ static pz_status start(run *r) {
     PZ_TRY(run_plan_check(cfg));
     pz_set_threads(cfg->threads);
     r->link = cfg->link;
-    r->pipeline = run_plan_pipeline(cfg);
+    r->pipeline = pz_run_uses_pipeline(cfg);
     int ranks = 0;
     if (r->link->processes) PZ_TRY(r->link->processes(&r->rank, &ranks));
     r->ranks = ranks;
@@ -125,7 +125,7 @@ static pz_status start(run *r) {
         res->resumed_from = r->rs.epoch;
         run_checkpoint_dir(r->resume_dir, sizeof r->resume_dir, resume, r->rs.epoch);
     }
-    r->out_dir = r->rank > 0 ? NULL : resume ? resume : cfg->text[PZ_SET_OUT]; /* the driver's process writes the run directory */
+    r->out_dir = r->rank > 0 ? NULL : pz_run_dir_of(cfg); /* the driver's process writes the run directory */
 
     if (cfg->data.text) PZ_TRY(load_text(r));
     else PZ_TRY(pz_data_load(&r->train, &r->test, &cfg->data, DATA_DIR(cfg), cfg->seed));
@@ -544,11 +544,9 @@ static pz_status serve_max_message(const pz_run_plan *cfg, const pz_model *model
     const int nd = pz_shape_batch(sh, mb, shape);
     const int64_t per = pz_shape_numel(sh);
     size_t frame = 0;
-    pz_codec_desc none;
-    pz_codec_desc_none(&none);
-    const pz_codec_desc *fwd = pc->fwd[0].p.fam ? &pc->fwd[0] : &none, *bwd = pc->bwd[0].p.fam ? &pc->bwd[0] : &none;
+    const pz_codec_desc *fwd = pz_codec_desc_or_none(&pc->fwd[0]), *bwd = pz_codec_desc_or_none(&pc->bwd[0]);
     const pz_codec_desc base = pz_codec_desc_base(fwd);
-    const pz_codec_desc *sent[3] = {fwd, &base, &none}; /* training, evaluation through the compressed and the plain boundary */
+    const pz_codec_desc *sent[3] = {fwd, &base, pz_codec_desc_or_none(NULL)}; /* training, evaluation through the compressed and the plain boundary */
     for (int k = 0; k < 3; k++) {
         pz_codec *c;
         PZ_TRY(pz_codec_create_desc(&c, sent[k]));

@@ -29,6 +29,9 @@ typedef struct {
     int made_dir, made_runs; /* this call created the directory (and runs/) */
 } pz_run_dir;
 pz_status pz_run_dir_prepare(pz_run_plan *plan, int create, pz_run_dir *dir);
+/* The directory the run writes: the one --resume continues, else --out's
+ * (NULL: none). */
+const char *pz_run_dir_of(const pz_run_plan *plan);
 /* A run that failed before writing takes away what prepare created, if empty. */
 void pz_run_dir_abandon(const pz_run_plan *plan, const pz_run_dir *dir);
 /* The processes the plan's link spans (mpirun: every rank runs this), started

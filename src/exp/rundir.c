@@ -116,6 +116,8 @@ pz_status pz_run_dir_prepare(pz_run_plan *p, int create, pz_run_dir *d) {
     return pz_run_plan_set(p, PZ_SET_OUT, dir);
 }
 
+const char *pz_run_dir_of(const pz_run_plan *p) { return p->text[PZ_SET_RESUME] ? p->text[PZ_SET_RESUME] : p->text[PZ_SET_OUT]; }
+
 void pz_run_dir_abandon(const pz_run_plan *p, const pz_run_dir *d) {
     /* only if empty: a bad flag or a missing dataset leaves no husk */
     const char *out = p->text[PZ_SET_OUT];

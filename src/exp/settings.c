@@ -49,41 +49,16 @@ static pz_status enum_value(const pz_name *table, const char *text, const char *
 
 static const char *model_choices(void) {
     static char buf[256];
-    if (!buf[0]) {
-        size_t n = 0;
-        for (const char *const *p = pz_model_preset_names(); *p && n < sizeof buf; p++)
-            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n ? "|" : "", *p);
-    }
-    return buf;
+    return buf[0] ? buf : pz_model_preset_list("|", "|", buf, sizeof buf);
 }
 static const char *data_choices(void) {
     static char buf[256];
     return buf[0] ? buf : pz_data_names("|", "|", buf, sizeof buf);
 }
-static const char *optimizer_choices(void) {
-    static char buf[64];
-    return buf[0] ? buf : pz_names_join(pz_optimizers, "|", "|", buf, sizeof buf);
-}
-static const char *eval_choices(void) {
-    static char buf[64];
-    return buf[0] ? buf : pz_names_join(run_eval_modes, "|", "|", buf, sizeof buf);
-}
-static const char *metrics_choices(void) {
-    static char buf[64];
-    return buf[0] ? buf : pz_names_join(run_metrics_formats, "|", "|", buf, sizeof buf);
-}
-static const char *grad_mask_choices(void) {
-    static char buf[64];
-    return buf[0] ? buf : pz_names_join(run_grad_masks, "|", "|", buf, sizeof buf);
-}
 static const char *link_choices(void) { return run_link_names("|", "|"); }
 static const char *schedule_choices(void) {
     static char buf[128];
-    if (!buf[0]) {
-        size_t n = 0;
-        for (const pz_name *s = pz_schedules; s->name && n < sizeof buf; s++) n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n ? "|" : "", s->help);
-    }
-    return buf;
+    return buf[0] ? buf : pz_names_join_help(pz_schedules, "|", "|", buf, sizeof buf);
 }
 static const char *tokenizer_choices(void) { return "bytes|bpe:N"; }
 static const char *turn_choices(void) { return "run|epoch|K"; }
@@ -104,12 +79,6 @@ static pz_status parse_tokenizer(pz_run_plan *p, const char *t, const char *flag
     return pz_tokenizer_spec(t, &p->vocab);
 }
 
-static pz_status parse_optimizer(pz_run_plan *p, const char *t, const char *flag) {
-    int v = 0;
-    PZ_TRY(enum_value(pz_optimizers, t, flag, &v));
-    p->optimizer = (pz_optim_kind)v;
-    return PZ_OK;
-}
 
 static pz_status parse_schedule(pz_run_plan *p, const char *t, const char *flag) {
     (void)flag;
@@ -136,12 +105,6 @@ static pz_status parse_cuts(pz_run_plan *p, const char *t, const char *flag) {
 static pz_status parse_fwd(pz_run_plan *p, const char *t, const char *flag) { return pz_codec_list_parse(&p->fwd, t, RUN_MAX_CUTS, flag); }
 static pz_status parse_bwd(pz_run_plan *p, const char *t, const char *flag) { return pz_codec_list_parse(&p->bwd, t, RUN_MAX_CUTS, flag); }
 
-static pz_status parse_eval(pz_run_plan *p, const char *t, const char *flag) {
-    int v = 0;
-    PZ_TRY(enum_value(run_eval_modes, t, flag, &v));
-    p->eval_compress = (run_eval_mode)v;
-    return PZ_OK;
-}
 
 static pz_status parse_link(pz_run_plan *p, const char *t, const char *flag) {
     const run_link *l = run_link_find(t);
@@ -180,14 +143,7 @@ static pz_status parse_shard(pz_run_plan *p, const char *t, const char *flag) {
     return PZ_OK;
 }
 
-static pz_status parse_metrics(pz_run_plan *p, const char *t, const char *flag) {
-    int v = 0;
-    PZ_TRY(enum_value(run_metrics_formats, t, flag, &v));
-    p->metrics = (run_metrics_format)v;
-    return PZ_OK;
-}
 
-static pz_status parse_grad_mask(pz_run_plan *p, const char *t, const char *flag) { return enum_value(run_grad_masks, t, flag, &p->grad_mask); }
 
 /* paths and other text kept as given */
 static pz_status parse_path(pz_run_plan *p, const char *t, const char *flag) {
@@ -199,6 +155,8 @@ static pz_status parse_path(pz_run_plan *p, const char *t, const char *flag) {
 #define NUM(ID, FLAG, KEY, KIND, FIELD, MIN, MAX, META, HELP) \
     [ID] = {ID, FLAG, KEY, KIND, offsetof(struct pz_run_plan, FIELD), MIN, MAX, NULL, NULL, META, HELP, NULL}
 #define TEXT(ID, FLAG, KEY, PARSE, DEF, META, HELP, CHOICES) [ID] = {ID, FLAG, KEY, SET_TEXT, 0, 0, 0, PARSE, DEF, META, HELP, CHOICES}
+#define ENUM(ID, FLAG, KEY, FIELD, NAMES, DEF, META, HELP) \
+    [ID] = {ID, FLAG, KEY, SET_ENUM, offsetof(struct pz_run_plan, FIELD), 0, 0, NULL, DEF, META, HELP, NULL, NAMES}
 
 const run_setting run_settings[PZ_SET_COUNT] = {
     TEXT(PZ_SET_MODEL, "model", "model", parse_model, "resnet8", "NAME", "model preset (see pipezip models)", model_choices),
@@ -215,7 +173,7 @@ const run_setting run_settings[PZ_SET_COUNT] = {
     NUM(PZ_SET_LIMIT_TEST, "limit-test", "limit_test", SET_I64, limit_test, 0, 1e12, "N", "use only the first N test examples (0 = all)"),
     NUM(PZ_SET_EPOCHS, "epochs", "epochs", SET_INT, epochs, 1, 100000, "N", "training epochs"),
     NUM(PZ_SET_BATCH, "batch", "batch", SET_INT, batch, 1, 65536, "N", "batch size"),
-    TEXT(PZ_SET_OPTIMIZER, "optimizer", "optimizer", parse_optimizer, "sgd", "NAME", "optimizer", optimizer_choices),
+    ENUM(PZ_SET_OPTIMIZER, "optimizer", "optimizer", optimizer, pz_optimizers, "sgd", "NAME", "optimizer"),
     NUM(PZ_SET_LR, "lr", "lr", SET_FLOAT, lr, 1e-9, 100, "X", "peak learning rate"),
     NUM(PZ_SET_MOMENTUM, "momentum", "momentum", SET_FLOAT, momentum, 0, 0.999999, "X", "SGD momentum"),
     NUM(PZ_SET_NESTEROV, "nesterov", "nesterov", SET_BOOL, nesterov, 0, 0, NULL, "Nesterov momentum (SGD)"),
@@ -238,8 +196,8 @@ const run_setting run_settings[PZ_SET_COUNT] = {
          "codec for activations: SPEC for every boundary, N=SPEC for boundary N (1 = first cut), e.g. q4 or q8,1=q2 (see pipezip codec --help)",
          NULL),
     TEXT(PZ_SET_BWD, "bwd", "bwd", parse_bwd, "q8", "SPEC", "codec for gradients, as --fwd", NULL),
-    TEXT(PZ_SET_EVAL_COMPRESS, "eval-compress", "eval_compress", parse_eval, "both", "MODE",
-         "test through compressed boundaries, plain ones, or both", eval_choices),
+    ENUM(PZ_SET_EVAL_COMPRESS, "eval-compress", "eval_compress", eval_compress, run_eval_modes, "both", "MODE",
+         "test through compressed boundaries, plain ones, or both"),
     NUM(PZ_SET_MICRO_BATCHES, "micro-batches", "micro_batches", SET_INT, micro_batches, 1, 16, "M",
         "GPipe: split every batch into M micro-batches that flow through the stages in turn"),
     NUM(PZ_SET_AQSGD_WARMUP, "aqsgd-warmup", "aqsgd_warmup", SET_INT, aqsgd_warmup, 0, 100000, "EPOCHS",
@@ -265,17 +223,24 @@ const run_setting run_settings[PZ_SET_COUNT] = {
     TEXT(PZ_SET_RESUME, "resume", NULL, parse_path, NULL, "DIR",
          "continue the run in DIR from its last checkpoint (same flags as the original run)", NULL),
     TEXT(PZ_SET_OUT, "out", NULL, parse_path, NULL, "DIR", "run directory (default runs/DATE-MODEL-DATA)", NULL),
-    TEXT(PZ_SET_METRICS, "metrics", "metrics", parse_metrics, "jsonl", "FORMAT", "metrics file format", metrics_choices),
+    ENUM(PZ_SET_METRICS, "metrics", "metrics", metrics, run_metrics_formats, "jsonl", "FORMAT", "metrics file format"),
     NUM(PZ_SET_LOG_EVERY, "log-every", "log_every", SET_INT, log_every, 1, 1000000, "N", "write a step record every N steps"),
-    TEXT(PZ_SET_GRAD_MASK, "grad-mask", "grad_mask", parse_grad_mask, "none", "MODE",
-         "fwd: zero each boundary's gradient where its activation arrived as 0, before --bwd (the derivative of a forward TopK; Paper A's GPT-2 runs reuse the forward mask)",
-         grad_mask_choices),
+    ENUM(PZ_SET_GRAD_MASK, "grad-mask", "grad_mask", grad_mask, run_grad_masks, "none", "MODE",
+         "fwd: zero each boundary's gradient where its activation arrived as 0, before --bwd (the derivative of a forward TopK; Paper A's GPT-2 runs reuse the forward mask)"),
     NUM(PZ_SET_EVAL_EVERY, "eval-every", "eval_every", SET_INT, eval_every, 0, 100000000, "N",
         "also evaluate every N steps (validation loss, bits per byte, plain and compressed) into evals.jsonl (0 = at epoch ends only)"),
     TEXT(PZ_SET_COMMAND_LINE, NULL, "command_line", parse_path, NULL, NULL, "how the run was started", NULL),
 };
 
 const run_setting *run_setting_of(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? &run_settings[id] : NULL; }
+
+const char *run_setting_choices(const run_setting *s) {
+    static char joined[PZ_SET_COUNT][128];
+    if (s->choices) return s->choices();
+    if (!s->names) return NULL;
+    char *buf = joined[s->id];
+    return buf[0] ? buf : pz_names_join(s->names, "|", "|", buf, sizeof joined[0]);
+}
 
 /* ---- the door ---------------------------------------------------------------------- */
 
@@ -326,9 +291,9 @@ pz_status run_plan_set_as(pz_run_plan *p, pz_setting id, const char *text, const
     if (!text) return pz_fail(PZ_ERR_ARG, "%s needs a value", flag);
     char *end;
     errno = 0;
+    if (!*text && s->flag && (s->kind == SET_TEXT || s->kind == SET_ENUM)) return pz_fail(PZ_ERR_ARG, "%s needs a non-empty value", flag);
     switch (s->kind) {
     case SET_TEXT:
-        if (!*text && s->flag) return pz_fail(PZ_ERR_ARG, "%s needs a non-empty value", flag);
         char *was = p->text[id];
         p->text[id] = NULL;
         pz_status st = keep_text(p, id, text);
@@ -363,6 +328,12 @@ pz_status run_plan_set_as(pz_run_plan *p, pz_setting id, const char *text, const
         const double x = strtod(text, &end);
         if (end == text || *end || !isfinite(x)) return pz_fail(PZ_ERR_ARG, "%s expects a number, got '%s'", flag, text);
         PZ_TRY(set_number(p, s, x, text, flag));
+        break;
+    }
+    case SET_ENUM: {
+        int v = 0;
+        PZ_TRY(enum_value(s->names, text, flag, &v));
+        *(int *)field(p, s) = v;
         break;
     }
     case SET_BOOL:
@@ -416,14 +387,14 @@ pz_status pz_run_plan_create(pz_run_plan **out) {
     p->micro_batches = 1, p->timeout = 60.0, p->log_every = 10;
     for (int i = 0; i < PZ_SET_COUNT; i++) {
         const run_setting *s = &run_settings[i];
-        if (s->kind != SET_TEXT || !s->def) continue;
+        if (!s->def) continue;
         char flag[80];
-        pz_status st = keep_text(p, s->id, s->def);
-        if (!st) st = s->parse(p, p->text[i], flag_of(s, flag, sizeof flag));
+        const pz_status st = run_plan_set_as(p, s->id, s->def, flag_of(s, flag, sizeof flag));
         if (st) {
             pz_run_plan_free(p);
             return st;
         }
+        p->given[i] = 0; /* a default, not given */
     }
     *out = p;
     return PZ_OK;
@@ -455,12 +426,12 @@ int run_plan_one_stage(const pz_run_plan *p) {
     return p->stages == 1 || (p->stages == 0 && !p->link->remote && p->model.arch != PZ_ARCH_RESNET);
 }
 
-int run_plan_pipeline(const pz_run_plan *p) {
+int pz_run_uses_pipeline(const pz_run_plan *p) {
     return (p->stages == 0 && p->model.arch == PZ_ARCH_RESNET) || p->stages > 1 || p->n_cuts || p->link->remote ||
            p->micro_batches > 1 || p->given[PZ_SET_LINK_BANDWIDTH] || p->given[PZ_SET_LINK_LATENCY];
 }
 
-const char *run_plan_layout(const pz_run_plan *p, char *buf, size_t cap) {
+const char *pz_run_layout(const pz_run_plan *p, char *buf, size_t cap) {
     if (run_plan_one_stage(p)) return NULL;
     if (p->n_cuts) snprintf(buf, cap, "%s", run_plan_str(p, PZ_SET_CUTS));
     else if (p->stages > 1) snprintf(buf, cap, "%d stages balanced by compute", p->stages);
@@ -521,7 +492,5 @@ pz_status pz_run_plan_check(const pz_run_plan *p) {
     return run_plan_check(p);
 }
 
-int pz_run_uses_pipeline(const pz_run_plan *p) { return run_plan_pipeline(p); }
-const char *pz_run_layout(const pz_run_plan *p, char *buf, size_t cap) { return run_plan_layout(p, buf, cap); }
 int pz_run_remote(const pz_run_plan *p) { return p->link->remote; }
 int pz_run_multiprocess(const pz_run_plan *p) { return p->link->start != NULL; }

@@ -38,7 +38,7 @@ struct pz_run_plan {
     int64_t limit_train, limit_test;
     /* training */
     int epochs, batch;
-    pz_optim_kind optimizer;
+    int optimizer;             /* pz_optim_kind (an enum setting: an int, set through its table) */
     float lr, momentum, weight_decay;
     int nesterov;
     pz_schedule schedule;      /* kind and shape; the run fills in steps and the base LR */
@@ -51,7 +51,7 @@ struct pz_run_plan {
     int n_cuts;
     char cuts[RUN_MAX_CUTS][64]; /* layer names or indices, resolved against the model */
     pz_codec_list fwd, bwd;
-    run_eval_mode eval_compress;
+    int eval_compress;         /* run_eval_mode */
     int micro_batches, aqsgd_warmup;
     int grad_mask;             /* 1: "fwd" */
     /* where the stages run and how they talk */
@@ -62,7 +62,7 @@ struct pz_run_plan {
     int turn;                  /* 0: the whole run is one turn, -1: every epoch, K: every K steps */
     int shard_index, shard_count;
     /* the run directory */
-    run_metrics_format metrics;
+    int metrics;               /* run_metrics_format */
     int log_every, eval_every;
     /* each setting's text as given (or its default's; NULL: none), and
      * whether it was given: the records and the paths read these */
@@ -72,24 +72,28 @@ struct pz_run_plan {
 
 /* One setting: its names, its type, where its value lives and how text
  * becomes that value. */
-typedef enum { SET_INT, SET_I64, SET_U64, SET_FLOAT, SET_DOUBLE, SET_BOOL, SET_TEXT } setting_kind;
+/* SET_ENUM: a name of `names`, its value into an int field */
+typedef enum { SET_INT, SET_I64, SET_U64, SET_FLOAT, SET_DOUBLE, SET_BOOL, SET_TEXT, SET_ENUM } setting_kind;
 typedef struct {
     pz_setting id;
     const char *flag;          /* without "--"; NULL: not a flag (set by the program) */
     const char *key;           /* in config.json and the fingerprint */
     setting_kind kind;
-    size_t offset;             /* numbers and booleans: the field of struct pz_run_plan */
+    size_t offset;             /* numbers, booleans and enums: the field of struct pz_run_plan */
     double min, max;           /* numbers: the accepted range (both 0: any) */
     /* SET_TEXT: the text into the typed value (text stays in plan->text);
      * the error names `flag` */
     pz_status (*parse)(pz_run_plan *p, const char *text, const char *flag);
-    const char *def;           /* SET_TEXT: the default's text (NULL: none) */
+    const char *def;           /* SET_TEXT, SET_ENUM: the default's text (NULL: none) */
     const char *metavar, *help;
-    const char *(*choices)(void); /* "a|b|c" for help (NULL: free text) */
+    const char *(*choices)(void); /* SET_TEXT: "a|b|c" for help (NULL: free text) */
+    const pz_name *names;      /* SET_ENUM: its table */
 } run_setting;
 
 extern const run_setting run_settings[PZ_SET_COUNT];
 const run_setting *run_setting_of(pz_setting id);
+/* the values a setting takes, "a|b|c", for help (NULL: free text) */
+const char *run_setting_choices(const run_setting *s);
 
 /* pz_run_plan_set naming the flag as the user typed it ("--learning-rate"). */
 pz_status run_plan_set_as(pz_run_plan *p, pz_setting id, const char *text, const char *flag);
@@ -102,12 +106,8 @@ pz_status run_plan_check(const pz_run_plan *p);
  * given, then --stages; by default resnets are cut after each residual
  * group, and a run over processes has a stage per process. */
 int run_plan_one_stage(const pz_run_plan *p);
-/* Does it run a pipeline (more than one stage, a link, micro-batches or an
- * emulated link)? */
-int run_plan_pipeline(const pz_run_plan *p);
-/* The layout the header line shows ("layer1,layer2,layer3", "3 stages
- * balanced by compute", ...), NULL for one stage. */
-const char *run_plan_layout(const pz_run_plan *p, char *buf, size_t cap);
+/* Does it run a pipeline, and its layout: pz_run_uses_pipeline and
+ * pz_run_layout (exp/run.h). */
 /* text[id], or "" */
 const char *run_plan_str(const pz_run_plan *p, pz_setting id);
 

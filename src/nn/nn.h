@@ -150,13 +150,11 @@ pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_cl
 pz_status pz_model_preset_range(pz_model *m, const char *preset, pz_shape in, int n_classes, int batch_max, uint64_t seed,
                                 int from, int to);
 const char *const *pz_model_preset_names(void);
+/* "mlp, lenet5, ... or gpt-small": the presets' names, sep between them and last before the final one */
+const char *pz_model_preset_list(const char *sep, const char *last, char *buf, size_t cap);
 /* A GPT of any size (the gpt presets' architecture) over T tokens. */
 pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context, int T, int vocab, int batch_max,
                        uint64_t seed);
-/* A language model (input: T token ids, one target per position) and its
- * longest context; 0 for an image model. */
-int pz_model_preset_is_sequence(const char *preset);
-int pz_model_preset_context(const char *preset);
 const char *pz_layer_kind_name(pz_layer_kind k);
 
 /* Print the top-level layers (index, name, kind, output shape, parameters,

@@ -84,15 +84,6 @@ const pz_name pz_schedules[] = {
     {0, NULL, NULL},
 };
 
-/* "constant, cosine, ... or onecycle[:PCT]": every form */
-static const char *schedule_forms(char *buf, size_t cap) {
-    const int n = pz_names_count(pz_schedules);
-    size_t used = 0;
-    for (int i = 0; i < n && used < cap; i++)
-        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", pz_schedules[i].help);
-    return buf;
-}
-
 pz_status pz_schedule_parse(pz_schedule *s, const char *spec) {
     char name[32], forms[160];
     const char *colon = strchr(spec, ':');
@@ -100,7 +91,7 @@ pz_status pz_schedule_parse(pz_schedule *s, const char *spec) {
     const pz_name *kind = pz_name_find(pz_schedules, name);
     const char *arg = colon ? colon + 1 : NULL;
     if (!kind || (arg && kind->value != PZ_SCHED_STEP && kind->value != PZ_SCHED_ONECYCLE) || (!arg && kind->value == PZ_SCHED_STEP))
-        return pz_fail(PZ_ERR_ARG, "unknown schedule '%s' (expected %s)", spec, schedule_forms(forms, sizeof forms));
+        return pz_fail(PZ_ERR_ARG, "unknown schedule '%s' (expected %s)", spec, pz_names_join_help(pz_schedules, ", ", " or ", forms, sizeof forms));
     s->kind = (pz_sched_kind)kind->value;
     char *end;
     if (s->kind == PZ_SCHED_STEP) {

@@ -28,14 +28,11 @@ const char *const *pz_model_preset_names(void) {
     return names;
 }
 
-/* "mlp, lenet5, ... or gpt-small" */
-static const char *preset_list(void) {
-    static char buf[256];
-    if (!buf[0]) {
-        size_t n = 0;
-        for (int i = 0; i < N_PRESETS; i++)
-            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i == 0 ? "" : i == N_PRESETS - 1 ? " or " : ", ", presets[i].name);
-    }
+const char *pz_model_preset_list(const char *sep, const char *last, char *buf, size_t cap) {
+    size_t n = 0;
+    if (cap) buf[0] = 0;
+    for (int i = 0; i < N_PRESETS && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i == 0 ? "" : i == N_PRESETS - 1 ? last : sep, presets[i].name);
     return buf;
 }
 
@@ -47,7 +44,8 @@ pz_status pz_model_spec_parse(pz_model_spec *s, const char *name) {
             snprintf(s->name, sizeof s->name, "%s", name);
             return PZ_OK;
         }
-    return pz_fail(PZ_ERR_ARG, "unknown model '%s' (expected %s)", name ? name : "", preset_list());
+    char list[256];
+    return pz_fail(PZ_ERR_ARG, "unknown model '%s' (expected %s)", name ? name : "", pz_model_preset_list(", ", " or ", list, sizeof list));
 }
 
 /* mlp and lenet5: Kaiming-normal hidden layers and a classifier that starts
@@ -198,16 +196,6 @@ static pz_status decay_matrices_only(pz_model *m) {
     if (!m->decay) return pz_fail(PZ_ERR_NOMEM, "out of memory for the weight-decay mask");
     mark_decay(m, &m->net);
     return PZ_OK;
-}
-
-int pz_model_preset_is_sequence(const char *preset) {
-    pz_model_spec s;
-    return !pz_model_spec_parse(&s, preset) && s.arch == PZ_ARCH_GPT;
-}
-
-int pz_model_preset_context(const char *preset) {
-    pz_model_spec s;
-    return !pz_model_spec_parse(&s, preset) && s.arch == PZ_ARCH_GPT ? s.context : 0;
 }
 
 pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_classes,

@@ -93,7 +93,7 @@ pz_status pz_pipe_resolve_cuts(const pz_model *model, const char (*cuts)[64], in
  * a program's edge (the codec grammar's pz_codec_list_parse and _resolve). */
 pz_status pz_pipe_parse_specs(const char *arg, int n_boundaries, pz_codec_desc *out, const char *flag);
 /* The text a boundary's codec was given as ("none" when zeroed). */
-static inline const char *pz_pipe_spec_text(const pz_codec_desc *d) { return d->p.fam ? d->text : "none"; }
+static inline const char *pz_pipe_spec_text(const pz_codec_desc *d) { return pz_codec_desc_or_none(d)->text; }
 
 pz_status pz_pipe_create(pz_pipe **p, const pz_pipe_config *cfg);
 /* One training step of a batch through every stage; *loss and *correct from

@@ -110,12 +110,9 @@ pz_status pz_pipe_parse_specs(const char *arg, int n_boundaries, pz_codec_desc *
     return st;
 }
 
-/* a zeroed description is "none" */
-static const pz_codec_desc none;
+/* a zeroed description (or NULL) is "none" */
 static pz_status make_codec(pz_codec **c, const pz_codec_desc *d, uint32_t max_samples) {
-    pz_codec_desc none;
-    if (!d->p.fam) pz_codec_desc_none(&none), d = &none;
-    PZ_TRY(pz_codec_create_desc(c, d));
+    PZ_TRY(pz_codec_create_desc(c, pz_codec_desc_or_none(d)));
     if (max_samples) pz_codec_set_max_samples(*c, max_samples);
     return PZ_OK;
 }
@@ -123,9 +120,7 @@ static pz_status make_codec(pz_codec **c, const pz_codec_desc *d, uint32_t max_s
 /* evaluation uses the forward codec's stateless base (an EF/EF21/AQ-SGD
  * wrapper's base codec) */
 static pz_status make_eval_codec(pz_codec **c, const pz_codec_desc *fwd) {
-    pz_codec_desc none;
-    if (!fwd->p.fam) pz_codec_desc_none(&none), fwd = &none;
-    const pz_codec_desc base = pz_codec_desc_base(fwd);
+    const pz_codec_desc base = pz_codec_desc_base(pz_codec_desc_or_none(fwd));
     return make_codec(c, &base, 0);
 }
 
@@ -182,7 +177,7 @@ pz_status plan_stage(pz_pipe *p, int i) {
         PZ_TRY(make_codec(&s->fwd_rx, &cfg->fwd[i - 1], cfg->max_samples));
         PZ_TRY(make_codec(&s->bwd_tx, &cfg->bwd[i - 1], cfg->max_samples));
         PZ_TRY(make_eval_codec(&s->eval_rx, &cfg->fwd[i - 1]));
-        PZ_TRY(make_codec(&s->plain_rx, &none, 0));
+        PZ_TRY(make_codec(&s->plain_rx, NULL, 0));
         pz_codec_set_seed(s->bwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i + 1);
         s->bwd_lossless = pz_codec_is_lossless(s->bwd_tx);
     }
@@ -190,7 +185,7 @@ pz_status plan_stage(pz_pipe *p, int i) {
         PZ_TRY(make_codec(&s->fwd_tx, &cfg->fwd[i], cfg->max_samples));
         PZ_TRY(make_codec(&s->bwd_rx, &cfg->bwd[i], cfg->max_samples));
         PZ_TRY(make_eval_codec(&s->eval_tx, &cfg->fwd[i]));
-        PZ_TRY(make_codec(&s->plain_tx, &none, 0));
+        PZ_TRY(make_codec(&s->plain_tx, NULL, 0));
         pz_codec_set_seed(s->fwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i);
         s->fwd_lossless = pz_codec_is_lossless(s->fwd_tx);
     }

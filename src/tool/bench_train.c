@@ -13,15 +13,19 @@ int tool_bench_train(const bench_train_options *o, FILE *out) {
     const char *model = o->model, *input = o->input;
     const int batch = o->batch, warmup = o->warmup, repeat = o->repeat;
     pz_set_threads(o->threads);
-    const int lm = pz_model_preset_is_sequence(model), V = 256;
-    pz_shape in = lm ? pz_shape_tokens(pz_model_preset_context(model))
-                     : !strcmp(input, "3x32x32") ? pz_shape_image(3, 32, 32) : pz_shape_image(1, 28, 28);
+    pz_model_spec spec;
+    if (pz_model_spec_parse(&spec, model)) {
+        fprintf(stderr, "pipezip bench train: %s\n", pz_last_error());
+        return 1;
+    }
+    const int lm = pz_model_spec_is_sequence(&spec), V = 256;
+    pz_shape in = lm ? pz_shape_tokens(spec.context) : !strcmp(input, "3x32x32") ? pz_shape_image(3, 32, 32) : pz_shape_image(1, 28, 28);
     char in_str[48];
     pz_shape_str(in, in_str, sizeof in_str);
     input = in_str;
     const int classes = lm ? V : 10;
     pz_model m;
-    if (pz_model_preset(&m, model, in, classes, batch, 1)) {
+    if (pz_model_build(&m, &spec, in, classes, batch, 1, 0, 1 << 30)) {
         fprintf(stderr, "pipezip bench train: %s\n", pz_last_error());
         return 1;
     }
