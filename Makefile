@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Thin wrapper over CMake for the README's two commands and friends.
 #   make run    set up, build (Release) and run the main job
 #   make test   set up, build with ASan+UBSan and run the whole test suite

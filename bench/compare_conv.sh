@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # compare_conv.sh — every convolution shape of resnet8 and resnet20, forward
 # and backward of a batch: pipezip's kernels as chosen, pipezip's im2col +
 # OpenBLAS path (PZ_CONV_KERNELS=im2col) and PyTorch's (oneDNN), alternated

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # compare_torch.sh — pipezip's training step beside PyTorch's on the same
 # model, batch and thread count, measured in the same run, alternating the
 # two ROUNDS times and reporting medians (the machine is shared and noisy).

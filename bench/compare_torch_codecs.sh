@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # compare_torch_codecs.sh — pipezip's encoders beside the same operations in
 # PyTorch (bench/torch_codecs.py), same size, distribution and thread count,
 # measured in one run; prints the ratio of times (above 1: pipezip faster).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conv_layers.c — every convolution shape of resnet8 (1x28x28) and
  * resnet20 (3x32x32), forward and backward (input and weight gradients) of
  * a batch, timed through kernels/conv.c with whatever kernels it chose

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # pipeline_overhead.sh PIPEZIP [ROUNDS] [EXAMPLES] — the cost of the pipeline
 # itself: one epoch of resnet8 on EXAMPLES Fashion-MNIST images as one stage
 # and as Paper A's 4 stages with codec none (threads over in-process links),

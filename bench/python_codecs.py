@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """pipezip's codecs from Python beside the same codecs in C and beside
 PyTorch, in one run: for each codec, encoding and decoding a 16 x 625,000
 float32 tensor (10^7 elements, activation-like: post-ReLU squares) through

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The codec operations written the way a PyTorch user would, timed on the
 same inputs pipezip's `bench codecs` uses (same distribution and size), single
 thread by default. Prints one JSON object per operation. Debian's

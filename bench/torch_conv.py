@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The convolution shapes bench_conv times (resnet8's and resnet20's), in
 PyTorch: F.conv2d forward, then backward for the input (except a first
 layer's) and weight gradients, no bias, median of repeated runs. PyTorch's

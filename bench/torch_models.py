@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """PyTorch twins of pipezip's presets, layer for layer and parameter for
 parameter in the same order, used by bench/ and tests/ref/ (never by tests)."""
 import math

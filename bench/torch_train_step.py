@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Median time of a PyTorch CPU training step on the same model pipezip's
 `bench train` times (forward, cross-entropy, backward, then SGD momentum 0.9,
 weight decay 5e-4 for the image models, AdamW betas (0.9, 0.95) weight decay

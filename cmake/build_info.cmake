@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # build_info.cmake — run at every build (cmake -P): writes build_info.h with
 # the source tree's git commit ("unknown" without git or a checkout; a
 # "-dirty" suffix when tracked files differ), rewritten only when it

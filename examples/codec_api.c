@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* codec_api.c — pipezip's codec library on its own: compress a tensor into
  * a frame, inspect it, decode it, and keep two AQ-SGD ends in sync.
  *   cc codec_api.c $(pkg-config --cflags --libs pipezip) -lm -o codec_api

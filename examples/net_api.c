@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* net_api.c — using pipezip's C API from another program: build a resnet8,
  * train it a few steps on a toy batch and run inference.
  *   cc net_api.c $(pkg-config --cflags --libs pipezip) -o net_api

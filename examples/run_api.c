@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run_api.c — a whole training run from C, as `pipezip train` does it:
  * settings go in through one door (pz_run_plan_set), as text a user would
  * type or as numbers, and are checked at once; the error names the flag.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A PyTorch model split over two processes that ship pipezip frames.
 
 Rank 0 (the client) holds the first layers, rank 1 (the server) the rest and

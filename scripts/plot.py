@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """plot.py — paper-quality figures (PDF and PNG) from pipezip's data files.
 
     python3 scripts/plot.py SWEEP_DIR [SWEEP_DIR ...]   # a sweep's results.csv, epochs.csv

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # setup.sh — install the Debian packages pipezip needs to build, test and run.
 # Idempotent: installs only what is missing (apt-get update only then).
 set -euo pipefail

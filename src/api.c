@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api.c — the public network API of include/pipezip/pipezip.h over src/nn. */
 #include "pipezip/pipezip.h"
 #include "nn/nn.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test.h — the small harness every pipezip test uses: CHECK that counts
  * failures, tensor comparison that prints the first mismatches (llm.c's
  * test_gpt2.c style), and the reader for PyTorch reference files. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipezip/codec.h — compressing tensors into frames and back.
  *
  * A codec is named by a spec string (grammar in the README and

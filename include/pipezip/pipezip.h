@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipezip.h — the public C API of pipezip.
  *
  * pipezip trains neural networks cut into stages whose boundaries carry

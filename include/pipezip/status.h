@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipezip/status.h — status codes shared by every pipezip function. */
 #ifndef PIPEZIP_STATUS_H
 #define PIPEZIP_STATUS_H

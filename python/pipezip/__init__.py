@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pipezip from Python: the codec library on numpy arrays and CPU torch tensors.
 
     import numpy as np, pipezip

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pipezip on PyTorch's autograd: a compressed boundary between two parts of
 a model. The activation crosses through the forward codec and its gradient
 back through the backward codec, each as a real pipezip frame (encoded,

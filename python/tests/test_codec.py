@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pipezip's Python codecs against the C library's command line: frames byte
 for byte equal to `pipezip codec encode`'s for every family and wrapper,
 decodes equal to `pipezip codec decode`'s, stateful ends in sync over many

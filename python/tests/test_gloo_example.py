@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """examples/torch_split_gloo.py: a PyTorch model split over two processes
 (torch.distributed, gloo) shipping pipezip frames trains far above chance
 (10 classes) through q4/q8 boundaries, and the bytes it reports are the

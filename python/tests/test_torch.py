@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pipezip.torch: compress() with none/none is an exact identity for values
 and gradients; q4/q8 boundaries really encode (bytes counted as the frames'
 lengths) and a small split model trains through them far above chance;

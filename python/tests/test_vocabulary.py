@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The frame vocabulary walked value by value: every wire value the format
 defines for an enumerated header field (codec, granularity, option bits,
 value type, index coding, wrapper) is produced in a real frame, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* base.c — errors, checked allocation and I/O, tensors, RNG, timing. */
 #define _GNU_SOURCE
 #include "base.h"

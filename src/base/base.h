@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* base.h — the floor of pipezip: status codes and error messages, checked
  * allocation and I/O, tensors, the seedable/splittable RNG and timing.
  * Knows nothing of the parts above it (see ARCHITECTURE.md). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* blas.c (base) — which BLAS kernels run, chosen by what the CPU can do.
  *
  * OpenBLAS (a DYNAMIC_ARCH build, as Debian's) picks its kernels from a

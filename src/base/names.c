@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* names.c — lookups in an enum's name table (names.h). */
 #include "names.h"
 

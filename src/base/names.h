@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* names.h — an enum's names in one table. Every enumerated setting or
  * header field pipezip shows or reads (codec granularities, value types,
  * wrappers, optimizers, links, ...) is one table of {value, name, help}:

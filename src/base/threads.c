@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* threads.c — the process's thread setting: OpenMP's team size and the BLAS
  * library's pool (OpenBLAS, OpenMP build), set once for every part. */
 #include "base.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wire.h — little-endian fields in byte buffers: what every pipezip byte
  * format (frames, control messages, checkpoints) uses, whatever the host's
  * byte order. Scalars byte by byte; arrays copied whole on a little-endian

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* args.c — strict option parsing with helpful errors. */
 #include "args.h"
 #include "pipezip/status.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* args.h — command-line options: a table per subcommand, strict parsing
  * (every value checked for type, range and choices), generated --help. */
 #ifndef PZ_ARGS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_codecs.c — `pipezip bench codecs`: its flags; the measurement is
  * the tool's (tool/bench_codecs.c). */
 #include "cli.h"

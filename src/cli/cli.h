@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli.h — the subcommands of `pipezip`. Each returns the process exit code:
  * 0 success, 1 a failure while running, 2 a usage error. */
 #ifndef PZ_CLI_H

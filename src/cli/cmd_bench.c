@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_bench.c — `pipezip bench train` and `bench codecs`: their flags; the
  * measurements are the tool's (tool/bench_train.c, tool/bench_codecs.c). */
 #include "cli.h"

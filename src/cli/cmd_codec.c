@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_codec.c — `pipezip codec encode | decode | inspect`: check a codec
  * from outside, on raw float32 or .npy files. */
 #include "tool/xalloc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_models.c — `pipezip models`: its flags; the listing is the tool's
  * (tool_models in tool/bench_train.c). */
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_sample.c — `pipezip sample`: text from a trained language model. */
 #include "cli.h"
 #include "args.h"

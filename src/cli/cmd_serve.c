@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_serve.c — `pipezip serve` (the server side of split learning) and
  * `pipezip keygen` (CURVE key pairs for it). */
 #include "cli.h"

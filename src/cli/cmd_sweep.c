@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_sweep.c — `pipezip sweep CONFIG` and `pipezip report DIR`. */
 #include "cli.h"
 #include "args.h"

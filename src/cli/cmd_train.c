@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_train.c — `pipezip train`: options, progress display, final summary. */
 #include "cli.h"
 #include "args.h"

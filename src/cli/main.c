@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c — `pipezip`: the command and its subcommands. */
 #include "cli.h"
 #include "pipezip/pipezip.h"

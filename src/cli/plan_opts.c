@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plan_opts.c — a run plan's settings as command-line options: the flags of
  * `pipezip train` and `pipezip serve` are rows of the settings table
  * (exp/settings.h), so a flag's name, type, range, values, help and default

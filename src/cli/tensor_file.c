@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tensor_file.c — raw float32 and .npy tensor files for `pipezip codec`. */
 #include "tool/xalloc.h"
 #include "tensor_file.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tensor_file.h — float32 tensors in files: raw little-endian (.f32, .bin,
  * .raw: the shape comes from --shape) and NumPy .npy (v1/v2, '<f4', C order). */
 #ifndef PZ_TENSOR_FILE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bits.c — bit streams and varints (bits.h). */
 #include "bits.h"
 

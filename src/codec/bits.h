@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bits.h — bit streams (FORMAT.md: w-bit fields packed LSB-first) and LEB128
  * varints, the two encodings the codecs' sections share. */
 #ifndef PZ_CODEC_BITS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* codec.c — the codec object: create from a spec, encode a tensor into a
  * frame and decode it back, through the family table (family.h) and the
  * stateful wrappers (wrappers.c). Nothing here knows a particular codec. */

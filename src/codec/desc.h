@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* desc.h — a codec spec as a value: what the grammar (spec.c) makes of a
  * string, once. The pipeline carries these per boundary and creates its
  * codecs (and the stateless ones evaluation uses) from them without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* family.h — a codec family is one unit: one descriptor in the table of
  * registry.c, one file (half.c, quant.c, topk.c, ms.c). The descriptor
  * holds everything pipezip knows of the family: its spec name and explicit

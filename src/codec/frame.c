@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* frame.c — the frame header of docs/FORMAT.md: writing it, parsing and
  * validating it (every field, the length, the CRC-32C), and inspecting a
  * frame. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* frame.h — the frame of docs/FORMAT.md: the 64-byte header's fields (their
  * wire values), writing and parsing it, and the distinct errors a decoder
  * returns. Knows nothing of what a codec does with its payload. */

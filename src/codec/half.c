@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* half.c — the families that keep every element as a plain array: none
  * (float32, bit-exact), fp16 and bf16 (round to nearest even). Conversion
  * and CRC-32C in one pass per chunk of 64k elements (the output of one

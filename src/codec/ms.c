@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ms.c — Paper B's mask-encoded sparsification: per unit the k elements of
  * largest magnitude kept exactly, every other element as a b-bit code of its
  * magnitude below Top_min (the smallest kept one), the reserved code L = 2^b

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* object.h — the pz_codec object: a base family's parameters, an optional
  * stateful wrapper (wrappers.c: error feedback, EF21, AQ-SGD) with its
  * state, and the buffers it reuses. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* quant.c — uniform b-bit quantization, b = 1..8: asymmetric min-max
  * (Paper A) or symmetric max-abs (AQ-SGD); per tensor, sample, channel or token;
  * nearest or stochastic rounding (unbiased). Work is done in chunks of CHUNK

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* registry.c — the table of codec families. A family's wire id is its
  * own (family->wire_id), never its place here; the order is the order help
  * lists them in. */

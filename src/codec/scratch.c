@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scratch.c — reusable codec buffers (scratch.h). */
 #include "scratch.h"
 

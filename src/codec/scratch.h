@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scratch.h — buffers a codec reuses across encodes and decodes. Large
  * per-call allocations would be fresh mmap'd pages every time (page faults
  * cost more than the codec). Slots grow, never shrink. */

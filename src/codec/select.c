@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* select.c — which k elements a unit keeps: TopK's selection (never a
  * sort: a sampled threshold and one filtering pass find a small candidate
  * set, an exact radix selection among the candidates fixes k, ties to the

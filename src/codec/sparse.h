@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sparse.h — what the families that keep k elements per unit share (topk.c:
  * TopK, Rand-K, randomized TopK; ms.c: MS): k from the kept fraction, the
  * top-k selection (select.c), uniform random positions, and the values

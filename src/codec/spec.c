@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spec.c — the codec spec grammar, in one place: codec specs, per-boundary
  * lists, the base codec for evaluation, "is lossless", and the help text,
  * all from the family and wrapper tables. Parsing is strict: every unknown

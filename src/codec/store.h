@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* store.h — per-sample state rows (AQ-SGD's m(xi), per-sample error
  * feedback), keyed by sample id: fp32 or fp16 rows, in memory or in a
  * memory-mapped file. */

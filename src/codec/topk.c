@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* topk.c — the families that keep k elements per unit and send their
  * values: TopK (Paper A; by magnitude or value, positions as a bitmap or
  * delta varints, whichever is smaller), Rand-K (positions drawn from a seed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* units.c — a tensor's units (units.h). */
 #include "units.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* units.h — how a tensor splits into the units that get their own scale
  * (quantization) or their own k (sparsifiers): FORMAT.md's granularity. */
 #ifndef PZ_CODEC_UNITS_H

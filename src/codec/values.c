@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* values.c — the values section of the sparse families (FORMAT.md
  * "Values"): f32, f16, bf16, or per unit a step and symmetric b-bit codes. */
 #include "sparse.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vocab.c — the frame vocabulary's tables (vocab.h) and the public door to
  * every enumerated header field (pz_frame_value_name and friends). A value
  * the format allows is one row here; FORMAT.md's tables say the same. */

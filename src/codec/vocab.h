@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vocab.h — the frame's vocabulary: every enumerated header field's wire
  * values with their names and help, one table each (vocab.c). The spec
  * grammar, `pipezip codec inspect`, pz_frame_info, the help text and the

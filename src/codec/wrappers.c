@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wrappers.c — the stateful wrappers around any base codec, and their
  * state in checkpoints:
  *   ef     Paper A's error feedback: send C(x + e), keep e = (x + e) - C(x + e)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bpe.c — tokenizers for language models: bytes (vocabulary 256) and
  * byte-level BPE learned from the training split.
  *

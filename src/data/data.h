@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data.h — datasets (MNIST / Fashion-MNIST idx, CIFAR-10 binary, synthetic),
  * normalisation, augmentation (random crop with padding, horizontal flip)
  * and batching with a stable sample id per example: the id is the example's

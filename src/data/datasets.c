@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* datasets.c — loading MNIST-style idx files, CIFAR-10 binary batches and
  * the synthetic dataset; normalisation. Every malformed file is an error
  * that names the file and what is wrong with it. */

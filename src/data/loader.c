@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loader.c — shuffled, augmented batches with stable sample ids. */
 #include "data.h"
 

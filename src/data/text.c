@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* text.c — text corpora for language models: a file's bytes as tokens
  * (vocabulary 256) or BPE tokens (bpe.c), the first 90% for training and
  * the last 10% held out, each cut into samples of T tokens at stride T whose targets are the next

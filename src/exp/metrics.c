@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics.c — JSONL/CSV metric streams. Numbers are written in the shortest
  * form that round-trips a float; whole numbers as integers; null where a
  * value does not exist. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics.h — metric records written as JSON Lines or CSV, one file per
  * stream (steps, epochs, boundaries) in a run directory, and the traffic
  * accounting behind the boundary records. Knows nothing of kernels. */
@@ -61,6 +62,8 @@ pz_status pz_traffic_start(pz_traffic *t, pz_pipe *pipe, int n_boundaries);
  * the new one's, so records and totals go on as if nothing had changed. */
 pz_status pz_traffic_pause(pz_traffic *t, pz_pipe *pipe);
 pz_status pz_traffic_resume(pz_traffic *t, pz_pipe *pipe);
+/* The run's training bytes so far, mid-epoch (nothing recorded). */
+pz_status pz_traffic_now(const pz_traffic *t, pz_pipe *pipe, double *fwd, double *bwd);
 /* After an epoch: one record per boundary into m (when open), the totals
  * and res->boundaries (this run's, since start) updated. */
 pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq *net, const pz_pipe_config *pc,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* placement.c — where the stages of a run live, one table entry per
  * transport. Adding a transport (after its pz_link implementation in
  * src/link) is one entry here. */

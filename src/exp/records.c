@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* records.c — see records.h. */
 #include "records.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* records.h — reading back what pipezip wrote: whole small files, and the
  * top-level fields of a JSON record, through cJSON (so a record reformatted
  * by hand or by another tool reads the same). */

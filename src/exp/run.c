@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run.c — the training run behind `pipezip train`: load data, place the
  * stages (a single stage is a pipeline of one), loop over epochs (train,
  * evaluate on the test set), write step, epoch and boundary metrics, the
@@ -233,10 +234,12 @@ static pz_status evaluate(run *r, eval_result *v) {
 static double bits_per_byte(const run *r, double loss) { return loss < 0 ? -1 : loss / log(2.0) / r->test.bytes_per_token; }
 
 /* evals.jsonl (--eval-every N): the validation loss every N steps and at
- * each epoch's end, plain and through the compressed boundaries */
-static pz_status write_eval(run *r, int epoch, const eval_result *v) {
+ * each epoch's end, plain and through the compressed boundaries; a pipeline
+ * adds its emulated training time and training bytes so far (what a time-
+ * or traffic-to-target reads between epochs) */
+static pz_status write_eval(run *r, int epoch, const eval_result *v, double emulated, double fwd_bytes, double bwd_bytes) {
     if (!r->evals_m.f) return PZ_OK;
-    pz_field f[12];
+    pz_field f[16];
     int nf = 0;
     f[nf++] = PZ_NUM("epoch", epoch + 1);
     f[nf++] = PZ_NUM("step", r->global_step);
@@ -248,6 +251,9 @@ static pz_status write_eval(run *r, int epoch, const eval_result *v) {
         f[nf++] = PZ_NUM("test_loss_compressed", v->loss_c);
         f[nf++] = PZ_NUM("test_accuracy_compressed", v->acc_c);
         if (r->train.tokens) f[nf++] = PZ_NUM("test_bits_per_byte_compressed", bits_per_byte(r, v->loss_c));
+        f[nf++] = PZ_NUM("emulated_time", emulated);
+        f[nf++] = PZ_NUM("fwd_bytes", fwd_bytes);
+        f[nf++] = PZ_NUM("bwd_bytes", bwd_bytes);
     }
     f[nf++] = PZ_NUM("lr", pz_schedule_lr(&r->sched, r->global_step - 1));
     f[nf++] = PZ_NUM("time", pz_now() - r->t0);
@@ -323,10 +329,14 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
         if (r->turn > 0 && r->global_step % r->turn == 0 && r->global_step < r->sched.total_steps) PZ_TRY(next_turn(r, epoch));
         /* --eval-every: the epoch's last step is evaluated with the epoch */
         if (cfg->eval_every > 0 && r->global_step % cfg->eval_every == 0 && e->steps < r->sched.steps_per_epoch) {
-            const double t = pz_now();
+            const double t = pz_now(), c1 = r->pipeline ? pz_pipe_clock(r->pipe) : 0.0;
             eval_result v;
+            double fb = 0, bb = 0;
             PZ_TRY(evaluate(r, &v));
-            PZ_TRY(write_eval(r, epoch, &v));
+            if (r->pipeline && r->evals_m.f) PZ_TRY(pz_traffic_now(&r->traffic, r->pipe, &fb, &bb));
+            PZ_TRY(write_eval(r, epoch, &v, r->emulated + c1 - r->clock0, fb, bb));
+            /* evaluating is not training: the clock takes none of it (as at an epoch's end) */
+            if (r->pipeline) r->clock0 += pz_pipe_clock(r->pipe) - c1;
             e->eval_seconds += pz_now() - t;
             r->epoch_eval = e->eval_seconds;
             if (r->on_progress) {
@@ -431,7 +441,7 @@ static pz_status epoch_loop(run *r) {
             if (r->on_progress(&p, r->user)) res->stopped = 1;
         }
         if (r->epochs_m.f) PZ_TRY(write_epoch(r, epoch, &e, &v, train_seconds, te, now));
-        PZ_TRY(write_eval(r, epoch, &v));
+        PZ_TRY(write_eval(r, epoch, &v, r->emulated, (double)res->fwd_bytes, (double)res->bwd_bytes));
         if (r->out_dir) PZ_TRY(checkpoint(r, epoch));
         if (r->turn < 0 && epoch + 1 < cfg->epochs && !res->stopped) PZ_TRY(next_turn(r, epoch + 1));
     }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run.h — a training run: configuration, the epoch loop with evaluation,
  * metrics into a run directory. (Single stage; the pipeline issue puts
  * stages behind the same loop.) */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run_config.c — a run's configuration (defaults, checks, the pipeline it
  * describes) and its run directory (config.json, the checkpoint record). */
 #include "run_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run_internal.h — the rooms of a training run, shared between run.c (the
  * epoch loop), run_config.c (the configuration and the run directory) and
  * placement.c (which link carries which boundary). Not installed. */

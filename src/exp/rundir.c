@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rundir.c — where a run writes: its directory (--out DIR, a new
  * runs/DATE-MODEL-DATA[-N], or the run --resume continues), what counts as
  * a run in one, replacing one (--overwrite), and taking away a directory a

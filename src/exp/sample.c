@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sample.c — text from a trained run: the model its config.json names, the
  * weights of its newest (or a chosen) checkpoint, gathered from every
  * stage's file, and the run's tokenizer (bytes, or its tokenizer.txt). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* settings.c — the table of a run's settings and the one door they enter
  * through (pz_run_plan_set): text or a number becomes the plan's typed
  * value here, checked at once; the rules that span settings are checked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* settings.h — a training run's settings: one table (settings.c) that says
  * what each is called as a flag and in config.json, its type, range, help
  * and default, and the typed plan (struct pz_run_plan) they are parsed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* traffic.c — what crossed each pipeline boundary, per epoch and per run:
  * boundary records (bytes, ratio, bits per element, compression error,
  * codec and link time), the run's byte totals and its per-boundary results. */
@@ -37,6 +38,16 @@ pz_status pz_traffic_resume(pz_traffic *t, pz_pipe *pipe) {
         const pz_boundary_stats now = pz_pipe_boundary_stats(pipe, b);
         shift(&t->prev[b], &t->paused[b], &now);
         shift(&t->first[b], &t->paused[b], &now);
+    }
+    return PZ_OK;
+}
+
+pz_status pz_traffic_now(const pz_traffic *t, pz_pipe *pipe, double *fwd, double *bwd) {
+    PZ_TRY(pz_pipe_collect_stats(pipe));
+    *fwd = t->fwd, *bwd = t->bwd;
+    for (int b = 0; b < t->n; b++) {
+        const pz_boundary_stats bs = pz_pipe_boundary_stats(pipe, b);
+        *fwd += (double)(bs.fwd_bytes - t->prev[b].fwd_bytes), *bwd += (double)(bs.bwd_bytes - t->prev[b].bwd_bytes);
     }
     return PZ_OK;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* blas.h — the one place that includes CBLAS (OpenBLAS, OpenMP build). */
 #ifndef PZ_BLAS_H
 #define PZ_BLAS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* codec_dispatch.c — choose the codec kernels at run time; the CRC-32C
  * algebra every build and the frame code share. */
 #include "codec_kernels.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* codec_kernels.h — the hot loops of the codecs: min/max and max-abs scans,
  * quantize and dequantize, bit packing, fp16/bf16 conversion, threshold
  * filtering for top-k selection, CRC-32C. Three builds of the same source

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* codec_kernels_avx2.c — the AVX2 + FMA + F16C + SSE4.2 build. */
 #define PZ_KSUFFIX avx2
 #define PZ_KNAME "avx2"

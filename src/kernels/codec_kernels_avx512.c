@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* codec_kernels_avx512.c — the AVX-512 (F, BW, VL) build, 512-bit vectors. */
 #define PZ_KSUFFIX avx512
 #define PZ_KNAME "avx512"

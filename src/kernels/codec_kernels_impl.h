@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* codec_kernels_impl.h — the codec kernels, written once as plain loops and
  * compiled three times (codec_kernels_{scalar,avx2,avx512}.c) with
  * different target flags; PZ_KSUFFIX names each build's functions. Loops are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* codec_kernels_scalar.c — the plain scalar reference build (no
  * vectorisation, table-driven CRC): the definition the SIMD builds match. */
 #define PZ_KSUFFIX scalar

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conv.c — 2-D convolution. Every convolution with K > 1 and at least 32
  * taps runs the direct kernels of conv_direct_*.c (stride 1 "same", or any
  * stride through phase planes), chosen by the CPU's features; 1x1

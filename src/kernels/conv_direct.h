@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conv_direct.h — direct convolution kernels, one build per ISA
  * (conv_direct_impl.h says how they work): for stride 1 with "same" padding
  * (2 pad = K - 1, K > 1), and for any other stride up to 8 and padding

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conv_direct_avx2.c — the direct convolution's AVX2 + FMA build (8 floats
  * a vector; tiles of 4 channels x 3 vectors, weight gradients 2 x 3 with
  * two vectors per 16-lane sum). */

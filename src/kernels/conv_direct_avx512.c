@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conv_direct_avx512.c — the direct convolution's AVX-512 build (16 floats
  * a vector; tiles of 4 channels x 6 vectors, weight gradients 4 x 6). */
 #include "conv_direct.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conv_direct_impl.h — direct convolution: stride 1 with "same" padding
  * (2 pad = K - 1: every 3x3 pad 1 convolution) here, any other stride and
  * padding through phase planes further down; included once per ISA by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dense.c — linear layer, elementwise activations, residual add, softmax
  * cross-entropy. */
 #include "kernels.h"

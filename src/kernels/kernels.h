@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels.h — the hot loops of training: convolution (direct kernels, im2col + BLAS GEMM),
  * batch normalization, pooling, activations, linear, softmax cross-entropy.
  * Layout is NCHW float32. Each op is a forward/backward pair of free

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* norm.c — batch normalization over (B, HW) per channel, PyTorch semantics.
  * Sums run in float SIMD lanes within one (H, W) plane and in double across
  * planes: with B*HW up to ~1e5 per channel a float sum over all of them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool.c — max, average and global average pooling, forward and backward.
  * Parallel over (sample, channel) planes. */
 #include "kernels.h"

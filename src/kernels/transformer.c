@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transformer.c — the layers of a GPT-2 style decoder over (B, T, C) rows:
  * token + position embedding, LayerNorm, causal multi-head self-attention
  * (scores and weighted values as BLAS GEMMs per (sample, head)), GELU.

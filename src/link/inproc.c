@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* inproc.c — the in-process link: two bounded FIFO queues of copied
  * messages guarded by a mutex and condition variables. A message is copied
  * once, into a buffer the receiver then owns (spare buffers are recycled). */

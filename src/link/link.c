@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* link.c — what every link does whatever carries it: counting, the virtual
  * clock, the bandwidth/latency emulator, and parsing link settings. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* link.h — moving frames between two stages. A link is one end of a
  * bidirectional channel: what one end sends the other receives, in order.
  * Three transports carry the same messages: in-process (threads in one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* link_internal.h — what every transport implements behind pz_link. */
 #ifndef PZ_LINK_INTERNAL_H
 #define PZ_LINK_INTERNAL_H

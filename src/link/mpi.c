@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mpi.c — the Open MPI link: stage i on rank i of MPI_COMM_WORLD, one
  * message per frame (variable size: probe, get the count, receive straight
  * into the caller's buffer). The virtual-clock stamp travels as an 8-byte

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* zmq.c — the ZeroMQ link for split learning: the server binds a ROUTER
  * socket, a client connects a DEALER. Every message is two parts: a 12-byte
  * envelope [u32 tag][f64 arrival time] and the payload (docs/PROTOCOL.md,

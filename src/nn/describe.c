@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* describe.c — a model as a table: what `pipezip models` prints, and what a
  * user reads to choose where to cut (the activation column is what a
  * boundary after that layer carries per sample). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* generate.c — text from a language model: one token at a time, each from
  * the logits of the last position of a window of the newest tokens. The
  * model's input is a fixed T tokens; a shorter window is padded after its

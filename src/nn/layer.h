@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layer.h — what a layer kind is to the model: one table of functions
  * (pz_layer_ops), one file per kind under layers/, one entry in
  * pz_layer_ops_of(). model.c builds, allocates, runs, shares and frees layers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* model.c — building a model as a list of layers, allocating its parameters
  * in one array (llm.c style: every layer points into it), and running the
  * list forward and backward over any range of top-level layers. */

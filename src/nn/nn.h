@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nn.h — layers as forward/backward pairs, models as a list of named layers
  * (a residual block is one layer holding two sub-lists), presets, softmax
  * cross-entropy loss, optimizers and learning-rate schedules.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optim.c — SGD (momentum, Nesterov, L2 weight decay) and AdamW, with the
  * update rules of torch.optim so a run can be checked against PyTorch, and
  * the learning-rate schedules. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* presets.c — the named models: image classifiers (mlp, lenet5, resnet8,
  * resnet20) and GPT-2 style language models (gpt-tiny, gpt-small). */
 #include "nn.h"

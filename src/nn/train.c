@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train.c — the model's loss, one training step and evaluation of a whole
  * (single-stage) model. */
 #include "nn.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checkpoint.c — a stage's state in one file, written atomically (write,
  * fsync, rename): its parameters, the model's running statistics, the
  * optimizer's moments and step count, and its codecs' states.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipe.c — the driver: builds a pipeline (links between the local stages
  * and to the remote ones, each stage planned and started on its thread,
  * the settings check), and the public calls that drive it (a training

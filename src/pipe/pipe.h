@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipe.h — a model cut into stages joined by links, each boundary carrying
  * encoded frames: activations forward, gradients backward. Every stage runs
  * on its own thread, owns its layers, its optimizer and its codecs' state,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipe_internal.h — the rooms of the pipeline, shared between pipe.c (the
  * driver and the public API), plan.c (cuts, codecs, settings: what each
  * stage is), stage.c (the stage worker and the control messages it

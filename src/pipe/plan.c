@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plan.c — what each stage of a pipeline is: the cut points (from a list
  * or balanced by compute), its layers and parameters, its optimizer, the
  * codecs on its two boundaries (their seeds, the stateless one for

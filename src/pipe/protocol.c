@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* protocol.c — the control messages of docs/PROTOCOL.md, written and parsed
  * field by field in little-endian. */
 #include "protocol.h"

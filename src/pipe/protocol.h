@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* protocol.h — the control protocol between the driver and the stages of a
  * pipeline: every message's tag and payload, little-endian, field by field
  * (docs/PROTOCOL.md is the specification; this file and protocol.c follow

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedule.c — how a stage runs a training step. The pieces every schedule
  * is made of (take a micro-batch, its forward pass and activation, its
  * backward pass and gradient, the loss's way back, the optimizer step) and

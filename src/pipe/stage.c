@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stage.c — the stage worker: a thread that owns one stage's layers,
  * optimizer and codecs, waits for messages from the stage before it (or
  * the driver), and answers each as docs/PROTOCOL.md says: training steps

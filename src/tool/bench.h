@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.h — the measurements behind `pipezip bench` and the listing behind
  * `pipezip models`: they look inside the library on purpose (kernels, the
  * engine's layers), so they live in the tool, not in the command line. */

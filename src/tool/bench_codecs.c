@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_codecs.c — the measurement behind `pipezip bench codecs`, in the
  * manner of `zstd -b`: for each codec, tensor size and value distribution,
  * encode and decode throughput in GB/s of float32 input, bits per element

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_train.c — the measurement behind `pipezip bench train` (median
  * time of a training step of a preset on random inputs, and what computed
  * it: the BLAS and convolution kernels) and the listing behind `pipezip

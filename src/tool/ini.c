@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ini.c — the strict INI reader (see ini.h). */
 #include "tool/ini.h"
 

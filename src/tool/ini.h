@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ini.h — a small strict INI reader for sweep configurations: [section]
  * headers, `key = value` lines, whole-line comments starting with # or ;,
  * blank lines. Anything else is an error naming the file and line. Keys keep

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report.c — `pipezip report DIR`: Markdown tables shaped by the sweep's
  * rows and cols keys, and SVG plots written here (no plotting dependency):
  * test accuracy per epoch (plain and through compressed boundaries),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* svg.c — small multiples and heatmaps as SVG (see svg.h). Sizes are in
  * px at 11 px text: a two-panel figure is about 700 px wide, which scales
  * to a paper's column with its text still legible. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* svg.h — the figures `pipezip report` draws: small multiples (a grid of
  * panels sharing their axes, each with its own curves) and heatmaps with
  * their values written in the cells. SVG is written directly (no plotting

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sweep.c — `pipezip sweep`: expand a configuration into points, run each
  * as a `pipezip train` process (up to `jobs` at once; a finished point is
  * skipped, an interrupted one resumed from its checkpoint), then write
@@ -524,9 +525,42 @@ typedef struct {
     double epochs, final_acc, best_acc, final_cacc, best_cacc, fwd_bytes, bwd_bytes, fp32_bytes, wall, emulated;
     double fwd_bits, bwd_bits, fwd_err, bwd_err, fwd_ratio, bwd_ratio;
     double final_loss, final_closs, final_bpb, final_cbpb, final_train_loss; /* language models: validation loss per token, bits per byte */
+    /* where the target is looked for: every --eval-every evaluation
+     * (evals.jsonl) when the run made them, else every epoch's end */
     int n_ep;
-    double ep_acc[512], ep_cacc[512], ep_time[512], ep_emu[512], ep_bytes[512];
+    double ep_acc[1024], ep_cacc[1024], ep_time[1024], ep_emu[1024], ep_bytes[1024], ep_epoch[1024], ep_step[1024];
 } run_result;
+
+/* one evaluation record (epochs.jsonl or evals.jsonl) as the next point of r's series */
+static void read_point(run_result *r, char *line, int e) {
+    const double nan = NAN;
+    double v;
+    r->ep_acc[e] = pz_json_num(line, "test_accuracy", &v) ? v : nan;
+    r->ep_cacc[e] = pz_json_num(line, "test_accuracy_compressed", &v) && v >= 0 ? v : r->ep_acc[e];
+    r->ep_time[e] = pz_json_num(line, "time", &v) ? v : nan;
+    r->ep_emu[e] = pz_json_num(line, "emulated_time", &v) ? v : r->ep_time[e];
+    double fb = 0, bb = 0;
+    pz_json_num(line, "fwd_bytes", &fb), pz_json_num(line, "bwd_bytes", &bb);
+    r->ep_bytes[e] = fb + bb;
+    r->ep_epoch[e] = pz_json_num(line, "epoch", &v) ? v : e + 1;
+    r->ep_step[e] = pz_json_num(line, "step", &v) ? v : nan;
+}
+
+/* r's series from a metrics file; the number of points (0: no file) */
+static int read_series(run_result *r, const char *path, double *best_c) {
+    char *t = pz_slurp(path);
+    if (!t) return 0;
+    r->n_ep = 0;
+    for (char *line = t, *nl; line && *line && r->n_ep < 1024; line = nl) {
+        nl = strchr(line, '\n');
+        if (nl) *nl++ = 0;
+        double v;
+        read_point(r, line, r->n_ep++);
+        if (best_c && pz_json_num(line, "test_accuracy_compressed", &v) && v > *best_c) *best_c = v;
+    }
+    free(t);
+    return r->n_ep;
+}
 
 static void read_run(const char *dir, run_result *r) {
     memset(r, 0, sizeof *r);
@@ -571,26 +605,10 @@ static void read_run(const char *dir, run_result *r) {
         free(t);
     }
     snprintf(path, sizeof path, "%s/epochs.jsonl", dir);
-    if ((t = pz_slurp(path))) {
-        double best_c = -1;
-        for (char *line = t, *nl; line && *line; line = nl) {
-            nl = strchr(line, '\n');
-            if (nl) *nl++ = 0;
-            double v;
-            if (r->n_ep >= 512) break;
-            const int e = r->n_ep++;
-            r->ep_acc[e] = pz_json_num(line, "test_accuracy", &v) ? v : nan;
-            r->ep_cacc[e] = pz_json_num(line, "test_accuracy_compressed", &v) && v >= 0 ? v : r->ep_acc[e];
-            r->ep_time[e] = pz_json_num(line, "time", &v) ? v : nan;
-            r->ep_emu[e] = pz_json_num(line, "emulated_time", &v) ? v : r->ep_time[e];
-            double fb = 0, bb = 0;
-            pz_json_num(line, "fwd_bytes", &fb), pz_json_num(line, "bwd_bytes", &bb);
-            r->ep_bytes[e] = fb + bb;
-            if (pz_json_num(line, "test_accuracy_compressed", &v) && v > best_c) best_c = v;
-        }
-        r->best_cacc = best_c >= 0 ? best_c : nan;
-        free(t);
-    }
+    double best_c = -1;
+    if (read_series(r, path, &best_c)) r->best_cacc = best_c >= 0 ? best_c : nan;
+    snprintf(path, sizeof path, "%s/evals.jsonl", dir);
+    if (access(path, F_OK) == 0) read_series(r, path, NULL);
     snprintf(path, sizeof path, "%s/boundaries.jsonl", dir);
     if ((t = pz_slurp(path))) {
         double fb = 0, bb = 0, fe = 0, be = 0, ferr = 0, berr = 0;
@@ -835,12 +853,13 @@ static void result_row(FILE *f, const point *pt, const run_result *r, const kv *
             hit = e;
             break;
         }
-    fputc(',', f), csv_num(f, hit >= 0 ? hit + 1 : NAN);
+    fputc(',', f), csv_num(f, hit >= 0 ? r->ep_epoch[hit] : NAN);
     fputc(',', f), csv_num(f, hit >= 0 ? r->ep_time[hit] : NAN);
     fputc(',', f), csv_num(f, hit >= 0 ? r->ep_emu[hit] : NAN);
     fputc(',', f), csv_num(f, hit >= 0 ? r->ep_bytes[hit] : NAN);
     const double lm[] = {r->final_loss, r->final_closs, r->final_bpb, r->final_cbpb, r->final_train_loss};
     for (size_t i = 0; i < sizeof lm / sizeof *lm; i++) fputc(',', f), csv_num(f, lm[i]);
+    fputc(',', f), csv_num(f, hit >= 0 ? r->ep_step[hit] : NAN);
     fputc('\n', f);
 }
 
@@ -892,7 +911,7 @@ pz_status pz_sweep_collect(const char *dir) {
           "fwd_bytes,bwd_bytes,fp32_bytes,compression_ratio,fwd_ratio,bwd_ratio,fwd_bits_per_element,bwd_bits_per_element,"
           "fwd_error,bwd_error,wall_seconds,emulated_seconds,target_accuracy,epochs_to_target,time_to_target,"
           "emulated_time_to_target,bytes_to_target,final_test_loss,final_test_loss_compressed,final_test_bits_per_byte,"
-          "final_test_bits_per_byte_compressed,final_train_loss\n",
+          "final_test_bits_per_byte_compressed,final_train_loss,steps_to_target\n",
           f);
     for (int p = 0; p < pl.npts; p++) result_row(f, &pl.pts[p], &rr[p], keys, nk, targets[p], via_compressed);
     const int bad = ferror(f);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sweep.h — a grid of training runs from one configuration file, run as
  * `pipezip train` processes (several at once), resumable, summarised in
  * results.csv; and the report (Markdown tables, SVG plots) made from it.

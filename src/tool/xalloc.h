@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* xalloc.h — allocation that exits on failure, for the pipezip command and
  * the tests only: the library returns PZ_ERR_NOMEM instead (and never exits);
  * a command-line tool may decide that running out of memory ends it. */

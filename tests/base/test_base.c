@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_base.c — RNG (determinism, splitting, uniformity, normal moments),
  * checked I/O (atomic write, plain and gzip reads, missing files), errors,
  * the median, and the metrics writer. */

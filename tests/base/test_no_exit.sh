@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # test_no_exit.sh OBJECT... — the library never ends the process: no object
 # of it outside src/cli/ (the command decides to exit) calls exit, _exit,
 # abort or assert's __assert_fail. Errors return a pz_status instead.

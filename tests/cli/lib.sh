@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # lib.sh — what the shell tests share: a temp dir, counters, and
 #   expect CODE PATTERN -- CMD...   (exit code CODE, output matching PATTERN)
 # Source it with the tmp-dir name: . lib.sh NAME; end with `finish SCRIPT`.

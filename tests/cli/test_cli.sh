@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_cli.sh — the `pipezip` command as a user meets it: help for every
 # command and flag, errors that name the problem (with exit code 2 for usage,
 # 1 for failures), `models`, `bench train`, and a short training run whose

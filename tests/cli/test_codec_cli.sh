@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_codec_cli.sh — `pipezip codec` from outside: encode/decode/inspect on
 # raw float32 and .npy files, the round trips it promises, and errors that
 # name the problem. Usage: test_codec_cli.sh PATH/TO/pipezip

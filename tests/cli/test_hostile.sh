@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # test_hostile.sh PIPEZIP HOSTILE_PEER — `pipezip serve` faces another
 # party's machine: raw TCP garbage, legacy ZeroMQ framing, hand-built
 # messages out of order, malformed, oversized or empty, a misconfigured

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_install.sh — `cmake --install` puts the command, the static and shared
 # libraries, the headers (the generated version.h too), a relocatable
 # pkg-config file, a CMake package config and the Python package under a

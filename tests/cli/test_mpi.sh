@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # test_mpi.sh PIPEZIP MPI_COUNT_LIB — `mpirun -np 4 pipezip train --link mpi`
 # gives the in-process run's losses, accuracies and byte counts exactly; the
 # bytes it reports are the bytes MPI_Send was handed (counted by an

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # test_plot.sh PIPEZIP SOURCE_DIR — scripts/plot.py (matplotlib) draws every
 # figure of a sweep, of a published sweep without its runs, and of one run,
 # as PDF and PNG; and names bad input instead of drawing something wrong.

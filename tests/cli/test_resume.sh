@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # test_resume.sh PIPEZIP — checkpoints: a pipeline run (error feedback, so
 # codec state matters) killed with SIGKILL after its second epoch and then
 # resumed ends with exactly the numbers of a run never stopped; the same

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # test_sweep.sh PIPEZIP CONFIG_DIR — the quick variant of every committed
 # experiment configuration runs, and its report is checked: the tables have
 # the rows and columns the configuration names, the numbers parse, the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # test_zmq.sh PIPEZIP — split learning over ZeroMQ on loopback: a client and
 # `pipezip serve` give exactly the in-process run's losses, accuracies and
 # byte counts; CURVE admits the client whose key the server was given and

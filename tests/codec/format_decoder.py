@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A second decoder of pipezip frames, written from docs/FORMAT.md alone
 (numpy, no pipezip code), and the check that it agrees with pipezip.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_codecs.c — every codec's round trip and error bound, the papers'
  * claims that are properties of the codecs (MS beats TopK and uniform
  * quantization at the same size), stateful sender/receiver sync, spec

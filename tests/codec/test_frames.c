@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_frames.c — what a decoder must reject (docs/FORMAT.md), each with
  * its own error: truncated frames, wrong magic/version/length/checksum,
  * impossible shapes, out-of-range parameters, inconsistent payloads, small

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_golden.c — the frame format pinned by known answers. For every codec
  * (and the stateful wrappers over a few steps) tests/codec/golden/ holds
  * small inputs, the exact frames pipezip wrote for them and what a receiver

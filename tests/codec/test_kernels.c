@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kernels.c — every SIMD build of the codec kernels (AVX2, AVX-512)
  * against the plain scalar reference, bit for bit, on many sizes (0, 1,
  * sizes around the vector widths, large) and awkward values (NaN, Inf,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_registry.c — the codec test registry, in the spirit of ggml's
  * test-backend-ops: one table of (codec spec × data × property). A new codec
  * adds rows here, not a test function. The properties are checked the same

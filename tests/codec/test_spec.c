@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_spec.c — the spec grammar's public answers: the base codec that
  * evaluation uses, "is lossless", per-boundary lists, and the help text
  * generated from the codec table (every family and wrapper listed). */

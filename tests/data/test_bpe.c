@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bpe.c — byte-level BPE: merges worked out by hand on a small text
  * (the most frequent pair first, ties to the smaller pair, never across a
  * chunk), encode/decode round trips of any bytes, save/load giving the same

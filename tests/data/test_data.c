@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_data.c — idx and CIFAR-10 loaders on files written here (plain and
  * gzipped), their errors on malformed or missing files, normalisation, and
  * the batch loader: permutations, stable ids, determinism, augmentation. */

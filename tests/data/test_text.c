@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_text.c — text corpora as byte tokens: the train / held-out split,
  * samples of T tokens whose targets are the next T, stable ids, the loader
  * carrying T targets per sample, shards, and the errors for a missing file,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_checkpoint.c — libFuzzer target for checkpoint files (and the
  * split-learning state blobs, the same format): whatever the bytes,
  * pz_checkpoint_unpack either loads them or fails with a status, never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_decode.c — libFuzzer target for the frame decoder. The first input
  * byte picks a mode: even = the bytes as they are (exercises the header and
  * checksum checks), odd = the rest with its length field and CRC-32C

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_roundtrip.c — libFuzzer target: encode then decode. The input picks
  * a codec spec (byte 0), a shape (bytes 1-3) and the tensor's values (the
  * rest, as float32, NaN and infinities included). Encoding either fails

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* make_corpus.c — writes the seed corpora (tests/fuzz/corpus/): DIR/decode,
  * one small valid frame per codec and option family, each prefixed by the
  * mode byte fuzz_decode.c reads (1 = repair checksum); DIR/roundtrip, one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replay.c — the regression driver: runs a fuzz target's entry point on
  * every file of the given directories (the committed corpora: seeds and
  * every input that once failed), in the ordinary build, under whatever

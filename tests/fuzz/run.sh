@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # run.sh — build a fuzz target with clang's libFuzzer (+ASan+UBSan) and run
 # it for SECONDS on a copy of its seed corpus. Targets: decode (the frame
 # decoder), roundtrip (encode then decode, with properties), checkpoint

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_blas_choice.c — the BLAS kernels are chosen from the CPU's features,
  * never from a model table alone:
  *   - the choice itself (pz_blas_core_for) on a table of simulated CPUs and

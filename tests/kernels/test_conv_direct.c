@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_conv_direct.c — the direct convolution kernels (stride 1, same
  * padding) against the definition computed in double precision: the
  * output, the input gradient and the weight gradient, on resnet8's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_im2col.c — im2col and col2im against the definition, element by
  * element, on shapes that reach every path (the contiguous "same" path:
  * stride 1 with 2 pad = K - 1; the general one: other pads, strides), with

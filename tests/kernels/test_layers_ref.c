@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_layers_ref.c — every kernel's forward output and gradients against
  * PyTorch (tests/ref/layers.bin, made by tests/ref/gen_ref.py). */
 #include "tool/xalloc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hostile_peer.c — what another party's machine might send a split-learning
  * server (`pipezip serve`), for test_hostile.sh: raw TCP bytes and hand-built
  * ZeroMQ messages, each scenario bounded in connections and bytes. Every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mpi_count.c — counts what pipezip hands to MPI, independently of
  * pipezip's own counters: an LD_PRELOAD library interposing MPI_Send (the
  * PMPI profiling interface) that sums, per tag, the bytes of every message

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_link.c — the in-process link: order, copies, byte counts, a full
  * queue blocking the sender until the receiver drains it, close and timeout
  * as errors (never a hang). */

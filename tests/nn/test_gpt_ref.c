@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_gpt_ref.c — the transformer layers and a whole GPT against PyTorch
  * (tests/ref/gpt.bin, made by tests/ref/gen_ref.py): LayerNorm, GELU, causal
  * attention and the embeddings forward and backward; then a 2-block GPT's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_gpt_train.c — a small GPT learns text: one block of width 32 over
  * 16-byte windows of a repeated verse, AdamW, 200 steps. Its held-out loss
  * must fall from about ln 256 to well below (0.6 x) the text's unigram entropy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_gradcheck.c — each layer's backward against central finite
  * differences, ggml test-backend-ops style: a one-layer model, the loss
  * L = sum(y * r) for a fixed random r (so dL/dy = r), and EVERY parameter and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_optim.c — SGD (plain, momentum, Nesterov, weight decay) and AdamW
  * trajectories against torch.optim, OneCycleLR against PyTorch's, and the
  * other schedules against their definitions; schedule spec errors. */

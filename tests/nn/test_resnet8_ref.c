@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_resnet8_ref.c — a whole resnet8 (1x28x28, batch 8) against PyTorch:
  * logits, loss and every parameter gradient of one step, the parameters and
  * BN running statistics after two SGD steps (momentum 0.9, Nesterov, weight

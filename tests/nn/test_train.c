@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_train.c — training learns and is reproducible: lenet5 on a slice of
  * Fashion-MNIST (synthetic data if the dataset is not installed) must reach
  * far above chance; the same seed and thread count give bit-identical

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pipe.c — a model cut into stages on threads over in-process links:
  * with codec `none` both ways, a 4-stage resnet8 gives bit-identically the
  * losses of the one-stage model; compressed boundaries still train; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pipe_gpt.c — gpt-tiny as a pipeline: 4 stages (the token table on
  * stage 0, the head tied to it on stage 3, two stages between that pass the
  * table's gradient back and the table forward) with codec none reproduce

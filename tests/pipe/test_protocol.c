@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_protocol.c — the control messages as docs/PROTOCOL.md specifies
  * them: known bytes for each payload (little-endian, field by field, at the
  * documented offsets), round trips, and every malformed length or range

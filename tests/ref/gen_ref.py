@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Generate the reference tensors the C tests compare against, with PyTorch
 (Debian's python3-torch: run with /usr/bin/python3 tests/ref/gen_ref.py).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attention.c — the core of causal multi-head self-attention: (T, 3C)
  * projected q | k | v -> (T, C). The projections around it (the fused qkv
  * and the output projection) are dense layers, so a GPT-2 attention is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* batchnorm.c — batch normalization per channel of (C, H, W) over the batch
  * and the plane, with running statistics (PyTorch semantics). */
 #include "nn/layer.h"

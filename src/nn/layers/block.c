@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* block.c — the CIFAR-style residual basic block: y = relu(main(x) +
  * shortcut(x)), main = conv3x3(stride)-bn-relu-conv3x3-bn, the shortcut a
  * 1x1-conv(stride)+bn projection when the shape changes, else identity. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conv.c — 2-D convolution over (C, H, W), im2col + GEMM (kernels/conv.c). */
 #include "nn/layer.h"
 #include "kernels/kernels.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* embedding.c — token and learned position embeddings: (T) token ids ->
  * (T, C) = wte[token] + wpe[position]. Parameters: wte (V, C) as weight,
  * wpe (context, C) as bias; an input of T <= context tokens uses the first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* flatten.c — a sample as one vector (n, 1, 1); the data do not move. */
 #include "nn/layer.h"
 

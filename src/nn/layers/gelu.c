@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gelu.c — GELU, the tanh approximation GPT-2 uses, elementwise. */
 #include "nn/layer.h"
 #include "kernels/kernels.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* group.c — layers that hold a list of layers: a group, y = main(x) (a
  * transformer block, one cut point in the pipeline), and a residual, y = x
  * + main(x) (pre-norm attention and MLP branches). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layernorm.c — LayerNorm over the last dimension of (T, C), eps 1e-5
  * (PyTorch's default). */
 #include "nn/layer.h"

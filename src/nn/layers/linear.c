@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* linear.c — a fully connected layer. Over an image model's sample: (n, 1,
  * 1), or any (C, H, W) read as n = C*H*W inputs, gives (OC, 1, 1) (Kaiming
  * normal weights). Over a sequence (T, C) (pz_add_dense): the same weights

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool.c — pooling over (C, H, W): max and average windows, and the global
  * average (C, H, W) -> (C, 1, 1). */
 #include "nn/layer.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* relu.c — max(x, 0) elementwise, any shape. */
 #include "nn/layer.h"
 #include "kernels/kernels.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* silu.c — SiLU (swish), x * sigmoid(x), elementwise: the activation of
  * SwiGLU MLPs (LLaMA and most recent transformers). Its kernels are here:
  * one pass each way, sigmoid from expf of a non-positive argument so it

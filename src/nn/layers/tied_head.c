@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tied_head.c — a language model's output: (T, C) -> (T, V) logits through
  * the token table of the model's embedding (GPT-2's tied weights): the head
  * has no parameters of its own, and its gradient accumulates into the
