@@ -32,7 +32,7 @@ case $MODEL in gpt-*) T=$("$PZ" models "$MODEL" | sed -nE 's/.*context ([0-9]+) 
 mt=$(median "${th[@]}")
 echo "model $MODEL, input ${LABEL:-$INPUT}, batch $BATCH, $THREADS threads, $ROUNDS rounds of 20 steps"
 echo "  CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') (family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model\s*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' '))"
-"$PZ" bench train --model "$MODEL" --batch 2 --threads 1 --input "$INPUT" --repeat 1 --warmup 0 --format json 2>/dev/null |
+"$PZ" bench train --model "$MODEL" --batch 2 --threads 1 --input "$INPUT" --repeat 1 --warmup-steps 0 --format json 2>/dev/null |
   sed -E 's/.*"blas_core": "([^"]*)", "blas_core_chosen_by": "([^"]*)".*/  pipezip BLAS kernels: \1 (chosen by \2)/'
 env | grep -q '^OPENBLAS_' && echo "  note: OPENBLAS_* is set in this environment: $(env | grep '^OPENBLAS_' | tr '\n' ' ')"
 echo "  pipezip: ${pz[*]} ms/step -> median $mp"

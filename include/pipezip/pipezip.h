@@ -111,7 +111,8 @@ PZ_API int pz_run_plan_is_set(const pz_run_plan *plan, pz_setting setting);
 PZ_API const char *pz_run_plan_text(const pz_run_plan *plan, pz_setting setting);
 /* The rules across settings (a tokenizer for text, the data a model takes,
  * --stages against --cuts, the flags that need a boundary between stages,
- * a link's own flags); pz_run_train checks them first too. */
+ * a link's own flags) and the cuts and per-boundary codec lists against
+ * the model's layers (no data read); pz_run_train checks them first too. */
 PZ_API pz_status pz_run_plan_check(const pz_run_plan *plan);
 /* A setting's flag name without "--" ("link-bandwidth"), NULL for none. */
 PZ_API const char *pz_setting_name(pz_setting setting);

@@ -244,7 +244,8 @@ int pz_parse_args(const char *cmd, const pz_opt *opts, int n, int argc, char **a
         const pz_opt *o = find_opt(opts, n, name, len, &negated);
         if (!o) { /* a name users of other tools type: --batch-size, --wd, --learning-rate, ... */
             const char *canon = alias_of(name);
-            if (canon) o = find_opt(opts, n, canon, strlen(canon), &negated), name = canon, len = strlen(canon);
+            const pz_opt *c = canon ? find_opt(opts, n, canon, strlen(canon), &negated) : NULL;
+            if (c) o = c, name = canon, len = strlen(canon); /* else the error names what was typed */
         }
         if (!o) {
             char given[64];

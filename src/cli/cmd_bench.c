@@ -26,7 +26,7 @@ static int bench_train(int argc, char **argv) {
         {"input", OPT_STR, &input, "CxHxW", "image models' input shape", 0, 0, "1x28x28|3x32x32"},
         {"batch", OPT_INT, &batch, "N", "batch size", 1, 65536, NULL},
         {"threads", OPT_INT, &threads, "N", "threads (0 = all cores)", 0, 1024, NULL},
-        {"warmup", OPT_INT, &warmup, "N", "untimed steps first", 0, 1000, NULL},
+        {"warmup-steps", OPT_INT, &warmup, "N", "untimed steps first", 0, 1000, NULL},
         {"repeat", OPT_INT, &repeat, "N", "timed steps", 1, 100000, NULL},
         {"format", OPT_STR, &format, "FMT", "output format", 0, 0, "text|json"},
     };

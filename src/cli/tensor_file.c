@@ -74,8 +74,16 @@ pz_status pz_tensor_read(const char *path, const char *shape_spec, pz_tensor *t)
     }
     PZ_TRY(pz_read_file(path, &b, &len)); /* "-": standard input */
     pz_status st = PZ_OK;
-    if (ends_with(path, ".npy")) st = parse_npy(path, b, len, t, &off);
-    else if (shape_spec) st = pz_parse_shape(shape_spec, &t->ndim, t->shape);
+    /* .npy by its name or by its magic (standard input has no name) */
+    const int npy = ends_with(path, ".npy") || (len >= 6 && !memcmp(b, "\x93NUMPY", 6));
+    if (npy) {
+        st = parse_npy(!strcmp(path, "-") ? "standard input" : path, b, len, t, &off);
+        int nd;
+        int64_t sh[4];
+        if (!st && shape_spec && !pz_parse_shape(shape_spec, &nd, sh) &&
+            (nd != t->ndim || memcmp(sh, t->shape, (size_t)nd * sizeof *sh)))
+            st = pz_fail(PZ_ERR_ARG, "--shape %s does not match the shape in the .npy header of '%s'", shape_spec, path);
+    } else if (shape_spec) st = pz_parse_shape(shape_spec, &t->ndim, t->shape);
     else t->ndim = 1, t->shape[0] = (int64_t)(len / 4);
     if (!st) {
         const int64_t n = pz_tensor_numel(t);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* tensor_file.h — float32 tensors in files: raw little-endian (.f32, .bin,
- * .raw: the shape comes from --shape) and NumPy .npy (v1/v2, '<f4', C order). */
+ * .raw: the shape comes from --shape) and NumPy .npy (v1/v2, '<f4', C order),
+ * known by its name or, on standard input, by its magic. */
 #ifndef PZ_TENSOR_FILE_H
 #define PZ_TENSOR_FILE_H
 

@@ -595,16 +595,8 @@ static int id_in(const uint64_t *set, int n, uint64_t id) {
  * is the dataset's), its pipeline from the first cut on, and the largest
  * message a client may send. */
 static pz_status serve_setup(const pz_run_plan *cfg, const pz_serve_options *o, pz_pipe_config *pc, size_t *max_msg) {
-    pz_dataset shape = {0};
-    if (cfg->data.text) {
-        /* windows of the model's context, a target per position */
-        shape.tokens = cfg->model.context;
-        shape.c = shape.h = 1, shape.w = shape.tokens;
-        shape.n_classes = cfg->vocab; /* the vocabulary; the server needs no merges */
-    } else {
-        shape.c = cfg->data.c, shape.h = cfg->data.h, shape.w = cfg->data.w;
-        shape.n_classes = cfg->data.classes;
-    }
+    pz_dataset shape;
+    run_plan_shape(cfg, &shape);
     pz_model model;
     PZ_TRY(pz_model_build(&model, &cfg->model, pz_dataset_shape(&shape), shape.n_classes, 1, cfg->seed, 0, 1 << 30));
     pz_status st = run_pipe_config(cfg, &model, &shape, pc, 0);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 #include <unistd.h>
 
 pz_status run_write_json(const char *dir, const char *name, const pz_field *f, int n) {
@@ -165,9 +166,20 @@ void run_fingerprint_diff(const char *a, const char *b, char *out, size_t cap) {
     }
 }
 
+/* The record's checksum: CRC-32 of its values in one canonical text (%.17g
+ * gives back the exact doubles cJSON reads), so an edited count, a step
+ * or a fingerprint no longer matches the checkpoint it was written with */
+static unsigned long state_check(const run_state *s) {
+    char buf[4096];
+    const int n = snprintf(buf, sizeof buf, "%d %lld %lld %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g %s", s->epoch,
+                           (long long)s->global_step, (long long)s->samples, s->best, s->wall, s->emulated, s->fwd_bytes,
+                           s->bwd_bytes, s->fp32_bytes, s->eval_bytes, s->link_bytes, s->fingerprint);
+    return crc32(0L, (const Bytef *)buf, (uInt)(n > 0 && (size_t)n < sizeof buf ? n : 0));
+}
+
 /* latest.json: one line of JSON, read back with cJSON (so any spacing,
  * order or escaping reads the same); numbers in %.17g (exact doubles), the
- * fingerprint escaped by cJSON */
+ * fingerprint escaped by cJSON, and the checksum of them all */
 pz_status run_state_write(const char *dir, const run_state *s) {
     char path[4200], buf[4096];
     snprintf(path, sizeof path, "%s/checkpoint/latest.json", dir);
@@ -178,9 +190,9 @@ pz_status run_state_write(const char *dir, const run_state *s) {
     const int n = snprintf(buf, sizeof buf,
                            "{\"epoch\": %d, \"global_step\": %lld, \"samples\": %lld, \"best\": %.17g, \"wall\": %.17g, "
                            "\"emulated\": %.17g, \"fwd_bytes\": %.17g, \"bwd_bytes\": %.17g, \"fp32_bytes\": %.17g, "
-                           "\"eval_bytes\": %.17g, \"link_bytes\": %.17g, \"fingerprint\": %s}\n",
+                           "\"eval_bytes\": %.17g, \"link_bytes\": %.17g, \"fingerprint\": %s, \"check\": \"%08lx\"}\n",
                            s->epoch, (long long)s->global_step, (long long)s->samples, s->best, s->wall, s->emulated,
-                           s->fwd_bytes, s->bwd_bytes, s->fp32_bytes, s->eval_bytes, s->link_bytes, fp);
+                           s->fwd_bytes, s->bwd_bytes, s->fp32_bytes, s->eval_bytes, s->link_bytes, fp, state_check(s));
     cJSON_free(fp);
     if (n < 0 || (size_t)n >= sizeof buf) return pz_fail(PZ_ERR_ARG, "the checkpoint record of %s is too long", dir);
     return pz_write_file_atomic(path, buf, (size_t)n);
@@ -215,12 +227,24 @@ pz_status run_state_read(const char *dir, run_state *s) {
         return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record (no fingerprint)", path);
     }
     snprintf(s->fingerprint, sizeof s->fingerprint, "%s", fp->valuestring);
+    const cJSON *ck = cJSON_GetObjectItemCaseSensitive(o, "check");
+    char check[16] = "";
+    if (cJSON_IsString(ck) && ck->valuestring) snprintf(check, sizeof check, "%s", ck->valuestring);
     cJSON_Delete(o);
-    if (v[0] < 1 || v[0] != floor(v[0]) || v[0] > 1e6 || v[1] < 0 || v[2] < 0)
-        return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record (epoch %g)", path, v[0]);
+    if (v[0] < 1 || v[0] != floor(v[0]) || v[0] > 1e6 || v[1] < 0 || v[2] < 0 || v[1] != floor(v[1]) || v[2] != floor(v[2]))
+        return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record (epoch %g, step %g)", path, v[0], v[1]);
     s->epoch = (int)v[0], s->global_step = (int64_t)v[1], s->samples = (int64_t)v[2];
     s->best = v[3], s->wall = v[4], s->emulated = v[5], s->fwd_bytes = v[6], s->bwd_bytes = v[7];
     s->fp32_bytes = v[8], s->eval_bytes = v[9], s->link_bytes = v[10];
+    char want[16];
+    snprintf(want, sizeof want, "%08lx", state_check(s));
+    if (!check[0])
+        return pz_fail(PZ_ERR_FORMAT, "'%s' has no checksum: it was edited or written by an older pipezip; it cannot be trusted "
+                                      "to describe checkpoint/epoch-%d (start the run again)", path, s->epoch);
+    if (strcmp(check, want))
+        return pz_fail(PZ_ERR_FORMAT, "'%s' was modified after it was written (checksum %s, its values give %s): its epoch, step, "
+                                      "counts or settings no longer match checkpoint/epoch-%d; restore it or start the run again",
+                       path, check, want, s->epoch);
     return PZ_OK;
 }
 
@@ -270,6 +294,31 @@ pz_status run_pipe_config(const pz_run_plan *p, const pz_model *model, const pz_
     pc->emu.bandwidth = p->bandwidth, pc->emu.latency = p->latency;
     pc->realtime = p->realtime;
     return PZ_OK;
+}
+
+void run_plan_shape(const pz_run_plan *cfg, pz_dataset *shape) {
+    memset(shape, 0, sizeof *shape);
+    if (cfg->data.text) {
+        /* windows of the model's context, a target per position */
+        shape->tokens = cfg->model.context;
+        shape->c = shape->h = 1, shape->w = shape->tokens;
+        shape->n_classes = cfg->vocab; /* the vocabulary; no merges needed */
+    } else {
+        shape->c = cfg->data.c, shape->h = cfg->data.h, shape->w = cfg->data.w;
+        shape->n_classes = cfg->data.classes;
+    }
+}
+
+pz_status run_plan_resolve(const pz_run_plan *cfg) {
+    if (!cfg->n_cuts && !cfg->stages) return PZ_OK; /* the default layout: decided with the processes */
+    pz_dataset shape;
+    run_plan_shape(cfg, &shape);
+    pz_model model;
+    PZ_TRY(pz_model_build(&model, &cfg->model, pz_dataset_shape(&shape), shape.n_classes, 1, cfg->seed, 0, 0));
+    pz_pipe_config pc;
+    const pz_status st = run_pipe_config(cfg, &model, &shape, &pc, 0);
+    pz_model_free(&model);
+    return st;
 }
 
 pz_status run_write_config(const char *dir, const pz_run_plan *p, const pz_model *model, const pz_dataset *train,

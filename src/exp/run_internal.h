@@ -39,6 +39,13 @@ pz_status run_write_config(const char *dir, const pz_run_plan *p, const pz_model
 pz_status run_write_json(const char *dir, const char *name, const pz_field *f, int n);
 /* The pipeline configuration of a run (model, cuts, codecs, optimizer,
  * emulated link); `ranks` > 0 when every stage is a process of its own. */
+/* A dataset with no examples, shaped as the plan's data reaches its model
+ * (a server has no data; a plan's check builds the model from it). */
+void run_plan_shape(const pz_run_plan *cfg, pz_dataset *shape);
+/* The plan's cuts, stages and per-boundary codec lists resolved against
+ * its model's layers, without data or stages: their errors before anything
+ * starts (the default layout is left to the run, which knows its processes). */
+pz_status run_plan_resolve(const pz_run_plan *cfg);
 pz_status run_pipe_config(const pz_run_plan *p, const pz_model *model, const pz_dataset *train, pz_pipe_config *pc,
                           int ranks);
 

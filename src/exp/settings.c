@@ -160,7 +160,10 @@ static pz_status parse_path(pz_run_plan *p, const char *t, const char *flag) {
     [ID] = {ID, FLAG, KEY, SET_ENUM, offsetof(struct pz_run_plan, FIELD), 0, 0, NULL, DEF, META, HELP, NULL, NAMES}
 
 const run_setting run_settings[PZ_SET_COUNT] = {
-    TEXT(PZ_SET_MODEL, "model", "model", parse_model, "resnet8", "NAME", "model preset (see pipezip models)", model_choices),
+    TEXT(PZ_SET_MODEL, "model", "model", parse_model, "resnet8", "NAME",
+         "model preset (see pipezip models); a language model (gpt-*) makes the defaults of the settings not given --data kjv "
+         "--epochs 1 --batch 16 --optimizer adamw --lr 2e-3 --weight-decay 0.1 --schedule cosine --warmup 0.05 --clip-norm 1",
+         model_choices),
     TEXT(PZ_SET_DATA, "data", "data", parse_data, "fashion-mnist", "NAME",
          "dataset (kjv: the King James Bible from Debian's bible-kjv; text:FILE any UTF-8 text; for gpt-*, tokens by --tokenizer)",
          data_choices),
@@ -286,6 +289,38 @@ static pz_status set_number(pz_run_plan *p, const run_setting *s, double x, cons
     }
 }
 
+static const char *flag_of(const run_setting *s, char *buf, size_t cap) {
+    snprintf(buf, cap, "--%s", s->flag ? s->flag : s->key);
+    return buf;
+}
+
+/* The settings whose usual value depends on the model's kind: an image
+ * model's (pipezip train's defaults: resnet8 on Fashion-MNIST, SGD with a
+ * one-cycle LR) and a language model's (the KJV text, AdamW, a cosine LR
+ * with a short warm-up and clipped gradients, as docs/RESULTS.md's GPT
+ * experiments). A setting not given follows --model's kind. */
+static const struct {
+    pz_setting id;
+    const char *image, *language;
+} kind_defaults[] = {
+    {PZ_SET_DATA, "fashion-mnist", "kjv"}, {PZ_SET_EPOCHS, "10", "1"},        {PZ_SET_BATCH, "128", "16"},
+    {PZ_SET_OPTIMIZER, "sgd", "adamw"},     {PZ_SET_LR, "0.1", "2e-3"},        {PZ_SET_WEIGHT_DECAY, "5e-4", "0.1"},
+    {PZ_SET_SCHEDULE, "onecycle", "cosine"}, {PZ_SET_WARMUP, "0", "0.05"},    {PZ_SET_CLIP_NORM, "0", "1"},
+};
+
+static pz_status kind_defaults_of_model(pz_run_plan *p) {
+    const int language = pz_model_spec_is_sequence(&p->model);
+    for (size_t i = 0; i < sizeof kind_defaults / sizeof *kind_defaults; i++) {
+        const pz_setting id = kind_defaults[i].id;
+        if (p->given[id]) continue;
+        char flag[80];
+        PZ_TRY(run_plan_set_as(p, id, language ? kind_defaults[i].language : kind_defaults[i].image,
+                               flag_of(run_setting_of(id), flag, sizeof flag)));
+        p->given[id] = 0; /* still a default */
+    }
+    return PZ_OK;
+}
+
 pz_status run_plan_set_as(pz_run_plan *p, pz_setting id, const char *text, const char *flag) {
     const run_setting *s = run_setting_of(id);
     if (!s) return pz_fail(PZ_ERR_ARG, "setting %d does not exist", (int)id);
@@ -345,12 +380,8 @@ pz_status run_plan_set_as(pz_run_plan *p, pz_setting id, const char *text, const
     }
     if (s->kind != SET_TEXT) PZ_TRY(keep_text(p, id, text));
     p->given[id] = 1;
+    if (id == PZ_SET_MODEL) PZ_TRY(kind_defaults_of_model(p));
     return PZ_OK;
-}
-
-static const char *flag_of(const run_setting *s, char *buf, size_t cap) {
-    snprintf(buf, cap, "--%s", s->flag ? s->flag : s->key);
-    return buf;
 }
 
 pz_status pz_run_plan_set(pz_run_plan *p, pz_setting id, const char *text) {
@@ -490,7 +521,8 @@ pz_status run_plan_check(const pz_run_plan *p) {
 
 pz_status pz_run_plan_check(const pz_run_plan *p) {
     if (!p) return pz_fail(PZ_ERR_ARG, "pz_run_plan_check: no plan (create one with pz_run_plan_create)");
-    return run_plan_check(p);
+    PZ_TRY(run_plan_check(p));
+    return run_plan_resolve(p);
 }
 
 int pz_run_remote(const pz_run_plan *p) { return p->link->remote; }

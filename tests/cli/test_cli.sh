@@ -106,8 +106,9 @@ expect 0 "h.3 +group +128x128" -- "$PZ" models gpt-tiny
 expect 0 "total: 842496 parameters" -- "$PZ" models gpt-tiny
 expect 0 "FLOPs forward per token" -- "$PZ" models gpt-small --vocab 512
 expect 2 "unknown model 'vgg'" -- "$PZ" models vgg
-expect 0 "median [0-9.]+ ms/step" -- "$PZ" bench train --model lenet5 --batch 16 --threads 1 --warmup 1 --repeat 3
-expect 0 '"median_ms": [0-9.]+' -- "$PZ" bench train --model mlp --batch 8 --warmup 0 --repeat 2 --format json
+expect 0 "median [0-9.]+ ms/step" -- "$PZ" bench train --model lenet5 --batch 16 --threads 1 --warmup-steps 1 --repeat 3
+expect 2 "unknown option .--warmup-epochs." -- "$PZ" bench train --model mlp --warmup-epochs 1 --repeat 1
+expect 0 '"median_ms": [0-9.]+' -- "$PZ" bench train --model mlp --batch 8 --warmup-steps 0 --repeat 2 --format json
 expect 2 "unknown benchmark 'nosuch' \(expected train or codecs\)" -- "$PZ" bench nosuch
 
 # a short run: progress lines, final summary, run directory with csv metrics
@@ -174,6 +175,10 @@ PY
 then ok; else bad "config.json's command line: $(cat "$odd/config.json" 2>/dev/null)"; fi
 expect 2 "--fwd: codec spec 'q9'" -- "$PZ" train --data synthetic --stages 2 --fwd q9 --no-out
 expect 2 "--cuts: 'layer9' is not a layer of resnet8" -- "$PZ" train --data synthetic --cuts layer9 --no-out --progress none
+# a bad cut or per-boundary list is refused before the run's header (nothing has started)
+out=$("$PZ" train --data synthetic --cuts layer1,layer1 --no-out --progress none 2>&1)
+[ $? -eq 2 ] && grep -q "must come after the previous cut" <<<"$out" && ! grep -q "^pipezip train: resnet8 on\|^pipeline:" <<<"$out" \
+  && ok || bad "a bad cut's error comes first, alone: $out"
 expect 2 "--eval-compress 'maybe' is not one of: on\|off\|both" -- "$PZ" train --eval-compress maybe
 
 # a language model: gpt-tiny on a text file in 2 stages, then text from its run

@@ -130,5 +130,9 @@ ln -s "$tmp/target.f32" "$tmp/link.f32"
   && ok || bad "decoding through a symlink"
 "$PZ" codec encode --codec q4 --shape 2x60 - - < "$tmp/x.f32" 2>/dev/null | "$PZ" codec decode - - > "$tmp/piped.f32" && cmp -s "$tmp/piped.f32" "$tmp/ref.f32" \
   && ok || bad "stdin/stdout round trip"
+# a .npy on standard input is known by its magic: its header is not read as floats
+"$PZ" codec encode --codec none - "$tmp/npy-stdin.pzf" < "$tmp/x.npy" > /dev/null && "$PZ" codec inspect "$tmp/npy-stdin.pzf" | grep -Eq "shape: +2x3x4x5 \(120 elements\)" \
+  && ok || bad "a .npy on standard input: its shape from its header"
+expect 1 "--shape 4x30 does not match the shape in the .npy header" -- bash -c "'$PZ' codec encode --codec none --shape 4x30 - '$tmp/o.pzf' < '$tmp/x.npy'"
 
 finish test_codec_cli.sh

@@ -73,6 +73,15 @@ for k in ("final_test_accuracy", "final_test_accuracy_compressed", "final_train_
     assert a[k] == b[k], (k, a[k], b[k])
 PY
 expect 1 "no checkpoint" -- "$pz" train "${common[@]}" --resume "$tmp/nothing"
+# a record edited by hand (its step moved on) no longer matches its checkpoint: refused, named
+cp -r "$tmp/pipe-b" "$tmp/edited"
+python3 -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); d["global_step"] += 5; json.dump(d, open(p, "w"))' \
+  "$tmp/edited/checkpoint/latest.json"
+expect 1 "latest.json' was modified after it was written .*no longer match checkpoint/epoch-4" -- \
+  "$pz" train "${common[@]}" --stages 3 --fwd "ef(q4)" --bwd "ef21(q8)" --resume "$tmp/edited"
+python3 -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); d["global_step"] -= 5; del d["check"]; json.dump(d, open(p, "w"))' \
+  "$tmp/edited/checkpoint/latest.json"
+expect 1 "latest.json' has no checksum" -- "$pz" train "${common[@]}" --stages 3 --fwd "ef(q4)" --bwd "ef21(q8)" --resume "$tmp/edited"
 # a damaged record is named, not misread
 mkdir -p "$tmp/badrec/checkpoint"
 printf '{"epoch": "two", "global_step": 3}\n' > "$tmp/badrec/checkpoint/latest.json"
