@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* pipezip/codec.h — compressing tensors into frames and back.
  *
- * A codec is named by a spec string (grammar in the README and
+ * A codec is named by a spec string (grammar in docs/CODECS.md and
  * `pipezip codec --help`): "none", "fp16", "bf16", "q4", "q8:sym,stoch",
  * "topk:0.1", "randk:0.1,unbiased", "randtopk:0.01,alpha=0.1",
  * "ms:0.01,bits=2", "ef(topk:0.1)", "ef21(q4)", "aqsgd(q2)", ...

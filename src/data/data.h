@@ -156,7 +156,7 @@ typedef struct {
 /* The augmentation for a dataset: pad/flip < 0 mean "the dataset's
  * default": crop padding 4 and flips for cifar10 (the usual CIFAR recipe),
  * flips only for fashion-mnist (10-epoch runs measured better without crops:
- * README), nothing for mnist (digits are not mirror-symmetric) and synthetic. */
+ * docs/GUIDE.md), nothing for mnist (digits are not mirror-symmetric) and synthetic. */
 pz_augment pz_data_augment(const pz_data_spec *d, int pad, int flip);
 
 pz_status pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuffle, pz_augment aug, uint64_t seed);

@@ -229,7 +229,7 @@ pz_status pz_make_synthetic(pz_dataset *train, pz_dataset *test, int64_t n_train
  * name, shape, classes, size, default augmentation and location are
  * written (crop padding 4 and flips for cifar10, the usual CIFAR recipe;
  * flips only for fashion-mnist: 10-epoch runs measured better without
- * crops, README; nothing for mnist, whose digits are not mirror-symmetric,
+ * crops, docs/GUIDE.md; nothing for mnist, whose digits are not mirror-symmetric,
  * and synthetic). */
 static const pz_data_spec datasets[] = {
     {PZ_DATA_FASHION_MNIST, "fashion-mnist", NULL, 0, 1, 28, 28, 10, 60000, 0, 1, "/usr/share/datasets/fashion-mnist"},
