@@ -117,7 +117,65 @@ def label(row, keys, skip=()):
 DPI = [200]
 
 
+def ticks_in_view(axis):
+    lo, hi = sorted(axis.get_view_interval())
+    eps = 1e-9 * abs(hi - lo)
+    return [t for t in axis.get_majorticklocs() if lo - eps <= t <= hi + eps]
+
+
+def readable_axis(axis):
+    """at least 3 labelled ticks on a data axis: a log axis within about a
+    decade (an octave for base 2) gets round, evenly spaced values; a wider
+    one 1-2-5 steps; a linear one finer steps (the default locators label
+    one or two points of a narrow range, or none)"""
+    if len(ticks_in_view(axis)) >= 3:
+        return
+    lo, hi = sorted(axis.get_view_interval())
+    if axis.get_scale() == "log":
+        base = getattr(axis.get_transform(), "base", 10)
+        if lo > 0 and hi / lo < (4 if base == 2 else 10):
+            axis.set_major_locator(ticker.MaxNLocator(nbins=5, min_n_ticks=3))
+        else:
+            axis.set_major_locator(ticker.LogLocator(base=base, subs=((1.0, 2.0, 5.0) if hi / lo < 300 else (1.0, 3.0)) if base == 10 else (1.0, 1.5)))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.4g}"))
+        axis.set_minor_locator(ticker.NullLocator())
+    elif hi - lo >= 3 or any(t != int(t) for t in ticks_in_view(axis)):
+        axis.set_major_locator(ticker.MaxNLocator(nbins=6, min_n_ticks=3))
+
+
+def figure_defects(fig):
+    """what makes a figure unreadable: a data axis with fewer than 3 ticks
+    in view (unless it spans fewer than 3 whole epochs), an axis title or
+    panel title running into another panel; [] when none"""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    out, axes = [], [a for a in fig.axes if a.axison]
+    for a in axes:
+        if a.images or not (a.lines or a.collections):
+            continue  # heat maps: one tick per row or column is right
+        for name, axis in (("x", a.xaxis), ("y", a.yaxis)):
+            lo, hi = sorted(axis.get_view_interval())
+            ticks = ticks_in_view(axis)
+            whole = [t for t in ticks if t == int(t)]
+            if len(ticks) < 3 and not (len(whole) == len(ticks) and hi - lo < 3.5):
+                out.append(f"panel '{a.get_title()}': {len(ticks)} {name} tick(s) in view ({lo:.4g} to {hi:.4g})")
+        for t in (a.title, a.xaxis.label, a.yaxis.label):
+            if not t.get_text() or not t.get_visible():
+                continue
+            box = t.get_window_extent(r)
+            for b in axes:
+                if b is not a and box.overlaps(b.get_window_extent(r)):
+                    out.append(f"'{t.get_text()}' of panel '{a.get_title()}' runs into panel '{b.get_title()}'")
+    return out
+
+
 def savefig(fig, out, name, formats):
+    for a in fig.axes:
+        if a.axison and not a.images and (a.lines or a.collections):
+            readable_axis(a.xaxis), readable_axis(a.yaxis)
+    defects = figure_defects(fig)
+    if defects:
+        fail(f"{name}: " + "; ".join(defects))
     paths = []
     for fmt in formats:
         p = os.path.join(out, f"{name}.{fmt}")
@@ -274,12 +332,19 @@ def reference_run(sw, r):
     return None
 
 
-def clip_level(values):
-    """where a loss axis stops when a few points lie far above the rest
-    (a diverged run): 15% of the 95th percentile's distance from the lowest
-    value above that percentile, when the highest is more than twice that
-    distance up; None otherwise (as pipezip report draws it)"""
+def clip_level(values, reference=()):
+    """where a loss axis stops (None: not clipped), as pipezip report draws
+    it. With a reference curve (the uncompressed run): above its highest
+    point by its own range (at least 5% of that point), so few-percent
+    differences stay visible and runs far above go on the top edge. Without
+    one, when a few points lie far above the rest (a diverged run): 15% of
+    the 95th percentile's distance from the lowest value above that
+    percentile, when the highest is more than twice that distance up."""
     v = sorted(x for x in values if not math.isnan(x))
+    ref = [x for x in reference if not math.isnan(x)]
+    if len(ref) >= 2 and v:
+        cap = max(ref) + max(max(ref) - min(ref), 0.05 * abs(max(ref)))
+        return cap if cap < max(v + ref) else None
     if len(v) < 20:
         return None
     p95 = v[math.ceil(0.95 * len(v)) - 1]
@@ -312,7 +377,9 @@ def curves(sw, out, formats, width, vs_time):
     if sw.lm:  # a diverged run's loss would flatten every other curve
         losses = [v for v in (num(e.get(k)) * sw.scale for r in sw.rows for e in sw.epochs.get(r["id"], []) for k in (yk, yk + "_compressed"))
                   if not math.isnan(v)]
-        cap = clip_level(losses)
+        ref_ids = {q["id"] for q in (reference_run(sw, r) for r in sw.rows) if q is not None} if with_ref else set()
+        ref_losses = [num(e.get(yk)) * sw.scale for i in ref_ids for e in sw.epochs.get(i, [])]
+        cap = clip_level(losses, ref_losses)
     clipped = []
     xs_all = []
     for pi, pname in enumerate(panels):
@@ -492,6 +559,62 @@ def plot_sweep(d, out, formats, width):
     return made
 
 
+def short_spec(spec):
+    """a codec spec up to its first option (legends): topk:0.04,per=tensor -> topk:0.04"""
+    depth, k = 0, 0
+    for k, ch in enumerate(spec):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            return spec[:k]
+    return spec
+
+
+def frontier(panels, out, formats, cut=None):
+    """traffic against quality over seeds: a panel per argument (sweep
+    directories joined by +), a point per setting at the mean over its seeds
+    with bars from the lowest to the highest seed, the uncompressed runs'
+    range as a grey band; image classifiers by final test accuracy through
+    the compressed boundaries, language models by validation loss. cut:
+    one-cut runs at that cut only (split learning)"""
+    fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels) + 0.6, 3.6), squeeze=False, layout="constrained")
+    for ax, dirs in zip(axes[0], panels):
+        sws = [Sweep(d) for d in dirs.split("+")]
+        lm = sws[0].lm
+        groups = OrderedDict()
+        for sw in sws:
+            for r in sw.rows:
+                c = r.get("cuts", "")
+                if r.get("status") != "finished" or (cut and c and "," not in c and c != cut):
+                    continue
+                q = num(r.get("final_test_loss_compressed" if lm else "final_test_accuracy_compressed"))
+                if math.isnan(q):
+                    q = num(r.get("final_test_loss" if lm else "final_test_accuracy"))
+                key = short_spec(r.get("fwd", "none")) + " / " + short_spec(r.get("bwd", "none"))
+                g = groups.setdefault(key, ([], []))
+                g[0].append(num(r.get("compression_ratio")))
+                g[1].append(q * (1 if lm else 100))
+        base = groups.pop("none / none", None)
+        if base:
+            ax.axhspan(min(base[1]), max(base[1]), color="#a8a8a8", alpha=0.35, lw=0, label="none / none: its seeds' range")
+        for i, (k, (xs, ys)) in enumerate(groups.items()):
+            if len(ys) < 2:
+                continue  # a single seed has no range: the figure is about seeds
+            x, y = sum(xs) / len(xs), sum(ys) / len(ys)
+            st = style(i)
+            ax.errorbar([x], [y], yerr=[[y - min(ys)], [max(ys) - y]], color=st["color"], marker=st["marker"], ms=4, lw=1, capsize=2,
+                        label=k)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("traffic reduction against fp32\n(both directions)")
+        ax.set_ylabel("validation loss, nats/token" if lm else "test accuracy, % (compressed)")
+        ax.set_title(sws[0].rows[0].get("model", "") + (", one cut at " + cut if cut and any("," not in r.get("cuts", ",") for r in sws[0].rows)
+                                                      else ", 4 stages"), fontsize=7.5)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=5.5, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=1)
+    fig.suptitle("Traffic against quality: mean and range over seeds 1-3 (activations / gradients)", fontsize=8.5)
+    return savefig(fig, out, "frontier", formats)
+
+
 def jsonl(path):
     if not os.path.exists(path):
         return []
@@ -567,6 +690,9 @@ def main(argv=None):
     ap.add_argument("--format", default="pdf,png", help="comma-separated: pdf, png, svg (default: pdf,png)")
     ap.add_argument("--width", default="column", choices=sorted(WIDTHS), help="a single panel's width: a paper's column (3.4 in) or page (7 in)")
     ap.add_argument("--dpi", type=int, default=200, help="PNG resolution (default 200)")
+    ap.add_argument("--frontier", action="store_true",
+                    help="one figure, a panel per DIR (DIR+DIR joins sweeps): traffic reduction against quality over seeds (frontier.*)")
+    ap.add_argument("--cut", help="with --frontier: one-cut runs at this cut only")
     a = ap.parse_args(argv)
     if not 50 <= a.dpi <= 1200:
         fail(f"--dpi {a.dpi}: expected 50 to 1200")
@@ -577,6 +703,14 @@ def main(argv=None):
             fail(f"--format {f}: expected pdf, png or svg")
     plt.rcParams.update({"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7,
                          "pdf.fonttype": 42, "svg.fonttype": "none"})
+    if a.frontier:
+        for d in (x for p in a.dirs for x in p.split("+")):
+            if not os.path.exists(os.path.join(d, "results.csv")):
+                fail(f"{d} is not a sweep directory (results.csv)")
+        os.makedirs(a.out or ".", exist_ok=True)
+        for p in frontier(a.dirs, a.out or ".", formats, a.cut):
+            print(p)
+        return 0
     for d in a.dirs:
         if not os.path.isdir(d):
             fail(f"{d}: no such directory")

@@ -194,6 +194,13 @@ static int ticks(pz_axis ax, double a, double b, int integral, double *pos, doub
         if (integral && s < 1) s = 1;
         for (double v = ceil(a / s - 1e-9) * s; v <= b + 1e-9 && n < max; v += s) pos[n] = v, val[n++] = fabs(v) < 1e-12 ? 0 : v;
     }
+    if (ax != PZ_AXIS_LINEAR && n < 3) { /* a log axis within about a decade: round values, evenly spaced in value */
+        const double lo = ax == PZ_AXIS_LOG2 ? pow(2, a) : pow(10, a), hi = ax == PZ_AXIS_LOG2 ? pow(2, b) : pow(10, b);
+        const double s = nice_step(hi - lo, 5);
+        n = 0;
+        for (double v = ceil(lo / s - 1e-9) * s; v <= hi * (1 + 1e-9) && n < max; v += s)
+            if (v > 0) pos[n] = to_axis(ax, v), val[n++] = v;
+    }
     return n;
 }
 
@@ -249,29 +256,41 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* where the axis stops when a few points lie far above the rest: above the
- * 95th percentile of the runs' points (reference curves aside) by 15% of
- * its distance from the lowest value, when the highest is more than twice
- * that distance up; else hi (no clipping) */
+/* Where a loss axis stops. With a reference curve (the uncompressed run):
+ * above its highest point by its own range (at least 5% of that point), so
+ * the few-percent differences the runs are compared by stay visible and
+ * runs far above it go on the top edge with their values. Without one:
+ * above the 95th percentile of the points by 15% of its distance from the
+ * lowest value, when the highest is more than twice that distance up (a
+ * diverged run). Else hi: no clipping. */
 static double clip_level(const pz_figure *fig, double lo, double hi) {
     size_t n = 0;
     for (int i = 0; i < fig->np; i++)
         for (int j = 0; j < fig->p[i].ns; j++) n += (size_t)fig->p[i].s[j].n;
     double *v = malloc((n ? n : 1) * sizeof *v);
     if (!v) return hi;
-    int m = 0;
+    int m = 0, nref = 0;
+    double rlo = INFINITY, rhi = -INFINITY;
     for (int i = 0; i < fig->np; i++)
         for (int j = 0; j < fig->p[i].ns; j++)
-            for (int k = 0; fig->p[i].s[j].style != PZ_STYLE_REF && k < fig->p[i].s[j].n; k++)
-                if (drawable(fig, fig->p[i].s[j].x[k], fig->p[i].s[j].y[k])) v[m++] = fwd_y(fig, fig->p[i].s[j].y[k]);
-    if (m < 20) {
-        free(v);
-        return hi;
+            for (int k = 0; k < fig->p[i].s[j].n; k++) {
+                const pz_series *s = &fig->p[i].s[j];
+                if (!drawable(fig, s->x[k], s->y[k])) continue;
+                const double y = fwd_y(fig, s->y[k]);
+                if (s->style == PZ_STYLE_REF) rlo = fmin(rlo, y), rhi = fmax(rhi, y), nref++;
+                else v[m++] = y;
+            }
+    double cap = hi;
+    if (nref >= 2) {
+        const double c = rhi + fmax(rhi - rlo, 0.05 * fabs(rhi));
+        if (c < hi) cap = c;
+    } else if (m >= 20) {
+        qsort(v, (size_t)m, sizeof *v, cmp_double);
+        const double p95 = v[(int)ceil(0.95 * m) - 1];
+        if (hi - lo > 2 * (p95 - lo) && p95 > lo) cap = p95 + 0.15 * (p95 - lo);
     }
-    qsort(v, (size_t)m, sizeof *v, cmp_double);
-    const double p95 = v[(int)ceil(0.95 * m) - 1];
     free(v);
-    return hi - lo > 2 * (p95 - lo) && p95 > lo ? p95 + 0.15 * (p95 - lo) : hi;
+    return cap;
 }
 
 /* an SVG page of W x H on white, its title and a note under it */
@@ -328,8 +347,25 @@ enum { MAXL = 256, ML = 62, MR = 16, MB = 44 };
 typedef struct {
     legend_item first[MAXL];
     int nfirst, shared;
-    int ncol, nrow, PW, PH, MT, cellw, cellh, W, H, head, top;
+    int ncol, nrow, PW, PH, MT, MB, cellw, cellh, W, H, head, top;
+    int xlabel_split; /* where the x axis title breaks into two lines (0: one line) */
 } fig_layout;
+
+/* an axis title's full text: the label and its scale */
+static void axis_title(char *out, size_t cap, const char *label, pz_axis ax) {
+    snprintf(out, cap, "%s%s", label, ax == PZ_AXIS_LINEAR ? "" : " (log scale)");
+}
+
+/* Where a title wider than room breaks: the space nearest its middle (0:
+ * it fits, or has no space) */
+static int split_at(const char *t, int room, double px) {
+    if (text_w(t, px) <= room) return 0;
+    const int len = (int)strlen(t);
+    int best = 0;
+    for (int i = 1; i < len; i++)
+        if (t[i] == ' ' && (!best || abs(i - len / 2) < abs(best - len / 2))) best = i;
+    return best;
+}
 
 static void fig_layout_of(const pz_figure *fig, const fig_axes *a, fig_layout *l) {
     legend_item other[MAXL];
@@ -356,7 +392,11 @@ static void fig_layout_of(const pz_figure *fig, const fig_axes *a, fig_layout *l
             const int r = legend_rows(NULL, other, n, 0, 0, l->PW + ML - 10);
             panel_leg = r > panel_leg ? r : panel_leg;
         }
-    l->cellh = l->MT + l->PH + MB + panel_leg * 16 + (panel_leg ? 6 : 0);
+    char xt[600];
+    axis_title(xt, sizeof xt, fig->xlabel, fig->xaxis);
+    l->xlabel_split = split_at(xt, l->PW + 2 * MR, 11); /* centred under the panel: the right margin bounds it */
+    l->MB = MB + (l->xlabel_split ? 13 : 0);
+    l->cellh = l->MT + l->PH + l->MB + panel_leg * 16 + (panel_leg ? 6 : 0);
     l->head = 30 + (fig->note[0] ? 16 : 0) + (a->clipped ? 16 : 0);
     const int shared_rows = l->shared ? legend_rows(NULL, l->first, l->nfirst, 0, 0, l->W - 30) : 0;
     l->top = l->head + shared_rows * 16 + (shared_rows ? 8 : 0);
@@ -384,8 +424,8 @@ static double px_of(const panel_frame *r, double v) { return r->ox + (v - r->a->
 static double py_of(const panel_frame *r, double v) { return r->oy + r->PH - (fmin(v, r->a->y1) - r->a->y0) / (r->a->y1 - r->a->y0) * r->PH; }
 
 /* the panel's title, grid, ticks, frame and axis labels */
-static void panel_axes(FILE *f, const pz_figure *fig, const pz_panel *p, const panel_frame *r, const double *tp, const double *tv, int ntx,
-                       const double *yp, const double *yv, int nty) {
+static void panel_axes(FILE *f, const pz_figure *fig, const pz_panel *p, const panel_frame *r, int xsplit, const double *tp,
+                       const double *tv, int ntx, const double *yp, const double *yv, int nty) {
     const int ox = r->ox, oy = r->oy, PW = r->PW, PH = r->PH;
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">", ox + PW / 2, oy - 8);
     text(f, p->title);
@@ -399,12 +439,26 @@ static void panel_axes(FILE *f, const pz_figure *fig, const pz_panel *p, const p
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", ox - 5, py_of(r, yp[t]) + 4, yv[t]);
     }
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", ox, oy, PW, PH);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", ox + PW / 2, oy + PH + 32);
-    text(f, fig->xlabel);
-    fprintf(f, "%s</text>\n", fig->xaxis == PZ_AXIS_LINEAR ? "" : " (log scale)");
-    fprintf(f, "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\">", ox - 46, oy + PH / 2);
-    text(f, fig->ylabel);
-    fprintf(f, "%s</text>\n", fig->yaxis == PZ_AXIS_LINEAR ? "" : " (log scale)");
+    /* the axis titles stay inside the panel's cell: x on two lines when
+     * wider, y smaller when longer than the panel is high */
+    char t[600];
+    axis_title(t, sizeof t, fig->xlabel, fig->xaxis);
+    for (int line = 0, from = 0; line < (xsplit ? 2 : 1); line++) {
+        const int to = xsplit && !line ? xsplit : (int)strlen(t);
+        char part[600];
+        snprintf(part, sizeof part, "%.*s", to - from, t + from);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", ox + PW / 2, oy + PH + 32 + 13 * line);
+        text(f, part);
+        fputs("</text>\n", f);
+        from = to + 1;
+    }
+    axis_title(t, sizeof t, fig->ylabel, fig->yaxis);
+    const double ypx = text_w(t, 11) > PH + 20 ? fmax(7.0, 11.0 * (PH + 20) / text_w(t, 11)) : 11.0;
+    fprintf(f, "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\"", ox - 46, oy + PH / 2);
+    if (ypx < 11) fprintf(f, " font-size=\"%.1f\"", ypx);
+    fputc('>', f);
+    text(f, t);
+    fputs("</text>\n", f);
 }
 
 /* a label beside a point: right of it, or left of it in the panel's right third */
@@ -464,12 +518,12 @@ pz_status pz_fig_write(const pz_figure *fig, const char *path) {
     for (int i = 0; i < fig->np; i++) {
         const pz_panel *p = &fig->p[i];
         const panel_frame r = {&a, (i % l->ncol) * l->cellw + ML, l->top + (i / l->ncol) * l->cellh + l->MT, l->PW, l->PH};
-        panel_axes(f, fig, p, &r, tp, tv, ntx, yp, yv, nty);
+        panel_axes(f, fig, p, &r, l->xlabel_split, tp, tv, ntx, yp, yv, nty);
         for (int j = 0; j < p->ns; j++) series_draw(f, fig, &p->s[j], &r);
         if (!l->shared) {
             legend_item other[MAXL];
             const int n = legend_of(p, other, MAXL);
-            legend_rows(f, other, n, r.ox - ML + 12, r.oy + l->PH + MB + 4, l->PW + ML - 10);
+            legend_rows(f, other, n, r.ox - ML + 12, r.oy + l->PH + l->MB + 4, l->PW + ML - 10);
         }
     }
     free(l);

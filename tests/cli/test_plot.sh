@@ -42,6 +42,10 @@ cap = plot.clip_level([2.0 + 0.01 * i for i in range(100)] + [11.0])
 assert cap is not None and 2.95 < cap < 3.2, cap
 assert plot.clip_level([2.0 + 0.09 * i for i in range(101)]) is None
 assert plot.clip_level([2.0, 11.0]) is None  # too few points to call any an outlier
+# with a reference curve the axis stops above it by its own range: few-percent differences stay visible
+cap = plot.clip_level([2.1, 2.2, 2.5, 3.1, 6.0], reference=[2.12, 2.43])
+assert abs(cap - 2.74) < 1e-9, cap
+assert plot.clip_level([2.1, 2.2], reference=[2.12, 2.43]) is None  # everything below the cap: not clipped
 rows = [dict(id=i, status="finished", model="gpt-tiny", fwd=f, bwd=b, seed=s, epochs_done="4")
         for i, (f, b, s) in enumerate([("none", "none", "1"), ("none", "none", "2"), ("q4", "q8", "2"), ("q4", "none", "3")])]
 class S: pass
@@ -49,6 +53,7 @@ sw = S(); sw.rows = rows
 assert plot.reference_run(sw, rows[2])["id"] == 1 and plot.reference_run(sw, rows[3]) is None
 PY
 # bad input is named
+expect 0 "frontier.png" -- "$py" "$plot" --frontier "$tmp/s" --out "$tmp/front" --format png
 expect 2 "no such directory" -- "$py" "$plot" "$tmp/nothing"
 expect 2 "neither a sweep directory" -- "$py" "$plot" "$tmp"
 cp -r "$tmp/s" "$tmp/broken" && sed -i '2s/,finished,/,finished,extra,/' "$tmp/broken/results.csv"
