@@ -80,7 +80,7 @@ pz_status pz_tensor_read(const char *path, const char *shape_spec, pz_tensor *t)
         st = parse_npy(!strcmp(path, "-") ? "standard input" : path, b, len, t, &off);
         int nd;
         int64_t sh[4];
-        if (!st && shape_spec && !pz_parse_shape(shape_spec, &nd, sh) &&
+        if (!st && shape_spec && !(st = pz_parse_shape(shape_spec, &nd, sh)) &&
             (nd != t->ndim || memcmp(sh, t->shape, (size_t)nd * sizeof *sh)))
             st = pz_fail(PZ_ERR_ARG, "--shape %s does not match the shape in the .npy header of '%s'", shape_spec, path);
     } else if (shape_spec) st = pz_parse_shape(shape_spec, &t->ndim, t->shape);

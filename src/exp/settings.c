@@ -414,7 +414,9 @@ pz_status pz_run_plan_create(pz_run_plan **out) {
      * one-cycle LR on resnet8 over Fashion-MNIST, cut like Paper A with
      * q4 activations and q8 gradients (within 0.1 point of fp32 with 5.3x
      * fewer bytes: docs/GUIDE.md) */
-    p->epochs = 10, p->batch = 128, p->lr = 0.1f, p->momentum = 0.9f, p->weight_decay = 5e-4f, p->nesterov = 1;
+    /* (data, epochs, batch, optimizer, LR, weight decay, schedule: by the
+     * model's kind, kind_defaults, when --model's default goes in below) */
+    p->momentum = 0.9f, p->nesterov = 1;
     p->crop_pad = -1, p->flip = -1, p->seed = 1, p->threads = 0, p->stages = 0;
     p->micro_batches = 1, p->timeout = 60.0, p->log_every = 10;
     for (int i = 0; i < PZ_SET_COUNT; i++) {

@@ -549,7 +549,10 @@ static void read_point(run_result *r, char *line, int e) {
 /* r's series from a metrics file; the number of points (0: no file) */
 static int read_series(run_result *r, const char *path, double *best_c) {
     char *t = pz_slurp(path);
-    if (!t) return 0;
+    if (!t || !*t) { /* none, or nothing in it yet: the series stays as it was */
+        free(t);
+        return 0;
+    }
     r->n_ep = 0;
     for (char *line = t, *nl; line && *line && r->n_ep < 1024; line = nl) {
         nl = strchr(line, '\n');
@@ -608,7 +611,7 @@ static void read_run(const char *dir, run_result *r) {
     double best_c = -1;
     if (read_series(r, path, &best_c)) r->best_cacc = best_c >= 0 ? best_c : nan;
     snprintf(path, sizeof path, "%s/evals.jsonl", dir);
-    if (access(path, F_OK) == 0) read_series(r, path, NULL);
+    read_series(r, path, NULL);
     snprintf(path, sizeof path, "%s/boundaries.jsonl", dir);
     if ((t = pz_slurp(path))) {
         double fb = 0, bb = 0, fe = 0, be = 0, ferr = 0, berr = 0;

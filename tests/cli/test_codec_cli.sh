@@ -134,5 +134,6 @@ ln -s "$tmp/target.f32" "$tmp/link.f32"
 "$PZ" codec encode --codec none - "$tmp/npy-stdin.pzf" < "$tmp/x.npy" > /dev/null && "$PZ" codec inspect "$tmp/npy-stdin.pzf" | grep -Eq "shape: +2x3x4x5 \(120 elements\)" \
   && ok || bad "a .npy on standard input: its shape from its header"
 expect 1 "--shape 4x30 does not match the shape in the .npy header" -- bash -c "'$PZ' codec encode --codec none --shape 4x30 - '$tmp/o.pzf' < '$tmp/x.npy'"
+expect 1 "shape '4xq': expected sizes like" -- bash -c "'$PZ' codec encode --codec none --shape 4xq - '$tmp/o.pzf' < '$tmp/x.npy'"
 
 finish test_codec_cli.sh
