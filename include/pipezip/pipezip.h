@@ -93,6 +93,10 @@ typedef enum {
     PZ_SET_GRAD_MASK,      /* "none" or "fwd" */
     PZ_SET_EVAL_EVERY,     /* steps; 0: at epoch ends only */
     PZ_SET_COMMAND_LINE,   /* how the run was started, for config.json */
+    PZ_SET_STEPS,          /* optimizer steps (0: --epochs decides); epochs follow from it */
+    PZ_SET_CHECKPOINT_EVERY, /* also checkpoint every N steps (0: at epoch ends only) */
+    PZ_SET_PIPE_SCHEDULE,  /* "gpipe" or "1f1b" */
+    PZ_SET_COMPUTE_RATE,   /* the emulated clock's compute: "cpu", "wall" or a rate ("100tflops") */
     PZ_SET_COUNT
 } pz_setting;
 

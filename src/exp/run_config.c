@@ -92,6 +92,10 @@ static int config_fields(const pz_run_plan *p, pz_field *f, char *seed_buf) {
     f[n++] = PZ_STR("link_bandwidth", run_plan_str(p, PZ_SET_LINK_BANDWIDTH));
     f[n++] = PZ_STR("link_latency", run_plan_str(p, PZ_SET_LINK_LATENCY));
     f[n++] = PZ_NUM("link_realtime", p->realtime);
+    f[n++] = PZ_NUM("steps", (double)p->steps);
+    f[n++] = PZ_NUM("checkpoint_every", (double)p->checkpoint_every);
+    f[n++] = PZ_STR("pipe_schedule", run_plan_str(p, PZ_SET_PIPE_SCHEDULE));
+    f[n++] = PZ_STR("compute_rate", run_plan_str(p, PZ_SET_COMPUTE_RATE));
     return n;
 }
 
@@ -126,6 +130,9 @@ void run_fingerprint(const pz_run_plan *p, char *out, size_t cap) {
     if (p->metrics != RUN_METRICS_JSONL) fp_append(out, cap, " metrics=%s", run_plan_str(p, PZ_SET_METRICS));
     /* the thread count orders the sums (same seed and threads, same numbers); 0, all cores, is not compared */
     if (p->threads > 0) fp_append(out, cap, " threads=%d", p->threads);
+    if (p->steps > 0) fp_append(out, cap, " steps=%lld", (long long)p->steps);
+    /* the emulated clock's numbers go on from the checkpoint: the same clock */
+    if (p->given[PZ_SET_COMPUTE_RATE] && p->clock.kind != PZ_CLOCK_CPU) fp_append(out, cap, " compute_rate=%s", run_plan_str(p, PZ_SET_COMPUTE_RATE));
 }
 
 /* key's value in a fingerprint ("k=v k=v ..."): its start and length, or NULL */
@@ -275,6 +282,8 @@ pz_status run_pipe_config(const pz_run_plan *p, const pz_model *model, const pz_
     pc->optimizer = p->optimizer;
     pc->momentum = p->momentum, pc->weight_decay = p->weight_decay, pc->nesterov = p->nesterov;
     pc->micro_batches = p->micro_batches;
+    pc->schedule = p->pipe_schedule;
+    pc->clock = p->clock;
     pc->max_samples = (uint32_t)train->n;
     pc->timeout_s = p->timeout;
     int stages = p->stages, n_cuts = p->n_cuts;

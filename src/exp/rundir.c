@@ -87,16 +87,19 @@ static pz_status claim_run_dir(char *dir, size_t cap, const pz_run_plan *p, int 
     time_t t = time(NULL);
     struct tm tm;
     localtime_r(&t, &tm);
-    char stamp[32], clean[96];
+    char stamp[32], clean[96], model[72];
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
     snprintf(clean, sizeof clean, "%s", run_plan_str(p, PZ_SET_DATA));
     for (char *c = clean; *c; c++)
         if (*c == '/' || *c == ':') *c = '_'; /* text:FILE */
+    snprintf(model, sizeof model, "%s", p->model.name);
+    for (char *c = model; *c; c++)
+        if (*c == ':' || *c == ',' || *c == '=') *c = *c == ':' ? '-' : *c == ',' ? '-' : '_'; /* gpt:layers=8,d=256 -> gpt-layers_8-d_256 */
     if (mkdir("runs", 0777) == 0) *made_runs = 1;
     else if (errno != EEXIST) return pz_fail(PZ_ERR_IO, "cannot create a run directory under runs/: %s", strerror(errno));
     for (int n = 1; n < 10000; n++) {
-        if (n == 1) snprintf(dir, cap, "runs/%s-%s-%s", stamp, p->model.name, clean);
-        else snprintf(dir, cap, "runs/%s-%s-%s-%d", stamp, p->model.name, clean, n);
+        if (n == 1) snprintf(dir, cap, "runs/%s-%s-%s", stamp, model, clean);
+        else snprintf(dir, cap, "runs/%s-%s-%s-%d", stamp, model, clean, n);
         if (mkdir(dir, 0777) == 0) return PZ_OK;
         if (errno != EEXIST) break;
     }

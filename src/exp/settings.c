@@ -50,7 +50,11 @@ static pz_status enum_value(const pz_name *table, const char *text, const char *
 
 static const char *model_choices(void) {
     static char buf[256];
-    return buf[0] ? buf : pz_model_preset_list("|", "|", buf, sizeof buf);
+    if (!buf[0]) {
+        pz_model_preset_list("|", "|", buf, sizeof buf);
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "|gpt:layers=L,d=D,heads=H,ctx=T");
+    }
+    return buf;
 }
 static const char *data_choices(void) {
     static char buf[256];
@@ -65,8 +69,10 @@ static const char *tokenizer_choices(void) { return "bytes|bpe:N"; }
 static const char *turn_choices(void) { return "run|epoch|K"; }
 
 static pz_status parse_model(pz_run_plan *p, const char *t, const char *flag) {
-    if (pz_model_spec_parse(&p->model, t)) return not_one_of(flag, t, model_choices());
-    return PZ_OK;
+    if (!pz_model_spec_parse(&p->model, t)) return PZ_OK;
+    /* a spec with sizes says what is wrong with them; a name not known lists the names */
+    if (strchr(t, ':') || !strcmp(t, "gpt")) return pz_fail(PZ_ERR_ARG, "%s: %s", flag, pz_last_error());
+    return not_one_of(flag, t, model_choices());
 }
 
 static pz_status parse_data(pz_run_plan *p, const char *t, const char *flag) {
@@ -147,6 +153,12 @@ static pz_status parse_shard(pz_run_plan *p, const char *t, const char *flag) {
 
 
 /* paths and other text kept as given */
+static pz_status parse_compute_rate(pz_run_plan *p, const char *t, const char *flag) {
+    if (pz_parse_compute_rate(t, &p->clock)) return pz_fail(PZ_ERR_ARG, "%s: %s", flag, pz_last_error());
+    return PZ_OK;
+}
+static const char *compute_rate_choices(void) { return "cpu|wall|RATE"; }
+
 static pz_status parse_path(pz_run_plan *p, const char *t, const char *flag) {
     (void)p, (void)t, (void)flag;
     return PZ_OK;
@@ -161,7 +173,7 @@ static pz_status parse_path(pz_run_plan *p, const char *t, const char *flag) {
 
 const run_setting run_settings[PZ_SET_COUNT] = {
     TEXT(PZ_SET_MODEL, "model", "model", parse_model, "resnet8", "NAME",
-         "model preset (see pipezip models); a language model (gpt-*) makes the defaults of the settings not given --data kjv "
+         "model: a preset (see pipezip models) or a GPT of any shape, gpt:layers=L,d=D,heads=H,ctx=T (or a gpt preset with some changed, gpt-small:layers=8); a language model (gpt-*) makes the defaults of the settings not given --data kjv "
          "--epochs 1 --batch 16 --optimizer adamw --lr 2e-3 --weight-decay 0.1 --schedule cosine --warmup 0.05 --clip-norm 1",
          model_choices),
     TEXT(PZ_SET_DATA, "data", "data", parse_data, "fashion-mnist", "NAME",
@@ -234,6 +246,17 @@ const run_setting run_settings[PZ_SET_COUNT] = {
     NUM(PZ_SET_EVAL_EVERY, "eval-every", "eval_every", SET_INT, eval_every, 0, 100000000, "N",
         "also evaluate every N steps (validation loss, bits per byte, plain and compressed) into evals.jsonl (0 = at epoch ends only)"),
     TEXT(PZ_SET_COMMAND_LINE, NULL, "command_line", parse_path, NULL, NULL, "how the run was started", NULL),
+    NUM(PZ_SET_STEPS, "steps", "steps", SET_I64, steps, 0, 1e12, "N",
+        "train for N optimizer steps (the epochs follow from it, the last one cut short; 0 = --epochs decides)"),
+    NUM(PZ_SET_CHECKPOINT_EVERY, "checkpoint-every", "checkpoint_every", SET_I64, checkpoint_every, 0, 1e12, "N",
+        "also checkpoint every N steps (0 = at epoch ends only; SIGTERM and Ctrl-C always checkpoint the step they stop after)"),
+    ENUM(PZ_SET_PIPE_SCHEDULE, "pipe-schedule", "pipe_schedule", pipe_schedule, pz_pipe_schedules, "gpipe", "KIND",
+         "how stages order micro-batches: gpipe (all forward, then all backward) or 1f1b (a backward as soon as it can: stage i "
+         "holds at most S-i micro-batches' activations); the same numbers either way"),
+    TEXT(PZ_SET_COMPUTE_RATE, "compute-rate", "compute_rate", parse_compute_rate, "cpu", "RATE",
+         "what the emulated clock charges a stage for its compute: cpu (its thread's CPU time), wall (wall time, shared cores "
+         "included), or its counted FLOPs at RATE, an accelerator's sustained throughput (100tflops, 2.5e14)",
+         compute_rate_choices),
 };
 
 const run_setting *run_setting_of(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? &run_settings[id] : NULL; }
@@ -502,10 +525,12 @@ pz_status run_plan_check(const pz_run_plan *p) {
     if (p->vocab != 256 && !p->data.text)
         return pz_fail(PZ_ERR_ARG, "--tokenizer %s is for text (--data kjv or text:FILE), not %s", run_plan_str(p, PZ_SET_TOKENIZER),
                        run_plan_str(p, PZ_SET_DATA));
-    if (p->warmup_epochs > p->epochs) return pz_fail(PZ_ERR_ARG, "--warmup must be in [0, epochs], got %g", p->warmup_epochs);
+    if (p->steps > 0 && p->given[PZ_SET_EPOCHS])
+        return pz_fail(PZ_ERR_ARG, "--steps %lld and --epochs %d both bound the run: give one of them", (long long)p->steps, p->epochs);
+    if (!p->steps && p->warmup_epochs > p->epochs) return pz_fail(PZ_ERR_ARG, "--warmup must be in [0, epochs], got %g", p->warmup_epochs);
     if (p->micro_batches > p->batch)
         return pz_fail(PZ_ERR_ARG, "--micro-batches must be in 1..%d and at most --batch, got %d", PZ_MAX_STAGES, p->micro_batches);
-    if (p->aqsgd_warmup > p->epochs) return pz_fail(PZ_ERR_ARG, "--aqsgd-warmup must be in 0..epochs, got %d", p->aqsgd_warmup);
+    if (!p->steps && p->aqsgd_warmup > p->epochs) return pz_fail(PZ_ERR_ARG, "--aqsgd-warmup must be in 0..epochs, got %d", p->aqsgd_warmup);
     if (p->stages > 0 && p->n_cuts && p->n_cuts + 1 != p->stages)
         return pz_fail(PZ_ERR_ARG, "--stages %d and --cuts %s (%d stages) disagree: give one of them", p->stages,
                        run_plan_str(p, PZ_SET_CUTS), p->n_cuts + 1);

@@ -39,6 +39,8 @@ struct pz_run_plan {
     int64_t limit_train, limit_test;
     /* training */
     int epochs, batch;
+    int64_t steps;             /* optimizer steps (0: epochs decide) */
+    int64_t checkpoint_every;  /* steps (0: at epoch ends only) */
     int optimizer;             /* pz_optim_kind (an enum setting: an int, set through its table) */
     float lr, momentum, weight_decay;
     int nesterov;
@@ -54,6 +56,8 @@ struct pz_run_plan {
     pz_codec_list fwd, bwd;
     int eval_compress;         /* run_eval_mode */
     int micro_batches, aqsgd_warmup;
+    int pipe_schedule;         /* pz_pipe_schedule_kind */
+    pz_clock_mode clock;       /* --compute-rate */
     int grad_mask;             /* 1: "fwd" */
     /* where the stages run and how they talk */
     const struct run_link *link;

@@ -26,17 +26,52 @@ pz_link *link_new(const link_ops *ops, void *impl, const char *name) {
     return l;
 }
 
-void pz_clock_start(pz_clock *c, int realtime) {
+/* the meter a clock reads: this thread's CPU time, or the wall */
+static double meter(const pz_clock *c) {
+    if (!c->realtime && c->mode.kind == PZ_CLOCK_CPU) {
+        struct timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
+    return pz_now();
+}
+
+void pz_clock_start_mode(pz_clock *c, int realtime, pz_clock_mode mode) {
     c->realtime = realtime;
-    c->mark = pz_now();
+    c->mode = mode;
+    c->mark = meter(c);
     c->t = realtime ? c->mark : 0.0;
 }
 
+void pz_clock_start(pz_clock *c, int realtime) { pz_clock_start_mode(c, realtime, (pz_clock_mode){PZ_CLOCK_WALL, 0}); }
+
 void pz_clock_charge(pz_clock *c) {
-    const double now = pz_now();
+    const double now = meter(c);
     if (c->realtime) c->t = now;
-    else c->t += now - c->mark;
+    else if (c->mode.kind != PZ_CLOCK_RATE) c->t += now - c->mark;
     c->mark = now;
+}
+
+void pz_clock_flops(pz_clock *c, double flops) {
+    if (!c->realtime && c->mode.kind == PZ_CLOCK_RATE && c->mode.rate > 0) c->t += flops / c->mode.rate;
+}
+
+pz_status pz_parse_compute_rate(const char *s, pz_clock_mode *mode) {
+    if (!s || !*s) return pz_fail(PZ_ERR_ARG, "a compute rate: cpu, wall, or FLOP/s such as 100tflops");
+    if (!strcmp(s, "cpu")) return *mode = (pz_clock_mode){PZ_CLOCK_CPU, 0}, PZ_OK;
+    if (!strcmp(s, "wall")) return *mode = (pz_clock_mode){PZ_CLOCK_WALL, 0}, PZ_OK;
+    char *end;
+    const double v = strtod(s, &end);
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"", 1},       {"flops", 1},       {"flop/s", 1},       {"kflops", 1e3},  {"kflop/s", 1e3},
+                 {"mflops", 1e6}, {"mflop/s", 1e6}, {"gflops", 1e9},     {"gflop/s", 1e9}, {"tflops", 1e12},
+                 {"tflop/s", 1e12}, {"pflops", 1e15}, {"pflop/s", 1e15}};
+    if (end != s && isfinite(v) && v > 0)
+        for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+            if (!strcasecmp(end, units[i].unit)) return *mode = (pz_clock_mode){PZ_CLOCK_RATE, v * units[i].scale}, PZ_OK;
+    return pz_fail(PZ_ERR_ARG, "'%s' is not a compute rate (cpu, wall, or a positive FLOP/s: 100tflops, 312TFLOP/s, 2.5e14)", s);
 }
 
 void pz_link_set_clock(pz_link *l, pz_clock *clock) { l->clock = clock; }
@@ -71,7 +106,7 @@ static pz_status send_any(pz_link *l, int tag, const void *msg, uint8_t **buf, s
     if (l->clock) {
         /* sending costs the sender nothing in virtual time (the emulated
          * link transmits while the sender goes on): restart its meter */
-        const double now = pz_now();
+        const double now = meter(l->clock);
         if (l->clock->realtime) l->clock->t = now;
         l->clock->mark = now;
     }
@@ -106,7 +141,7 @@ pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t 
     pthread_mutex_unlock(&l->mu);
     if (l->clock) {
         if (l->clock->realtime) sleep_until(stamp); /* really hold the frame back */
-        const double now = pz_now();
+        const double now = meter(l->clock);
         if (l->clock->realtime) l->clock->t = now;
         else if (stamp > l->clock->t) l->clock->t = stamp; /* waiting for the frame is not compute */
         l->clock->mark = now;

@@ -29,16 +29,36 @@ typedef struct {
     double busy_seconds; /* emulated: time the sending direction was busy transmitting */
 } pz_link_stats;
 
+/* What a stage's clock charges for the work between its link operations:
+ * its thread's CPU time (the default: not the time it waited for a core
+ * shared with other stages), the wall time, or the FLOPs it was told it
+ * did at a rate (an accelerator's sustained throughput): then the clock
+ * does not depend on this machine at all. */
+typedef enum { PZ_CLOCK_CPU, PZ_CLOCK_WALL, PZ_CLOCK_RATE } pz_clock_kind;
+typedef struct {
+    pz_clock_kind kind;
+    double rate; /* PZ_CLOCK_RATE: FLOP/s */
+} pz_clock_mode;
+/* "cpu", "wall", or a rate: "100tflops", "312TFLOP/s", "2.5e14" (FLOP/s), "900gflops" */
+pz_status pz_parse_compute_rate(const char *s, pz_clock_mode *mode);
+
 /* A stage's clock (seconds). One per thread of stages; shared by its links. */
 typedef struct {
     double t;    /* virtual time */
-    double mark; /* wall time of the last link operation */
+    double mark; /* the meter (wall or thread CPU time) at the last link operation */
     int realtime;
+    pz_clock_mode mode;
 } pz_clock;
 
+/* Start the clock in the thread whose time it charges. realtime: the
+ * receiver really waits (charges wall time whatever the mode). */
 void pz_clock_start(pz_clock *c, int realtime);
-/* Charge the wall time since the last mark (call before reading c->t). */
+void pz_clock_start_mode(pz_clock *c, int realtime, pz_clock_mode mode);
+/* Charge the work since the last mark (call before reading c->t). */
 void pz_clock_charge(pz_clock *c);
+/* PZ_CLOCK_RATE: charge flops floating-point operations at the clock's
+ * rate (the other modes measure instead, and ignore this). */
+void pz_clock_flops(pz_clock *c, double flops);
 
 typedef struct {
     double bandwidth; /* bits per second; 0 = unlimited */

@@ -88,6 +88,7 @@ const char *pz_layer_kind_name(pz_layer_kind k) {
 float *nn_floats(layer_alloc *a, size_t n) {
     float *f = pz_floats_try(n);
     if (!f) a->oom = 1;
+    a->m->act_bytes += (int64_t)(4 * n);
     return f;
 }
 
@@ -175,6 +176,7 @@ pz_status pz_model_finalize_range(pz_model *m, int batch_max, int n_classes, uin
     m->buffers = nn_floats(&a, (size_t)m->n_buffers);
     m->dlogits = nn_floats(&a, (size_t)batch_max * targets * n_classes);
     pz_rng_seed(&a.rng, seed);
+    m->act_bytes = 0; /* from here on: the layers' own */
     if (!a.oom) nn_alloc_seq(&m->net, &a);
     if (a.oom) {
         pz_model_free(m);

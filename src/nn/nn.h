@@ -76,7 +76,8 @@ typedef struct {
     float *buffers; /* (n_buffers) running statistics */
     float *dlogits; /* (B_max, n_classes) */
     uint8_t *decay; /* (n_params) 1 = weight decay applies; NULL = to every parameter (the image presets) */
-    char preset[32];
+    char preset[64];
+    int64_t act_bytes; /* what its layers allocated for activations, saved state and scratch (not parameters) */
 } pz_model;
 
 /* ---- building a model ---------------------------------------------------- */
@@ -138,8 +139,11 @@ typedef struct {
     pz_arch arch;
     int depth;                       /* resnet: basic blocks per group (1: resnet8, 3: resnet20) */
     int layers, dim, heads, context; /* gpt: blocks, width, heads, longest context */
-    char name[32];                   /* as named ("resnet8") */
+    char name[64];                   /* as named ("resnet8", "gpt:layers=8,d=256,heads=8,ctx=256") */
 } pz_model_spec;
+/* A preset's name ("gpt-small"), or a GPT of any shape: "gpt:KEY=V,..."
+ * (layers, d, heads, ctx; a key not given takes gpt-tiny's value), or a
+ * GPT preset with some of its sizes changed ("gpt-small:layers=8"). */
 pz_status pz_model_spec_parse(pz_model_spec *spec, const char *name);
 /* Build layers [from, to) of the model a spec describes (see pz_model_preset_range). */
 pz_status pz_model_build(pz_model *m, const pz_model_spec *spec, pz_shape in, int n_classes, int batch_max, uint64_t seed,

@@ -5,6 +5,7 @@
 #include "base/names.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,16 +38,83 @@ const char *pz_model_preset_list(const char *sep, const char *last, char *buf, s
     return buf;
 }
 
+/* the keys of a GPT's shape in a spec: its name, an alias, the field, the range */
+static const struct {
+    const char *key, *alias;
+    size_t off;
+    int min, max;
+} gpt_keys[] = {
+    {"layers", "blocks", offsetof(pz_model_spec, layers), 1, 256},
+    {"d", "dim", offsetof(pz_model_spec, dim), 1, 16384},
+    {"heads", NULL, offsetof(pz_model_spec, heads), 1, 1024},
+    {"ctx", "context", offsetof(pz_model_spec, context), 1, 65536},
+};
+
+static pz_status spec_unknown(const char *name) {
+    char list[256];
+    return pz_fail(PZ_ERR_ARG, "unknown model '%s' (expected %s, or gpt:layers=L,d=D,heads=H,ctx=T)", name ? name : "",
+                   pz_model_preset_list(", ", " or ", list, sizeof list));
+}
+
+/* "KEY=V,..." over a GPT spec's sizes; whole is the spec as typed (errors) */
+static pz_status gpt_sizes(pz_model_spec *s, const char *list, const char *whole) {
+    if (!*list) return pz_fail(PZ_ERR_ARG, "model '%s': nothing after ':' (expected layers=L,d=D,heads=H,ctx=T)", whole);
+    unsigned seen = 0;
+    for (const char *t = list; *t;) {
+        const char *e = strchr(t, ','), *eq = strchr(t, '=');
+        if (!e) e = t + strlen(t);
+        if (!eq || eq > e)
+            return pz_fail(PZ_ERR_ARG, "model '%s': '%.*s' is not KEY=VALUE (keys: layers, d, heads, ctx)", whole, (int)(e - t), t);
+        const size_t kn = (size_t)(eq - t);
+        int k = -1;
+        for (int i = 0; i < (int)(sizeof gpt_keys / sizeof *gpt_keys) && k < 0; i++)
+            if ((strlen(gpt_keys[i].key) == kn && !strncmp(t, gpt_keys[i].key, kn)) ||
+                (gpt_keys[i].alias && strlen(gpt_keys[i].alias) == kn && !strncmp(t, gpt_keys[i].alias, kn)))
+                k = i;
+        if (k < 0) return pz_fail(PZ_ERR_ARG, "model '%s': unknown key '%.*s' (keys: layers, d, heads, ctx)", whole, (int)kn, t);
+        if (seen & (1u << k)) return pz_fail(PZ_ERR_ARG, "model '%s': %s is given twice", whole, gpt_keys[k].key);
+        seen |= 1u << k;
+        char num[32];
+        const size_t vn = (size_t)(e - eq - 1);
+        snprintf(num, sizeof num, "%.*s", (int)(vn < sizeof num - 1 ? vn : sizeof num - 1), eq + 1);
+        char *end;
+        const long v = strtol(num, &end, 10);
+        if (!vn || vn >= sizeof num || *end || v < gpt_keys[k].min || v > gpt_keys[k].max)
+            return pz_fail(PZ_ERR_ARG, "model '%s': %s must be an integer in %d..%d, got '%.*s'", whole, gpt_keys[k].key,
+                           gpt_keys[k].min, gpt_keys[k].max, (int)vn, eq + 1);
+        *(int *)((char *)s + gpt_keys[k].off) = (int)v;
+        t = *e ? e + 1 : e;
+        if (*e && !*t) return pz_fail(PZ_ERR_ARG, "model '%s': a ',' with nothing after it", whole);
+    }
+    if (s->dim % s->heads)
+        return pz_fail(PZ_ERR_ARG, "model '%s': width d=%d does not split into %d heads (d must be a multiple of heads)", whole,
+                       s->dim, s->heads);
+    return PZ_OK;
+}
+
 pz_status pz_model_spec_parse(pz_model_spec *s, const char *name) {
     memset(s, 0, sizeof *s);
-    for (int i = 0; name && i < N_PRESETS; i++)
-        if (!strcmp(presets[i].name, name)) {
-            *s = presets[i].spec;
-            snprintf(s->name, sizeof s->name, "%s", name);
-            return PZ_OK;
-        }
-    char list[256];
-    return pz_fail(PZ_ERR_ARG, "unknown model '%s' (expected %s)", name ? name : "", pz_model_preset_list(", ", " or ", list, sizeof list));
+    if (!name) return spec_unknown(name);
+    const char *colon = strchr(name, ':');
+    const size_t base = colon ? (size_t)(colon - name) : strlen(name);
+    int found = -1;
+    for (int i = 0; i < N_PRESETS && found < 0; i++)
+        if (strlen(presets[i].name) == base && !strncmp(presets[i].name, name, base)) found = i;
+    const int plain_gpt = found < 0 && base == 3 && !strncmp(name, "gpt", 3);
+    if (found < 0 && !plain_gpt) return spec_unknown(name);
+    if (strlen(name) >= sizeof s->name) return pz_fail(PZ_ERR_ARG, "model '%s': a spec of at most %zu characters", name, sizeof s->name - 1);
+    if (plain_gpt && !colon) return pz_fail(PZ_ERR_ARG, "model 'gpt' needs its shape: gpt:layers=L,d=D,heads=H,ctx=T");
+    if (plain_gpt) /* gpt: gpt-tiny's sizes where a key is not given */
+        for (int i = 0; i < N_PRESETS && found < 0; i++)
+            if (!strcmp(presets[i].name, "gpt-tiny")) found = i;
+    *s = presets[found].spec;
+    if (colon) {
+        if (s->arch != PZ_ARCH_GPT)
+            return pz_fail(PZ_ERR_ARG, "model '%s': only a GPT takes sizes after ':' (%.*s has none)", name, (int)base, name);
+        PZ_TRY(gpt_sizes(s, colon + 1, name));
+    }
+    snprintf(s->name, sizeof s->name, "%s", name);
+    return PZ_OK;
 }
 
 /* mlp and lenet5: Kaiming-normal hidden layers and a classifier that starts

@@ -29,7 +29,7 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     }
     p->cfg = *cfg;
     p->cfg.micro_batches = M;
-    p->schedule = &pipe_schedule_gpipe;
+    p->schedule = cfg->schedule == PZ_PIPE_1F1B ? &pipe_schedule_1f1b : &pipe_schedule_gpipe;
     if (p->cfg.timeout_s <= 0) p->cfg.timeout_s = 60.0;
     if (p->cfg.err_every == 0) p->cfg.err_every = 10;
     p->S = cfg->n_stages;
@@ -86,7 +86,7 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
         pz_pipe_free(p);
         return st;
     }
-    pz_clock_start(&p->clock, cfg->realtime);
+    pz_clock_start_mode(&p->clock, cfg->realtime, cfg->clock);
     for (int i = p->first; i <= p->last; i++) {
         pthread_create(&p->st[i].thread, NULL, stage_main, &p->st[i]);
         p->st[i].running = 1;
@@ -135,6 +135,10 @@ static pz_status driver_ask(pz_pipe *p, int tag, const void *msg, size_t len, in
     return st ? driver_error(p, st) : driver_recv(p, reply, n);
 }
 
+int64_t pz_pipe_activation_bytes(const pz_pipe *p, int i) {
+    return p && i >= p->first && i <= p->last ? p->st[i].act_bytes : 0;
+}
+
 pz_status pz_pipe_train_step(pz_pipe *p, const float *x, const int32_t *y, const uint32_t *ids, int B, float lr,
                              float *loss, int *correct) {
     if (B < 1 || B > p->cfg.batch_max) return pz_fail(PZ_ERR_ARG, "batch of %d, the pipeline takes 1..%d", B, p->cfg.batch_max);
@@ -142,7 +146,7 @@ pz_status pz_pipe_train_step(pz_pipe *p, const float *x, const int32_t *y, const
     const int P = pipe_targets(p);
     const size_t len = msg_meta_bytes(B, P) + 4 * (size_t)(B * per);
     PZ_TRY(msg_reserve(&p->buf, &p->cap, len));
-    msg_meta_put(p->buf, B, P, ids, y, lr, 1);
+    msg_meta_put(p->buf, B, P, ids, y, lr, 1, B);
     pz_put_words(p->buf + msg_meta_bytes(B, P), x, (size_t)(B * per));
     size_t n;
     PZ_TRY(driver_ask(p, MSG_BATCH, p->buf, len, MSG_LOSS, &n));

@@ -18,6 +18,13 @@
 #define PZ_MAX_STAGES 16
 #define PZ_SPEC_MAX PZ_CODEC_SPEC_MAX
 
+/* The step schedules (pz_pipe_schedules: their names): GPipe runs every
+ * micro-batch forward, then every one backward; 1F1B starts a micro-batch's
+ * backward as soon as it can, so a stage holds at most S - i micro-batches'
+ * activations. Both take the same steps bit for bit. */
+typedef enum { PZ_PIPE_GPIPE, PZ_PIPE_1F1B } pz_pipe_schedule_kind;
+extern const pz_name pz_pipe_schedules[];
+
 typedef struct {
     pz_model_spec model;    /* the model every stage builds its layers of */
     pz_shape in;            /* one sample: an image, or T token ids */
@@ -36,7 +43,9 @@ typedef struct {
     pz_optim_kind optimizer;
     float momentum, weight_decay;
     int nesterov;
-    int micro_batches;      /* GPipe: the batch split into M micro-batches (1: none) */
+    int micro_batches;      /* the batch split into M micro-batches (1: none) */
+    int schedule;           /* pz_pipe_schedule_kind: GPipe or 1F1B */
+    pz_clock_mode clock;    /* what a stage's clock charges for its compute (link.h) */
     uint32_t max_samples;   /* sample ids are below this (the training set's size) */
     double timeout_s;       /* a neighbour silent this long is dead (default 60) */
     int err_every;          /* measure compression error on every Nth training frame (default 10) */
@@ -116,6 +125,9 @@ pz_boundary_stats pz_pipe_boundary_stats(const pz_pipe *p, int boundary);
 /* The driver's virtual clock (seconds): compute measured here plus
  * emulated transfers, as the schedule overlaps them. */
 double pz_pipe_clock(pz_pipe *p);
+/* The activation memory local stage i holds for training (its slots'
+ * layer buffers, inputs and gradients), bytes; 0 for a stage elsewhere. */
+int64_t pz_pipe_activation_bytes(const pz_pipe *p, int stage);
 /* aqsgd(...) senders send uncompressed while on (warm-up), at every stage. */
 pz_status pz_pipe_set_warmup(pz_pipe *p, int on);
 /* Every stage writes DIR/stage-<i>.bin (atomically); returns once all did. */

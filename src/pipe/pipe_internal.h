@@ -25,13 +25,16 @@ typedef struct {
     const char *name;
     pz_status (*step)(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen);
 } pipe_schedule;
-extern const pipe_schedule pipe_schedule_gpipe;
+extern const pipe_schedule pipe_schedule_gpipe, pipe_schedule_1f1b;
 
 struct stage {
     struct pz_pipe *pipe;
     int index, from, to;       /* top-level layers [from, to) */
     int M;                     /* micro-batches */
-    pz_model model[PZ_MAX_STAGES]; /* model[0] owns the parameters; the others share them (micro-batches) */
+    int slots;                 /* micro-batches whose activations it holds at once (GPipe: M; 1F1B: at most S - index) */
+    int64_t macs;              /* its layers' forward multiply-accumulates per sample (the rate clock's FLOPs) */
+    int64_t act_bytes;         /* the activation memory it holds: its slots' buffers (pz_pipe_activation_bytes) */
+    pz_model model[PZ_MAX_STAGES]; /* model[0] owns the parameters; the others share them (the slots) */
     pz_optim opt;
     int64_t p0, p1;            /* its parameters in model.params */
     pz_link *prev, *next;      /* towards stage index-1 (or the driver), index+1 (NULL for the last) */
@@ -61,12 +64,14 @@ struct stage {
     char error[512];
 };
 
-/* A stage's working memory, per micro-batch m. */
+/* A stage's working memory: inputs and gradients per slot (x_in, dy), the
+ * rest per micro-batch m. */
 struct stage_bufs {
     float *x_in[PZ_MAX_STAGES], *dy[PZ_MAX_STAGES], *dx;
     uint32_t *ids[PZ_MAX_STAGES];
     int32_t *labels[PZ_MAX_STAGES];
-    int Bm[PZ_MAX_STAGES];
+    int Bm[PZ_MAX_STAGES], at[PZ_MAX_STAGES]; /* sizes; stage 0: where each starts in the batch */
+    float *batch_x;            /* stage 0: the batch's inputs, kept for the step */
     uint32_t *batch_ids;       /* stage 0: the driver's whole batch, before it is split */
     int32_t *batch_labels;
     uint8_t *msg, *frame, *hdr;

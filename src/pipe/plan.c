@@ -154,9 +154,11 @@ pz_status plan_stage(pz_pipe *p, int i) {
     const pz_pipe_config *cfg = &p->cfg;
     stage *s = &p->st[i];
     s->pipe = p, s->index = i, s->M = cfg->micro_batches;
-    /* buffers for this stage's layers only */
+    /* GPipe holds every micro-batch's activations; 1F1B at most S - i */
+    s->slots = cfg->schedule == PZ_PIPE_1F1B && p->S - i < s->M ? p->S - i : s->M;
+    /* buffers for this stage's layers only, one set per slot */
     const int from = i ? cfg->cuts[i - 1] + 1 : 0, to = i == p->S - 1 ? 1 << 30 : cfg->cuts[i] + 1;
-    for (int m = 0; m < s->M; m++) {
+    for (int m = 0; m < s->slots; m++) {
         PZ_TRY(pz_model_build(&s->model[m], &cfg->model, cfg->in, cfg->n_classes, p->mb_max, cfg->seed, from, to));
         if (m) pz_model_share(&s->model[m], &s->model[0]);
     }
@@ -170,6 +172,13 @@ pz_status plan_stage(pz_pipe *p, int i) {
         return pz_fail(PZ_ERR_ARG, "cut after layer %d does not leave stage %d any layers (the model has %d)", cfg->cuts[i], i, n);
     s->p0 = param_offset(&s->model[0].net, s->from);
     s->p1 = param_offset(&s->model[0].net, s->to);
+    s->macs = 0;
+    for (int j = s->from; j < s->to; j++) s->macs += s->model[0].net.layers[j].macs;
+    /* its activation memory: each slot's layer buffers, input and output gradient (stage 0: the batch's inputs) */
+    const int64_t in_per = pz_shape_numel(stage_in_shape(s)), out_per = pz_shape_numel(stage_out_shape(s));
+    s->act_bytes = 0;
+    for (int m = 0; m < s->slots; m++) s->act_bytes += s->model[m].act_bytes + 4 * (int64_t)p->mb_max * (in_per + out_per);
+    if (i == 0) s->act_bytes += 4 * (int64_t)cfg->batch_max * in_per - 4 * (int64_t)p->mb_max * in_per * s->slots;
     plan_tie(p, s);
     s->opt = (pz_optim){.momentum = cfg->momentum, .nesterov = cfg->nesterov, .weight_decay = cfg->weight_decay,
                         .decay = s->model[0].decay ? s->model[0].decay + s->p0 : NULL};
@@ -225,4 +234,6 @@ void plan_fingerprint(pz_pipe *p) {
     if (cfg->clip_norm > 0.0f && n < cap) n += (size_t)snprintf(f + n, cap - n, " clip=%g", cfg->clip_norm);
     if (cfg->grad_mask && n < cap) n += (size_t)snprintf(f + n, cap - n, " grad_mask=fwd");
     if (pipe_targets(p) > 1 && n < cap) n += (size_t)snprintf(f + n, cap - n, " targets=%d", pipe_targets(p));
+    /* the schedule orders each link's messages: every stage must run the same */
+    if (cfg->schedule != PZ_PIPE_GPIPE && n < cap) n += (size_t)snprintf(f + n, cap - n, " schedule=%s", pz_name_of(pz_pipe_schedules, cfg->schedule));
 }

@@ -50,15 +50,16 @@ pz_status msg_recv(pz_link *l, int want, uint8_t **buf, size_t *cap, size_t *len
 }
 
 /* ---- META ---- */
-size_t msg_meta_bytes(int B, int P) { return 4 + 4 * (size_t)B + 4 * (size_t)B * (size_t)P + 8; }
+size_t msg_meta_bytes(int B, int P) { return 4 + 4 * (size_t)B + 4 * (size_t)B * (size_t)P + 12; }
 
-void msg_meta_put(uint8_t *out, int B, int P, const uint32_t *ids, const int32_t *targets, float lr, int M) {
+void msg_meta_put(uint8_t *out, int B, int P, const uint32_t *ids, const int32_t *targets, float lr, int M, int Btot) {
     const size_t nt = (size_t)B * (size_t)P, at = 4 + 4 * (size_t)B + 4 * nt;
     pz_put_i32(out, B);
     pz_put_words(out + 4, ids, (size_t)B);
     pz_put_words(out + 4 + 4 * (size_t)B, targets, nt);
     pz_put_f32(out + at, lr);
     pz_put_i32(out + at + 4, M);
+    pz_put_i32(out + at + 8, Btot);
 }
 
 pz_status msg_meta_get(const uint8_t *in, size_t len, int exact, int max_B, int max_M, int P, msg_meta *m) {
@@ -69,7 +70,10 @@ pz_status msg_meta_get(const uint8_t *in, size_t len, int exact, int max_B, int 
     if (exact ? len != need : len < need) return pz_fail(PZ_ERR_STATE, "bad batch header (%zu bytes for a batch of %d)", len, B);
     const int M = pz_get_i32(in + at + 4);
     if (M < 1 || M > max_M) return pz_fail(PZ_ERR_STATE, "bad batch header (%d micro-batches)", M);
-    m->B = B, m->M = M;
+    const int Btot = pz_get_i32(in + at + 8);
+    if (Btot < B || Btot < M || (int64_t)Btot > (int64_t)max_B * M)
+        return pz_fail(PZ_ERR_STATE, "bad batch header (a micro-batch of %d of a batch of %d in %d micro-batches)", B, Btot, M);
+    m->B = B, m->M = M, m->Btot = Btot;
     pz_get_words(m->ids, in + 4, (size_t)B);
     pz_get_words(m->targets, in + 4 + 4 * (size_t)B, nt);
     m->lr = pz_get_f32(in + at);

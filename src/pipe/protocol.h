@@ -57,19 +57,20 @@ pz_status msg_reserve(uint8_t **buf, size_t *cap, size_t need);
 
 /* ---- META (and the head of BATCH): a (micro-)batch's header ----
  * [i32 B][u32 ids[B]][i32 targets[B * P]][f32 lr][i32 micro-batches in this
- * step]. P, the targets per sample, is the model's (1: a class per sample;
- * T: a next token per position) and known to both ends, not sent. */
+ * step][i32 samples in this step's whole batch]. P, the targets per sample,
+ * is the model's (1: a class per sample; T: a next token per position) and
+ * known to both ends, not sent. */
 typedef struct {
-    int B, M;
+    int B, M, Btot;
     float lr;
     uint32_t *ids;    /* the receiver's arrays (at least max_B, max_B * P) */
     int32_t *targets;
 } msg_meta;
 size_t msg_meta_bytes(int B, int P);
-void msg_meta_put(uint8_t *out, int B, int P, const uint32_t *ids, const int32_t *targets, float lr, int M);
+void msg_meta_put(uint8_t *out, int B, int P, const uint32_t *ids, const int32_t *targets, float lr, int M, int Btot);
 /* parse from in[0..len), which must hold exactly the header (exact = 1) or
  * at least it (exact = 0, a BATCH: the inputs follow); 1 <= B <= max_B,
- * 1 <= M <= max_M */
+ * 1 <= M <= max_M, M <= Btot and B <= Btot <= max_B * M */
 pz_status msg_meta_get(const uint8_t *in, size_t len, int exact, int max_B, int max_M, int P, msg_meta *m);
 
 /* ---- EVAL_META (and the head of EVAL) ----

@@ -2,10 +2,15 @@
 /* schedule.c — how a stage runs a training step. The pieces every schedule
  * is made of (take a micro-batch, its forward pass and activation, its
  * backward pass and gradient, the loss's way back, the optimizer step) and
- * GPipe built from them: every micro-batch forward, the loss back, every
- * micro-batch backward (last first), one optimizer step. A schedule that
- * interleaves them (1F1B) is another composition of the same pieces and
- * another entry beside pipe_schedule_gpipe. */
+ * two compositions of them: GPipe (every micro-batch forward, the loss
+ * back, every micro-batch backward, one optimizer step) and 1F1B (after a
+ * warm-up of S-1-i forwards, stage i alternates one forward and one
+ * backward, so it holds at most S-i micro-batches' activations; the loss
+ * goes back after the last gradient). Both run each micro-batch's backward
+ * in the same order (0 first), so parameter gradients accumulate in the
+ * same order and the two take the same steps bit for bit. A micro-batch's
+ * activations live in slot m % slots (stage.slots: M for GPipe, S-i for
+ * 1F1B). Stage 0's inputs are the driver's batch, kept whole. */
 #include "pipe_internal.h"
 #include "base/wire.h"
 
@@ -14,14 +19,15 @@
 
 /* One step's running state at a stage. */
 typedef struct {
-    int M, Btot;
+    int M, Btot;               /* micro-batches, and the step's whole batch (META carries it) */
     float lr;
     double loss_sum;
     int correct_sum;
 } step_state;
 
 /* stage 0: split the driver's BATCH into micro-batches (sizes differ by at
- * most one; a short last batch has fewer) */
+ * most one; a short last batch has fewer); its inputs are kept whole
+ * (b->batch_x), each micro-batch's a slice of them */
 static pz_status split_batch(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, step_state *t) {
     pz_pipe *p = s->pipe;
     const int64_t in_per = pz_shape_numel(stage_in_shape(s));
@@ -30,18 +36,24 @@ static pz_status split_batch(stage *s, stage_bufs *b, const uint8_t *batch, size
     PZ_TRY(msg_meta_get(batch, blen, 0, p->cfg.batch_max, 1, P, &h));
     if (blen != msg_meta_bytes(h.B, P) + 4 * (size_t)(h.B * in_per))
         return pz_fail(PZ_ERR_STATE, "a batch of %zu bytes does not fit its header (%d samples)", blen, h.B);
-    const uint8_t *x = batch + msg_meta_bytes(h.B, P);
+    pz_get_words(b->batch_x, batch + msg_meta_bytes(h.B, P), (size_t)(h.B * in_per));
     t->M = s->M > h.B ? h.B : s->M;
     t->lr = h.lr, t->Btot = h.B;
     for (int m = 0, at = 0; m < t->M; m++) {
         const int Bm = h.B / t->M + (m < h.B % t->M);
-        b->Bm[m] = Bm;
+        b->Bm[m] = Bm, b->at[m] = at;
         memcpy(b->ids[m], h.ids + at, 4 * (size_t)Bm);
         memcpy(b->labels[m], h.targets + (size_t)at * P, 4 * (size_t)Bm * P);
-        pz_get_words(b->x_in[m], x + 4 * (size_t)at * (size_t)in_per, (size_t)(Bm * in_per));
         at += Bm;
     }
     return PZ_OK;
+}
+
+/* micro-batch m's slot of activation buffers, and its input */
+static inline int slot_of(const stage *s, int m) { return m % s->slots; }
+static float *micro_x(const stage *s, stage_bufs *b, int m) {
+    if (s->index == 0) return b->batch_x + (size_t)b->at[m] * (size_t)pz_shape_numel(stage_in_shape(s));
+    return b->x_in[slot_of(s, m)];
 }
 
 /* past stage 0: micro-batch m's META (already received when pending) and
@@ -51,16 +63,17 @@ static pz_status take_micro(stage *s, stage_bufs *b, int m, int pending, size_t 
     if (!pending) PZ_TRY(stage_recv(s, s->prev, MSG_META, &b->msg, &b->cap, &len, p->cfg.timeout_s));
     msg_meta h = {.ids = b->ids[m], .targets = b->labels[m]};
     PZ_TRY(msg_meta_get(b->msg, len, 1, p->mb_max, s->M, pipe_targets(p), &h));
-    if (m == 0) t->M = h.M, t->lr = h.lr;
-    else if (h.M != t->M) return pz_fail(PZ_ERR_STATE, "micro-batch headers disagree (%d and %d micro-batches)", t->M, h.M);
+    if (m == 0) t->M = h.M, t->lr = h.lr, t->Btot = h.Btot;
+    else if (h.M != t->M || h.Btot != t->Btot)
+        return pz_fail(PZ_ERR_STATE, "micro-batch headers disagree (%d and %d micro-batches of batches of %d and %d)", t->M, h.M,
+                       t->Btot, h.Btot);
     b->Bm[m] = h.B;
-    t->Btot += h.B;
     PZ_TRY(stage_recv(s, s->prev, MSG_ACT, &b->msg, &b->cap, &len, p->cfg.timeout_s));
     const int64_t in_per = pz_shape_numel(stage_in_shape(s));
     int nd;
     int64_t shape[PZ_MAX_DIMS];
     const double t0 = pz_now();
-    PZ_TRY(pz_codec_decode(s->fwd_rx, b->msg, len, b->x_in[m], (size_t)(p->mb_max * in_per), &nd, shape));
+    PZ_TRY(pz_codec_decode(s->fwd_rx, b->msg, len, micro_x(s, b, m), (size_t)(p->mb_max * in_per), &nd, shape));
     s->rep.act_decode_s += pz_now() - t0;
     return stage_check_frame("activation", nd, shape, h.B, stage_in_shape(s));
 }
@@ -70,16 +83,23 @@ static pz_status take_micro(stage *s, stage_bufs *b, int m, int pending, size_t 
 static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
     pz_pipe *p = s->pipe;
     const int last = s->index == p->S - 1;
-    const int Bm = b->Bm[m];
-    pz_seq *net = &s->model[m].net;
+    const int Bm = b->Bm[m], k = slot_of(s, m);
+    pz_seq *net = &s->model[k].net;
     double t0 = pz_now();
-    pz_seq_forward(net, s->from, s->to, b->x_in[m], Bm, 1);
+    pz_seq_forward(net, s->from, s->to, micro_x(s, b, m), Bm, 1);
+    pz_clock_flops(&s->clock, 2.0 * (double)s->macs * Bm);
     const float *out = net->act[s->to - 1];
     if (last) {
         int correct = 0;
         PZ_TRY(stage_check_targets(s, b->labels[m], (size_t)Bm * pipe_targets(s->pipe)));
-        const float loss = pz_model_loss(&s->model[0], b->dy[m], &correct, out, b->labels[m], Bm);
+        const float loss = pz_model_loss(&s->model[0], b->dy[k], &correct, out, b->labels[m], Bm);
         t->loss_sum += (double)loss * Bm, t->correct_sum += correct;
+        /* each micro-batch's gradient weighed by its share of the batch */
+        if (t->M > 1) {
+            const int64_t out_per = pz_shape_numel(stage_out_shape(s));
+            const float w = (float)Bm / (float)t->Btot;
+            for (int64_t i = 0; i < (int64_t)Bm * out_per; i++) b->dy[k][i] *= w;
+        }
         s->rep.compute_s += pz_now() - t0;
         return PZ_OK;
     }
@@ -96,7 +116,7 @@ static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
     if (sample) s->rep.act_err_sum += measure ? cs.rel_error : 0.0, s->rep.act_err_n++;
     /* the batch header travels with the activations (labels included, as in split learning) */
     const int P = pipe_targets(s->pipe);
-    msg_meta_put(b->hdr, Bm, P, b->ids[m], b->labels[m], t->lr, t->M);
+    msg_meta_put(b->hdr, Bm, P, b->ids[m], b->labels[m], t->lr, t->M, t->Btot);
     s->rep.act_elements += (uint64_t)(Bm * out_per);
     s->rep.act_bytes += msg_meta_bytes(Bm, P) + flen;
     s->rep.act_frames++;
@@ -104,18 +124,11 @@ static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
     return pz_link_send_buf(s->next, MSG_ACT, &b->frame, &b->frame_cap, flen);
 }
 
-/* the step's LOSS travels back before any gradient: the last stage sends
- * it (each micro-batch's gradient weighed by its share of the batch), the
- * others pass it on */
+/* the step's LOSS: the last stage sends it, the others pass it on (GPipe:
+ * before any gradient; 1F1B: after the last) */
 static pz_status loss_back(stage *s, stage_bufs *b, step_state *t) {
     pz_pipe *p = s->pipe;
     if (s->index == p->S - 1) {
-        const int64_t out_per = pz_shape_numel(stage_out_shape(s));
-        if (t->M > 1)
-            for (int m = 0; m < t->M; m++) {
-                const float w = (float)b->Bm[m] / (float)t->Btot;
-                for (int64_t i = 0; i < (int64_t)b->Bm[m] * out_per; i++) b->dy[m][i] *= w;
-            }
         uint8_t res[MSG_LOSS_BYTES];
         msg_loss_put(res, (float)(t->loss_sum / t->Btot), t->correct_sum);
         return pz_link_send(s->prev, MSG_LOSS, res, sizeof res);
@@ -142,7 +155,7 @@ static pz_status tied_grad_out(stage *s, stage_bufs *b, int m) {
         return pz_link_send(s->prev, MSG_TIED_GRAD, b->msg, len);
     }
     PZ_TRY(msg_reserve(&b->frame, &b->frame_cap, n));
-    pz_put_words(b->frame, s->model[m].net.layers[s->tie_head].ws, s->tie_n);
+    pz_put_words(b->frame, s->model[slot_of(s, m)].net.layers[s->tie_head].ws, s->tie_n);
     return pz_link_send(s->prev, MSG_TIED_GRAD, b->frame, n);
 }
 
@@ -163,7 +176,8 @@ static pz_status tied_grad_in(stage *s, stage_bufs *b) {
 static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
     pz_pipe *p = s->pipe;
     const int first = s->index == 0, last = s->index == p->S - 1;
-    const int Bm = b->Bm[m];
+    const int Bm = b->Bm[m], k = slot_of(s, m);
+    float *x = micro_x(s, b, m);
     if (!last) {
         size_t len;
         const int64_t out_per = pz_shape_numel(stage_out_shape(s));
@@ -171,13 +185,14 @@ static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
         const double t0 = pz_now();
         int nd;
         int64_t shape[PZ_MAX_DIMS];
-        PZ_TRY(pz_codec_decode(s->bwd_rx, b->msg, len, b->dy[m], (size_t)(p->mb_max * out_per), &nd, shape));
+        PZ_TRY(pz_codec_decode(s->bwd_rx, b->msg, len, b->dy[k], (size_t)(p->mb_max * out_per), &nd, shape));
         s->rep.grad_decode_s += pz_now() - t0;
         PZ_TRY(stage_check_frame("gradient", nd, shape, Bm, stage_out_shape(s)));
     }
     if (s->tie_e == s->index) PZ_TRY(tied_grad_in(s, b));
     const double t0 = pz_now();
-    pz_seq_backward(&s->model[m].net, s->from, s->to, b->x_in[m], b->dy[m], first ? NULL : b->dx, Bm);
+    pz_seq_backward(&s->model[k].net, s->from, s->to, x, b->dy[k], first ? NULL : b->dx, Bm);
+    pz_clock_flops(&s->clock, 4.0 * (double)s->macs * Bm);
     s->rep.compute_s += pz_now() - t0;
     if (first) return PZ_OK;
     const int64_t in_per = pz_shape_numel(stage_in_shape(s));
@@ -186,7 +201,6 @@ static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
     const int sample = p->cfg.err_every > 0 && s->rep.grad_frames % (uint64_t)p->cfg.err_every == 0;
     const int measure = sample && !s->bwd_lossless;
     if (p->cfg.grad_mask) { /* the forward's mask: no gradient where the activation arrived as 0 */
-        const float *x = b->x_in[m];
         for (int64_t j = 0; j < (int64_t)Bm * in_per; j++)
             if (x[j] == 0.0f) b->dx[j] = 0.0f;
     }
@@ -263,22 +277,58 @@ static pz_status finish_step(stage *s, stage_bufs *b, const step_state *t) {
     return s->index == 0 ? pz_link_send(s->prev, MSG_STEPPED, "", 0) : PZ_OK;
 }
 
-/* ---- GPipe: all forward, the loss back, all backward (last micro-batch first), step ---- */
-static pz_status gpipe_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) {
-    step_state t = {.M = s->M};
-    const int first = s->index == 0;
-    if (first) PZ_TRY(split_batch(s, b, batch, blen, &t));
+/* what every schedule does before a step's first forward */
+static pz_status begin_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, step_state *t) {
+    if (s->index == 0) PZ_TRY(split_batch(s, b, batch, blen, t));
     PZ_TRY(stage_send_tied_weights(s, b));
     memset(s->model[0].grads + s->p0, 0, sizeof(float) * (size_t)(s->p1 - s->p0));
     /* the head's stage never steps its copy of the table: keep its gradient from growing */
     if (s->tie_l == s->index) memset(s->tie_g, 0, sizeof(float) * s->tie_n);
+    return PZ_OK;
+}
+
+/* micro-batch m in: its META and ACT (stage 0 has split the batch) */
+static pz_status take(stage *s, stage_bufs *b, int m, size_t blen, step_state *t) {
+    return s->index == 0 ? PZ_OK : take_micro(s, b, m, m == 0, blen, t);
+}
+
+/* ---- GPipe: all forward, the loss back, all backward, step ---- */
+static pz_status gpipe_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) {
+    step_state t = {.M = s->M};
+    PZ_TRY(begin_step(s, b, batch, blen, &t));
     for (int m = 0; m < t.M; m++) {
-        if (!first) PZ_TRY(take_micro(s, b, m, m == 0, blen, &t));
+        PZ_TRY(take(s, b, m, blen, &t));
         PZ_TRY(forward_micro(s, b, m, &t));
     }
     PZ_TRY(loss_back(s, b, &t));
-    for (int m = t.M - 1; m >= 0; m--) PZ_TRY(backward_micro(s, b, m));
+    for (int m = 0; m < t.M; m++) PZ_TRY(backward_micro(s, b, m));
     return finish_step(s, b, &t);
 }
 
 const pipe_schedule pipe_schedule_gpipe = {.name = "gpipe", .step = gpipe_step};
+
+/* ---- 1F1B: S-1-i forwards, then one forward and one backward in turn, the
+ * last backwards, the loss back, step ---- */
+static pz_status one_f_one_b_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) {
+    step_state t = {.M = s->M};
+    PZ_TRY(begin_step(s, b, batch, blen, &t));
+    if (s->index > 0) PZ_TRY(take(s, b, 0, blen, &t)); /* M comes with the first META */
+    const int ahead = s->pipe->S - 1 - s->index, warm = ahead < t.M ? ahead : t.M;
+    int done = 0; /* micro-batches whose backward has run */
+    for (int m = 0; m < t.M; m++) {
+        if (m > 0) PZ_TRY(take(s, b, m, blen, &t));
+        PZ_TRY(forward_micro(s, b, m, &t));
+        if (m >= warm) PZ_TRY(backward_micro(s, b, done++));
+    }
+    while (done < t.M) PZ_TRY(backward_micro(s, b, done++));
+    PZ_TRY(loss_back(s, b, &t));
+    return finish_step(s, b, &t);
+}
+
+const pipe_schedule pipe_schedule_1f1b = {.name = "1f1b", .step = one_f_one_b_step};
+
+const pz_name pz_pipe_schedules[] = {
+    {PZ_PIPE_GPIPE, "gpipe", "every micro-batch forward, then every one backward"},
+    {PZ_PIPE_1F1B, "1f1b", "one forward, one backward: stage i holds at most S-i micro-batches"},
+    {0, NULL, NULL},
+};

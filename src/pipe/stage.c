@@ -239,7 +239,7 @@ static pz_status stage_check(stage *s, uint8_t **buf, size_t *cap, size_t len) {
 
 static void free_bufs(stage *s, stage_bufs *b) {
     for (int m = 0; m < s->M; m++) free(b->x_in[m]), free(b->dy[m]), free(b->ids[m]), free(b->labels[m]);
-    free(b->dx), free(b->msg), free(b->frame), free(b->hdr), free(b->batch_ids), free(b->batch_labels), free(b->tie);
+    free(b->batch_x), free(b->dx), free(b->msg), free(b->frame), free(b->hdr), free(b->batch_ids), free(b->batch_labels), free(b->tie);
     free(b->norms), free(b->hdr_norm);
 }
 
@@ -249,11 +249,15 @@ static pz_status alloc_bufs(stage *s, stage_bufs *b) {
     const size_t mb = (size_t)p->mb_max, B = (size_t)p->cfg.batch_max, P = (size_t)pipe_targets(p);
     int ok = 1;
     for (int m = 0; m < s->M; m++) {
-        ok &= (b->x_in[m] = pz_floats_try(mb * (size_t)in_per)) != NULL;
-        ok &= (b->dy[m] = pz_floats_try(mb * (size_t)out_per)) != NULL;
+        /* inputs and gradients per slot (evaluation uses slot 0's input) */
+        if (m < s->slots) {
+            ok &= (b->x_in[m] = pz_floats_try(mb * (size_t)in_per)) != NULL;
+            ok &= (b->dy[m] = pz_floats_try(mb * (size_t)out_per)) != NULL;
+        }
         ok &= (b->ids[m] = calloc(mb, sizeof(uint32_t))) != NULL;
         ok &= (b->labels[m] = calloc(mb * P, sizeof(int32_t))) != NULL;
     }
+    if (s->index == 0) ok &= (b->batch_x = pz_floats_try(B * (size_t)in_per)) != NULL;
     ok &= (b->dx = pz_floats_try(mb * (size_t)in_per)) != NULL;
     const size_t hm = msg_meta_bytes((int)mb, (int)P), he = msg_eval_bytes((int)mb, (int)P);
     ok &= (b->hdr = malloc(hm > he ? hm : he)) != NULL;
@@ -275,7 +279,7 @@ void *stage_main(void *arg) {
     pz_pipe *p = s->pipe;
     const int first = s->index == 0;
     stage_bufs b = {0};
-    pz_clock_start(&s->clock, p->cfg.realtime);
+    pz_clock_start_mode(&s->clock, p->cfg.realtime, p->cfg.clock);
     pz_status st = alloc_bufs(s, &b);
     while (!st) {
         int tag;

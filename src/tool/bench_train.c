@@ -96,34 +96,33 @@ int tool_models(FILE *out, char **names, int n_names, const char *input, int cla
     pz_shape in = !strcmp(input, "3x32x32") ? pz_shape_image(3, 32, 32) : pz_shape_image(1, 28, 28);
     pz_set_threads(1);
     const char *const *presets = pz_model_preset_names();
+    /* every name first: a wrong one is named before anything is shown */
     for (int k = 0; k < n_names; k++) {
-        int found = 0;
-        for (int i = 0; presets[i]; i++) found |= !strcmp(names[k], presets[i]);
-        if (!found) {
-            pz_model_spec s;
-            pz_model_spec_parse(&s, names[k]);
+        pz_model_spec s;
+        if (pz_model_spec_parse(&s, names[k])) {
             fprintf(stderr, "pipezip models: %s\n", pz_last_error());
             return 2;
         }
     }
-    int shown = 0;
-    for (int i = 0; presets[i]; i++) {
-        int want = n_names == 0;
-        for (int k = 0; k < n_names; k++) want |= !strcmp(names[k], presets[i]);
-        if (!want) continue;
+    int n = 0;
+    while (presets[n]) n++;
+    const int count = n_names ? n_names : n;
+    for (int i = 0; i < count; i++) {
+        const char *name = n_names ? names[i] : presets[i];
         pz_model_spec s;
         pz_model m;
-        pz_model_spec_parse(&s, presets[i]);
+        pz_model_spec_parse(&s, name);
         const int lm = pz_model_spec_is_sequence(&s);
         if (pz_model_build(&m, &s, lm ? pz_shape_tokens(s.context) : in, lm ? vocab : classes, 1, 0, 0, 1 << 30)) {
             fprintf(stderr, "pipezip models: %s\n", pz_last_error());
             return 1;
         }
-        if (lm) fprintf(out, "%s%s (context %d tokens, vocabulary %d)\n", shown ? "\n" : "", presets[i], s.context, vocab);
-        else fprintf(out, "%s%s (input %s, %d classes)\n", shown ? "\n" : "", presets[i], input, classes);
+        if (lm)
+            fprintf(out, "%s%s (%d blocks, width %d, %d heads, context %d tokens, vocabulary %d)\n", i ? "\n" : "", name, s.layers,
+                    s.dim, s.heads, s.context, vocab);
+        else fprintf(out, "%s%s (input %s, %d classes)\n", i ? "\n" : "", name, input, classes);
         pz_model_describe(&m, out);
         pz_model_free(&m);
-        shown++;
     }
     return 0;
 }

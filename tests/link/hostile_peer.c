@@ -173,7 +173,7 @@ static int send_check(void) {
 
 /* a valid training step of lenet5 cut after pool1 (6x14x14), TopK 30% forward */
 static int valid_step(int B, int send_act) {
-    uint8_t meta[4 + 4 * 64 + 4 * 64 + 8];
+    uint8_t meta[4 + 4 * 64 + 4 * 64 + 12];
     size_t n = 0;
     put_u32(meta, (uint32_t)B), n = 4;
     for (int i = 0; i < B; i++) put_u32(meta + n, (uint32_t)i), n += 4;
@@ -181,6 +181,7 @@ static int valid_step(int B, int send_act) {
     float lr = 0.05f;
     memcpy(meta + n, &lr, 4), n += 4;
     put_u32(meta + n, 1), n += 4;
+    put_u32(meta + n, (uint32_t)B), n += 4; /* the step's whole batch */
     if (send_msg(sock, NULL, 0, T_META, meta, n)) return 1;
     if (!send_act) return 0;
     pz_codec *c;
@@ -271,8 +272,8 @@ static int scenario(const char *ep, const char *name) {
         return expect_error("frame");
     }
     if (!strcmp(name, "bad-labels")) { /* a target outside the model's classes */
-        uint8_t meta[4 + 4 + 4 + 8] = {0};
-        put_u32(meta, 1), put_u32(meta + 8, 77), put_u32(meta + 16, 1);
+        uint8_t meta[4 + 4 + 4 + 12] = {0};
+        put_u32(meta, 1), put_u32(meta + 8, 77), put_u32(meta + 16, 1), put_u32(meta + 20, 1);
         float lr = 0.05f;
         memcpy(meta + 12, &lr, 4);
         send_msg(sock, NULL, 0, T_META, meta, sizeof meta);

@@ -81,14 +81,14 @@ int main(void) {
         CHECK(el == ref_eval_loss && ea == ref_eval_acc, "plain evaluation through 4 stages: loss %.9g acc %g, one stage %.9g %g", el,
               ea, ref_eval_loss, ref_eval_acc);
         CHECK(pz_pipe_evaluate(p, ex, ey, 40, 1, &cl, &ca) == PZ_OK && cl == el, "with codec none, compressed evaluation is the same");
-        /* byte accounting: per step and boundary, a header (4 + 8B + 4 bytes)
+        /* byte accounting: per step and boundary, a header (4 + 8B + 12 bytes)
          * and a frame (64 + 4 * activation elements) forward, a frame back */
         const int64_t act[3] = {16 * 28 * 28, 32 * 14 * 14, 64 * 7 * 7};
         uint64_t settings0 = 0;
         CHECK(pz_pipe_collect_stats(p) == PZ_OK, "%s", pz_last_error());
         for (int b = 0; b < 3; b++) {
             pz_boundary_stats s = pz_pipe_boundary_stats(p, b);
-            const uint64_t fwd = STEPS * ((4 + 8 * B + 8) + (64 + 4 * (uint64_t)B * act[b]));
+            const uint64_t fwd = STEPS * ((4 + 8 * B + 12) + (64 + 4 * (uint64_t)B * act[b]));
             const uint64_t bwd = STEPS * (64 + 4 * (uint64_t)B * act[b]);
             CHECK(s.fwd_bytes == fwd && s.bwd_bytes == bwd, "boundary %d: %llu/%llu bytes, expected %llu/%llu", b,
                   (unsigned long long)s.fwd_bytes, (unsigned long long)s.bwd_bytes, (unsigned long long)fwd, (unsigned long long)bwd);
@@ -290,6 +290,99 @@ int main(void) {
         const double floor_s = bs.busy_fwd_s + 4 * 2 * 0.005;
         CHECK(bs.busy_fwd_s > 0.01 && took >= floor_s, "real waiting %.3f s, at least the %.3f s the frames take", took, floor_s);
         pz_pipe_free(p);
+    }
+    { /* 1F1B takes GPipe's steps bit for bit: a GPT whose head is tied to the
+       * embedding three stages back, stateful codecs both ways, clipping,
+       * 5 micro-batches of uneven sizes over 4 stages (more micro-batches than
+       * 1F1B's slots at every stage); and it holds fewer activations */
+        enum { T = 8, V = 64, GB = 11 };
+        pz_pipe_config g = {.in = pz_shape_tokens(T), .n_classes = V, .targets = T, .batch_max = GB, .seed = 3, .n_stages = 4,
+                            .cuts = {1, 3, 5}, .optimizer = PZ_OPT_ADAMW, .weight_decay = 0.1f, .clip_norm = 0.5f,
+                            .micro_batches = 5, .max_samples = 1000, .timeout_s = 30};
+        CHECK(pz_model_spec_parse(&g.model, "gpt:layers=6,d=32,heads=2,ctx=8") == PZ_OK, "%s", pz_last_error());
+        CHECK(pz_pipe_parse_specs("ef(q4:per=token)", 3, g.fwd, "--fwd") == PZ_OK && pz_pipe_parse_specs("ef21(q8),2=topk:0.3", 3, g.bwd, "--bwd") == PZ_OK,
+              "%s", pz_last_error());
+        float losses[2][5];
+        int64_t act[2][4];
+        for (int k = 0; k < 2; k++) {
+            pz_pipe_config c = g;
+            c.schedule = k ? PZ_PIPE_1F1B : PZ_PIPE_GPIPE;
+            pz_pipe *p;
+            CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
+            for (int i = 0; i < 4; i++) act[k][i] = pz_pipe_activation_bytes(p, i);
+            float tx[GB * T];
+            int32_t ty[GB * T];
+            uint32_t tid[GB];
+            for (int t = 0; t < 5; t++) {
+                pz_rng r;
+                pz_rng_seed(&r, 500 + t);
+                for (int i = 0; i < GB * T; i++) tx[i] = (float)pz_rng_below(&r, V), ty[i] = (int32_t)pz_rng_below(&r, V);
+                for (int i = 0; i < GB; i++) tid[i] = (uint32_t)(t * GB + i);
+                int correct;
+                CHECK(pz_pipe_train_step(p, tx, ty, tid, GB - (t == 3), 1e-2f, &losses[k][t], &correct) == PZ_OK, "%s", pz_last_error());
+            }
+            pz_pipe_free(p);
+        }
+        CHECK(!memcmp(losses[0], losses[1], sizeof losses[0]), "1F1B = GPipe bit for bit: %.9g %.9g %.9g %.9g %.9g vs %.9g ... %.9g",
+              losses[1][0], losses[1][1], losses[1][2], losses[1][3], losses[1][4], losses[0][0], losses[0][4]);
+        CHECK(losses[0][4] != losses[0][0], "and the steps train");
+        /* GPipe holds 5 micro-batches at every stage; 1F1B 4, 3, 2, 1 */
+        for (int i = 1; i < 4; i++)
+            CHECK(act[1][i] * 5 == act[0][i] * (4 - i), "stage %d: 1F1B holds %lld bytes of activations, GPipe %lld (%d of 5 micro-batches)", i,
+                  (long long)act[1][i], (long long)act[0][i], 4 - i);
+        CHECK(act[1][0] < act[0][0], "stage 0 too: %lld < %lld", (long long)act[1][0], (long long)act[0][0]);
+    }
+    { /* the rate clock: compute charged as counted FLOPs at a rate, so the
+       * emulated time is the analytic GPipe time of the stages' FLOPs and the
+       * links' latency, whatever this machine and its threads do */
+        enum { M = 3 };
+        const double rate = 1e9, L = 0.004;
+        pz_pipe_config c = mc;
+        c.micro_batches = M;
+        c.clock = (pz_clock_mode){PZ_CLOCK_RATE, rate};
+        c.emu = (pz_link_emu){.bandwidth = 0, .latency = L};
+        pz_model m;
+        CHECK(pz_model_build(&m, &c.model, c.in, c.n_classes, 1, c.seed, 0, 1 << 30) == PZ_OK, "%s", pz_last_error());
+        double f[4][M], bk[4][M]; /* micro-batch k's forward and backward time at each stage (sizes 6, 5, 5) */
+        const int from[4] = {0, 2, 3, 4}, to[4] = {2, 3, 4, m.net.n};
+        for (int i = 0; i < 4; i++) {
+            double macs = 0;
+            for (int j = from[i]; j < to[i]; j++) macs += (double)m.net.layers[j].macs;
+            for (int k = 0; k < M; k++) {
+                const int Bk = MB / M + (k < MB % M);
+                f[i][k] = 2 * macs * Bk / rate, bk[i][k] = 4 * macs * Bk / rate;
+            }
+        }
+        pz_model_free(&m);
+        /* GPipe: F[i][m] = max(F[i][m-1], F[i-1][m] + L) + f; the loss goes back
+         * from the last stage; B[i][m] = max(B[i][m-1], B[i+1][m] + L, loss at i) + b */
+        double F[4][M], Bt[4][M], loss[4];
+        for (int i = 0; i < 4; i++)
+            for (int k = 0; k < M; k++) F[i][k] = fmax(k ? F[i][k - 1] : 0, i ? F[i - 1][k] + L : 0) + f[i][k];
+        loss[3] = F[3][M - 1];
+        for (int i = 2; i >= 0; i--) loss[i] = fmax(F[i][M - 1], loss[i + 1] + L);
+        for (int i = 3; i >= 0; i--)
+            for (int k = 0; k < M; k++) Bt[i][k] = fmax(fmax(k ? Bt[i][k - 1] : 0, i < 3 ? Bt[i + 1][k] + L : 0), loss[i]) + bk[i][k];
+        const double analytic = Bt[0][M - 1];
+        double per_threads[2];
+        for (int th = 0; th < 2; th++) {
+            pz_set_threads(th + 1);
+            pz_pipe *p;
+            CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
+            const double c0 = pz_pipe_clock(p);
+            for (int t = 0; t < 3; t++) {
+                batch(x, y, ids, t);
+                float loss_t;
+                int correct;
+                CHECK(pz_pipe_train_step(p, x, y, ids, MB, 0.05f, &loss_t, &correct) == PZ_OK, "%s", pz_last_error());
+            }
+            per_threads[th] = (pz_pipe_clock(p) - c0) / 3;
+            pz_pipe_free(p);
+        }
+        pz_set_threads(1);
+        CHECK(fabs(per_threads[0] - analytic) < 1e-9 * analytic, "a step on the rate clock %.9f s, the analytic GPipe time %.9f s",
+              per_threads[0], analytic);
+        CHECK(per_threads[1] == per_threads[0], "the same with 2 threads: %.9f s and %.9f s", per_threads[1], per_threads[0]);
     }
     { /* checkpoints: save, go on; a pipeline resumed from the save repeats those steps exactly (EF state included) */
         char dir[] = "/tmp/pz-test-pipe-XXXXXX";

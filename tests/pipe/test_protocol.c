@@ -17,30 +17,35 @@ int main(void) {
     for (int i = 0; i < 23; i++) CHECK(tags[i] == i + 1, "tag %d is %d", i + 1, tags[i]);
     CHECK(!strcmp(msg_name(MSG_STOP), "STOP") && !strcmp(msg_name(MSG_CHECK), "CHECK") && !strcmp(msg_name(99), "unknown"), "names");
 
-    /* META: [i32 B][u32 ids[B]][i32 targets[B * P]][f32 lr][i32 M], P = 1 (a class per sample) */
+    /* META: [i32 B][u32 ids[B]][i32 targets[B * P]][f32 lr][i32 M][i32 Btot], P = 1 (a class per sample) */
     const uint32_t ids[3] = {7, 0x01020304, 9};
     const int32_t labels[3] = {1, -2, 9};
     uint8_t m[64];
-    CHECK(msg_meta_bytes(3, 1) == 4 + 12 + 12 + 8, "META of 3 samples is %zu bytes", msg_meta_bytes(3, 1));
-    msg_meta_put(m, 3, 1, ids, labels, 0.5f, 2);
+    CHECK(msg_meta_bytes(3, 1) == 4 + 12 + 12 + 12, "META of 3 samples is %zu bytes", msg_meta_bytes(3, 1));
+    msg_meta_put(m, 3, 1, ids, labels, 0.5f, 2, 5);
     CHECK(le32(m) == 3 && le32(m + 8) == 0x01020304 && m[8] == 0x04 && (int32_t)le32(m + 20) == -2, "META fields at their offsets");
-    CHECK(le32(m + 28) == 0x3F000000u && le32(m + 32) == 2, "lr as f32 0.5, M = 2");
+    CHECK(le32(m + 28) == 0x3F000000u && le32(m + 32) == 2 && le32(m + 36) == 5, "lr as f32 0.5, M = 2, a batch of 5");
     uint32_t gi[8];
     int32_t gl[8];
     msg_meta h = {.ids = gi, .targets = gl};
-    CHECK(msg_meta_get(m, 36, 1, 8, 4, 1, &h) == PZ_OK && h.B == 3 && h.M == 2 && h.lr == 0.5f && gi[1] == ids[1] && gl[1] == -2,
+    CHECK(msg_meta_get(m, 40, 1, 8, 4, 1, &h) == PZ_OK && h.B == 3 && h.M == 2 && h.Btot == 5 && h.lr == 0.5f && gi[1] == ids[1] &&
+              gl[1] == -2,
           "META round trip");
-    for (size_t len = 0; len < 36; len++) CHECK(msg_meta_get(m, len, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "a %zu-byte META is refused", len);
-    CHECK(msg_meta_get(m, 37, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "a META with a byte left over is refused");
-    CHECK(msg_meta_get(m, 37, 0, 8, 4, 1, &h) == PZ_OK, "a BATCH head may be followed by inputs");
-    CHECK(msg_meta_get(m, 36, 1, 2, 4, 1, &h) == PZ_ERR_STATE, "B above the receiver's maximum is refused");
-    CHECK(msg_meta_get(m, 36, 1, 8, 1, 1, &h) == PZ_ERR_STATE, "M above the configured micro-batches is refused");
-    uint8_t bad[36];
-    memcpy(bad, m, 36);
+    for (size_t len = 0; len < 40; len++) CHECK(msg_meta_get(m, len, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "a %zu-byte META is refused", len);
+    CHECK(msg_meta_get(m, 41, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "a META with a byte left over is refused");
+    CHECK(msg_meta_get(m, 41, 0, 8, 4, 1, &h) == PZ_OK, "a BATCH head may be followed by inputs");
+    CHECK(msg_meta_get(m, 40, 1, 2, 4, 1, &h) == PZ_ERR_STATE, "B above the receiver's maximum is refused");
+    CHECK(msg_meta_get(m, 40, 1, 8, 1, 1, &h) == PZ_ERR_STATE, "M above the configured micro-batches is refused");
+    uint8_t bad[40];
+    memcpy(bad, m, 40);
     bad[0] = 0;
-    CHECK(msg_meta_get(bad, 36, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "B = 0 is refused");
-    memcpy(bad, m, 36), bad[3] = 0x80;
-    CHECK(msg_meta_get(bad, 36, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "a negative B is refused");
+    CHECK(msg_meta_get(bad, 40, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "B = 0 is refused");
+    memcpy(bad, m, 40), bad[3] = 0x80;
+    CHECK(msg_meta_get(bad, 40, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "a negative B is refused");
+    memcpy(bad, m, 40), bad[36] = 2;
+    CHECK(msg_meta_get(bad, 40, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "a whole batch smaller than the micro-batch is refused");
+    memcpy(bad, m, 40), bad[36] = 17;
+    CHECK(msg_meta_get(bad, 40, 1, 8, 2, 1, &h) == PZ_ERR_STATE, "a whole batch above M micro-batches of the maximum is refused");
 
     /* EVAL_META: [i32 B][i32 compressed][i32 labels[B]] */
     uint8_t e[32];
@@ -57,13 +62,13 @@ int main(void) {
     /* a language model's META: P = 2 targets per sample (a token per position) */
     const int32_t toks[6] = {5, 6, 7, 8, -9, 10};
     uint8_t m2[64];
-    CHECK(msg_meta_bytes(3, 2) == 4 + 12 + 24 + 8, "META of 3 samples x 2 targets is %zu bytes", msg_meta_bytes(3, 2));
-    msg_meta_put(m2, 3, 2, ids, toks, 0.25f, 1);
+    CHECK(msg_meta_bytes(3, 2) == 4 + 12 + 24 + 12, "META of 3 samples x 2 targets is %zu bytes", msg_meta_bytes(3, 2));
+    msg_meta_put(m2, 3, 2, ids, toks, 0.25f, 1, 3);
     CHECK((int32_t)le32(m2 + 16 + 16) == -9 && le32(m2 + 40) == 0x3E800000u && le32(m2 + 44) == 1, "P = 2 META offsets");
     int32_t gt[16];
     msg_meta h2 = {.ids = gi, .targets = gt};
-    CHECK(msg_meta_get(m2, 48, 1, 8, 4, 2, &h2) == PZ_OK && h2.B == 3 && gt[4] == -9 && gt[5] == 10, "P = 2 round trip");
-    CHECK(msg_meta_get(m2, 48, 1, 8, 4, 1, &h2) == PZ_ERR_STATE, "P = 2 META read as P = 1 is refused");
+    CHECK(msg_meta_get(m2, 52, 1, 8, 4, 2, &h2) == PZ_OK && h2.B == 3 && gt[4] == -9 && gt[5] == 10, "P = 2 round trip");
+    CHECK(msg_meta_get(m2, 52, 1, 8, 4, 1, &h2) == PZ_ERR_STATE, "P = 2 META read as P = 1 is refused");
     msg_eval_put(e, 2, 2, 0, toks);
     CHECK(msg_eval_bytes(2, 2) == 24 && msg_eval_get(e, 24, 1, 4, 2, &B, &c, el) == PZ_OK && el[3] == 8, "P = 2 EVAL_META");
 
