@@ -151,6 +151,9 @@ typedef struct {
     double final_test_bits_per_byte_compressed; /* the same through compressed boundaries (-1: not run) */
     double train_samples_per_second;       /* training samples over the time spent training (evaluation and
                                               checkpoints excluded); samples_per_second is over the whole run */
+    int64_t steps_done;                    /* optimizer steps, a resumed run's earlier ones included */
+    int64_t resumed_from_step;             /* the checkpoint's step when resuming (0: fresh) */
+    int64_t activation_bytes[16];          /* per local stage: the activation memory its schedule holds */
 } pz_run_result;
 
 typedef struct {

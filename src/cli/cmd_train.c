@@ -65,10 +65,20 @@ static void on_sigint(int sig) {
  * a crash would) at the first step of epoch E, once epoch E-1's checkpoint
  * is written: the state a resume test needs, reached without racing a poll. */
 static int kill_at_epoch;
+/* PZ_TEST_SIGNAL_AT_STEP=N: this process sends itself SIGTERM once step N
+ * is trained, as a scheduler would: the real signal path, at a state */
+static long long signal_at_step;
+/* PZ_TEST_KILL_AT_STEP=N: SIGKILL (a crash) once step N is trained */
+static long long kill_at_step;
 
 static int on_progress(const pz_progress *p, void *user) {
     progress_state *ps = user;
     if (kill_at_epoch > 0 && p->epoch == kill_at_epoch && !p->end_of_epoch && !p->evaluation) kill(getpid(), SIGKILL);
+    if (kill_at_step > 0 && p->global_step == kill_at_step && !p->evaluating && !p->evaluation && !p->end_of_epoch) kill(getpid(), SIGKILL);
+    if (signal_at_step > 0 && p->global_step == signal_at_step && !p->evaluating && !p->evaluation && !p->end_of_epoch) {
+        signal_at_step = 0;
+        kill(getpid(), SIGTERM);
+    }
     if (interrupted) return 1;
     char eta[32], el[32];
     fmt_time(eta, sizeof eta, p->eta);
@@ -324,10 +334,14 @@ static int train(train_args *ta, int argc, char **argv) {
     pz_run_plan *plan = ta->plan;
     const char *kill_env = getenv("PZ_TEST_KILL_AT_EPOCH");
     kill_at_epoch = kill_env ? atoi(kill_env) : 0;
+    const char *sig_env = getenv("PZ_TEST_SIGNAL_AT_STEP");
+    signal_at_step = sig_env ? atoll(sig_env) : 0;
+    const char *kill_step_env = getenv("PZ_TEST_KILL_AT_STEP");
+    kill_at_step = kill_step_env ? atoll(kill_step_env) : 0;
     progress_state ps = {0};
     if ((ps.mode = progress_mode(ta)) < 0) return 2;
 
-    /* Ctrl-C finishes the current step, writes the summary, exits 130 */
+    /* SIGTERM or Ctrl-C finishes the current step, checkpoints it, writes the summary, exits 130 */
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, NULL);
@@ -359,8 +373,12 @@ static int train(train_args *ta, int argc, char **argv) {
     if (rank > 0) return 0;
     if (r.stopped) {
         const char *d = pz_run_dir_of(plan);
-        fprintf(stderr, "pipezip train: interrupted after %d finished epoch%s%s%s\n", r.epochs_done, r.epochs_done == 1 ? "" : "s",
-                d ? "; metrics so far are in " : "", d ? d : "");
+        if (d)
+            fprintf(stderr, "pipezip train: stopped after step %lld (%d finished epoch%s); checkpoint and metrics in %s; "
+                            "continue with the same flags and --resume %s\n",
+                    (long long)r.steps_done, r.epochs_done, r.epochs_done == 1 ? "" : "s", d, d);
+        else fprintf(stderr, "pipezip train: stopped after step %lld (%d finished epoch%s); nothing saved (no run directory)\n",
+                     (long long)r.steps_done, r.epochs_done, r.epochs_done == 1 ? "" : "s");
         return 130;
     }
     print_summary(plan, &r);

@@ -163,6 +163,9 @@ pz_status pz_loader_init(pz_loader *l, const pz_dataset *d, int batch, int shuff
 void pz_loader_start_epoch(pz_loader *l, int epoch);
 /* Fill the next batch; returns its size, 0 at the end of the epoch. */
 int pz_loader_next(pz_loader *l);
+/* Pass over the epoch's next n batches without filling them (a run resumed
+ * mid-epoch: the batches after them are the ones it would have had). */
+void pz_loader_skip(pz_loader *l, int64_t n);
 int64_t pz_loader_batches(const pz_loader *l);
 void pz_loader_free(pz_loader *l);
 

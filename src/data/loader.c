@@ -92,6 +92,11 @@ int pz_loader_next(pz_loader *l) {
     return B;
 }
 
+void pz_loader_skip(pz_loader *l, int64_t n) {
+    const int64_t to = l->pos + n * l->batch;
+    l->pos = to < l->d->n ? to : l->d->n;
+}
+
 void pz_loader_free(pz_loader *l) {
     free(l->order);
     free(l->x);

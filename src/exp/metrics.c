@@ -131,30 +131,65 @@ static long record_epoch(const char *line, int csv) {
     return end == p ? -1 : v;
 }
 
-pz_status pz_metrics_reopen(pz_metrics *m, const char *dir, const char *stem, int csv, int max_epoch) {
+/* a record's step: its "step" field (JSON) or column `col` (CSV); -1: none */
+static long long record_step(const char *line, int csv, int col) {
+    const char *p = line;
+    if (!csv) {
+        p = strstr(line, "\"step\":");
+        if (!p) return -1;
+        p += 7;
+    } else {
+        if (col < 0) return -1;
+        for (int c = 0; c < col; c++) {
+            p = strchr(p, ',');
+            if (!p) return -1;
+            p++;
+        }
+    }
+    char *end;
+    const long long v = strtoll(p, &end, 10);
+    return end == p ? -1 : v;
+}
+
+/* the column of "step" in a CSV header line, or -1 */
+static int step_column(const char *line, size_t n) {
+    int col = 0;
+    for (size_t i = 0; i < n; col++) {
+        size_t j = i;
+        while (j < n && line[j] != ',') j++;
+        if (j - i == 4 && !strncmp(line + i, "step", 4)) return col;
+        i = j + 1;
+    }
+    return -1;
+}
+
+pz_status pz_metrics_reopen(pz_metrics *m, const char *dir, const char *stem, int csv, int max_epoch, long long max_step) {
     memset(m, 0, sizeof *m);
     m->csv = csv;
     snprintf(m->path, sizeof m->path, "%s/%s.%s", dir, stem, m->csv ? "csv" : "jsonl");
     uint8_t *data = NULL;
     size_t len = 0;
     if (access(m->path, F_OK) == 0) PZ_TRY(pz_read_file(m->path, &data, &len));
-    /* keep the header and the records of finished epochs; drop the rest */
+    /* keep the header and the records of finished epochs, and (a mid-epoch
+     * checkpoint) the next epoch's step records up to its step; drop the rest */
     char *kept = malloc(len + 1);
     if (!kept) {
         free(data);
         return pz_fail(PZ_ERR_NOMEM, "out of memory reading '%s'", m->path);
     }
     size_t k = 0;
-    int first = 1;
+    int first = 1, col = -1;
     for (size_t i = 0; i < len;) {
         size_t j = i;
         while (j < len && data[j] != '\n') j++;
-        char line[64];
+        char line[256];
         const size_t n = j - i < sizeof line - 1 ? j - i : sizeof line - 1;
         memcpy(line, data + i, n);
         line[n] = 0;
+        if (m->csv && first) col = step_column(line, n);
         const long e = record_epoch(line, m->csv);
-        const int keep = (m->csv && first) || (e >= 1 && e <= max_epoch);
+        const long long st = max_step >= 0 && e == max_epoch + 1 ? record_step(line, m->csv, col) : -1;
+        const int keep = (m->csv && first) || (e >= 1 && e <= max_epoch) || (st >= 0 && st <= max_step);
         if (m->csv && first) m->wrote_header = j > i;
         first = 0;
         if (keep && j < len) memcpy(kept + k, data + i, j - i + 1), k += j - i + 1;

@@ -29,7 +29,7 @@ typedef struct {
 pz_status pz_metrics_open(pz_metrics *m, const char *dir, const char *stem, int csv);
 /* Reopen for a resumed run: keep the records of epochs 1..max_epoch (and
  * the CSV header), drop later ones (written after the last checkpoint), append. */
-pz_status pz_metrics_reopen(pz_metrics *m, const char *dir, const char *stem, int csv, int max_epoch);
+pz_status pz_metrics_reopen(pz_metrics *m, const char *dir, const char *stem, int csv, int max_epoch, long long max_step);
 /* s as one CSV field (RFC 4180: quoted, quotes doubled, when it holds a
  * comma, a quote or a line break); -1 on a write error. */
 int pz_csv_field(FILE *f, const char *s);
@@ -64,6 +64,12 @@ pz_status pz_traffic_pause(pz_traffic *t, pz_pipe *pipe);
 pz_status pz_traffic_resume(pz_traffic *t, pz_pipe *pipe);
 /* The run's training bytes so far, mid-epoch (nothing recorded). */
 pz_status pz_traffic_now(const pz_traffic *t, pz_pipe *pipe, double *fwd, double *bwd);
+/* Mid-epoch (a checkpoint): the run's totals so far (fwd, bwd, fp32, eval,
+ * link bytes), and the epoch's counts so far at each boundary saved as
+ * JSON lines into path; pz_traffic_carry, in the resumed run, makes the
+ * epoch's record count them. */
+pz_status pz_traffic_checkpoint(const pz_traffic *t, pz_pipe *pipe, const char *path, double totals[5]);
+pz_status pz_traffic_carry(pz_traffic *t, const char *path);
 /* After an epoch: one record per boundary into m (when open), the totals
  * and res->boundaries (this run's, since start) updated. */
 pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq *net, const pz_pipe_config *pc,

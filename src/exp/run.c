@@ -50,6 +50,8 @@ typedef struct {
     int cur_epoch, eval_pass, eval_passes; /* the evaluation under way: its pass of how many */
     double eval_t0;
     int64_t global_step, samples;
+    int epochs;                /* --epochs, or as many as --steps takes (the last cut short) */
+    char ckpt[4300];           /* the checkpoint directory written last ("": none yet) */
     int ranks;
     int turn;                  /* split learning: 0 the whole run is one turn, -1 a turn per epoch, K per K steps */
 } run;
@@ -60,10 +62,13 @@ static pz_status open_streams(run *r) {
     PZ_TRY(pz_mkdir_p(r->out_dir));
     if (!RESUME(cfg)) PZ_TRY(run_write_config(r->out_dir, cfg, &r->model, &r->train, &r->test, &r->pc, r->pipeline));
     if (RESUME(cfg)) {
-        PZ_TRY(pz_metrics_reopen(&r->steps_m, r->out_dir, "steps", cfg->metrics == RUN_METRICS_CSV, r->rs.epoch));
-        PZ_TRY(pz_metrics_reopen(&r->epochs_m, r->out_dir, "epochs", cfg->metrics == RUN_METRICS_CSV, r->rs.epoch));
-        if (r->pipeline) PZ_TRY(pz_metrics_reopen(&r->bounds_m, r->out_dir, "boundaries", cfg->metrics == RUN_METRICS_CSV, r->rs.epoch));
-        if (cfg->eval_every > 0) PZ_TRY(pz_metrics_reopen(&r->evals_m, r->out_dir, "evals", cfg->metrics == RUN_METRICS_CSV, r->rs.epoch));
+        /* a mid-epoch checkpoint keeps its epoch's step and evaluation records up to its step */
+        const int csv = cfg->metrics == RUN_METRICS_CSV, E = r->rs.epoch;
+        const long long upto = r->rs.step_in_epoch > 0 ? (long long)r->rs.global_step : -1;
+        PZ_TRY(pz_metrics_reopen(&r->steps_m, r->out_dir, "steps", csv, E, upto));
+        PZ_TRY(pz_metrics_reopen(&r->epochs_m, r->out_dir, "epochs", csv, E, -1));
+        if (r->pipeline) PZ_TRY(pz_metrics_reopen(&r->bounds_m, r->out_dir, "boundaries", csv, E, -1));
+        if (cfg->eval_every > 0) PZ_TRY(pz_metrics_reopen(&r->evals_m, r->out_dir, "evals", csv, E, upto));
     } else {
         PZ_TRY(pz_metrics_open(&r->steps_m, r->out_dir, "steps", cfg->metrics == RUN_METRICS_CSV));
         PZ_TRY(pz_metrics_open(&r->epochs_m, r->out_dir, "epochs", cfg->metrics == RUN_METRICS_CSV));
@@ -114,17 +119,9 @@ static pz_status start(run *r) {
             return pz_fail(PZ_ERR_ARG, "--resume %s: that run was started with other settings (%s); resume it with its own:\n  it:   %s\n  this: %s",
                            resume, diff, r->rs.fingerprint, r->fp);
         }
-        if (r->rs.epoch >= cfg->epochs) {
-            /* killed between its last checkpoint and its summary: resuming finishes it */
-            char sp[4300];
-            snprintf(sp, sizeof sp, "%s/summary.json", resume);
-            char *sum = pz_slurp(sp);
-            const int finished = sum && strstr(sum, "\"status\": \"finished\"");
-            free(sum);
-            if (finished) return pz_fail(PZ_ERR_ARG, "--resume %s: all %d epochs are already done", resume, cfg->epochs);
-        }
         res->resumed_from = r->rs.epoch;
-        run_checkpoint_dir(r->resume_dir, sizeof r->resume_dir, resume, r->rs.epoch);
+        res->resumed_from_step = r->rs.global_step;
+        run_state_dir(r->resume_dir, sizeof r->resume_dir, resume, &r->rs);
     }
     r->out_dir = r->rank > 0 ? NULL : pz_run_dir_of(cfg); /* the driver's process writes the run directory */
 
@@ -147,6 +144,7 @@ static pz_status start(run *r) {
     if (r->link->place) PZ_TRY(r->link->place(cfg, r->rank, ranks, &r->pc));
     PZ_TRY(pz_pipe_create(&r->pipe, &r->pc));
     res->n_stages = r->pc.n_stages;
+    for (int i = 0; i < r->pc.n_stages && i < 16; i++) res->activation_bytes[i] = pz_pipe_activation_bytes(r->pipe, i);
     if (r->rank > 0) return PZ_OK;
     if (r->link->session && !resume) {
         /* split learning: start from the client-side weights the previous client left */
@@ -164,8 +162,29 @@ static pz_status start(run *r) {
     r->sched = cfg->schedule;
     r->sched.base_lr = cfg->lr;
     r->sched.steps_per_epoch = pz_loader_batches(&r->loader);
-    r->sched.total_steps = r->sched.steps_per_epoch * cfg->epochs;
-    r->sched.warmup_steps = (int64_t)llround(cfg->warmup_epochs * r->sched.steps_per_epoch);
+    /* --steps N: as many epochs as N steps take, the last cut short */
+    const int64_t spe = r->sched.steps_per_epoch;
+    r->epochs = cfg->steps > 0 ? (int)((cfg->steps + spe - 1) / spe) : cfg->epochs;
+    r->sched.total_steps = cfg->steps > 0 ? cfg->steps : spe * cfg->epochs;
+    /* --warmup is in epochs; a language model's default (0.05 of its one
+     * epoch) is, with --steps, that share of the steps */
+    r->sched.warmup_steps = (int64_t)llround(cfg->warmup_epochs * (cfg->steps > 0 && !cfg->given[PZ_SET_WARMUP] ? r->sched.total_steps : spe));
+    if (r->sched.warmup_steps > r->sched.total_steps)
+        return pz_fail(PZ_ERR_ARG, "--warmup %g epochs is %lld steps, more than the run's %lld", cfg->warmup_epochs,
+                       (long long)r->sched.warmup_steps, (long long)r->sched.total_steps);
+    if (cfg->aqsgd_warmup > r->epochs) return pz_fail(PZ_ERR_ARG, "--aqsgd-warmup must be in 0..%d (the run's epochs), got %d", r->epochs, cfg->aqsgd_warmup);
+    if (resume && r->rs.global_step >= r->sched.total_steps && r->rs.step_in_epoch == 0) {
+        /* killed between its last checkpoint and its summary: resuming finishes it */
+        char sp[4300];
+        snprintf(sp, sizeof sp, "%s/summary.json", resume);
+        char *sum = pz_slurp(sp);
+        const int finished = sum && strstr(sum, "\"status\": \"finished\"");
+        free(sum);
+        if (finished) {
+            if (cfg->steps > 0) return pz_fail(PZ_ERR_ARG, "--resume %s: all %lld steps are already done", resume, (long long)cfg->steps);
+            return pz_fail(PZ_ERR_ARG, "--resume %s: all %d epochs are already done", resume, cfg->epochs);
+        }
+    }
 
     if (r->out_dir) PZ_TRY(open_streams(r));
     r->t0 = pz_now() - r->rs.wall;
@@ -177,12 +196,18 @@ static pz_status start(run *r) {
                               .eval = r->rs.eval_bytes, .link = r->rs.link_bytes};
     /* counters start here: a server may have served other clients already */
     if (r->pipeline) PZ_TRY(pz_traffic_start(&r->traffic, r->pipe, r->pc.n_stages - 1));
+    if (r->pipeline && resume && r->rs.step_in_epoch > 0) {
+        char tp[4400];
+        snprintf(tp, sizeof tp, "%s/traffic.jsonl", r->resume_dir);
+        PZ_TRY(pz_traffic_carry(&r->traffic, tp));
+    }
+    if (resume) snprintf(r->ckpt, sizeof r->ckpt, "%s", r->resume_dir);
     return PZ_OK;
 }
 
 static pz_progress progress(const run *r, int epoch, int64_t step, double loss_sum, int64_t hits, int64_t seen, float lr,
                             double now) {
-    pz_progress p = {.epoch = epoch + 1, .epochs = r->cfg->epochs, .step = step,
+    pz_progress p = {.epoch = epoch + 1, .epochs = r->epochs, .step = step,
                      .steps_per_epoch = r->sched.steps_per_epoch, .global_step = r->global_step,
                      .total_steps = r->sched.total_steps, .loss = loss_sum / seen,
                      .accuracy = (double)hits / ((double)seen * pz_dataset_targets(&r->train)), .lr = lr, .elapsed = now - r->t0,
@@ -204,7 +229,7 @@ static void eval_progress(void *user, int64_t done, int64_t total) {
     run *r = user;
     if (!r->on_progress) return;
     const double now = pz_now(), spent = now - r->eval_t0;
-    pz_progress p = {.epoch = r->cur_epoch + 1, .epochs = r->cfg->epochs, .global_step = r->global_step,
+    pz_progress p = {.epoch = r->cur_epoch + 1, .epochs = r->epochs, .global_step = r->global_step,
                      .total_steps = r->sched.total_steps, .steps_per_epoch = r->sched.steps_per_epoch,
                      .elapsed = now - r->t0, .evaluating = 1, .test_loss_compressed = -1, .test_accuracy_compressed = -1,
                      .test_bits_per_byte = -1, .emulated_seconds = -1};
@@ -301,11 +326,44 @@ typedef struct {
     double eval_seconds; /* spent in --eval-every evaluations (not training) */
 } epoch_sums;
 
+/* the --eval-every evaluation after the current step (not the epoch's last: it is evaluated with the epoch) */
+static pz_status eval_now(run *r, int epoch, epoch_sums *e, float lr) {
+    const double t = pz_now(), c1 = r->pipeline ? pz_pipe_clock(r->pipe) : 0.0;
+    eval_result v;
+    double fb = 0, bb = 0;
+    PZ_TRY(evaluate(r, &v));
+    if (r->pipeline && r->evals_m.f) PZ_TRY(pz_traffic_now(&r->traffic, r->pipe, &fb, &bb));
+    PZ_TRY(write_eval(r, epoch, &v, r->emulated + c1 - r->clock0, fb, bb));
+    /* evaluating is not training: the clock takes none of it (as at an epoch's end) */
+    if (r->pipeline) r->clock0 += pz_pipe_clock(r->pipe) - c1;
+    e->eval_seconds += pz_now() - t;
+    r->epoch_eval = e->eval_seconds;
+    if (r->on_progress) {
+        pz_progress p = progress(r, epoch, e->steps, e->loss_sum, e->hits, e->seen, lr, pz_now());
+        p.evaluation = 1;
+        progress_eval(&p, r, &v);
+        if (r->on_progress(&p, r->user)) r->res->stopped = 1;
+    }
+    return PZ_OK;
+}
+
+static pz_status checkpoint_mid(run *r, int epoch, const epoch_sums *e, int eval_pending);
+
+/* the epoch's last step: the end of its batches, or the run's last step */
+static int epoch_last_step(const run *r, const epoch_sums *e) {
+    return e->steps == r->sched.steps_per_epoch || r->global_step == r->sched.total_steps;
+}
+
 static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
     const pz_run_plan *cfg = r->cfg;
     pz_loader_start_epoch(&r->loader, epoch);
+    if (e->steps > 0) { /* resumed mid-epoch: its batches so far are done */
+        pz_loader_skip(&r->loader, e->steps);
+        if (r->rs.eval_pending && !epoch_last_step(r, e))
+            PZ_TRY(eval_now(r, epoch, e, pz_schedule_lr(&r->sched, r->global_step - 1)));
+    }
     int B;
-    while ((B = pz_loader_next(&r->loader)) > 0) {
+    while (r->global_step < r->sched.total_steps && !r->res->stopped && (B = pz_loader_next(&r->loader)) > 0) {
         const float lr = pz_schedule_lr(&r->sched, r->global_step);
         int correct = 0;
         float loss;
@@ -318,34 +376,25 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
         const double now = pz_now();
         const pz_progress p = progress(r, epoch, e->steps, e->loss_sum, e->hits, e->seen, lr, now);
         if (r->on_progress && r->on_progress(&p, r->user)) r->res->stopped = 1;
-        if (r->steps_m.f && (r->global_step % cfg->log_every == 0 || e->steps == r->sched.steps_per_epoch)) {
+        const int last = epoch_last_step(r, e);
+        if (r->steps_m.f && (r->global_step % cfg->log_every == 0 || last)) {
             pz_field f[] = {PZ_NUM("epoch", epoch + 1), PZ_NUM("step", r->global_step), PZ_NUM("loss", loss),
                             PZ_NUM("accuracy", (double)correct / ((double)B * pz_dataset_targets(&r->train))), PZ_NUM("lr", lr),
                             PZ_NUM("time", now - r->t0)};
             PZ_TRY(pz_metrics_write(&r->steps_m, f, (int)(sizeof f / sizeof *f)));
         }
-        if (r->res->stopped) break;
+        const int eval_due = cfg->eval_every > 0 && r->global_step % cfg->eval_every == 0 && !last;
+        /* a stop (SIGTERM, Ctrl-C) ends the run after this step: its state is saved, an evaluation due is left to the resume */
+        if (r->res->stopped) {
+            if (r->out_dir) PZ_TRY(checkpoint_mid(r, epoch, e, eval_due));
+            break;
+        }
         /* --turn K: every K steps (not after the run's last) the next client has its turn */
         if (r->turn > 0 && r->global_step % r->turn == 0 && r->global_step < r->sched.total_steps) PZ_TRY(next_turn(r, epoch));
-        /* --eval-every: the epoch's last step is evaluated with the epoch */
-        if (cfg->eval_every > 0 && r->global_step % cfg->eval_every == 0 && e->steps < r->sched.steps_per_epoch) {
-            const double t = pz_now(), c1 = r->pipeline ? pz_pipe_clock(r->pipe) : 0.0;
-            eval_result v;
-            double fb = 0, bb = 0;
-            PZ_TRY(evaluate(r, &v));
-            if (r->pipeline && r->evals_m.f) PZ_TRY(pz_traffic_now(&r->traffic, r->pipe, &fb, &bb));
-            PZ_TRY(write_eval(r, epoch, &v, r->emulated + c1 - r->clock0, fb, bb));
-            /* evaluating is not training: the clock takes none of it (as at an epoch's end) */
-            if (r->pipeline) r->clock0 += pz_pipe_clock(r->pipe) - c1;
-            e->eval_seconds += pz_now() - t;
-            r->epoch_eval = e->eval_seconds;
-            if (r->on_progress) {
-                pz_progress p = progress(r, epoch, e->steps, e->loss_sum, e->hits, e->seen, lr, pz_now());
-                p.evaluation = 1;
-                progress_eval(&p, r, &v);
-                if (r->on_progress(&p, r->user)) r->res->stopped = 1;
-            }
-        }
+        if (eval_due) PZ_TRY(eval_now(r, epoch, e, lr));
+        /* --checkpoint-every: the epoch's last step is checkpointed with the epoch */
+        if (r->out_dir && !last && (r->res->stopped || (cfg->checkpoint_every > 0 && r->global_step % cfg->checkpoint_every == 0)))
+            PZ_TRY(checkpoint_mid(r, epoch, e, 0));
     }
     return PZ_OK;
 }
@@ -384,37 +433,67 @@ static pz_status write_epoch(run *r, int epoch, const epoch_sums *e, const eval_
     return PZ_OK;
 }
 
-/* every stage's state, then the record naming it; the previous epoch's goes after */
-static pz_status checkpoint(run *r, int epoch) {
-    const pz_run_result *res = r->res;
-    char d[4200], old[4200];
-    run_checkpoint_dir(d, sizeof d, r->out_dir, epoch + 1);
+/* every stage's state, then the record naming it; the previous checkpoint goes after */
+static pz_status write_checkpoint(run *r, run_state *ns) {
+    char d[4300];
+    ns->global_step = r->global_step, ns->samples = r->samples, ns->best = r->res->best_test_accuracy;
+    run_state_dir(d, sizeof d, r->out_dir, ns);
     PZ_TRY(pz_mkdir_p(d));
     PZ_TRY(pz_pipe_save(r->pipe, d));
-    run_state ns = {.epoch = epoch + 1, .global_step = r->global_step, .samples = r->samples,
-                    .best = res->best_test_accuracy, .wall = pz_now() - r->t0, .emulated = r->emulated,
+    ns->wall = pz_now() - r->t0;
+    snprintf(ns->fingerprint, sizeof ns->fingerprint, "%s", r->fp);
+    PZ_TRY(run_state_write(r->out_dir, ns));
+    if (r->ckpt[0] && strcmp(r->ckpt, d)) run_checkpoint_remove(r->ckpt);
+    snprintf(r->ckpt, sizeof r->ckpt, "%s", d);
+    return PZ_OK;
+}
+
+static pz_status checkpoint(run *r, int epoch) {
+    const pz_run_result *res = r->res;
+    run_state ns = {.epoch = epoch + 1, .emulated = r->emulated,
                     .fwd_bytes = (double)res->fwd_bytes, .bwd_bytes = (double)res->bwd_bytes,
                     .fp32_bytes = (double)res->fp32_bytes, .eval_bytes = (double)res->eval_bytes,
                     .link_bytes = (double)res->link_bytes};
-    snprintf(ns.fingerprint, sizeof ns.fingerprint, "%s", r->fp);
-    PZ_TRY(run_state_write(r->out_dir, &ns));
-    if (epoch > 0) {
-        run_checkpoint_dir(old, sizeof old, r->out_dir, epoch);
-        run_checkpoint_remove(old);
+    return write_checkpoint(r, &ns);
+}
+
+/* Mid-epoch (--checkpoint-every, or a stop): the epoch's sums and the
+ * emulated time so far go into the record, the boundaries' counts so far
+ * beside the stages' state; the step and evaluation records are flushed. */
+static pz_status checkpoint_mid(run *r, int epoch, const epoch_sums *e, int eval_pending) {
+    run_state ns = {.epoch = epoch, .step_in_epoch = e->steps, .ep_hits = e->hits, .ep_seen = e->seen,
+                    .ep_loss_sum = e->loss_sum, .ep_eval_seconds = e->eval_seconds, .eval_pending = eval_pending,
+                    .emulated = r->emulated + (r->pipeline ? pz_pipe_clock(r->pipe) - r->clock0 : 0.0),
+                    .fwd_bytes = r->traffic.fwd, .bwd_bytes = r->traffic.bwd, .fp32_bytes = r->traffic.fp32,
+                    .eval_bytes = r->traffic.eval, .link_bytes = r->traffic.link};
+    char d[4300], tp[4400];
+    ns.global_step = r->global_step;
+    run_state_dir(d, sizeof d, r->out_dir, &ns);
+    PZ_TRY(pz_mkdir_p(d));
+    if (r->pipeline) {
+        double tot[5];
+        snprintf(tp, sizeof tp, "%s/traffic.jsonl", d);
+        PZ_TRY(pz_traffic_checkpoint(&r->traffic, r->pipe, tp, tot));
+        ns.fwd_bytes = tot[0], ns.bwd_bytes = tot[1], ns.fp32_bytes = tot[2], ns.eval_bytes = tot[3], ns.link_bytes = tot[4];
     }
-    return PZ_OK;
+    if (r->steps_m.f) fflush(r->steps_m.f);
+    if (r->evals_m.f) fflush(r->evals_m.f);
+    return write_checkpoint(r, &ns);
 }
 
 static pz_status epoch_loop(run *r) {
     const pz_run_plan *cfg = r->cfg;
     pz_run_result *res = r->res;
-    for (int epoch = r->rs.epoch; epoch < cfg->epochs && !res->stopped; epoch++) {
+    for (int epoch = r->rs.epoch; epoch < r->epochs && !res->stopped; epoch++) {
         const double te = pz_now();
         r->cur_epoch = epoch, r->epoch_t0 = te, r->epoch_eval = 0, r->in_epoch = 1;
         if (cfg->aqsgd_warmup > 0 && (epoch == r->rs.epoch || epoch == cfg->aqsgd_warmup))
             PZ_TRY(pz_pipe_set_warmup(r->pipe, epoch < cfg->aqsgd_warmup));
         r->clock0 = r->pipeline ? pz_pipe_clock(r->pipe) : 0.0;
         epoch_sums e = {0};
+        if (epoch == r->rs.epoch && r->rs.step_in_epoch > 0) /* resumed mid-epoch: its sums so far */
+            e = (epoch_sums){.loss_sum = r->rs.ep_loss_sum, .hits = r->rs.ep_hits, .seen = r->rs.ep_seen,
+                             .steps = r->rs.step_in_epoch, .eval_seconds = r->rs.ep_eval_seconds};
         PZ_TRY(train_epoch(r, epoch, &e));
         if (res->stopped) break;
         const double train_seconds = pz_now() - te - e.eval_seconds;
@@ -443,7 +522,7 @@ static pz_status epoch_loop(run *r) {
         if (r->epochs_m.f) PZ_TRY(write_epoch(r, epoch, &e, &v, train_seconds, te, now));
         PZ_TRY(write_eval(r, epoch, &v, r->emulated, (double)res->fwd_bytes, (double)res->bwd_bytes));
         if (r->out_dir) PZ_TRY(checkpoint(r, epoch));
-        if (r->turn < 0 && epoch + 1 < cfg->epochs && !res->stopped) PZ_TRY(next_turn(r, epoch + 1));
+        if (r->turn < 0 && epoch + 1 < r->epochs && !res->stopped) PZ_TRY(next_turn(r, epoch + 1));
     }
     return PZ_OK;
 }
@@ -453,6 +532,9 @@ static double or_null(double v) { return v < 0 ? NAN : v; }
 
 static pz_status write_summary(const run *r) {
     const pz_run_result *res = r->res;
+    char acts[16 * 24] = ""; /* per stage, "a,b,c" */
+    for (int i = 0, n = 0; i < res->n_stages && i < 16; i++)
+        n += snprintf(acts + n, sizeof acts - (size_t)n, "%s%lld", i ? "," : "", (long long)res->activation_bytes[i]);
     pz_field f[] = {PZ_STR("status", res->stopped ? "stopped" : "finished"), PZ_NUM("epochs", res->epochs_done),
                     PZ_NUM("final_test_accuracy", res->final_test_accuracy),
                     PZ_NUM("best_test_accuracy", res->best_test_accuracy),
@@ -472,7 +554,9 @@ static pz_status write_summary(const run *r) {
                     PZ_NUM("final_test_loss_compressed", or_null(res->final_test_loss_compressed)),
                     PZ_NUM("tokens_per_sample", res->tokens > 0 ? (double)res->tokens : NAN),
                     PZ_NUM("final_test_bits_per_byte", or_null(res->final_test_bits_per_byte)),
-                    PZ_NUM("final_test_bits_per_byte_compressed", or_null(res->final_test_bits_per_byte_compressed))};
+                    PZ_NUM("final_test_bits_per_byte_compressed", or_null(res->final_test_bits_per_byte_compressed)),
+                    PZ_NUM("steps", (double)res->steps_done), PZ_NUM("resumed_from_step", (double)res->resumed_from_step),
+                    PZ_STR("pipe_schedule", run_plan_str(r->cfg, PZ_SET_PIPE_SCHEDULE)), PZ_STR("activation_bytes", acts)};
     return run_write_json(r->out_dir, "summary.json", f, (int)(sizeof f / sizeof *f));
 }
 
@@ -514,9 +598,10 @@ pz_status pz_run_train(const pz_run_plan *cfg, pz_run_result *res, pz_progress_f
     pz_status st = start(r);
     if (!st && r->rank > 0) st = pz_pipe_wait(r->pipe); /* a process without the driver: serve until it stops */
     else if (!st) {
-        if (RESUME(cfg) && r->rs.epoch >= cfg->epochs && r->out_dir) last_epoch_results(r);
+        if (RESUME(cfg) && r->rs.epoch >= r->epochs && r->out_dir) last_epoch_results(r);
         st = epoch_loop(r);
         if (!st && r->link->session && !res->stopped) st = pz_pipe_hand_on(r->pipe); /* for the next client */
+        res->steps_done = r->global_step;
         res->wall_seconds = pz_now() - r->t0;
         res->samples_per_second = res->wall_seconds > 0 ? r->samples / res->wall_seconds : 0;
         res->train_samples_per_second = r->train_seconds > 0 ? r->samples_here / r->train_seconds : 0;

@@ -175,34 +175,59 @@ void run_fingerprint_diff(const char *a, const char *b, char *out, size_t cap) {
 
 /* The record's checksum: CRC-32 of its values in one canonical text (%.17g
  * gives back the exact doubles cJSON reads), so an edited count, a step
- * or a fingerprint no longer matches the checkpoint it was written with */
+ * or a fingerprint no longer matches the checkpoint it was written with
+ * (a mid-epoch record adds its fields; an epoch's keeps the older form) */
 static unsigned long state_check(const run_state *s) {
     char buf[4096];
-    const int n = snprintf(buf, sizeof buf, "%d %lld %lld %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g %s", s->epoch,
-                           (long long)s->global_step, (long long)s->samples, s->best, s->wall, s->emulated, s->fwd_bytes,
-                           s->bwd_bytes, s->fp32_bytes, s->eval_bytes, s->link_bytes, s->fingerprint);
+    int n = snprintf(buf, sizeof buf, "%d %lld %lld %.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g %s", s->epoch,
+                     (long long)s->global_step, (long long)s->samples, s->best, s->wall, s->emulated, s->fwd_bytes,
+                     s->bwd_bytes, s->fp32_bytes, s->eval_bytes, s->link_bytes, s->fingerprint);
+    if (s->step_in_epoch > 0 && n > 0 && (size_t)n < sizeof buf)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " %lld %lld %lld %.17g %.17g %d", (long long)s->step_in_epoch,
+                      (long long)s->ep_hits, (long long)s->ep_seen, s->ep_loss_sum, s->ep_eval_seconds, s->eval_pending);
     return crc32(0L, (const Bytef *)buf, (uInt)(n > 0 && (size_t)n < sizeof buf ? n : 0));
+}
+
+void run_state_dir(char *out, size_t cap, const char *dir, const run_state *s) {
+    if (s->step_in_epoch > 0) snprintf(out, cap, "%s/checkpoint/step-%lld", dir, (long long)s->global_step);
+    else run_checkpoint_dir(out, cap, dir, s->epoch);
 }
 
 /* latest.json: one line of JSON, read back with cJSON (so any spacing,
  * order or escaping reads the same); numbers in %.17g (exact doubles), the
  * fingerprint escaped by cJSON, and the checksum of them all */
 pz_status run_state_write(const char *dir, const run_state *s) {
-    char path[4200], buf[4096];
+    char path[4200], buf[4096], mid[512] = "";
     snprintf(path, sizeof path, "%s/checkpoint/latest.json", dir);
     cJSON *str = cJSON_CreateString(s->fingerprint);
     char *fp = str ? cJSON_PrintUnformatted(str) : NULL;
     cJSON_Delete(str);
     if (!fp) return pz_fail(PZ_ERR_NOMEM, "out of memory writing %s", path);
+    if (s->step_in_epoch > 0)
+        snprintf(mid, sizeof mid,
+                 "\"step_in_epoch\": %lld, \"epoch_hits\": %lld, \"epoch_seen\": %lld, \"epoch_loss_sum\": %.17g, "
+                 "\"epoch_eval_seconds\": %.17g, \"eval_pending\": %d, ",
+                 (long long)s->step_in_epoch, (long long)s->ep_hits, (long long)s->ep_seen, s->ep_loss_sum, s->ep_eval_seconds,
+                 s->eval_pending);
     const int n = snprintf(buf, sizeof buf,
                            "{\"epoch\": %d, \"global_step\": %lld, \"samples\": %lld, \"best\": %.17g, \"wall\": %.17g, "
                            "\"emulated\": %.17g, \"fwd_bytes\": %.17g, \"bwd_bytes\": %.17g, \"fp32_bytes\": %.17g, "
-                           "\"eval_bytes\": %.17g, \"link_bytes\": %.17g, \"fingerprint\": %s, \"check\": \"%08lx\"}\n",
+                           "\"eval_bytes\": %.17g, \"link_bytes\": %.17g, %s\"fingerprint\": %s, \"check\": \"%08lx\"}\n",
                            s->epoch, (long long)s->global_step, (long long)s->samples, s->best, s->wall, s->emulated,
-                           s->fwd_bytes, s->bwd_bytes, s->fp32_bytes, s->eval_bytes, s->link_bytes, fp, state_check(s));
+                           s->fwd_bytes, s->bwd_bytes, s->fp32_bytes, s->eval_bytes, s->link_bytes, mid, fp, state_check(s));
     cJSON_free(fp);
     if (n < 0 || (size_t)n >= sizeof buf) return pz_fail(PZ_ERR_ARG, "the checkpoint record of %s is too long", dir);
     return pz_write_file_atomic(path, buf, (size_t)n);
+}
+
+/* an integer field of a record that may be absent (0) */
+static int opt_int(const cJSON *o, const char *key, double *v) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
+    *v = 0;
+    if (!f) return 1;
+    if (!cJSON_IsNumber(f)) return 0;
+    *v = f->valuedouble;
+    return 1;
 }
 
 pz_status run_state_read(const char *dir, run_state *s) {
@@ -228,6 +253,14 @@ pz_status run_state_read(const char *dir, run_state *s) {
         }
         v[i] = f->valuedouble;
     }
+    static const char *const mid_keys[] = {"step_in_epoch", "epoch_hits", "epoch_seen", "epoch_loss_sum", "epoch_eval_seconds",
+                                           "eval_pending"};
+    double w[6];
+    for (int i = 0; i < 6; i++)
+        if (!opt_int(o, mid_keys[i], &w[i])) {
+            cJSON_Delete(o);
+            return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record ('%s' is not a number)", path, mid_keys[i]);
+        }
     const cJSON *fp = cJSON_GetObjectItemCaseSensitive(o, "fingerprint");
     if (!cJSON_IsString(fp) || !fp->valuestring || strlen(fp->valuestring) >= sizeof s->fingerprint) {
         cJSON_Delete(o);
@@ -238,20 +271,27 @@ pz_status run_state_read(const char *dir, run_state *s) {
     char check[16] = "";
     if (cJSON_IsString(ck) && ck->valuestring) snprintf(check, sizeof check, "%s", ck->valuestring);
     cJSON_Delete(o);
-    if (v[0] < 1 || v[0] != floor(v[0]) || v[0] > 1e6 || v[1] < 0 || v[2] < 0 || v[1] != floor(v[1]) || v[2] != floor(v[2]))
-        return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record (epoch %g, step %g)", path, v[0], v[1]);
+    const int mid = w[0] > 0;
+    if (v[0] < (mid ? 0 : 1) || v[0] != floor(v[0]) || v[0] > 1e6 || v[1] < 0 || v[2] < 0 || v[1] != floor(v[1]) || v[2] != floor(v[2]) ||
+        w[0] < 0 || w[0] != floor(w[0]) || w[0] > v[1] || w[1] < 0 || w[2] < 0 || (w[5] != 0 && w[5] != 1))
+        return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record (epoch %g, step %g, step in its epoch %g)", path, v[0],
+                       v[1], w[0]);
     s->epoch = (int)v[0], s->global_step = (int64_t)v[1], s->samples = (int64_t)v[2];
     s->best = v[3], s->wall = v[4], s->emulated = v[5], s->fwd_bytes = v[6], s->bwd_bytes = v[7];
     s->fp32_bytes = v[8], s->eval_bytes = v[9], s->link_bytes = v[10];
-    char want[16];
+    s->step_in_epoch = (int64_t)w[0], s->ep_hits = (int64_t)w[1], s->ep_seen = (int64_t)w[2];
+    s->ep_loss_sum = w[3], s->ep_eval_seconds = w[4], s->eval_pending = (int)w[5];
+    char want[16], where[64];
     snprintf(want, sizeof want, "%08lx", state_check(s));
+    if (mid) snprintf(where, sizeof where, "step-%lld", (long long)s->global_step);
+    else snprintf(where, sizeof where, "epoch-%d", s->epoch);
     if (!check[0])
         return pz_fail(PZ_ERR_FORMAT, "'%s' has no checksum: it was edited or written by an older pipezip; it cannot be trusted "
-                                      "to describe checkpoint/epoch-%d (start the run again)", path, s->epoch);
+                                      "to describe checkpoint/%s (start the run again)", path, where);
     if (strcmp(check, want))
         return pz_fail(PZ_ERR_FORMAT, "'%s' was modified after it was written (checksum %s, its values give %s): its epoch, step, "
-                                      "counts or settings no longer match checkpoint/epoch-%d; restore it or start the run again",
-                       path, check, want, s->epoch);
+                                      "counts or settings no longer match checkpoint/%s; restore it or start the run again",
+                       path, check, want, where);
     return PZ_OK;
 }
 
@@ -265,6 +305,9 @@ void run_checkpoint_remove(const char *d) {
         snprintf(f, sizeof f, "%s/stage-%d.bin", d, i);
         unlink(f);
     }
+    char f[4300];
+    snprintf(f, sizeof f, "%s/traffic.jsonl", d);
+    unlink(f);
     rmdir(d);
 }
 

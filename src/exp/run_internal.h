@@ -14,16 +14,25 @@
 
 /* ---- the run directory (run_config.c) ----------------------------------------
  * OUT/config.json, OUT/{steps,epochs,boundaries}.{jsonl,csv}, OUT/summary.json,
- * OUT/checkpoint/epoch-E/stage-<i>.bin and OUT/checkpoint/latest.json (atomic)
- * naming E and the driver's counters; a run resumed from OUT continues after
- * epoch E. */
+ * OUT/checkpoint/epoch-E/stage-<i>.bin (after epoch E) or
+ * OUT/checkpoint/step-N/ (mid-epoch: step N, the step_in_epoch-th of epoch
+ * E+1, with traffic.jsonl, the epoch's boundary counts so far), and
+ * OUT/checkpoint/latest.json (atomic) naming it and the driver's counters; a
+ * run resumed from OUT continues after it. */
 typedef struct {
-    int epoch;
+    int epoch;                 /* epochs finished */
     int64_t global_step, samples;
     double best, wall, emulated;
     double fwd_bytes, bwd_bytes, fp32_bytes, eval_bytes, link_bytes;
+    /* mid-epoch (step_in_epoch > 0): the unfinished epoch's sums so far, and
+     * whether the evaluation due at global_step was left undone (a stop) */
+    int64_t step_in_epoch, ep_hits, ep_seen;
+    double ep_loss_sum, ep_eval_seconds;
+    int eval_pending;
     char fingerprint[1024];
 } run_state;
+/* the checkpoint directory a state names (epoch-E or step-N) */
+void run_state_dir(char *out, size_t cap, const char *dir, const run_state *s);
 
 /* The settings a resumed run must share with the run it continues. */
 void run_fingerprint(const pz_run_plan *p, char *out, size_t cap);

@@ -196,7 +196,7 @@ const run_setting run_settings[PZ_SET_COUNT] = {
     NUM(PZ_SET_WEIGHT_DECAY, "weight-decay", "weight_decay", SET_FLOAT, weight_decay, 0, 10, "X", "weight decay (SGD: L2; AdamW: decoupled)"),
     TEXT(PZ_SET_SCHEDULE, "schedule", "schedule", parse_schedule, "onecycle", "SPEC",
          "learning-rate schedule (cosine and linear anneal to 0 after --warmup; onecycle: PCT of the steps rising)", schedule_choices),
-    NUM(PZ_SET_WARMUP, "warmup", "warmup_epochs", SET_FLOAT, warmup_epochs, 0, 1e6, "EPOCHS", "linear LR warm-up (constant, step, cosine, linear)"),
+    NUM(PZ_SET_WARMUP, "warmup", "warmup_epochs", SET_FLOAT, warmup_epochs, 0, 1e6, "EPOCHS", "linear LR warm-up (constant, step, cosine, linear); gpt-*'s default, 0.05, is with --steps 5% of the steps"),
     NUM(PZ_SET_CLIP_NORM, "clip-norm", "clip_norm", SET_FLOAT, clip_norm, 0, 1e9, "X",
         "clip the gradients' global norm, over every stage, to X (0 = off; 1 is usual for gpt-*)"),
     NUM(PZ_SET_CROP_PAD, "crop-pad", "augment_pad", SET_INT, crop_pad, -1, 16, "PX",

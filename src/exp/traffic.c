@@ -3,7 +3,11 @@
  * boundary records (bytes, ratio, bits per element, compression error,
  * codec and link time), the run's byte totals and its per-boundary results. */
 #include "metrics.h"
+#include "records.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 pz_status pz_traffic_start(pz_traffic *t, pz_pipe *pipe, int n_boundaries) {
@@ -21,14 +25,17 @@ pz_status pz_traffic_pause(pz_traffic *t, pz_pipe *pipe) {
     return PZ_OK;
 }
 
+/* every counter of pz_boundary_stats: U for the integers, D for the doubles */
+#define STATS_FIELDS(U, D)                                                                                                  \
+    U(fwd_bytes) U(bwd_bytes) U(fwd_frames) U(bwd_frames) U(fwd_elements) U(bwd_elements) D(fwd_err_sum) D(bwd_err_sum)  \
+    U(fwd_err_n) U(bwd_err_n) D(fwd_encode_s) D(fwd_decode_s) D(bwd_encode_s) D(bwd_decode_s) U(eval_bytes)              \
+    U(link_fwd_bytes) U(link_bwd_bytes) U(wire_fwd_bytes) U(wire_bwd_bytes) U(link_fwd_messages) U(link_bwd_messages)  \
+    D(busy_fwd_s) D(busy_bwd_s)
+
 /* x += to - from, field by field (counters wrap as unsigned: differences stay right) */
 static void shift(pz_boundary_stats *x, const pz_boundary_stats *from, const pz_boundary_stats *to) {
-#define U(f) x->f += to->f - from->f
-    U(fwd_bytes), U(bwd_bytes), U(fwd_frames), U(bwd_frames), U(fwd_elements), U(bwd_elements);
-    U(fwd_err_sum), U(bwd_err_sum), U(fwd_err_n), U(bwd_err_n);
-    U(fwd_encode_s), U(fwd_decode_s), U(bwd_encode_s), U(bwd_decode_s), U(eval_bytes);
-    U(link_fwd_bytes), U(link_bwd_bytes), U(wire_fwd_bytes), U(wire_bwd_bytes), U(link_fwd_messages), U(link_bwd_messages);
-    U(busy_fwd_s), U(busy_bwd_s);
+#define U(f) x->f += to->f - from->f;
+    STATS_FIELDS(U, U)
 #undef U
 }
 
@@ -50,6 +57,59 @@ pz_status pz_traffic_now(const pz_traffic *t, pz_pipe *pipe, double *fwd, double
         *fwd += (double)(bs.fwd_bytes - t->prev[b].fwd_bytes), *bwd += (double)(bs.bwd_bytes - t->prev[b].bwd_bytes);
     }
     return PZ_OK;
+}
+
+pz_status pz_traffic_checkpoint(const pz_traffic *t, pz_pipe *pipe, const char *path, double totals[5]) {
+    PZ_TRY(pz_pipe_collect_stats(pipe));
+    totals[0] = t->fwd, totals[1] = t->bwd, totals[2] = t->fp32, totals[3] = t->eval, totals[4] = t->link;
+    FILE *f = fopen(path, "w");
+    if (!f) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    int bad = 0;
+    for (int b = 0; b < t->n; b++) {
+        const pz_boundary_stats now = pz_pipe_boundary_stats(pipe, b);
+        pz_boundary_stats d = {0};
+        shift(&d, &t->prev[b], &now);
+        totals[0] += (double)d.fwd_bytes, totals[1] += (double)d.bwd_bytes;
+        totals[2] += 4.0 * (double)(d.fwd_elements + d.bwd_elements), totals[3] += (double)d.eval_bytes;
+        totals[4] += (double)(d.link_fwd_bytes + d.link_bwd_bytes);
+        bad |= fprintf(f, "{\"boundary\": %d", b + 1) < 0;
+#define U(x) bad |= fprintf(f, ", \"" #x "\": %llu", (unsigned long long)d.x) < 0;
+#define D(x) bad |= fprintf(f, ", \"" #x "\": %.17g", d.x) < 0;
+        STATS_FIELDS(U, D)
+#undef U
+#undef D
+        bad |= fprintf(f, "}\n") < 0;
+    }
+    bad |= fclose(f) != 0;
+    return bad ? pz_fail(PZ_ERR_IO, "cannot write '%s'", path) : PZ_OK;
+}
+
+pz_status pz_traffic_carry(pz_traffic *t, const char *path) {
+    char *text = pz_slurp(path);
+    if (!text) return pz_fail(PZ_ERR_IO, "the checkpoint's boundary counts '%s' cannot be read", path);
+    int b = 0;
+    pz_status st = PZ_OK;
+    for (char *line = strtok(text, "\n"); line && !st; line = strtok(NULL, "\n"), b++) {
+        double v;
+        pz_boundary_stats d = {0}, zero = {0};
+        if (b >= t->n || !pz_json_num(line, "boundary", &v) || v != b + 1) {
+            st = pz_fail(PZ_ERR_FORMAT, "'%s' line %d is not boundary %d's counts", path, b + 1, b + 1);
+            break;
+        }
+#define U(x) if (!st && !pz_json_num(line, #x, &v)) st = pz_fail(PZ_ERR_FORMAT, "'%s' line %d has no '" #x "'", path, b + 1); else d.x = (uint64_t)v;
+#define D(x) if (!st && !pz_json_num(line, #x, &v)) st = pz_fail(PZ_ERR_FORMAT, "'%s' line %d has no '" #x "'", path, b + 1); else d.x = v;
+        STATS_FIELDS(U, D)
+#undef U
+#undef D
+        if (st) break;
+        shift(&t->prev[b], &d, &zero); /* the epoch so far counts from before the resume */
+        /* the record's totals include the epoch so far: the epoch's end adds it again */
+        t->fwd -= (double)d.fwd_bytes, t->bwd -= (double)d.bwd_bytes, t->fp32 -= 4.0 * (double)(d.fwd_elements + d.bwd_elements);
+        t->eval -= (double)d.eval_bytes, t->link -= (double)(d.link_fwd_bytes + d.link_bwd_bytes);
+    }
+    free(text);
+    if (!st && b != t->n) st = pz_fail(PZ_ERR_FORMAT, "'%s' has %d boundaries' counts, the pipeline %d boundaries", path, b, t->n);
+    return st;
 }
 
 static double mean(double sum, uint64_t n) { return n ? sum / (double)n : 0; }

@@ -44,6 +44,52 @@ open(sys.argv[1], "w").write(" ".join(random.choice(w) + random.choice(["", "", 
 PY
 check bpe --model gpt-tiny --data "text:$tmp/text.txt" --tokenizer bpe:320 --optimizer adamw --lr 1e-3 --epochs 4 \
   --limit-train 48 --limit-test 8 --batch 8 --progress none --threads 1
+# a GPT over a pipeline, in steps: SIGTERM (as a scheduler sends) at step 14,
+# mid-epoch and with an evaluation due, finishes the step, checkpoints it and
+# exits 130; resumed, it ends with exactly the uninterrupted run's step losses,
+# evaluations and byte counts. A crash (SIGKILL at step 13) with
+# --checkpoint-every 5 resumes from step 10 the same. Both schedules.
+gpt=(--model gpt:layers=4,d=32,heads=2,ctx=16 --data "text:$tmp/text.txt" --steps 30 --batch 8 --micro-batches 3 --stages 4
+     --fwd "ef(q4:per=token)" --bwd q8 --eval-every 7 --log-every 1 --limit-train 400 --limit-test 16 --progress none --threads 1)
+same_run() { # NAME DIR_A DIR_B
+  python3 - "$2" "$3" <<'PY' && ok || bad "$1: the resumed run differs"
+import json, sys
+def rows(d, f): return [json.loads(l) for l in open(d + "/" + f)]
+a, b = sys.argv[1:]
+sa, sb = rows(a, "steps.jsonl"), rows(b, "steps.jsonl")
+assert [x["step"] for x in sb] == list(range(1, 31)), [x["step"] for x in sb]
+assert [x["loss"] for x in sa] == [x["loss"] for x in sb], "step losses"
+ea, eb = rows(a, "evals.jsonl"), rows(b, "evals.jsonl")
+assert [(x["step"], x["test_loss"], x["test_loss_compressed"], x["fwd_bytes"], x["bwd_bytes"]) for x in ea] == \
+       [(x["step"], x["test_loss"], x["test_loss_compressed"], x["fwd_bytes"], x["bwd_bytes"]) for x in eb], "evaluations"
+pa, pb = rows(a, "epochs.jsonl"), rows(b, "epochs.jsonl")
+for k in ("train_loss", "test_loss", "fwd_bytes", "bwd_bytes", "fp32_bytes"):
+    assert [x[k] for x in pa] == [x[k] for x in pb], k
+ba, bb = rows(a, "boundaries.jsonl"), rows(b, "boundaries.jsonl")
+assert [(x["fwd_bytes"], x["bwd_bytes"], x["fwd_elements"]) for x in ba] == [(x["fwd_bytes"], x["bwd_bytes"], x["fwd_elements"]) for x in bb]
+s = json.load(open(b + "/summary.json"))
+assert s["status"] == "finished" and s["steps"] == 30, s
+PY
+}
+for sched in gpipe 1f1b; do
+  "$pz" train "${gpt[@]}" --pipe-schedule $sched --out "$tmp/gpt-$sched-a" > "$tmp/gpt-a.log" 2>&1 || bad "gpt $sched: straight run failed: $(tail -3 "$tmp/gpt-a.log")"
+  PZ_TEST_SIGNAL_AT_STEP=14 "$pz" train "${gpt[@]}" --pipe-schedule $sched --out "$tmp/gpt-$sched-b" > "$tmp/gpt-b.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 130 ] && grep -q "stopped after step 14" "$tmp/gpt-b.log" && grep -qs '"global_step": 14' "$tmp/gpt-$sched-b/checkpoint/latest.json" \
+    && ok || bad "gpt $sched: SIGTERM at step 14 did not checkpoint it (exit $rc): $(tail -2 "$tmp/gpt-b.log")"
+  grep -qs '"status": "stopped"' "$tmp/gpt-$sched-b/summary.json" && ok || bad "gpt $sched: a stopped run's summary does not say so"
+  "$pz" train "${gpt[@]}" --pipe-schedule $sched --resume "$tmp/gpt-$sched-b" > "$tmp/gpt-r.log" 2>&1 || bad "gpt $sched: resume failed: $(tail -3 "$tmp/gpt-r.log")"
+  same_run "gpt $sched SIGTERM" "$tmp/gpt-$sched-a" "$tmp/gpt-$sched-b"
+done
+PZ_TEST_KILL_AT_STEP=13 "$pz" train "${gpt[@]}" --checkpoint-every 5 --out "$tmp/gpt-k" > "$tmp/gpt-k.log" 2>&1
+rc=$?
+[ "$rc" -eq 137 ] && grep -qs '"global_step": 10' "$tmp/gpt-k/checkpoint/latest.json" && [ ! -d "$tmp/gpt-k/checkpoint/step-5" ] \
+  && ok || bad "--checkpoint-every 5 killed at step 13: no checkpoint of step 10 alone (exit $rc)"
+"$pz" train "${gpt[@]}" --checkpoint-every 5 --resume "$tmp/gpt-k" > "$tmp/gpt-kr.log" 2>&1 || bad "resume after a crash failed: $(tail -3 "$tmp/gpt-kr.log")"
+same_run "gpt crash" "$tmp/gpt-gpipe-a" "$tmp/gpt-k"
+expect 2 "all 30 steps are already done" -- "$pz" train "${gpt[@]}" --resume "$tmp/gpt-k"
+expect 2 "other settings \(steps: 30 -> 40\)" -- "$pz" train "${gpt[@]/30/40}" --resume "$tmp/gpt-gpipe-b"
+expect 2 "--steps 30 and --epochs 2 both bound the run" -- "$pz" train "${gpt[@]}" --epochs 2
 expect 2 "other settings \(lr: 0.02 -> 0.05\)" -- "$pz" train "${common[@]}" --limit-train 4096 --lr 0.05 --resume "$tmp/single-b"
 # every setting that moves the trajectory is compared, and the one that differs named
 expect 2 "flip: \(unset\) -> 0" -- "$pz" train "${common[@]}" --limit-train 4096 --no-flip --resume "$tmp/single-b"
