@@ -529,6 +529,7 @@ typedef struct {
      * (evals.jsonl) when the run made them, else every epoch's end */
     int n_ep;
     double ep_acc[1024], ep_cacc[1024], ep_time[1024], ep_emu[1024], ep_bytes[1024], ep_epoch[1024], ep_step[1024];
+    double ep_loss[1024], ep_closs[1024]; /* validation loss, plain and through the compressed boundaries */
 } run_result;
 
 /* one evaluation record (epochs.jsonl or evals.jsonl) as the next point of r's series */
@@ -537,6 +538,8 @@ static void read_point(run_result *r, char *line, int e) {
     double v;
     r->ep_acc[e] = pz_json_num(line, "test_accuracy", &v) ? v : nan;
     r->ep_cacc[e] = pz_json_num(line, "test_accuracy_compressed", &v) && v >= 0 ? v : r->ep_acc[e];
+    r->ep_loss[e] = pz_json_num(line, "test_loss", &v) ? v : nan;
+    r->ep_closs[e] = pz_json_num(line, "test_loss_compressed", &v) && v >= 0 ? v : r->ep_loss[e];
     r->ep_time[e] = pz_json_num(line, "time", &v) ? v : nan;
     r->ep_emu[e] = pz_json_num(line, "emulated_time", &v) ? v : r->ep_time[e];
     double fb = 0, bb = 0;
@@ -807,14 +810,33 @@ pz_status pz_sweep_epochs(const char *dir) {
     return st;
 }
 
-/* Each point's target accuracy (NAN: none). "uncompressed-D": a run's
- * target is the uncompressed run's final accuracy with the same seed (the
- * best of them, when several) minus D; a seed without an uncompressed run
- * takes the best of all. A number: every run's. */
-static void sweep_targets(const plan *pl, const run_result *rr, double *targets) {
+/* Each point's target (NAN: none): an accuracy, or (*is_loss) a
+ * validation loss. "uncompressed-D": a run's target is the uncompressed
+ * run's final accuracy with the same seed (the best of them, when several)
+ * minus D; a seed without an uncompressed run takes the best of all. A
+ * number: every run's. "loss:uncompressed+P%": a language model's target is
+ * the same seed's uncompressed final validation loss (the lowest, when
+ * several) times 1 + P/100, reached when a run's loss first falls to it. */
+static void sweep_targets(const plan *pl, const run_result *rr, double *targets, int *is_loss) {
     const char *ts = pz_ini_get(&pl->ini, "sweep", "target");
     for (int p = 0; p < pl->npts; p++) targets[p] = NAN;
-    if (ts && !strncmp(ts, "uncompressed", 12)) {
+    *is_loss = ts && !strncmp(ts, "loss:", 5);
+    if (*is_loss) {
+        const char *m = ts + 5;
+        double margin = 0;
+        if (!strncmp(m, "uncompressed", 12)) margin = m[12] == '+' ? atof(m + 13) / 100.0 : 0.0;
+        for (int p = 0; p < pl->npts; p++) {
+            if (strncmp(m, "uncompressed", 12)) {
+                targets[p] = atof(m);
+                continue;
+            }
+            double same = INFINITY;
+            for (int q = 0; q < pl->npts; q++)
+                if (is_uncompressed(&rr[q]) && !strcmp(seed_of(&pl->pts[q]), seed_of(&pl->pts[p])) && rr[q].final_loss < same)
+                    same = rr[q].final_loss;
+            targets[p] = isfinite(same) ? same * (1.0 + margin) : NAN;
+        }
+    } else if (ts && !strncmp(ts, "uncompressed", 12)) {
         const double minus = ts[12] == '-' ? atof(ts + 13) : 0.0;
         double best = -1, target = NAN;
         for (int p = 0; p < pl->npts; p++)
@@ -834,7 +856,8 @@ static void sweep_targets(const plan *pl, const run_result *rr, double *targets)
 
 /* one point's row of results.csv: its id, status and settings, what its run
  * reached, and when it first reached its target */
-static void result_row(FILE *f, const point *pt, const run_result *r, const kv *keys, int nk, double target, int via_compressed) {
+static void result_row(FILE *f, const point *pt, const run_result *r, const kv *keys, int nk, double target, int via_compressed,
+                       int is_loss) {
     pz_csv_field(f, pt->id);
     fputc(',', f);
     pz_csv_field(f, r->status);
@@ -848,11 +871,11 @@ static void result_row(FILE *f, const point *pt, const run_result *r, const kv *
     const double total = r->fwd_bytes + r->bwd_bytes;
     const double vals[] = {r->epochs, r->final_acc, r->best_acc, r->final_cacc, r->best_cacc, r->fwd_bytes, r->bwd_bytes,
                            r->fp32_bytes, total > 0 ? r->fp32_bytes / total : NAN, r->fwd_ratio, r->bwd_ratio, r->fwd_bits,
-                           r->bwd_bits, r->fwd_err, r->bwd_err, r->wall, r->emulated, target};
+                           r->bwd_bits, r->fwd_err, r->bwd_err, r->wall, r->emulated, is_loss ? NAN : target};
     for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) fputc(',', f), csv_num(f, vals[i]);
     int hit = -1;
     for (int e = 0; e < r->n_ep && !isnan(target); e++)
-        if ((via_compressed ? r->ep_cacc[e] : r->ep_acc[e]) >= target) {
+        if (is_loss ? (via_compressed ? r->ep_closs[e] : r->ep_loss[e]) <= target : (via_compressed ? r->ep_cacc[e] : r->ep_acc[e]) >= target) {
             hit = e;
             break;
         }
@@ -863,6 +886,7 @@ static void result_row(FILE *f, const point *pt, const run_result *r, const kv *
     const double lm[] = {r->final_loss, r->final_closs, r->final_bpb, r->final_cbpb, r->final_train_loss};
     for (size_t i = 0; i < sizeof lm / sizeof *lm; i++) fputc(',', f), csv_num(f, lm[i]);
     fputc(',', f), csv_num(f, hit >= 0 ? r->ep_step[hit] : NAN);
+    fputc(',', f), csv_num(f, is_loss ? target : NAN);
     fputc('\n', f);
 }
 
@@ -895,7 +919,8 @@ pz_status pz_sweep_collect(const char *dir) {
         plan_free(&pl);
         return pz_fail(PZ_ERR_NOMEM, "out of memory collecting %s", dir);
     }
-    sweep_targets(&pl, rr, targets);
+    int is_loss = 0;
+    sweep_targets(&pl, rr, targets, &is_loss);
     /* every key any point sets, in order */
     kv keys[MAX_KEYS];
     int nk = 0;
@@ -914,9 +939,9 @@ pz_status pz_sweep_collect(const char *dir) {
           "fwd_bytes,bwd_bytes,fp32_bytes,compression_ratio,fwd_ratio,bwd_ratio,fwd_bits_per_element,bwd_bits_per_element,"
           "fwd_error,bwd_error,wall_seconds,emulated_seconds,target_accuracy,epochs_to_target,time_to_target,"
           "emulated_time_to_target,bytes_to_target,final_test_loss,final_test_loss_compressed,final_test_bits_per_byte,"
-          "final_test_bits_per_byte_compressed,final_train_loss,steps_to_target\n",
+          "final_test_bits_per_byte_compressed,final_train_loss,steps_to_target,target_loss\n",
           f);
-    for (int p = 0; p < pl.npts; p++) result_row(f, &pl.pts[p], &rr[p], keys, nk, targets[p], via_compressed);
+    for (int p = 0; p < pl.npts; p++) result_row(f, &pl.pts[p], &rr[p], keys, nk, targets[p], via_compressed, is_loss);
     const int bad = ferror(f);
     fclose(f);
     free(rr), free(targets);
