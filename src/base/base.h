@@ -120,6 +120,9 @@ int pz_get_threads(void);
  * OpenMP thread count is per thread, and OpenBLAS's OpenMP build sizes its
  * GEMMs by it, so without this a stage would use another summation order. */
 void pz_thread_attach(void);
+/* The same with n threads for this thread's kernels (a pipeline's stages
+ * share the process's threads: each takes its part). */
+void pz_thread_attach_n(int n);
 
 /* ---------------------------------------------------------------------------
  * The BLAS kernels, chosen by the CPU's features (blas.c).

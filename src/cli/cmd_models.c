@@ -14,7 +14,9 @@ static const char usage[] =
     "names), output shape, parameters, forward FLOPs and the activation a\n"
     "boundary after that layer carries (fp32): per sample for the image models,\n"
     "per token for the language models (gpt-tiny, gpt-small), whose input is\n"
-    "their context of token ids.\n";
+    "their context of token ids. NAME is a preset or a GPT of any shape,\n"
+    "gpt:layers=L,d=D,heads=H,ctx=T (keys not given take gpt-tiny's), or a gpt\n"
+    "preset with some sizes changed (gpt-small:layers=8); --model takes the same.\n";
 
 int cmd_models(int argc, char **argv) {
     const char *input = "1x28x28";

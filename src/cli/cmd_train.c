@@ -241,15 +241,21 @@ static int progress_mode(const train_args *ta) {
 static void print_header(const pz_run_plan *p) {
     const char *out = pz_run_dir_of(p);
     const int epochs = p->epochs, remote = pz_run_remote(p);
-    fprintf(stderr, "pipezip train: %s on %s, %d epoch%s, batch %d, %s lr %g (%s), seed %llu%s%s\n", text_of(p, PZ_SET_MODEL),
-            text_of(p, PZ_SET_DATA), epochs, epochs == 1 ? "" : "s", p->batch, text_of(p, PZ_SET_OPTIMIZER), p->lr,
+    char length[64];
+    if (pz_run_plan_is_set(p, PZ_SET_STEPS) && p->steps > 0) snprintf(length, sizeof length, "%lld steps", (long long)p->steps);
+    else snprintf(length, sizeof length, "%d epoch%s", epochs, epochs == 1 ? "" : "s");
+    fprintf(stderr, "pipezip train: %s on %s, %s, batch %d, %s lr %g (%s), seed %llu%s%s\n", text_of(p, PZ_SET_MODEL),
+            text_of(p, PZ_SET_DATA), length, p->batch, text_of(p, PZ_SET_OPTIMIZER), p->lr,
             text_of(p, PZ_SET_SCHEDULE), (unsigned long long)p->seed, out ? ", run directory " : "", out ? out : "");
     if (!pz_run_uses_pipeline(p)) return;
     char buf[128];
     const char *layout = pz_run_layout(p, buf, sizeof buf), *link = text_of(p, PZ_SET_LINK);
+    char sched[96] = "";
+    if (p->micro_batches > 1)
+        snprintf(sched, sizeof sched, ", %d micro-batches (%s)", p->micro_batches, text_of(p, PZ_SET_PIPE_SCHEDULE));
     if (layout)
-        fprintf(stderr, "pipeline: %s, activations %s, gradients %s%s%s\n", layout, text_of(p, PZ_SET_FWD), text_of(p, PZ_SET_BWD),
-                remote ? ", link " : "", remote ? link : "");
+        fprintf(stderr, "pipeline: %s, activations %s, gradients %s%s%s%s\n", layout, text_of(p, PZ_SET_FWD), text_of(p, PZ_SET_BWD),
+                sched, remote ? ", link " : "", remote ? link : "");
     else fprintf(stderr, "pipeline: one stage (no boundary, nothing compressed)%s%s\n", remote ? ", link " : "", remote ? link : "");
 }
 
@@ -269,8 +275,15 @@ static void print_boundaries(const pz_run_plan *p, const pz_run_result *r, const
     const char *bw = pz_run_plan_text(p, PZ_SET_LINK_BANDWIDTH), *lat = pz_run_plan_text(p, PZ_SET_LINK_LATENCY);
     char em[32];
     fmt_time(em, sizeof em, r->emulated_seconds);
+    const char *rate = pz_run_plan_text(p, PZ_SET_COMPUTE_RATE);
+    char clock[96];
+    if (rate && strcmp(rate, "cpu") && strcmp(rate, "wall")) snprintf(clock, sizeof clock, "virtual clock, compute at %s", rate);
+    else snprintf(clock, sizeof clock, "virtual clock, compute as %s time", rate ? rate : "cpu");
     if (bw || lat)
-        printf("training time on a %s%s%s link: %s (virtual clock; %s here)\n", bw ? bw : "", bw && lat ? " / " : "", lat ? lat : "", em, el);
+        printf("training time on a %s%s%s link: %s (%s; %s here)\n", bw ? bw : "", bw && lat ? " / " : "", lat ? lat : "", em, clock, el);
+    printf("activation memory per stage (MB):");
+    for (int i = 0; i < r->n_stages && i < 16; i++) printf("%s%.1f", i ? " / " : " ", (double)r->activation_bytes[i] / 1e6);
+    printf("\n");
 }
 
 /* what the run reached and what crossed its boundaries */

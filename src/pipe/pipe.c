@@ -87,6 +87,10 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
         return st;
     }
     pz_clock_start_mode(&p->clock, cfg->realtime, cfg->clock);
+    /* the stages here run at once: they share the threads (more would only
+     * wait for a core, and a stage's clock would charge the waiting) */
+    const int local = p->last - p->first + 1;
+    p->stage_threads = pz_get_threads() / local > 1 ? pz_get_threads() / local : 1;
     for (int i = p->first; i <= p->last; i++) {
         pthread_create(&p->st[i].thread, NULL, stage_main, &p->st[i]);
         p->st[i].running = 1;

@@ -87,6 +87,7 @@ struct pz_pipe {
     const pipe_schedule *schedule;
     char fingerprint[PZ_MAX_STAGES * 2 * PZ_SPEC_MAX + 512]; /* what every stage must agree on */
     int S, first, last, has_driver, started, mb_max;
+    int stage_threads; /* each local stage's threads: --threads shared among them (at least 1) */
     int checked;       /* the driver's CHECK passed here */
     pz_eval_progress_fn eval_progress; /* told after every evaluation batch (NULL: nobody) */
     void *eval_user;
