@@ -265,8 +265,18 @@ static void sort_series(pz_series *s) {
         }
 }
 
-/* a run's epochs (epochs.csv rows of its id, in order) as one curve */
-static void epoch_curve(pz_figure *fig, pz_series *s, const table *ep, const char *id, const char *xkey, const char *ykey, double scale) {
+/* does the table hold rows of run id? */
+static int has_rows(const table *t, const char *id) {
+    for (int r = 0; t && r < t->nrow; r++)
+        if (!strcmp(cell(t, r, "id"), id)) return 1;
+    return 0;
+}
+
+/* a run's epochs (epochs.csv rows of its id, in order) as one curve; the
+ * time figure takes its evaluations every N steps (evals.csv) where it has them */
+static void epoch_curve(pz_figure *fig, pz_series *s, const table *ep, const table *ev, const char *id, const char *xkey, const char *ykey,
+                        double scale) {
+    if (!strcmp(xkey, "emulated_time") && has_rows(ev, id)) ep = ev;
     for (int r = 0; r < ep->nrow; r++) {
         if (strcmp(cell(ep, r, "id"), id)) continue;
         double x = num(ep, r, xkey);
@@ -316,7 +326,7 @@ static int reference_run(const table *t, int r) {
     return -1;
 }
 
-static pz_status epoch_figure(const char *path, const table *t, const table *ep, char (*pn)[160], char (*sn)[160], int lm, int vs_time,
+static pz_status epoch_figure(const char *path, const table *t, const table *ep, const table *ev, char (*pn)[160], char (*sn)[160], int lm, int vs_time,
                               const char *by, int *drawn) {
     pz_figure fig = {0};
     const char *yk = lm ? "test_loss" : "test_accuracy", *yck = lm ? "test_loss_compressed" : "test_accuracy_compressed";
@@ -343,14 +353,14 @@ static pz_status epoch_figure(const char *path, const table *t, const table *ep,
             for (int k = 0; k < nref && !seen; k++) seen = drawn_ref[k] == q;
             if (seen || nref == 4) continue;
             drawn_ref[nref++] = q;
-            epoch_curve(&fig, pz_panel_series(&fig, p, "uncompressed run (fwd = bwd = none), plain inference", PZ_STYLE_REF, 0, 0), ep,
+            epoch_curve(&fig, pz_panel_series(&fig, p, "uncompressed run (fwd = bwd = none), plain inference", PZ_STYLE_REF, 0, 0), ep, ev,
                         cell(t, q, "id"), x, yk, scale);
         }
         for (int r = 0; r < t->nrow; r++) {
             if (strcmp(pn[r], panels[i])) continue;
             const int style = intern(styles, &nstyle, sn[r]);
-            epoch_curve(&fig, pz_panel_series(&fig, p, sn[r], style, 0, 0), ep, cell(t, r, "id"), x, yk, scale);
-            epoch_curve(&fig, pz_panel_series(&fig, p, sn[r], style, 1, 0), ep, cell(t, r, "id"), x, yck, scale);
+            epoch_curve(&fig, pz_panel_series(&fig, p, sn[r], style, 0, 0), ep, ev, cell(t, r, "id"), x, yk, scale);
+            epoch_curve(&fig, pz_panel_series(&fig, p, sn[r], style, 1, 0), ep, ev, cell(t, r, "id"), x, yck, scale);
         }
     }
     fig.clip_high = lm; /* a diverged run's loss would flatten every other curve */
@@ -559,7 +569,7 @@ static pz_status heatmap_figure(const char *path, const table *t, const char *rk
     return st;
 }
 
-static pz_status draw_figures(const char *dir, const table *t, const table *ep, const pz_ini *ini, const char *rk, const char *ck, int lm,
+static pz_status draw_figures(const char *dir, const table *t, const table *ep, const table *ev, const pz_ini *ini, const char *rk, const char *ck, int lm,
                               figure_names *nm) {
     char path[4300];
     pz_status st = PZ_OK;
@@ -581,7 +591,7 @@ static pz_status draw_figures(const char *dir, const table *t, const table *ep, 
     for (int k = 0; k < 2 && !st; k++) {
         const char *file = k ? "accuracy_vs_time" : "accuracy_per_epoch";
         snprintf(path, sizeof path, "%s/plots/%s.svg", dir, file);
-        st = epoch_figure(path, t, ep, pn, sn, lm, k, by, &drawn);
+        st = epoch_figure(path, t, ep, ev, pn, sn, lm, k, by, &drawn);
         if (!st && !drawn && access(path, F_OK) == 0)
             fprintf(stderr, "report: %s has no per-epoch records (epochs.csv or runs/): plots/%s.svg is kept as it was\n", dir, file), drawn = 1;
         if (!st && drawn)
@@ -734,16 +744,16 @@ static pz_status report_open(const char *dir, table *t, pz_ini *ini, FILE **out)
 
 pz_status pz_sweep_report(const char *dir) {
     char path[4300];
-    table *t = calloc(1, sizeof *t), *ep = calloc(1, sizeof *ep);
-    if (!t || !ep) {
-        free(t), free(ep);
+    table *t = calloc(1, sizeof *t), *ep = calloc(1, sizeof *ep), *ev = calloc(1, sizeof *ev);
+    if (!t || !ep || !ev) {
+        free(t), free(ep), free(ev);
         return pz_fail(PZ_ERR_NOMEM, "out of memory reading %s/results.csv", dir);
     }
     pz_ini ini = {0};
     FILE *f = NULL;
     pz_status st = report_open(dir, t, &ini, &f);
     if (st) {
-        free_table(t), free(t), free(ep);
+        free_table(t), free(t), free(ep), free(ev);
         pz_ini_free(&ini);
         return st;
     }
@@ -762,8 +772,10 @@ pz_status pz_sweep_report(const char *dir) {
     st = pz_sweep_epochs(dir);
     snprintf(path, sizeof path, "%s/epochs.csv", dir);
     if (!st && access(path, F_OK) == 0) st = load_table(ep, path);
+    snprintf(path, sizeof path, "%s/evals.csv", dir);
+    if (!st && access(path, F_OK) == 0) st = load_table(ev, path);
     figure_names names = {0};
-    if (!st) st = draw_figures(dir, t, ep, &ini, rk && col(t, rk) >= 0 ? rk : NULL, ck && col(t, ck) >= 0 ? ck : NULL, lm, &names);
+    if (!st) st = draw_figures(dir, t, ep, ev, &ini, rk && col(t, rk) >= 0 ? rk : NULL, ck && col(t, ck) >= 0 ? ck : NULL, lm, &names);
     fputc('\n', f);
     for (int i = 0; i < names.n; i++) fprintf(f, "![%s](plots/%s.svg)\n", names.alt[i], names.file[i]);
     const int bad = ferror(f);
@@ -776,6 +788,7 @@ pz_status pz_sweep_report(const char *dir) {
         if (rename(from, to) != 0) st = pz_fail(PZ_ERR_IO, "cannot write '%s': %s", to, strerror(errno));
     }
     free_table(t), free(t), free_table(ep), free(ep);
+    free_table(ev), free(ev);
     pz_ini_free(&ini);
     return st;
 }

@@ -712,10 +712,15 @@ done:
 static const char *epoch_cols[] = {"epoch", "train_loss", "test_loss", "test_accuracy", "test_loss_compressed", "test_accuracy_compressed",
                                    "lr", "time", "emulated_time", "fwd_bytes", "bwd_bytes"};
 
-static pz_status write_epochs(const char *dir, const plan *pl) {
+/* DIR/evals.csv: the same from the runs' evals.jsonl (--eval-every: the
+ * validation loss every N steps), with the step: the time figure's curves */
+static const char *eval_cols[] = {"epoch", "step", "test_loss", "test_accuracy", "test_loss_compressed", "test_accuracy_compressed",
+                                  "lr", "time", "emulated_time", "fwd_bytes", "bwd_bytes"};
+
+static pz_status write_series(const char *dir, const plan *pl, const char *stem, const char *const *epoch_cols, size_t ncols) {
     char path[4300], tmp[4300];
-    snprintf(path, sizeof path, "%s/epochs.csv", dir);
-    snprintf(tmp, sizeof tmp, "%s/epochs.csv.tmp", dir);
+    snprintf(path, sizeof path, "%s/%s.csv", dir, stem);
+    snprintf(tmp, sizeof tmp, "%s/%s.csv.tmp", dir, stem);
     char *old = pz_slurp(path);
     FILE *f = fopen(tmp, "w");
     if (!f) {
@@ -723,7 +728,6 @@ static pz_status write_epochs(const char *dir, const plan *pl) {
         return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
     }
     fputs("id", f);
-    const size_t ncols = sizeof epoch_cols / sizeof *epoch_cols;
     for (size_t c = 0; c < ncols; c++) fprintf(f, ",%s", epoch_cols[c]);
     fputc('\n', f);
     /* the old file's rows are kept only under the same header */
@@ -736,7 +740,7 @@ static pz_status write_epochs(const char *dir, const plan *pl) {
     }
     int n = 0;
     for (int p = 0; p < pl->npts; p++) {
-        snprintf(path, sizeof path, "%s/runs/%s/epochs.jsonl", dir, pl->pts[p].id);
+        snprintf(path, sizeof path, "%s/runs/%s/%s.jsonl", dir, pl->pts[p].id, stem);
         char *t = pz_slurp(path);
         if (!t) {
             for (const char *line = old_rows; line && *line;) {
@@ -772,13 +776,18 @@ static pz_status write_epochs(const char *dir, const plan *pl) {
     free(old);
     const int bad = ferror(f);
     if (fclose(f) != 0 || bad) return pz_fail(PZ_ERR_IO, "writing '%s' failed", tmp);
-    snprintf(path, sizeof path, "%s/epochs.csv", dir);
+    snprintf(path, sizeof path, "%s/%s.csv", dir, stem);
     if (!n) { /* nothing known of any epoch: no file */
         remove(tmp);
         return PZ_OK;
     }
     if (rename(tmp, path) != 0) return pz_fail(PZ_ERR_IO, "cannot rename '%s': %s", tmp, strerror(errno));
     return PZ_OK;
+}
+
+static pz_status write_epochs(const char *dir, const plan *pl) {
+    PZ_TRY(write_series(dir, pl, "epochs", epoch_cols, sizeof epoch_cols / sizeof *epoch_cols));
+    return write_series(dir, pl, "evals", eval_cols, sizeof eval_cols / sizeof *eval_cols);
 }
 
 static int is_uncompressed(const run_result *r) {
