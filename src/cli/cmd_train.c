@@ -357,6 +357,7 @@ static int train(train_args *ta, int argc, char **argv) {
     /* SIGTERM or Ctrl-C finishes the current step, checkpoints it, writes the summary, exits 130 */
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESTART; /* a stage blocked in a read or write goes on: the flag is read after the step */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     int rank = 0;

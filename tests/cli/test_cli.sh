@@ -257,7 +257,7 @@ expect 1 "tokenizer.txt" -- "$PZ" sample --run "$tmp/bpe"
 expect 2 "--tokenizer 'bpe:100' \(expected bytes or bpe:N" -- "$PZ" train --model gpt-tiny --data "text:$tmp/verses.txt" --tokenizer bpe:100 --no-out
 expect 2 "--tokenizer bpe:512 is for text" -- "$PZ" train --data synthetic --tokenizer bpe:512 --no-out
 
-# Ctrl-C: the run stops after the current step, writes its summary, exits 130
+# Ctrl-C: the run stops after the current step, checkpoints it, writes its summary, exits 130
 "$PZ" train --data synthetic --model lenet5 --epochs 1000 --out "$tmp/int" --progress none --threads 1 \
   > "$tmp/int.log" 2>&1 &
 pid=$!
@@ -266,7 +266,9 @@ while [ ! -s "$tmp/int/epochs.jsonl" ] && kill -0 "$pid" 2>/dev/null; do sleep 0
 kill -INT "$pid"
 wait "$pid"; rc=$?
 if [ "$rc" -eq 130 ] && grep -q '"status": "stopped"' "$tmp/int/summary.json" 2>/dev/null && \
-   grep -q "interrupted after [1-9][0-9]* finished epochs*" "$tmp/int.log"; then ok
+   grep -q "stopped after step [1-9][0-9]* ([1-9][0-9]* finished epochs*); checkpoint and metrics in .*--resume" "$tmp/int.log" && \
+   python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); s = json.load(open(sys.argv[2])); assert d["global_step"] == s["steps"] > 0' \
+     "$tmp/int/checkpoint/latest.json" "$tmp/int/summary.json"; then ok
 else bad "SIGINT: exit $rc, log: $(cat "$tmp/int.log"), summary: $(cat "$tmp/int/summary.json" 2>&1)"; fi
 
 # an existing run is never mixed or overwritten: refused, continued with --resume, or replaced with --overwrite
