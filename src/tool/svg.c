@@ -419,6 +419,8 @@ static void fig_head(FILE *f, const pz_figure *fig, const fig_axes *a, fig_layou
 typedef struct {
     const fig_axes *a;
     int ox, oy, PW, PH;
+    double *labelled; /* x of the clipped points' value labels drawn in this panel, per row (one per 28 px: no overlaps) */
+    int *nlabelled;
 } panel_frame;
 static double px_of(const panel_frame *r, double v) { return r->ox + (v - r->a->x0) / (r->a->x1 - r->a->x0) * r->PW; }
 static double py_of(const panel_frame *r, double v) { return r->oy + r->PH - (fmin(v, r->a->y1) - r->a->y0) / (r->a->y1 - r->a->y0) * r->PH; }
@@ -488,6 +490,11 @@ static void series_draw(FILE *f, const pz_figure *fig, const pz_series *s, const
             char paint[96];
             paint_of(paint, sizeof paint, s->style, s->dashed);
             fprintf(f, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\" %s/>\n", px, py - 1.0, px - 4.0, py + 6.0, px + 4.0, py + 6.0, paint);
+            int near = 0; /* a label there already: the triangle alone */
+            const double row = s->dashed ? 1e6 : 0; /* compressed values on a row of their own, below */
+            for (int j = 0; j < *r->nlabelled && !near; j++) near = fabs(r->labelled[j] - (px + row)) < 28;
+            if (near) continue;
+            if (*r->nlabelled < 64) r->labelled[(*r->nlabelled)++] = px + row;
             side_label(f, r, px, py + 14 + (s->dashed ? 10 : 0));
             fprintf(f, "%.3g</text>\n", s->y[k]);
         }
@@ -517,7 +524,10 @@ pz_status pz_fig_write(const pz_figure *fig, const char *path) {
     const int nty = ticks(fig->yaxis, a.y0, a.y1, 0, yp, yv, 64);
     for (int i = 0; i < fig->np; i++) {
         const pz_panel *p = &fig->p[i];
-        const panel_frame r = {&a, (i % l->ncol) * l->cellw + ML, l->top + (i / l->ncol) * l->cellh + l->MT, l->PW, l->PH};
+        double labelled[64];
+        int nlabelled = 0;
+        const panel_frame r = {&a, (i % l->ncol) * l->cellw + ML, l->top + (i / l->ncol) * l->cellh + l->MT, l->PW, l->PH, labelled,
+                               &nlabelled};
         panel_axes(f, fig, p, &r, l->xlabel_split, tp, tv, ntx, yp, yv, nty);
         for (int j = 0; j < p->ns; j++) series_draw(f, fig, &p->s[j], &r);
         if (!l->shared) {
