@@ -503,12 +503,13 @@ const char *pz_run_layout(const pz_run_plan *p, char *buf, size_t cap) {
 static pz_status boundary_flags(const pz_run_plan *p) {
     if (!run_plan_one_stage(p) || p->link->remote) return PZ_OK;
     static const pz_setting boundary[] = {PZ_SET_FWD, PZ_SET_BWD, PZ_SET_LINK_BANDWIDTH, PZ_SET_LINK_LATENCY, PZ_SET_LINK_REALTIME,
-                                          PZ_SET_GRAD_MASK};
+                                          PZ_SET_GRAD_MASK, PZ_SET_PIPE_SCHEDULE, PZ_SET_COMPUTE_RATE};
     for (size_t i = 0; i < sizeof boundary / sizeof *boundary; i++) {
         const pz_setting id = boundary[i];
         if (!p->given[id]) continue;
         if (id == PZ_SET_LINK_REALTIME && !p->realtime) continue;
         if (id == PZ_SET_GRAD_MASK && !p->grad_mask) continue;
+        if (id == PZ_SET_PIPE_SCHEDULE && p->pipe_schedule == PZ_PIPE_GPIPE) continue;
         const char *val = run_settings[id].kind == SET_TEXT ? run_plan_str(p, id) : "";
         return pz_fail(PZ_ERR_ARG,
                        "--%s%s%s acts on the boundaries between stages, and this %s run has one stage (%s): "

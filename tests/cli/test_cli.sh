@@ -60,6 +60,11 @@ expect 2 "--fwd q2 acts on the boundaries between stages, and this mlp run has o
 expect 2 "--link-latency 5ms acts on the boundaries.*lenet5 run has one stage \(--stages 1\)" -- \
   "$PZ" train --model lenet5 --stages 1 --link-latency 5ms --no-out
 expect 2 "--bwd q4 acts on the boundaries" -- "$PZ" train --model gpt-tiny --bwd q4 --no-out
+expect 2 "--pipe-schedule acts on the boundaries" -- "$PZ" train --model gpt-tiny --pipe-schedule 1f1b --no-out
+expect 2 "--compute-rate 100tflops acts on the boundaries" -- "$PZ" train --model gpt-tiny --compute-rate 100tflops --no-out
+expect 2 "--compute-rate: '5xflops' is not a compute rate" -- "$PZ" train --model gpt-tiny --stages 2 --compute-rate 5xflops --no-out
+expect 2 "--model: model 'gpt:layers=4,d=30,heads=4': width d=30 does not split into 4 heads" -- "$PZ" train --model gpt:layers=4,d=30,heads=4 --no-out
+expect 2 "unknown key 'width'" -- "$PZ" models gpt:width=4
 # --stages 1 with --cuts is a contradiction, and the error says so (not that --fwd has no boundary)
 expect 2 "--stages 1 and --cuts fc1 \(2 stages\) disagree" -- "$PZ" train --model mlp --stages 1 --cuts fc1 --fwd q2 \
   --data synthetic --epochs 1 --limit-train 64 --limit-test 32 --no-out --progress none
