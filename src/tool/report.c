@@ -676,11 +676,14 @@ static void report_grids(FILE *f, table *t, const char *rk, const char *c2, int 
 
 /* every run, a row each; then the target the time and traffic columns used */
 static void report_runs(FILE *f, const table *t, const pz_ini *ini, int lm) {
+    /* a step-based run (a loss target) reaches its target at a step, an epoch-based one at an epoch */
+    int by_step = 0;
+    for (int r = 0; r < t->nrow && !by_step; r++) by_step = !isnan(num(t, r, "target_loss")) && !isnan(num(t, r, "steps_to_target"));
     if (lm)
-        fputs("\n**All runs**\n\n| run | status | val loss | val loss compressed | bits/byte | bits/byte compressed | train loss | "
-              "traffic ratio | fwd bits/el | bwd bits/el | fwd error | bwd error | wall s | emulated s | epochs to target | "
-              "emulated s to target | bytes to target |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-              f);
+        fprintf(f, "\n**All runs**\n\n| run | status | val loss | val loss compressed | bits/byte | bits/byte compressed | train loss | "
+                   "traffic ratio | fwd bits/el | bwd bits/el | fwd error | bwd error | wall s | emulated s | %s to target | "
+                   "emulated s to target | bytes to target |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+                by_step ? "steps" : "epochs");
     else
         fputs("\n**All runs**\n\n| run | status | acc % | acc % compressed | best % | traffic ratio | fwd bits/el | bwd bits/el | fwd error | bwd error | "
               "wall s | emulated s | epochs to target | emulated s to target | bytes to target |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
@@ -704,13 +707,26 @@ static void report_runs(FILE *f, const table *t, const pz_ini *ini, int lm) {
             pct(f, num(t, r, "best_test_accuracy"));
         }
         const char *cols[] = {"compression_ratio", "fwd_bits_per_element", "bwd_bits_per_element", "fwd_error", "bwd_error", "wall_seconds",
-                              "emulated_seconds", "epochs_to_target", "emulated_time_to_target", "bytes_to_target"};
+                              "emulated_seconds", by_step ? "steps_to_target" : "epochs_to_target", "emulated_time_to_target", "bytes_to_target"};
         for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) {
             const double v = num(t, r, cols[i]);
             if (isnan(v)) fputs(" | —", f);
             else fprintf(f, " | %.4g", v);
         }
         fputs(" |\n", f);
+    }
+    double llo = INFINITY, lhi = -INFINITY; /* a validation-loss target (target = loss:...) */
+    for (int r = 0; r < t->nrow; r++) {
+        const double v = num(t, r, "target_loss");
+        if (!isnan(v)) llo = fmin(llo, v), lhi = fmax(lhi, v);
+    }
+    if (isfinite(llo)) {
+        const char *ti = pz_ini_get(ini, "sweep", "target-inference");
+        fprintf(f, "\nTarget validation loss for the time and traffic columns (%s): %.4f-%.4f nats per token, each run's from the "
+                   "uncompressed run of its seed (the sweep's target: %s); a run reaches it at the first evaluation at or below it.\n",
+                ti && !strcmp(ti, "compressed") ? "through the compressed boundaries" : "plain inference", llo, lhi,
+                pz_ini_get(ini, "sweep", "target"));
+        return;
     }
     double tlo = INFINITY, thi = -INFINITY;
     for (int r = 0; r < t->nrow; r++) {
