@@ -116,13 +116,11 @@ float pz_rng_normal(pz_rng *r);                 /* standard normal */
  * inside per-sample loops so the two never oversubscribe the cores. */
 PZ_API void pz_set_threads(int n); /* public: pipezip.h */
 int pz_get_threads(void);
-/* Call first in any other thread that runs kernels (a pipeline stage): the
- * OpenMP thread count is per thread, and OpenBLAS's OpenMP build sizes its
- * GEMMs by it, so without this a stage would use another summation order. */
-void pz_thread_attach(void);
-/* The same with n threads for this thread's kernels (a pipeline's stages
- * share the process's threads: each takes its part). */
-void pz_thread_attach_n(int n);
+/* Call first in any other thread that runs kernels (a pipeline stage),
+ * with its n threads (a pipeline's stages share the process's threads:
+ * each takes its part): the OpenMP thread count is per thread, and
+ * OpenBLAS's OpenMP build sizes its GEMMs by it. */
+void pz_thread_attach(int n);
 
 /* ---------------------------------------------------------------------------
  * The BLAS kernels, chosen by the CPU's features (blas.c).

@@ -19,8 +19,4 @@ void pz_set_threads(int n) {
 
 int pz_get_threads(void) { return n_threads > 0 ? n_threads : omp_get_max_threads(); }
 
-void pz_thread_attach(void) {
-    if (n_threads > 0) omp_set_num_threads(n_threads);
-}
-
-void pz_thread_attach_n(int n) { omp_set_num_threads(n > 0 ? n : 1); }
+void pz_thread_attach(int n) { omp_set_num_threads(n > 0 ? n : 1); }

@@ -36,14 +36,12 @@ static double meter(const pz_clock *c) {
     return pz_now();
 }
 
-void pz_clock_start_mode(pz_clock *c, int realtime, pz_clock_mode mode) {
+void pz_clock_start(pz_clock *c, int realtime, pz_clock_mode mode) {
     c->realtime = realtime;
     c->mode = mode;
     c->mark = meter(c);
     c->t = realtime ? c->mark : 0.0;
 }
-
-void pz_clock_start(pz_clock *c, int realtime) { pz_clock_start_mode(c, realtime, (pz_clock_mode){PZ_CLOCK_WALL, 0}); }
 
 void pz_clock_charge(pz_clock *c) {
     const double now = meter(c);

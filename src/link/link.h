@@ -52,8 +52,7 @@ typedef struct {
 
 /* Start the clock in the thread whose time it charges. realtime: the
  * receiver really waits (charges wall time whatever the mode). */
-void pz_clock_start(pz_clock *c, int realtime);
-void pz_clock_start_mode(pz_clock *c, int realtime, pz_clock_mode mode);
+void pz_clock_start(pz_clock *c, int realtime, pz_clock_mode mode);
 /* Charge the work since the last mark (call before reading c->t). */
 void pz_clock_charge(pz_clock *c);
 /* PZ_CLOCK_RATE: charge flops floating-point operations at the clock's

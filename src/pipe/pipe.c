@@ -86,7 +86,7 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
         pz_pipe_free(p);
         return st;
     }
-    pz_clock_start_mode(&p->clock, cfg->realtime, cfg->clock);
+    pz_clock_start(&p->clock, cfg->realtime, cfg->clock);
     /* the stages here run at once: they share the threads (more would only
      * wait for a core, and a stage's clock would charge the waiting) */
     const int local = p->last - p->first + 1;

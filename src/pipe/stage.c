@@ -276,10 +276,10 @@ static pz_status unexpected(const stage *s, int tag) {
 void *stage_main(void *arg) {
     stage *s = arg;
     pz_pipe *p = s->pipe;
-    pz_thread_attach_n(p->stage_threads);
+    pz_thread_attach(p->stage_threads);
     const int first = s->index == 0;
     stage_bufs b = {0};
-    pz_clock_start_mode(&s->clock, p->cfg.realtime, p->cfg.clock);
+    pz_clock_start(&s->clock, p->cfg.realtime, p->cfg.clock);
     pz_status st = alloc_bufs(s, &b);
     while (!st) {
         int tag;
