@@ -71,11 +71,14 @@ static long long signal_at_step;
 /* PZ_TEST_KILL_AT_STEP=N: SIGKILL (a crash) once step N is trained */
 static long long kill_at_step;
 
+/* a step trained (not an evaluation's or an epoch's report): where the test hooks act */
+static int after_step(const pz_progress *p) { return !p->evaluating && !p->evaluation && !p->end_of_epoch; }
+
 static int on_progress(const pz_progress *p, void *user) {
     progress_state *ps = user;
     if (kill_at_epoch > 0 && p->epoch == kill_at_epoch && !p->end_of_epoch && !p->evaluation) kill(getpid(), SIGKILL);
-    if (kill_at_step > 0 && p->global_step == kill_at_step && !p->evaluating && !p->evaluation && !p->end_of_epoch) kill(getpid(), SIGKILL);
-    if (signal_at_step > 0 && p->global_step == signal_at_step && !p->evaluating && !p->evaluation && !p->end_of_epoch) {
+    if (kill_at_step > 0 && p->global_step == kill_at_step && after_step(p)) kill(getpid(), SIGKILL);
+    if (signal_at_step > 0 && p->global_step == signal_at_step && after_step(p)) {
         signal_at_step = 0;
         kill(getpid(), SIGTERM);
     }

@@ -433,12 +433,21 @@ static pz_status write_epoch(run *r, int epoch, const epoch_sums *e, const eval_
     return PZ_OK;
 }
 
-/* every stage's state, then the record naming it; the previous checkpoint goes after */
+/* every stage's state (mid-epoch: and the boundaries' counts so far, with
+ * the totals they give in the record), then the record naming it; the
+ * previous checkpoint goes after */
 static pz_status write_checkpoint(run *r, run_state *ns) {
     char d[4300];
     ns->global_step = r->global_step, ns->samples = r->samples, ns->best = r->res->best_test_accuracy;
     run_state_dir(d, sizeof d, r->out_dir, ns);
     PZ_TRY(pz_mkdir_p(d));
+    if (ns->step_in_epoch > 0 && r->pipeline) {
+        char tp[4400];
+        double tot[5];
+        snprintf(tp, sizeof tp, "%s/traffic.jsonl", d);
+        PZ_TRY(pz_traffic_checkpoint(&r->traffic, r->pipe, tp, tot));
+        ns->fwd_bytes = tot[0], ns->bwd_bytes = tot[1], ns->fp32_bytes = tot[2], ns->eval_bytes = tot[3], ns->link_bytes = tot[4];
+    }
     PZ_TRY(pz_pipe_save(r->pipe, d));
     ns->wall = pz_now() - r->t0;
     snprintf(ns->fingerprint, sizeof ns->fingerprint, "%s", r->fp);
@@ -458,24 +467,14 @@ static pz_status checkpoint(run *r, int epoch) {
 }
 
 /* Mid-epoch (--checkpoint-every, or a stop): the epoch's sums and the
- * emulated time so far go into the record, the boundaries' counts so far
- * beside the stages' state; the step and evaluation records are flushed. */
+ * emulated time so far go into the record; the step and evaluation records
+ * are flushed. */
 static pz_status checkpoint_mid(run *r, int epoch, const epoch_sums *e, int eval_pending) {
     run_state ns = {.epoch = epoch, .step_in_epoch = e->steps, .ep_hits = e->hits, .ep_seen = e->seen,
                     .ep_loss_sum = e->loss_sum, .ep_eval_seconds = e->eval_seconds, .eval_pending = eval_pending,
                     .emulated = r->emulated + (r->pipeline ? pz_pipe_clock(r->pipe) - r->clock0 : 0.0),
                     .fwd_bytes = r->traffic.fwd, .bwd_bytes = r->traffic.bwd, .fp32_bytes = r->traffic.fp32,
                     .eval_bytes = r->traffic.eval, .link_bytes = r->traffic.link};
-    char d[4300], tp[4400];
-    ns.global_step = r->global_step;
-    run_state_dir(d, sizeof d, r->out_dir, &ns);
-    PZ_TRY(pz_mkdir_p(d));
-    if (r->pipeline) {
-        double tot[5];
-        snprintf(tp, sizeof tp, "%s/traffic.jsonl", d);
-        PZ_TRY(pz_traffic_checkpoint(&r->traffic, r->pipe, tp, tot));
-        ns.fwd_bytes = tot[0], ns.bwd_bytes = tot[1], ns.fp32_bytes = tot[2], ns.eval_bytes = tot[3], ns.link_bytes = tot[4];
-    }
     if (r->steps_m.f) fflush(r->steps_m.f);
     if (r->evals_m.f) fflush(r->evals_m.f);
     return write_checkpoint(r, &ns);

@@ -220,8 +220,8 @@ pz_status run_state_write(const char *dir, const run_state *s) {
     return pz_write_file_atomic(path, buf, (size_t)n);
 }
 
-/* an integer field of a record that may be absent (0) */
-static int opt_int(const cJSON *o, const char *key, double *v) {
+/* a number field of a record that may be absent (0); 0: present and not a number */
+static int opt_num(const cJSON *o, const char *key, double *v) {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
     *v = 0;
     if (!f) return 1;
@@ -257,7 +257,7 @@ pz_status run_state_read(const char *dir, run_state *s) {
                                            "eval_pending"};
     double w[6];
     for (int i = 0; i < 6; i++)
-        if (!opt_int(o, mid_keys[i], &w[i])) {
+        if (!opt_num(o, mid_keys[i], &w[i])) {
             cJSON_Delete(o);
             return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record ('%s' is not a number)", path, mid_keys[i]);
         }

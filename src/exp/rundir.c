@@ -94,7 +94,7 @@ static pz_status claim_run_dir(char *dir, size_t cap, const pz_run_plan *p, int 
         if (*c == '/' || *c == ':') *c = '_'; /* text:FILE */
     snprintf(model, sizeof model, "%s", p->model.name);
     for (char *c = model; *c; c++)
-        if (*c == ':' || *c == ',' || *c == '=') *c = *c == ':' ? '-' : *c == ',' ? '-' : '_'; /* gpt:layers=8,d=256 -> gpt-layers_8-d_256 */
+        if (*c == ':' || *c == ',' || *c == '=') *c = *c == '=' ? '_' : '-'; /* gpt:layers=8,d=256 -> gpt-layers_8-d_256 */
     if (mkdir("runs", 0777) == 0) *made_runs = 1;
     else if (errno != EEXIST) return pz_fail(PZ_ERR_IO, "cannot create a run directory under runs/: %s", strerror(errno));
     for (int n = 1; n < 10000; n++) {

@@ -39,6 +39,14 @@ static void shift(pz_boundary_stats *x, const pz_boundary_stats *from, const pz_
 #undef U
 }
 
+/* the run's totals += sign x one boundary's counts d */
+static void add_totals(pz_traffic *t, const pz_boundary_stats *d, double sign) {
+    t->fwd += sign * (double)d->fwd_bytes, t->bwd += sign * (double)d->bwd_bytes;
+    t->fp32 += sign * 4.0 * (double)(d->fwd_elements + d->bwd_elements);
+    t->eval += sign * (double)d->eval_bytes;
+    t->link += sign * (double)(d->link_fwd_bytes + d->link_bwd_bytes);
+}
+
 pz_status pz_traffic_resume(pz_traffic *t, pz_pipe *pipe) {
     PZ_TRY(pz_pipe_collect_stats(pipe));
     for (int b = 0; b < t->n; b++) {
@@ -61,7 +69,7 @@ pz_status pz_traffic_now(const pz_traffic *t, pz_pipe *pipe, double *fwd, double
 
 pz_status pz_traffic_checkpoint(const pz_traffic *t, pz_pipe *pipe, const char *path, double totals[5]) {
     PZ_TRY(pz_pipe_collect_stats(pipe));
-    totals[0] = t->fwd, totals[1] = t->bwd, totals[2] = t->fp32, totals[3] = t->eval, totals[4] = t->link;
+    pz_traffic sum = {.fwd = t->fwd, .bwd = t->bwd, .fp32 = t->fp32, .eval = t->eval, .link = t->link};
     FILE *f = fopen(path, "w");
     if (!f) return pz_fail(PZ_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
     int bad = 0;
@@ -69,9 +77,7 @@ pz_status pz_traffic_checkpoint(const pz_traffic *t, pz_pipe *pipe, const char *
         const pz_boundary_stats now = pz_pipe_boundary_stats(pipe, b);
         pz_boundary_stats d = {0};
         shift(&d, &t->prev[b], &now);
-        totals[0] += (double)d.fwd_bytes, totals[1] += (double)d.bwd_bytes;
-        totals[2] += 4.0 * (double)(d.fwd_elements + d.bwd_elements), totals[3] += (double)d.eval_bytes;
-        totals[4] += (double)(d.link_fwd_bytes + d.link_bwd_bytes);
+        add_totals(&sum, &d, 1.0);
         bad |= fprintf(f, "{\"boundary\": %d", b + 1) < 0;
 #define U(x) bad |= fprintf(f, ", \"" #x "\": %llu", (unsigned long long)d.x) < 0;
 #define D(x) bad |= fprintf(f, ", \"" #x "\": %.17g", d.x) < 0;
@@ -81,6 +87,7 @@ pz_status pz_traffic_checkpoint(const pz_traffic *t, pz_pipe *pipe, const char *
         bad |= fprintf(f, "}\n") < 0;
     }
     bad |= fclose(f) != 0;
+    totals[0] = sum.fwd, totals[1] = sum.bwd, totals[2] = sum.fp32, totals[3] = sum.eval, totals[4] = sum.link;
     return bad ? pz_fail(PZ_ERR_IO, "cannot write '%s'", path) : PZ_OK;
 }
 
@@ -103,9 +110,7 @@ pz_status pz_traffic_carry(pz_traffic *t, const char *path) {
 #undef D
         if (st) break;
         shift(&t->prev[b], &d, &zero); /* the epoch so far counts from before the resume */
-        /* the record's totals include the epoch so far: the epoch's end adds it again */
-        t->fwd -= (double)d.fwd_bytes, t->bwd -= (double)d.bwd_bytes, t->fp32 -= 4.0 * (double)(d.fwd_elements + d.bwd_elements);
-        t->eval -= (double)d.eval_bytes, t->link -= (double)(d.link_fwd_bytes + d.link_bwd_bytes);
+        add_totals(t, &d, -1.0); /* the record's totals include the epoch so far: the epoch's end adds it again */
     }
     free(text);
     if (!st && b != t->n) st = pz_fail(PZ_ERR_FORMAT, "'%s' has %d boundaries' counts, the pipeline %d boundaries", path, b, t->n);
@@ -124,10 +129,9 @@ pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq
         /* this epoch's traffic */
         const uint64_t fb = bs.fwd_bytes - o->fwd_bytes, bb = bs.bwd_bytes - o->bwd_bytes;
         const uint64_t fe = bs.fwd_elements - o->fwd_elements, be = bs.bwd_elements - o->bwd_elements;
-        t->fwd += (double)fb, t->bwd += (double)bb;
-        t->fp32 += 4.0 * (double)(fe + be);
-        t->eval += (double)(bs.eval_bytes - o->eval_bytes);
-        t->link += (double)(bs.link_fwd_bytes - o->link_fwd_bytes + bs.link_bwd_bytes - o->link_bwd_bytes);
+        pz_boundary_stats d = {0};
+        shift(&d, o, &bs);
+        add_totals(t, &d, 1.0);
         if (m && m->f) {
             pz_field f[] = {
                 PZ_NUM("epoch", epoch), PZ_NUM("boundary", b + 1), PZ_STR("after", after),

@@ -174,11 +174,11 @@ pz_status plan_stage(pz_pipe *p, int i) {
     s->p1 = param_offset(&s->model[0].net, s->to);
     s->macs = 0;
     for (int j = s->from; j < s->to; j++) s->macs += s->model[0].net.layers[j].macs;
-    /* its activation memory: each slot's layer buffers, input and output gradient (stage 0: the batch's inputs) */
+    /* its activation memory: each slot's layer buffers, input and output
+     * gradient; stage 0's inputs are the batch's, kept whole */
     const int64_t in_per = pz_shape_numel(stage_in_shape(s)), out_per = pz_shape_numel(stage_out_shape(s));
-    s->act_bytes = 0;
-    for (int m = 0; m < s->slots; m++) s->act_bytes += s->model[m].act_bytes + 4 * (int64_t)p->mb_max * (in_per + out_per);
-    if (i == 0) s->act_bytes += 4 * (int64_t)cfg->batch_max * in_per - 4 * (int64_t)p->mb_max * in_per * s->slots;
+    s->act_bytes = i == 0 ? 4 * (int64_t)cfg->batch_max * in_per : 0;
+    for (int m = 0; m < s->slots; m++) s->act_bytes += s->model[m].act_bytes + 4 * (int64_t)p->mb_max * ((i ? in_per : 0) + out_per);
     plan_tie(p, s);
     s->opt = (pz_optim){.momentum = cfg->momentum, .nesterov = cfg->nesterov, .weight_decay = cfg->weight_decay,
                         .decay = s->model[0].decay ? s->model[0].decay + s->p0 : NULL};

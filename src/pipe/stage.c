@@ -249,11 +249,10 @@ static pz_status alloc_bufs(stage *s, stage_bufs *b) {
     const size_t mb = (size_t)p->mb_max, B = (size_t)p->cfg.batch_max, P = (size_t)pipe_targets(p);
     int ok = 1;
     for (int m = 0; m < s->M; m++) {
-        /* inputs and gradients per slot (evaluation uses slot 0's input) */
-        if (m < s->slots) {
-            ok &= (b->x_in[m] = pz_floats_try(mb * (size_t)in_per)) != NULL;
-            ok &= (b->dy[m] = pz_floats_try(mb * (size_t)out_per)) != NULL;
-        }
+        /* inputs and gradients per slot (stage 0 trains on the batch's inputs,
+         * b->batch_x: its x_in[0] is evaluation's) */
+        if (m < s->slots && (s->index > 0 || m == 0)) ok &= (b->x_in[m] = pz_floats_try(mb * (size_t)in_per)) != NULL;
+        if (m < s->slots) ok &= (b->dy[m] = pz_floats_try(mb * (size_t)out_per)) != NULL;
         ok &= (b->ids[m] = calloc(mb, sizeof(uint32_t))) != NULL;
         ok &= (b->labels[m] = calloc(mb * P, sizeof(int32_t))) != NULL;
     }
