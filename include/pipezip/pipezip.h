@@ -97,6 +97,7 @@ typedef enum {
     PZ_SET_CHECKPOINT_EVERY, /* also checkpoint every N steps (0: at epoch ends only) */
     PZ_SET_PIPE_SCHEDULE,  /* "gpipe" or "1f1b" */
     PZ_SET_COMPUTE_RATE,   /* the emulated clock's compute: "cpu", "wall" or a rate ("100tflops") */
+    PZ_SET_SUBSPACE,       /* a GPT's blocks write into a fixed K-dim subspace; boundaries carry K per token (0: off) */
     PZ_SET_COUNT
 } pz_setting;
 

@@ -96,6 +96,7 @@ static int config_fields(const pz_run_plan *p, pz_field *f, char *seed_buf) {
     f[n++] = PZ_NUM("checkpoint_every", (double)p->checkpoint_every);
     f[n++] = PZ_STR("pipe_schedule", run_plan_str(p, PZ_SET_PIPE_SCHEDULE));
     f[n++] = PZ_STR("compute_rate", run_plan_str(p, PZ_SET_COMPUTE_RATE));
+    f[n++] = PZ_NUM("subspace", p->subspace);
     return n;
 }
 
@@ -119,6 +120,7 @@ void run_fingerprint(const pz_run_plan *p, char *out, size_t cap) {
     if (p->clip_norm > 0.0f) fp_append(out, cap, " clip=%g", p->clip_norm);
     if (p->vocab != 256) fp_append(out, cap, " tok=%s", run_plan_str(p, PZ_SET_TOKENIZER));
     if (p->grad_mask) fp_append(out, cap, " grad_mask=fwd");
+    if (p->subspace) fp_append(out, cap, " subspace=%d", p->subspace);
     /* everything else that moves the trajectory (a run that used the defaults keeps its older fingerprint) */
     const pz_augment aug = pz_data_augment(&p->data, p->crop_pad, p->flip), def = pz_data_augment(&p->data, -1, -1);
     if (aug.pad != def.pad || aug.flip != def.flip) fp_append(out, cap, " crop_pad=%d flip=%d", aug.pad, aug.flip);

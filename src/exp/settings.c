@@ -257,6 +257,10 @@ const run_setting run_settings[PZ_SET_COUNT] = {
          "what the emulated clock charges a stage for its compute: cpu (its thread's CPU time), wall (wall time, shared cores "
          "included), or its counted FLOPs at RATE, an accelerator's sustained throughput (100tflops, 2.5e14)",
          compute_rate_choices),
+    NUM(PZ_SET_SUBSPACE, "subspace", "subspace", SET_INT, subspace, 0, 65536, "K",
+        "gpt-*: every block writes into one fixed K-dimensional subspace of the residual stream and every stage rebuilds the "
+        "fixed token and position embeddings from the ids, so a boundary carries K numbers per token (and the ids) through "
+        "--fwd and --bwd (Protocol Models; 0 = off)"),
 };
 
 const run_setting *run_setting_of(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? &run_settings[id] : NULL; }
@@ -404,6 +408,7 @@ pz_status run_plan_set_as(pz_run_plan *p, pz_setting id, const char *text, const
     if (s->kind != SET_TEXT) PZ_TRY(keep_text(p, id, text));
     p->given[id] = 1;
     if (id == PZ_SET_MODEL) PZ_TRY(kind_defaults_of_model(p));
+    p->model.subspace = p->model.arch == PZ_ARCH_GPT ? p->subspace : 0; /* the model's value, whichever came first */
     return PZ_OK;
 }
 
@@ -541,6 +546,15 @@ pz_status run_plan_check(const pz_run_plan *p) {
     if (p->data.text && !pz_model_spec_is_sequence(&p->model))
         return pz_fail(PZ_ERR_ARG, "--data %s is text: it trains a language model (--model gpt-tiny or gpt-small), not %s",
                        run_plan_str(p, PZ_SET_DATA), p->model.name);
+    if (p->subspace && p->model.arch != PZ_ARCH_GPT)
+        return pz_fail(PZ_ERR_ARG, "--subspace %d confines a GPT's residual stream: it needs --model gpt-tiny, gpt-small or gpt:..., not %s",
+                       p->subspace, p->model.name);
+    if (p->subspace > p->model.dim)
+        return pz_fail(PZ_ERR_ARG, "--subspace %d is wider than %s's residual stream (%d): give 1 to %d", p->subspace, p->model.name,
+                       p->model.dim, p->model.dim);
+    if (p->subspace && p->grad_mask)
+        return pz_fail(PZ_ERR_ARG, "--grad-mask fwd and --subspace %d: a subspace boundary carries coefficients, whose zeros are "
+                       "not the activation's; give one of them", p->subspace);
     if (!p->data.text && pz_model_spec_is_sequence(&p->model))
         return pz_fail(PZ_ERR_ARG, "--model %s is a language model: it trains on text (--data kjv or text:FILE), not %s", p->model.name,
                        run_plan_str(p, PZ_SET_DATA));

@@ -59,6 +59,7 @@ struct pz_run_plan {
     int pipe_schedule;         /* pz_pipe_schedule_kind */
     pz_clock_mode clock;       /* --compute-rate */
     int grad_mask;             /* 1: "fwd" */
+    int subspace;               /* --subspace K (0: off); also in model.subspace */
     /* where the stages run and how they talk */
     const struct run_link *link;
     double bandwidth, latency; /* emulated (0: not) */

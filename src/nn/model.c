@@ -55,7 +55,7 @@ pz_status nn_check_window(pz_seq *s, const char *name, int k, int stride, int pa
 extern const pz_layer_ops pz_conv_ops, pz_batchnorm_ops, pz_relu_ops, pz_maxpool_ops, pz_avgpool_ops, pz_global_avgpool_ops,
     pz_flatten_ops, pz_linear_ops, pz_block_ops, pz_embedding_ops, pz_layernorm_ops, pz_attention_ops, pz_gelu_ops, pz_group_ops,
     pz_residual_ops, pz_tied_head_ops;
-extern const pz_layer_ops pz_silu_ops;
+extern const pz_layer_ops pz_silu_ops, pz_subspace_ops;
 static const pz_layer_ops *const kinds[] = {
     [PZ_LAYER_CONV] = &pz_conv_ops,
     [PZ_LAYER_BATCHNORM] = &pz_batchnorm_ops,
@@ -74,6 +74,7 @@ static const pz_layer_ops *const kinds[] = {
     [PZ_LAYER_RESIDUAL] = &pz_residual_ops,
     [PZ_LAYER_TIED_HEAD] = &pz_tied_head_ops,
     [PZ_LAYER_SILU] = &pz_silu_ops,
+    [PZ_LAYER_SUBSPACE] = &pz_subspace_ops,
 };
 
 const pz_layer_ops *pz_layer_ops_of(pz_layer_kind k) { return kinds[k]; }
@@ -214,6 +215,7 @@ void pz_model_free(pz_model *m) {
     free(m->buffers);
     free(m->dlogits);
     free(m->decay);
+    pz_subspace_free(m->sub);
     memset(m, 0, sizeof *m);
 }
 

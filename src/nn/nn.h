@@ -30,9 +30,24 @@ typedef enum {
     PZ_LAYER_RESIDUAL,  /* y = x + main(x) */
     PZ_LAYER_TIED_HEAD, /* (T, C) -> (T, V) logits through the embedding's token table */
     PZ_LAYER_SILU,      /* x * sigmoid(x), elementwise (SwiGLU's and LLaMA's activation) */
+    PZ_LAYER_SUBSPACE,  /* (T, K) -> (T, C): coefficients into the model's fixed subspace, y = c U^T */
 } pz_layer_kind;
 
 typedef struct pz_seq pz_seq;
+
+/* A GPT's subspace (Protocol Models, arXiv 2506.01260): one fixed K-dim
+ * subspace of the C-dim residual stream, with orthonormal basis U (C x K),
+ * into which every block writes; and the fixed, untrained token and
+ * position embeddings whose sum (the base) every stage rebuilds from the
+ * token ids. The residual stream is then base(ids) + U c, and a pipeline
+ * boundary carries c (K per token) and the ids. Made from a seed, so every
+ * stage and every resumed run has the same one (src/nn/subspace.c). */
+typedef struct pz_subspace {
+    int k, dim, vocab, context;
+    float *basis; /* (dim, k), row-major: U[i * k + j], orthonormal columns */
+    float *tok;   /* (vocab, dim): fixed token embeddings, normal(0, 0.02) */
+    float *pos;   /* (context, dim): fixed position embeddings, normal(0, 0.02) */
+} pz_subspace;
 
 /* A layer: its kind selects its functions (layer.h's table); the fields
  * below are what the kinds share, each kind using the ones it needs. */
@@ -54,6 +69,7 @@ typedef struct {
     float *ws;                         /* conv: im2col workspace; attention: its backward's */
     float *saved;                      /* attention: the softmax (B_max, heads, T, T) */
     pz_seq *main, *shortcut;           /* block; group and residual: main */
+    const pz_subspace *sub;            /* subspace, and an embedding in one (k = K): the model's */
     float *dz, *dmain;                 /* block, residual: gradient buffers (B_max, in or out) */
 } pz_layer;
 
@@ -78,6 +94,7 @@ typedef struct {
     uint8_t *decay; /* (n_params) 1 = weight decay applies; NULL = to every parameter (the image presets) */
     char preset[64];
     int64_t act_bytes; /* what its layers allocated for activations, saved state and scratch (not parameters) */
+    pz_subspace *sub;  /* a GPT with --subspace K: its subspace (owned); NULL otherwise */
 } pz_model;
 
 /* ---- building a model ---------------------------------------------------- */
@@ -98,6 +115,12 @@ pz_status pz_add_basic_block(pz_seq *s, const char *name, int oc, int stride);
 /* Transformer layers. The input of a language model is (T) token ids held
  * as exact floats; everything after the embedding is (T, C). */
 pz_status pz_add_embedding(pz_seq *s, const char *name, int vocab, int context, int dim, float init_std);
+/* An embedding whose trained part lives in the model's subspace: (T) ids ->
+ * (T, C) = tok[id] + pos[t] (fixed) + U (wte[id] + wpe[t]), wte (V, K) and
+ * wpe (context, K) trained. */
+pz_status pz_add_subspace_embedding(pz_seq *s, const char *name, int vocab, int context, int dim, int k, float init_std);
+/* (T, K) -> (T, C): y = c U^T through the model's subspace (no parameters) */
+pz_status pz_add_subspace(pz_seq *s, const char *name, int dim);
 pz_status pz_add_layernorm(pz_seq *s, const char *name);
 /* over (T, C): the same weights at every position; init_std 0 = Kaiming */
 pz_status pz_add_dense(pz_seq *s, const char *name, int out, int bias, float init_std);
@@ -139,6 +162,7 @@ typedef struct {
     pz_arch arch;
     int depth;                       /* resnet: basic blocks per group (1: resnet8, 3: resnet20) */
     int layers, dim, heads, context; /* gpt: blocks, width, heads, longest context */
+    int subspace;                    /* gpt: K > 0 confines what blocks write to a K-dim subspace (--subspace) */
     char name[64];                   /* as named ("resnet8", "gpt:layers=8,d=256,heads=8,ctx=256") */
 } pz_model_spec;
 /* A preset's name ("gpt-small"), or a GPT of any shape: "gpt:KEY=V,..."
@@ -161,6 +185,21 @@ const char *pz_model_preset_list(const char *sep, const char *last, char *buf, s
 pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context, int T, int vocab, int batch_max,
                        uint64_t seed);
 const char *pz_layer_kind_name(pz_layer_kind k);
+
+/* ---- a model's subspace (pz_model.sub) -------------------------------------
+ * rows = B * T positions; tok holds the B x T token ids as exact floats. */
+pz_status pz_subspace_create(pz_subspace **out, int k, int dim, int vocab, int context, uint64_t seed);
+void pz_subspace_free(pz_subspace *s);
+/* y (rows, dim) = beta y + c U^T, c (rows, k) */
+void pz_subspace_expand(const pz_subspace *s, const float *c, float *y, int64_t rows, float beta);
+/* c (rows, k) = beta c + y U, y (rows, dim): the coefficients of y's projection */
+void pz_subspace_reduce(const pz_subspace *s, const float *y, float *c, int64_t rows, float beta);
+/* x (B, T, dim) += tok[id] + pos[t] */
+void pz_subspace_add_base(const pz_subspace *s, const float *tok, int B, int T, float *x);
+/* A boundary: c = U^T (x - base(ids)), through scratch (B * T * dim floats). */
+void pz_subspace_project(const pz_subspace *s, const float *x, const float *tok, int B, int T, float *scratch, float *c);
+/* A boundary's other end: x = base(ids) + U c. */
+void pz_subspace_rebuild(const pz_subspace *s, const float *c, const float *tok, int B, int T, float *x);
 
 /* Print the top-level layers (index, name, kind, output shape, parameters,
  * forward FLOPs and activation size per sample) and totals. */

@@ -209,18 +209,26 @@ pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context,
 
 static float proj_std(const gpt_spec *g) { return 0.02f / sqrtf(2.0f * (float)g->layers); }
 
+/* a block's write into the residual stream: C outputs, or with a subspace
+ * K coefficients and the fixed map into the stream */
+static pz_status out_proj(pz_seq *r, const char *name, const char *sub, const gpt_spec *g) {
+    if (!g->subspace) return pz_add_dense(r, name, g->dim, 1, proj_std(g));
+    PZ_TRY(pz_add_dense(r, name, g->subspace, 1, proj_std(g)));
+    return pz_add_subspace(r, sub, g->dim);
+}
+
 static pz_status attn_branch(pz_seq *r, const gpt_spec *g) {
     PZ_TRY(pz_add_layernorm(r, "ln_1"));
     PZ_TRY(pz_add_dense(r, "attn.c_attn", 3 * g->dim, 1, 0.02f));
     PZ_TRY(pz_add_attention(r, "attn", g->heads));
-    return pz_add_dense(r, "attn.c_proj", g->dim, 1, proj_std(g));
+    return out_proj(r, "attn.c_proj", "attn.sub", g);
 }
 
 static pz_status mlp_branch(pz_seq *r, const gpt_spec *g) {
     PZ_TRY(pz_add_layernorm(r, "ln_2"));
     PZ_TRY(pz_add_dense(r, "mlp.c_fc", 4 * g->dim, 1, 0.02f));
     PZ_TRY(pz_add_gelu(r, "mlp.gelu"));
-    return pz_add_dense(r, "mlp.c_proj", g->dim, 1, proj_std(g));
+    return out_proj(r, "mlp.c_proj", "mlp.sub", g);
 }
 
 /* a residual or group layer of what fill adds (it takes the list over) */
@@ -238,14 +246,20 @@ static pz_status block(pz_seq *b, const gpt_spec *g) {
     return inner(b, "mlp", 1, mlp_branch, g);
 }
 
+/* With a subspace (Protocol Models): the embedding's trained part and every
+ * block's output in the subspace, and a head of its own (an untied dense
+ * layer: the token table it would share is coefficients, not the stream's
+ * width). */
 static pz_status build_gpt(pz_seq *s, const gpt_spec *g, int vocab) {
-    PZ_TRY(pz_add_embedding(s, "wte", vocab, g->context, g->dim, 0.02f));
+    if (g->subspace) PZ_TRY(pz_add_subspace_embedding(s, "wte", vocab, g->context, g->dim, g->subspace, 0.02f));
+    else PZ_TRY(pz_add_embedding(s, "wte", vocab, g->context, g->dim, 0.02f));
     for (int i = 0; i < g->layers; i++) {
         char name[32];
         snprintf(name, sizeof name, "h.%d", i);
         PZ_TRY(inner(s, name, 0, block, g));
     }
     PZ_TRY(pz_add_layernorm(s, "ln_f"));
+    if (g->subspace) return pz_add_dense(s, "lm_head", vocab, 0, 0.02f);
     return pz_add_tied_head(s, "lm_head", "wte");
 }
 
@@ -296,8 +310,18 @@ pz_status pz_model_build(pz_model *m, const pz_model_spec *spec, pz_shape in, in
             return pz_fail(PZ_ERR_ARG, "input shape %s is not an image (C x H x W, each at least 1)", pz_shape_str(in, sh, sizeof sh));
         if (n_classes < 2) return pz_fail(PZ_ERR_ARG, "need at least 2 classes, got %d", n_classes);
     }
+    if (g && g->subspace && (g->subspace < 1 || g->subspace > g->dim))
+        return pz_fail(PZ_ERR_ARG, "a subspace of %d in model '%s' of width %d: it must be 1 to %d", g->subspace, preset, g->dim,
+                       g->dim);
     pz_seq_init(&m->net, in);
     pz_status st;
+    if (g && g->subspace) {
+        st = pz_subspace_create(&m->sub, g->subspace, g->dim, n_classes, g->context, seed);
+        if (st != PZ_OK) {
+            pz_model_free(m);
+            return st;
+        }
+    }
     switch (spec->arch) {
     case PZ_ARCH_GPT: st = build_gpt(&m->net, g, n_classes); break;
     case PZ_ARCH_MLP: st = build_mlp(&m->net, n_classes); break;

@@ -147,11 +147,11 @@ pz_status pz_pipe_train_step(pz_pipe *p, const float *x, const int32_t *y, const
                              float *loss, int *correct) {
     if (B < 1 || B > p->cfg.batch_max) return pz_fail(PZ_ERR_ARG, "batch of %d, the pipeline takes 1..%d", B, p->cfg.batch_max);
     const int64_t per = pz_shape_numel(p->cfg.in);
-    const int P = pipe_targets(p);
-    const size_t len = msg_meta_bytes(B, P) + 4 * (size_t)(B * per);
+    const msg_layout L = pipe_driver_layout(p);
+    const size_t len = msg_meta_bytes(B, &L) + 4 * (size_t)(B * per);
     PZ_TRY(msg_reserve(&p->buf, &p->cap, len));
-    msg_meta_put(p->buf, B, P, ids, y, lr, 1, B);
-    pz_put_words(p->buf + msg_meta_bytes(B, P), x, (size_t)(B * per));
+    msg_meta_put(p->buf, B, &L, ids, y, NULL, lr, 1, B);
+    pz_put_words(p->buf + msg_meta_bytes(B, &L), x, (size_t)(B * per));
     size_t n;
     PZ_TRY(driver_ask(p, MSG_BATCH, p->buf, len, MSG_LOSS, &n));
     PZ_TRY(msg_loss_get(p->buf, n, loss, correct));
@@ -163,13 +163,14 @@ pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t
     if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver");
     const int64_t per = pz_shape_numel(p->cfg.in);
     const int P = pipe_targets(p);
+    const msg_layout L = pipe_driver_layout(p);
     double total = 0.0;
     int64_t hits = 0;
     for (int64_t i = 0; i < N; i += p->mb_max) {
         const int B = (int)(N - i < p->mb_max ? N - i : p->mb_max);
-        const size_t hdr = msg_eval_bytes(B, P), len = hdr + 4 * (size_t)(B * per);
+        const size_t hdr = msg_eval_bytes(B, &L), len = hdr + 4 * (size_t)(B * per);
         PZ_TRY(msg_reserve(&p->buf, &p->cap, len));
-        msg_eval_put(p->buf, B, P, compress != 0, y + i * P);
+        msg_eval_put(p->buf, B, &L, compress != 0, y + i * P, NULL);
         pz_put_words(p->buf + hdr, x + i * per, (size_t)(B * per));
         size_t n;
         PZ_TRY(driver_ask(p, MSG_EVAL, p->buf, len, MSG_EVAL_RESULT, &n));

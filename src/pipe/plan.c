@@ -233,6 +233,7 @@ void plan_fingerprint(pz_pipe *p) {
                               pz_pipe_spec_text(&cfg->bwd[b]));
     if (cfg->clip_norm > 0.0f && n < cap) n += (size_t)snprintf(f + n, cap - n, " clip=%g", cfg->clip_norm);
     if (cfg->grad_mask && n < cap) n += (size_t)snprintf(f + n, cap - n, " grad_mask=fwd");
+    if (cfg->model.subspace && n < cap) n += (size_t)snprintf(f + n, cap - n, " subspace=%d", cfg->model.subspace);
     if (pipe_targets(p) > 1 && n < cap) n += (size_t)snprintf(f + n, cap - n, " targets=%d", pipe_targets(p));
     /* the schedule orders each link's messages: every stage must run the same */
     if (cfg->schedule != PZ_PIPE_GPIPE && n < cap) n += (size_t)snprintf(f + n, cap - n, " schedule=%s", pz_name_of(pz_pipe_schedules, cfg->schedule));

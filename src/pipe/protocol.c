@@ -49,55 +49,101 @@ pz_status msg_recv(pz_link *l, int want, uint8_t **buf, size_t *cap, size_t *len
     return PZ_OK;
 }
 
-/* ---- META ---- */
-size_t msg_meta_bytes(int B, int P) { return 4 + 4 * (size_t)B + 4 * (size_t)B * (size_t)P + 12; }
+/* ---- what a header carries per sample ---- */
+static size_t per_sample(const msg_layout *L) { return (size_t)L->w * ((size_t)L->P + (size_t)L->T); }
 
-void msg_meta_put(uint8_t *out, int B, int P, const uint32_t *ids, const int32_t *targets, float lr, int M, int Btot) {
-    const size_t nt = (size_t)B * (size_t)P, at = 4 + 4 * (size_t)B + 4 * nt;
+/* n values of w bytes each, little-endian (w = 4: the i32 of old) */
+static void put_packed(uint8_t *out, int w, const int32_t *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < w; k++) out[i * (size_t)w + (size_t)k] = (uint8_t)((uint32_t)v[i] >> (8 * k));
+}
+static void get_packed(const uint8_t *in, int w, int32_t *v, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = 0;
+        for (int k = 0; k < w; k++) u |= (uint32_t)in[i * (size_t)w + (size_t)k] << (8 * k);
+        v[i] = (int32_t)u; /* narrower widths hold token ids, never negative */
+    }
+}
+/* tokens held as exact floats (the model's input) */
+static void put_tokens(uint8_t *out, int w, const float *t, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t u = (uint32_t)t[i];
+        for (int k = 0; k < w; k++) out[i * (size_t)w + (size_t)k] = (uint8_t)(u >> (8 * k));
+    }
+}
+static pz_status get_tokens(const uint8_t *in, const msg_layout *L, float *t, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = 0;
+        for (int k = 0; k < L->w; k++) u |= (uint32_t)in[i * (size_t)L->w + (size_t)k] << (8 * k);
+        if (u >= (uint32_t)L->vocab)
+            return pz_fail(PZ_ERR_STATE, "a batch header's token %u is outside the vocabulary (%d)", u, L->vocab);
+        t[i] = (float)u;
+    }
+    return PZ_OK;
+}
+
+msg_layout msg_layout_of(int P, int T, int vocab) {
+    msg_layout L = {.P = P, .T = 0, .w = 4, .vocab = vocab};
+    if (T > 0) L.T = T, L.w = vocab <= 256 ? 1 : vocab <= 65536 ? 2 : 4;
+    return L;
+}
+
+/* ---- META ---- */
+size_t msg_meta_bytes(int B, const msg_layout *L) { return 4 + 4 * (size_t)B + (size_t)B * per_sample(L) + 12; }
+
+void msg_meta_put(uint8_t *out, int B, const msg_layout *L, const uint32_t *ids, const int32_t *targets, const float *tokens,
+                  float lr, int M, int Btot) {
+    const size_t nt = (size_t)B * (size_t)L->P, at = 4 + 4 * (size_t)B + (size_t)B * per_sample(L);
     pz_put_i32(out, B);
     pz_put_words(out + 4, ids, (size_t)B);
-    pz_put_words(out + 4 + 4 * (size_t)B, targets, nt);
+    put_packed(out + 4 + 4 * (size_t)B, L->w, targets, nt);
+    if (L->T) put_tokens(out + 4 + 4 * (size_t)B + nt * (size_t)L->w, L->w, tokens, (size_t)B * (size_t)L->T);
     pz_put_f32(out + at, lr);
     pz_put_i32(out + at + 4, M);
     pz_put_i32(out + at + 8, Btot);
 }
 
-pz_status msg_meta_get(const uint8_t *in, size_t len, int exact, int max_B, int max_M, int P, msg_meta *m) {
+pz_status msg_meta_get(const uint8_t *in, size_t len, int exact, int max_B, int max_M, const msg_layout *L, msg_meta *m) {
     if (len < 4) return pz_fail(PZ_ERR_STATE, "a %zu-byte batch header", len);
     const int B = pz_get_i32(in);
     if (B < 1 || B > max_B) return pz_fail(PZ_ERR_STATE, "bad batch header (a batch of %d, at most %d)", B, max_B);
-    const size_t need = msg_meta_bytes(B, P), nt = (size_t)B * (size_t)P, at = 4 + 4 * (size_t)B + 4 * nt;
+    const size_t need = msg_meta_bytes(B, L), nt = (size_t)B * (size_t)L->P, at = 4 + 4 * (size_t)B + (size_t)B * per_sample(L);
     if (exact ? len != need : len < need) return pz_fail(PZ_ERR_STATE, "bad batch header (%zu bytes for a batch of %d)", len, B);
     const int M = pz_get_i32(in + at + 4);
     if (M < 1 || M > max_M) return pz_fail(PZ_ERR_STATE, "bad batch header (%d micro-batches)", M);
     const int Btot = pz_get_i32(in + at + 8);
     if (Btot < B || Btot < M || (int64_t)Btot > (int64_t)max_B * M)
         return pz_fail(PZ_ERR_STATE, "bad batch header (a micro-batch of %d of a batch of %d in %d micro-batches)", B, Btot, M);
+    if (L->T) PZ_TRY(get_tokens(in + 4 + 4 * (size_t)B + nt * (size_t)L->w, L, m->tokens, (size_t)B * (size_t)L->T));
     m->B = B, m->M = M, m->Btot = Btot;
     pz_get_words(m->ids, in + 4, (size_t)B);
-    pz_get_words(m->targets, in + 4 + 4 * (size_t)B, nt);
+    get_packed(in + 4 + 4 * (size_t)B, L->w, m->targets, nt);
     m->lr = pz_get_f32(in + at);
     return PZ_OK;
 }
 
 /* ---- EVAL_META ---- */
-size_t msg_eval_bytes(int B, int P) { return 8 + 4 * (size_t)B * (size_t)P; }
+size_t msg_eval_bytes(int B, const msg_layout *L) { return 8 + (size_t)B * per_sample(L); }
 
-void msg_eval_put(uint8_t *out, int B, int P, int compressed, const int32_t *targets) {
+void msg_eval_put(uint8_t *out, int B, const msg_layout *L, int compressed, const int32_t *targets, const float *tokens) {
+    const size_t nt = (size_t)B * (size_t)L->P;
     pz_put_i32(out, B);
     pz_put_i32(out + 4, compressed);
-    pz_put_words(out + 8, targets, (size_t)B * (size_t)P);
+    put_packed(out + 8, L->w, targets, nt);
+    if (L->T) put_tokens(out + 8 + nt * (size_t)L->w, L->w, tokens, (size_t)B * (size_t)L->T);
 }
 
-pz_status msg_eval_get(const uint8_t *in, size_t len, int exact, int max_B, int P, int *B, int *compressed,
-                       int32_t *targets) {
+pz_status msg_eval_get(const uint8_t *in, size_t len, int exact, int max_B, const msg_layout *L, int *B, int *compressed,
+                       int32_t *targets, float *tokens) {
     if (len < 8) return pz_fail(PZ_ERR_STATE, "a %zu-byte evaluation header", len);
     const int b = pz_get_i32(in), c = pz_get_i32(in + 4);
     if (b < 1 || b > max_B || (c != 0 && c != 1)) return pz_fail(PZ_ERR_STATE, "bad evaluation header (a batch of %d, compressed %d)", b, c);
-    if (exact ? len != msg_eval_bytes(b, P) : len < msg_eval_bytes(b, P))
+    if (exact ? len != msg_eval_bytes(b, L) : len < msg_eval_bytes(b, L))
         return pz_fail(PZ_ERR_STATE, "bad evaluation header (%zu bytes for a batch of %d)", len, b);
+    const size_t nt = (size_t)b * (size_t)L->P;
+    if (L->T) PZ_TRY(get_tokens(in + 8 + nt * (size_t)L->w, L, tokens, (size_t)b * (size_t)L->T));
     *B = b, *compressed = c;
-    pz_get_words(targets, in + 8, (size_t)b * (size_t)P);
+    get_packed(in + 8, L->w, targets, nt);
     return PZ_OK;
 }
 

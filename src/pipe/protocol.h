@@ -55,30 +55,46 @@ void msg_error_text(const uint8_t *msg, size_t len, char *out, size_t cap);
 /* Grow a message buffer to at least need bytes. */
 pz_status msg_reserve(uint8_t **buf, size_t *cap, size_t need);
 
+/* What a batch header carries per sample besides its id: P targets (1: a
+ * class; T: a next token per position), and in a subspace model (where
+ * every stage rebuilds the embeddings from the ids) its T input tokens,
+ * each value in w bytes: w = 4 (i32) without a subspace, as before
+ * subspaces existed; with one the narrowest of 1, 2 or 4 bytes that holds
+ * the vocabulary. Both ends know it from the model: it is not sent. The
+ * driver's BATCH and EVAL heads never carry tokens (their inputs are). */
+typedef struct {
+    int P, T, w;
+    int vocab; /* tokens at or above it are refused */
+} msg_layout;
+/* P targets; T tokens (0: none) from a vocabulary of vocab */
+msg_layout msg_layout_of(int P, int T, int vocab);
+
 /* ---- META (and the head of BATCH): a (micro-)batch's header ----
- * [i32 B][u32 ids[B]][i32 targets[B * P]][f32 lr][i32 micro-batches in this
- * step][i32 samples in this step's whole batch]. P, the targets per sample,
- * is the model's (1: a class per sample; T: a next token per position) and
- * known to both ends, not sent. */
+ * [i32 B][u32 ids[B]][targets[B * P]][tokens[B * T]][f32 lr][i32
+ * micro-batches in this step][i32 samples in this step's whole batch],
+ * targets and tokens in the layout's width. */
 typedef struct {
     int B, M, Btot;
     float lr;
-    uint32_t *ids;    /* the receiver's arrays (at least max_B, max_B * P) */
+    uint32_t *ids;    /* the receiver's arrays (at least max_B, max_B * P, max_B * T) */
     int32_t *targets;
+    float *tokens;    /* as exact floats; untouched when the layout has none */
 } msg_meta;
-size_t msg_meta_bytes(int B, int P);
-void msg_meta_put(uint8_t *out, int B, int P, const uint32_t *ids, const int32_t *targets, float lr, int M, int Btot);
+size_t msg_meta_bytes(int B, const msg_layout *L);
+void msg_meta_put(uint8_t *out, int B, const msg_layout *L, const uint32_t *ids, const int32_t *targets, const float *tokens,
+                  float lr, int M, int Btot);
 /* parse from in[0..len), which must hold exactly the header (exact = 1) or
  * at least it (exact = 0, a BATCH: the inputs follow); 1 <= B <= max_B,
- * 1 <= M <= max_M, M <= Btot and B <= Btot <= max_B * M */
-pz_status msg_meta_get(const uint8_t *in, size_t len, int exact, int max_B, int max_M, int P, msg_meta *m);
+ * 1 <= M <= max_M, M <= Btot and B <= Btot <= max_B * M, tokens below the
+ * vocabulary */
+pz_status msg_meta_get(const uint8_t *in, size_t len, int exact, int max_B, int max_M, const msg_layout *L, msg_meta *m);
 
 /* ---- EVAL_META (and the head of EVAL) ----
- * [i32 B][i32 compressed (0 or 1)][i32 targets[B * P]] */
-size_t msg_eval_bytes(int B, int P);
-void msg_eval_put(uint8_t *out, int B, int P, int compressed, const int32_t *targets);
-pz_status msg_eval_get(const uint8_t *in, size_t len, int exact, int max_B, int P, int *B, int *compressed,
-                       int32_t *targets);
+ * [i32 B][i32 compressed (0 or 1)][targets[B * P]][tokens[B * T]] */
+size_t msg_eval_bytes(int B, const msg_layout *L);
+void msg_eval_put(uint8_t *out, int B, const msg_layout *L, int compressed, const int32_t *targets, const float *tokens);
+pz_status msg_eval_get(const uint8_t *in, size_t len, int exact, int max_B, const msg_layout *L, int *B, int *compressed,
+                       int32_t *targets, float *tokens);
 
 /* ---- LOSS: [f32 mean loss][i32 correct];  EVAL_RESULT: [f64 summed loss][i32 correct] ---- */
 #define MSG_LOSS_BYTES 8

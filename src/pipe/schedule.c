@@ -32,11 +32,12 @@ static pz_status split_batch(stage *s, stage_bufs *b, const uint8_t *batch, size
     pz_pipe *p = s->pipe;
     const int64_t in_per = pz_shape_numel(stage_in_shape(s));
     const int P = pipe_targets(p);
+    const msg_layout L = pipe_driver_layout(p);
     msg_meta h = {.ids = b->batch_ids, .targets = b->batch_labels};
-    PZ_TRY(msg_meta_get(batch, blen, 0, p->cfg.batch_max, 1, P, &h));
-    if (blen != msg_meta_bytes(h.B, P) + 4 * (size_t)(h.B * in_per))
+    PZ_TRY(msg_meta_get(batch, blen, 0, p->cfg.batch_max, 1, &L, &h));
+    if (blen != msg_meta_bytes(h.B, &L) + 4 * (size_t)(h.B * in_per))
         return pz_fail(PZ_ERR_STATE, "a batch of %zu bytes does not fit its header (%d samples)", blen, h.B);
-    pz_get_words(b->batch_x, batch + msg_meta_bytes(h.B, P), (size_t)(h.B * in_per));
+    pz_get_words(b->batch_x, batch + msg_meta_bytes(h.B, &L), (size_t)(h.B * in_per));
     t->M = s->M > h.B ? h.B : s->M;
     t->lr = h.lr, t->Btot = h.B;
     for (int m = 0, at = 0; m < t->M; m++) {
@@ -55,27 +56,29 @@ static float *micro_x(const stage *s, stage_bufs *b, int m) {
     if (s->index == 0) return b->batch_x + (size_t)b->at[m] * (size_t)pz_shape_numel(stage_in_shape(s));
     return b->x_in[slot_of(s, m)];
 }
+/* a subspace model's input tokens of micro-batch m: stage 0's inputs, META's past it */
+static const float *micro_tokens(const stage *s, stage_bufs *b, int m) {
+    return s->index == 0 ? micro_x(s, b, m) : b->tokens[m];
+}
 
 /* past stage 0: micro-batch m's META (already received when pending) and
  * its ACT frame, decoded into x_in[m] */
 static pz_status take_micro(stage *s, stage_bufs *b, int m, int pending, size_t len, step_state *t) {
     pz_pipe *p = s->pipe;
     if (!pending) PZ_TRY(stage_recv(s, s->prev, MSG_META, &b->msg, &b->cap, &len, p->cfg.timeout_s));
-    msg_meta h = {.ids = b->ids[m], .targets = b->labels[m]};
-    PZ_TRY(msg_meta_get(b->msg, len, 1, p->mb_max, s->M, pipe_targets(p), &h));
+    const msg_layout L = pipe_layout(p);
+    msg_meta h = {.ids = b->ids[m], .targets = b->labels[m], .tokens = b->tokens[m]};
+    PZ_TRY(msg_meta_get(b->msg, len, 1, p->mb_max, s->M, &L, &h));
     if (m == 0) t->M = h.M, t->lr = h.lr, t->Btot = h.Btot;
     else if (h.M != t->M || h.Btot != t->Btot)
         return pz_fail(PZ_ERR_STATE, "micro-batch headers disagree (%d and %d micro-batches of batches of %d and %d)", t->M, h.M,
                        t->Btot, h.Btot);
     b->Bm[m] = h.B;
     PZ_TRY(stage_recv(s, s->prev, MSG_ACT, &b->msg, &b->cap, &len, p->cfg.timeout_s));
-    const int64_t in_per = pz_shape_numel(stage_in_shape(s));
-    int nd;
-    int64_t shape[PZ_MAX_DIMS];
     const double t0 = pz_now();
-    PZ_TRY(pz_codec_decode(s->fwd_rx, b->msg, len, micro_x(s, b, m), (size_t)(p->mb_max * in_per), &nd, shape));
+    PZ_TRY(stage_wire_in(s, b, s->fwd_rx, b->msg, len, micro_x(s, b, m), stage_in_shape(s), b->tokens[m], h.B, "activation"));
     s->rep.act_decode_s += pz_now() - t0;
-    return stage_check_frame("activation", nd, shape, h.B, stage_in_shape(s));
+    return PZ_OK;
 }
 
 /* micro-batch m forward through this stage's layers; the last stage takes
@@ -104,23 +107,25 @@ static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
         return PZ_OK;
     }
     s->rep.compute_s += pz_now() - t0;
-    const int64_t out_per = pz_shape_numel(stage_out_shape(s));
+    const pz_shape wire_shape = stage_wire_shape(s, stage_out_shape(s));
     size_t flen;
     pz_codec_stats cs;
     /* the error of a sampled frame (none is lossless: exactly 0, not measured) */
     const int sample = p->cfg.err_every > 0 && s->rep.act_frames % (uint64_t)p->cfg.err_every == 0;
     const int measure = sample && !s->fwd_lossless;
     t0 = pz_now();
-    PZ_TRY(stage_encode(s->fwd_tx, out, Bm, stage_out_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
+    const float *tok = micro_tokens(s, b, m), *wire = stage_wire_out(s, b, out, tok, Bm);
+    PZ_TRY(stage_encode(s->fwd_tx, wire, Bm, wire_shape, b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
     s->rep.act_encode_s += pz_now() - t0;
     if (sample) s->rep.act_err_sum += measure ? cs.rel_error : 0.0, s->rep.act_err_n++;
-    /* the batch header travels with the activations (labels included, as in split learning) */
-    const int P = pipe_targets(s->pipe);
-    msg_meta_put(b->hdr, Bm, P, b->ids[m], b->labels[m], t->lr, t->M, t->Btot);
-    s->rep.act_elements += (uint64_t)(Bm * out_per);
-    s->rep.act_bytes += msg_meta_bytes(Bm, P) + flen;
+    /* the batch header travels with the activations (labels included, as in
+     * split learning; a subspace model's tokens too) */
+    const msg_layout L = pipe_layout(p);
+    msg_meta_put(b->hdr, Bm, &L, b->ids[m], b->labels[m], tok, t->lr, t->M, t->Btot);
+    s->rep.act_elements += (uint64_t)(Bm * pz_shape_numel(stage_out_shape(s))); /* the stream's width: fp32 = 1x is the full tensor */
+    s->rep.act_bytes += msg_meta_bytes(Bm, &L) + flen;
     s->rep.act_frames++;
-    PZ_TRY(pz_link_send(s->next, MSG_META, b->hdr, msg_meta_bytes(Bm, P)));
+    PZ_TRY(pz_link_send(s->next, MSG_META, b->hdr, msg_meta_bytes(Bm, &L)));
     return pz_link_send_buf(s->next, MSG_ACT, &b->frame, &b->frame_cap, flen);
 }
 
@@ -180,14 +185,10 @@ static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
     float *x = micro_x(s, b, m);
     if (!last) {
         size_t len;
-        const int64_t out_per = pz_shape_numel(stage_out_shape(s));
         PZ_TRY(stage_recv(s, s->next, MSG_GRAD, &b->msg, &b->cap, &len, p->cfg.timeout_s));
         const double t0 = pz_now();
-        int nd;
-        int64_t shape[PZ_MAX_DIMS];
-        PZ_TRY(pz_codec_decode(s->bwd_rx, b->msg, len, b->dy[k], (size_t)(p->mb_max * out_per), &nd, shape));
+        PZ_TRY(stage_wire_in(s, b, s->bwd_rx, b->msg, len, b->dy[k], stage_out_shape(s), NULL, Bm, "gradient"));
         s->rep.grad_decode_s += pz_now() - t0;
-        PZ_TRY(stage_check_frame("gradient", nd, shape, Bm, stage_out_shape(s)));
     }
     if (s->tie_e == s->index) PZ_TRY(tied_grad_in(s, b));
     const double t0 = pz_now();
@@ -196,6 +197,7 @@ static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
     s->rep.compute_s += pz_now() - t0;
     if (first) return PZ_OK;
     const int64_t in_per = pz_shape_numel(stage_in_shape(s));
+    const pz_shape wire_shape = stage_wire_shape(s, stage_in_shape(s));
     size_t flen;
     pz_codec_stats cs;
     const int sample = p->cfg.err_every > 0 && s->rep.grad_frames % (uint64_t)p->cfg.err_every == 0;
@@ -205,11 +207,12 @@ static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
             if (x[j] == 0.0f) b->dx[j] = 0.0f;
     }
     const double t1 = pz_now();
-    PZ_TRY(stage_encode(s->bwd_tx, b->dx, Bm, stage_in_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
+    const float *wire = stage_wire_out(s, b, b->dx, NULL, Bm);
+    PZ_TRY(stage_encode(s->bwd_tx, wire, Bm, wire_shape, b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
     s->rep.grad_encode_s += pz_now() - t1;
     if (sample) s->rep.grad_err_sum += measure ? cs.rel_error : 0.0, s->rep.grad_err_n++;
     s->rep.grad_bytes += flen, s->rep.grad_frames++;
-    s->rep.grad_elements += (uint64_t)(Bm * in_per);
+    s->rep.grad_elements += (uint64_t)(Bm * in_per); /* the stream's width, as the activations */
     PZ_TRY(pz_link_send_buf(s->prev, MSG_GRAD, &b->frame, &b->frame_cap, flen));
     return tied_grad_out(s, b, m);
 }

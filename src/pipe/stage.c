@@ -38,6 +38,36 @@ pz_status stage_check_frame(const char *what, int nd, const int64_t *shape, int 
     return pz_fail(PZ_ERR_STATE, "%s frame of shape %s, expected %d samples of %s", what, got, B, pz_shape_str(sh, want, sizeof want));
 }
 
+/* ---- a subspace model's boundaries ---- */
+pz_shape stage_wire_shape(const stage *s, pz_shape sh) {
+    const pz_subspace *sub = s->model[0].sub;
+    return sub ? pz_shape_seq(sh.d[0], sub->k) : sh;
+}
+
+const float *stage_wire_out(stage *s, stage_bufs *b, const float *t, const float *tok, int B) {
+    const pz_subspace *sub = s->model[0].sub;
+    if (!sub) return t;
+    const int T = s->pipe->cfg.in.d[0];
+    if (tok) pz_subspace_project(sub, t, tok, B, T, b->wide, b->coef);
+    else pz_subspace_reduce(sub, t, b->coef, (int64_t)B * T, 0.0f);
+    return b->coef;
+}
+
+pz_status stage_wire_in(stage *s, stage_bufs *b, pz_codec *rx, const uint8_t *msg, size_t len, float *t, pz_shape sh,
+                        const float *tok, int B, const char *what) {
+    const pz_subspace *sub = s->model[0].sub;
+    const pz_shape wire = stage_wire_shape(s, sh);
+    int nd;
+    int64_t shape[PZ_MAX_DIMS];
+    PZ_TRY(pz_codec_decode(rx, msg, len, sub ? b->coef : t, (size_t)s->pipe->mb_max * (size_t)pz_shape_numel(wire), &nd, shape));
+    PZ_TRY(stage_check_frame(what, nd, shape, B, wire));
+    if (!sub) return PZ_OK;
+    const int T = s->pipe->cfg.in.d[0];
+    if (tok) pz_subspace_rebuild(sub, b->coef, tok, B, T, t);
+    else pz_subspace_expand(sub, b->coef, t, (int64_t)B * T, 0.0f);
+    return PZ_OK;
+}
+
 pz_status stage_check_targets(const stage *s, const int32_t *y, size_t n) {
     const int K = s->model[0].n_classes;
     for (size_t i = 0; i < n; i++)
@@ -95,9 +125,12 @@ static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
     int32_t *labels = b->labels[0];
     int B, compress;
     const int P = pipe_targets(p);
+    const msg_layout L = first ? pipe_driver_layout(p) : pipe_layout(p), Lnext = pipe_layout(p);
     PZ_TRY(stage_send_tied_weights(s, b));
-    PZ_TRY(msg_eval_get(b->msg, len, !first, p->mb_max, P, &B, &compress, labels));
-    const size_t hdr = msg_eval_bytes(B, P);
+    PZ_TRY(msg_eval_get(b->msg, len, !first, p->mb_max, &L, &B, &compress, labels, b->tokens[0]));
+    const size_t hdr = msg_eval_bytes(B, &L);
+    /* a subspace model's tokens: stage 0's inputs, the header's past it */
+    const float *tok = first ? x_in : b->tokens[0];
     if (first) {
         if (len != hdr + 4 * (size_t)(B * in_per))
             return pz_fail(PZ_ERR_STATE, "an evaluation batch of %zu bytes does not fit its header (%d samples)", len, B);
@@ -105,10 +138,8 @@ static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
     } else {
         size_t n;
         PZ_TRY(stage_recv(s, s->prev, MSG_ACT, &b->msg, &b->cap, &n, p->cfg.timeout_s));
-        int nd;
-        int64_t shape[PZ_MAX_DIMS];
-        PZ_TRY(pz_codec_decode(compress ? s->eval_rx : s->plain_rx, b->msg, n, x_in, (size_t)(p->mb_max * in_per), &nd, shape));
-        PZ_TRY(stage_check_frame("evaluation activation", nd, shape, B, stage_in_shape(s)));
+        PZ_TRY(stage_wire_in(s, b, compress ? s->eval_rx : s->plain_rx, b->msg, n, x_in, stage_in_shape(s), tok, B,
+                             "evaluation activation"));
     }
     pz_seq_forward(net, s->from, s->to, x_in, B, 0);
     const float *out = net->act[s->to - 1];
@@ -121,10 +152,13 @@ static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
         return pz_link_send(s->prev, MSG_EVAL_RESULT, res, sizeof res);
     }
     size_t flen;
-    PZ_TRY(stage_encode(compress ? s->eval_tx : s->plain_tx, out, B, stage_out_shape(s), NULL, &b->frame, &b->frame_cap, &flen, NULL));
-    s->rep.eval_bytes += hdr + flen;
-    msg_eval_put(b->hdr, B, P, compress, labels);
-    PZ_TRY(pz_link_send(s->next, MSG_EVAL_META, b->hdr, hdr));
+    const float *wire = stage_wire_out(s, b, out, tok, B);
+    PZ_TRY(stage_encode(compress ? s->eval_tx : s->plain_tx, wire, B, stage_wire_shape(s, stage_out_shape(s)), NULL, &b->frame,
+                        &b->frame_cap, &flen, NULL));
+    const size_t hnext = msg_eval_bytes(B, &Lnext);
+    s->rep.eval_bytes += hnext + flen;
+    msg_eval_put(b->hdr, B, &Lnext, compress, labels, tok);
+    PZ_TRY(pz_link_send(s->next, MSG_EVAL_META, b->hdr, hnext));
     PZ_TRY(pz_link_send(s->next, MSG_ACT, b->frame, flen));
     return relay_back(s, MSG_EVAL_RESULT, &b->msg, &b->cap);
 }
@@ -238,7 +272,8 @@ static pz_status stage_check(stage *s, uint8_t **buf, size_t *cap, size_t len) {
 }
 
 static void free_bufs(stage *s, stage_bufs *b) {
-    for (int m = 0; m < s->M; m++) free(b->x_in[m]), free(b->dy[m]), free(b->ids[m]), free(b->labels[m]);
+    for (int m = 0; m < s->M; m++) free(b->x_in[m]), free(b->dy[m]), free(b->ids[m]), free(b->labels[m]), free(b->tokens[m]);
+    free(b->coef), free(b->wide);
     free(b->batch_x), free(b->dx), free(b->msg), free(b->frame), free(b->hdr), free(b->batch_ids), free(b->batch_labels), free(b->tie);
     free(b->norms), free(b->hdr_norm);
 }
@@ -247,6 +282,8 @@ static pz_status alloc_bufs(stage *s, stage_bufs *b) {
     pz_pipe *p = s->pipe;
     const int64_t in_per = pz_shape_numel(stage_in_shape(s)), out_per = pz_shape_numel(stage_out_shape(s));
     const size_t mb = (size_t)p->mb_max, B = (size_t)p->cfg.batch_max, P = (size_t)pipe_targets(p);
+    const pz_subspace *sub = s->model[0].sub;
+    const int T = p->cfg.in.d[0];
     int ok = 1;
     for (int m = 0; m < s->M; m++) {
         /* inputs and gradients per slot (stage 0 trains on the batch's inputs,
@@ -255,10 +292,16 @@ static pz_status alloc_bufs(stage *s, stage_bufs *b) {
         if (m < s->slots) ok &= (b->dy[m] = pz_floats_try(mb * (size_t)out_per)) != NULL;
         ok &= (b->ids[m] = calloc(mb, sizeof(uint32_t))) != NULL;
         ok &= (b->labels[m] = calloc(mb * P, sizeof(int32_t))) != NULL;
+        if (sub) ok &= (b->tokens[m] = calloc(mb * (size_t)T, sizeof(float))) != NULL;
+    }
+    if (sub) {
+        ok &= (b->coef = pz_floats_try(mb * (size_t)T * (size_t)sub->k)) != NULL;
+        ok &= (b->wide = pz_floats_try(mb * (size_t)T * (size_t)sub->dim)) != NULL;
     }
     if (s->index == 0) ok &= (b->batch_x = pz_floats_try(B * (size_t)in_per)) != NULL;
     ok &= (b->dx = pz_floats_try(mb * (size_t)in_per)) != NULL;
-    const size_t hm = msg_meta_bytes((int)mb, (int)P), he = msg_eval_bytes((int)mb, (int)P);
+    const msg_layout L = pipe_layout(p);
+    const size_t hm = msg_meta_bytes((int)mb, &L), he = msg_eval_bytes((int)mb, &L);
     ok &= (b->hdr = malloc(hm > he ? hm : he)) != NULL;
     ok &= (b->batch_ids = calloc(B, sizeof(uint32_t))) != NULL;
     ok &= (b->batch_labels = calloc(B * P, sizeof(int32_t))) != NULL;

@@ -124,6 +124,22 @@ static pz_status embedding_tied_head(pz_seq *s) {
     return pz_add_tied_head(s, "head", "wte");
 }
 
+/* a subspace model's pieces (--subspace): the embedding in the subspace, then
+ * a residual attention branch whose output projection has K outputs mapped
+ * into the stream by the subspace layer */
+static pz_status subspace_block(pz_seq *s) {
+    PZ_TRY(pz_add_subspace_embedding(s, "wte_sub", 5, 8, 6, 3, 0.5f));
+    pz_seq *g = pz_begin_inner(s, "block"), *r = g ? pz_begin_inner(g, "attn") : NULL;
+    pz_status st = r ? PZ_OK : PZ_ERR_NOMEM;
+    if (!st) st = pz_add_layernorm(r, "ln");
+    if (!st) st = pz_add_dense(r, "c_attn", 18, 1, 0.3f);
+    if (!st) st = pz_add_attention(r, "attn", 3);
+    if (!st) st = pz_add_dense(r, "c_proj", 3, 1, 0.3f);
+    if (!st) st = pz_add_subspace(r, "sub", 6);
+    if (r) st = st ? st : pz_end_residual(g, "attn", r);
+    return st ? st : pz_end_group(s, "block", g);
+}
+
 int main(void) {
     pz_set_threads(2);
     const pz_shape img = pz_shape_image(3, 7, 7);
@@ -153,6 +169,41 @@ int main(void) {
     ONE_LAYER(pz_shape_tokens(6), 2, INPUT_TOKENS, 0.0, pz_add_embedding(s, "embedding", 5, 8, 3, 0.5f));
     ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, residual_attention(s));
     ONE_LAYER(pz_shape_tokens(6), 2, INPUT_TOKENS, 0.0, embedding_tied_head(s));
+    { /* the subspace (Protocol Models): its basis is orthonormal and the same
+       * for the same seed; a model writes nothing outside it (the output less
+       * the fixed embeddings is in span U); and its gradients match finite
+       * differences */
+        pz_model m = {0};
+        pz_seq_init(&m.net, pz_shape_tokens(6));
+        CHECK(pz_subspace_create(&m.sub, 3, 6, 5, 8, 11) == PZ_OK, "%s", pz_last_error());
+        const pz_subspace *u = m.sub;
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                double d = 0;
+                for (int i = 0; i < 6; i++) d += (double)u->basis[i * 3 + a] * u->basis[i * 3 + b];
+                CHECK(fabs(d - (a == b)) < 1e-6, "U^T U [%d][%d] = %.9f", a, b, d);
+            }
+        pz_subspace *same, *other;
+        CHECK(pz_subspace_create(&same, 3, 6, 5, 8, 11) == PZ_OK && pz_subspace_create(&other, 3, 6, 5, 8, 12) == PZ_OK, "%s", pz_last_error());
+        CHECK(!memcmp(same->basis, u->basis, 18 * sizeof(float)) && !memcmp(same->tok, u->tok, 30 * sizeof(float)) &&
+                  memcmp(other->basis, u->basis, 18 * sizeof(float)),
+              "the same seed makes the same subspace bit for bit, another seed another");
+        pz_subspace_free(same), pz_subspace_free(other);
+        CHECK(subspace_block(&m.net) == PZ_OK && pz_model_finalize(&m, 2, 6, 7) == PZ_OK, "%s", pz_last_error());
+        float x[12], c[36], back[72];
+        for (int i = 0; i < 12; i++) x[i] = (float)(i % 5);
+        pz_seq_forward(&m.net, 0, m.net.n, x, 2, 0);
+        const float *y = pz_model_logits(&m);
+        /* c = U^T (y - base); U c rebuilt with the base is y again */
+        float wide[72];
+        pz_subspace_project(u, y, x, 2, 6, wide, c);
+        pz_subspace_rebuild(u, c, x, 2, 6, back);
+        double off = 0, norm = 0;
+        for (int i = 0; i < 72; i++) off += (double)(back[i] - y[i]) * (back[i] - y[i]), norm += (double)y[i] * y[i];
+        CHECK(sqrt(off) <= 1e-6 * sqrt(norm), "the stream less its base lies in the subspace: |y - rebuilt| = %.3g of %.3g", sqrt(off), sqrt(norm));
+        check_layer(&m, 2, INPUT_TOKENS, 0.0);
+        pz_model_free(&m);
+    }
     { /* SiLU's forward against its definition in double, far into both tails */
         pz_model m = {0};
         pz_seq_init(&m.net, pz_shape_seq(1, 9));

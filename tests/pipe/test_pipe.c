@@ -332,6 +332,78 @@ int main(void) {
                   (long long)act[1][i], (long long)act[0][i], 4 - i);
         CHECK(act[1][0] < act[0][0], "stage 0 too: %lld < %lld", (long long)act[1][0], (long long)act[0][0]);
     }
+    { /* a subspace GPT (--subspace K, Protocol Models): its boundaries carry
+       * T x K coefficients and the tokens. Uncompressed, 4 stages train as
+       * the model on one stage (to float rounding: x = base + U c is rebuilt,
+       * not passed), and evaluate as it, plain and "compressed"; every frame
+       * is K/C of the stream's, with the targets and tokens in 1 byte each */
+        enum { T = 8, V = 64, GB = 7, K = 4, C = 32, STEPS_S = 5 };
+        pz_pipe_config g = {.in = pz_shape_tokens(T), .n_classes = V, .targets = T, .batch_max = GB, .seed = 9, .n_stages = 1,
+                            .optimizer = PZ_OPT_ADAMW, .weight_decay = 0.1f, .clip_norm = 1.0f, .micro_batches = 2,
+                            .max_samples = 1000, .timeout_s = 30};
+        CHECK(pz_model_spec_parse(&g.model, "gpt:layers=6,d=32,heads=2,ctx=8") == PZ_OK, "%s", pz_last_error());
+        g.model.subspace = K;
+        CHECK(pz_pipe_parse_specs("none", 3, g.fwd, "--fwd") == PZ_OK && pz_pipe_parse_specs("none", 3, g.bwd, "--bwd") == PZ_OK, "%s",
+              pz_last_error());
+        float losses[2][STEPS_S];
+        double ev[2][2];
+        float ex[12 * T];
+        int32_t eyy[12 * T];
+        pz_rng er;
+        pz_rng_seed(&er, 4);
+        for (int i = 0; i < 12 * T; i++) ex[i] = (float)pz_rng_below(&er, V), eyy[i] = (int32_t)pz_rng_below(&er, V);
+        for (int k = 0; k < 2; k++) {
+            pz_pipe_config c = g;
+            if (k) c.n_stages = 4, c.cuts[0] = 1, c.cuts[1] = 3, c.cuts[2] = 5;
+            pz_pipe *p;
+            CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
+            float tx[GB * T];
+            int32_t ty[GB * T];
+            uint32_t tid[GB];
+            double acc;
+            for (int e = 0; e < 2; e++) CHECK(pz_pipe_evaluate(p, ex, eyy, 12, e, &ev[k][e], &acc) == PZ_OK, "%s", pz_last_error());
+            for (int t = 0; t < STEPS_S; t++) {
+                pz_rng r;
+                pz_rng_seed(&r, 900 + t);
+                for (int i = 0; i < GB * T; i++) tx[i] = (float)pz_rng_below(&r, V), ty[i] = ((int32_t)tx[i] * 5 + 1) % V;
+                for (int i = 0; i < GB; i++) tid[i] = (uint32_t)(t * GB + i);
+                int correct;
+                CHECK(pz_pipe_train_step(p, tx, ty, tid, GB, 1e-2f, &losses[k][t], &correct) == PZ_OK, "%s", pz_last_error());
+            }
+            if (k) {
+                CHECK(pz_pipe_collect_stats(p) == PZ_OK, "%s", pz_last_error());
+                /* per micro-batch of Bm (4 and 3): META (4 + 4 Bm + Bm (T + T) x 1 + 12) and a none frame (64 + 4 Bm T K) */
+                const uint64_t meta = (4 + 4 * 4 + 4 * 2 * T + 12) + (4 + 4 * 3 + 3 * 2 * T + 12), frames = 2 * 64 + 4ull * GB * T * K;
+                for (int b = 0; b < 3; b++) {
+                    const pz_boundary_stats bs = pz_pipe_boundary_stats(p, b);
+                    CHECK(bs.fwd_bytes == STEPS_S * (meta + frames), "boundary %d: %llu bytes forward, expected %llu", b + 1,
+                          (unsigned long long)bs.fwd_bytes, (unsigned long long)(STEPS_S * (meta + frames)));
+                    CHECK(bs.bwd_bytes == STEPS_S * frames, "boundary %d: %llu bytes backward, expected %llu", b + 1,
+                          (unsigned long long)bs.bwd_bytes, (unsigned long long)(STEPS_S * frames));
+                    CHECK(bs.fwd_elements == (uint64_t)STEPS_S * GB * T * C, "fp32 = 1x is the stream's width: %llu elements",
+                          (unsigned long long)bs.fwd_elements);
+                }
+            }
+            pz_pipe_free(p);
+        }
+        for (int t = 0; t < STEPS_S; t++)
+            CHECK(fabsf(losses[1][t] - losses[0][t]) <= 1e-4f * losses[0][t], "step %d: 4 stages %.7f, one stage %.7f", t, losses[1][t],
+                  losses[0][t]);
+        CHECK(losses[0][STEPS_S - 1] < losses[0][0] - 0.05f, "it trains: %.4f -> %.4f", losses[0][0], losses[0][STEPS_S - 1]);
+        for (int e = 0; e < 2; e++)
+            CHECK(fabs(ev[1][e] - ev[0][e]) <= 1e-5 * ev[0][e], "evaluation (%s): %.7f through 4 stages, %.7f on one", e ? "compressed" : "plain",
+                  ev[1][e], ev[0][e]);
+        /* the gradient a boundary sends back is the projection of the stream's:
+         * the sender's output moves only inside the subspace, so no parameter
+         * gradient changes. A one-stage model's parameter gradients equal the
+         * 4-stage run's first step: checked above through the losses. A wider
+         * subspace than the stream is refused. */
+        pz_model m;
+        pz_model_spec wide = g.model;
+        wide.subspace = C + 1;
+        CHECK(pz_model_build(&m, &wide, g.in, V, 1, 1, 0, 1 << 30) == PZ_ERR_ARG && strstr(pz_last_error(), "subspace"), "%s",
+              pz_last_error());
+    }
     { /* the rate clock: compute charged as counted FLOPs at a rate, so the
        * emulated time is the analytic GPipe time of the stages' FLOPs and the
        * links' latency, whatever this machine and its threads do */

@@ -21,56 +21,83 @@ int main(void) {
     const uint32_t ids[3] = {7, 0x01020304, 9};
     const int32_t labels[3] = {1, -2, 9};
     uint8_t m[64];
-    CHECK(msg_meta_bytes(3, 1) == 4 + 12 + 12 + 12, "META of 3 samples is %zu bytes", msg_meta_bytes(3, 1));
-    msg_meta_put(m, 3, 1, ids, labels, 0.5f, 2, 5);
+    const msg_layout L1 = msg_layout_of(1, 0, 10), L2 = msg_layout_of(2, 0, 11);
+    CHECK(msg_meta_bytes(3, &L1) == 4 + 12 + 12 + 12, "META of 3 samples is %zu bytes", msg_meta_bytes(3, &L1));
+    msg_meta_put(m, 3, &L1, ids, labels, NULL, 0.5f, 2, 5);
     CHECK(le32(m) == 3 && le32(m + 8) == 0x01020304 && m[8] == 0x04 && (int32_t)le32(m + 20) == -2, "META fields at their offsets");
     CHECK(le32(m + 28) == 0x3F000000u && le32(m + 32) == 2 && le32(m + 36) == 5, "lr as f32 0.5, M = 2, a batch of 5");
     uint32_t gi[8];
     int32_t gl[8];
     msg_meta h = {.ids = gi, .targets = gl};
-    CHECK(msg_meta_get(m, 40, 1, 8, 4, 1, &h) == PZ_OK && h.B == 3 && h.M == 2 && h.Btot == 5 && h.lr == 0.5f && gi[1] == ids[1] &&
+    CHECK(msg_meta_get(m, 40, 1, 8, 4, &L1, &h) == PZ_OK && h.B == 3 && h.M == 2 && h.Btot == 5 && h.lr == 0.5f && gi[1] == ids[1] &&
               gl[1] == -2,
           "META round trip");
-    for (size_t len = 0; len < 40; len++) CHECK(msg_meta_get(m, len, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "a %zu-byte META is refused", len);
-    CHECK(msg_meta_get(m, 41, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "a META with a byte left over is refused");
-    CHECK(msg_meta_get(m, 41, 0, 8, 4, 1, &h) == PZ_OK, "a BATCH head may be followed by inputs");
-    CHECK(msg_meta_get(m, 40, 1, 2, 4, 1, &h) == PZ_ERR_STATE, "B above the receiver's maximum is refused");
-    CHECK(msg_meta_get(m, 40, 1, 8, 1, 1, &h) == PZ_ERR_STATE, "M above the configured micro-batches is refused");
+    for (size_t len = 0; len < 40; len++) CHECK(msg_meta_get(m, len, 1, 8, 4, &L1, &h) == PZ_ERR_STATE, "a %zu-byte META is refused", len);
+    CHECK(msg_meta_get(m, 41, 1, 8, 4, &L1, &h) == PZ_ERR_STATE, "a META with a byte left over is refused");
+    CHECK(msg_meta_get(m, 41, 0, 8, 4, &L1, &h) == PZ_OK, "a BATCH head may be followed by inputs");
+    CHECK(msg_meta_get(m, 40, 1, 2, 4, &L1, &h) == PZ_ERR_STATE, "B above the receiver's maximum is refused");
+    CHECK(msg_meta_get(m, 40, 1, 8, 1, &L1, &h) == PZ_ERR_STATE, "M above the configured micro-batches is refused");
     uint8_t bad[40];
     memcpy(bad, m, 40);
     bad[0] = 0;
-    CHECK(msg_meta_get(bad, 40, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "B = 0 is refused");
+    CHECK(msg_meta_get(bad, 40, 1, 8, 4, &L1, &h) == PZ_ERR_STATE, "B = 0 is refused");
     memcpy(bad, m, 40), bad[3] = 0x80;
-    CHECK(msg_meta_get(bad, 40, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "a negative B is refused");
+    CHECK(msg_meta_get(bad, 40, 1, 8, 4, &L1, &h) == PZ_ERR_STATE, "a negative B is refused");
     memcpy(bad, m, 40), bad[36] = 2;
-    CHECK(msg_meta_get(bad, 40, 1, 8, 4, 1, &h) == PZ_ERR_STATE, "a whole batch smaller than the micro-batch is refused");
+    CHECK(msg_meta_get(bad, 40, 1, 8, 4, &L1, &h) == PZ_ERR_STATE, "a whole batch smaller than the micro-batch is refused");
     memcpy(bad, m, 40), bad[36] = 17;
-    CHECK(msg_meta_get(bad, 40, 1, 8, 2, 1, &h) == PZ_ERR_STATE, "a whole batch above M micro-batches of the maximum is refused");
+    CHECK(msg_meta_get(bad, 40, 1, 8, 2, &L1, &h) == PZ_ERR_STATE, "a whole batch above M micro-batches of the maximum is refused");
 
     /* EVAL_META: [i32 B][i32 compressed][i32 labels[B]] */
     uint8_t e[32];
-    msg_eval_put(e, 3, 1, 1, labels);
-    CHECK(msg_eval_bytes(3, 1) == 20 && le32(e) == 3 && le32(e + 4) == 1 && (int32_t)le32(e + 12) == -2, "EVAL_META bytes");
+    msg_eval_put(e, 3, &L1, 1, labels, NULL);
+    CHECK(msg_eval_bytes(3, &L1) == 20 && le32(e) == 3 && le32(e + 4) == 1 && (int32_t)le32(e + 12) == -2, "EVAL_META bytes");
     int B, c;
     int32_t el[4];
-    CHECK(msg_eval_get(e, 20, 1, 4, 1, &B, &c, el) == PZ_OK && B == 3 && c == 1 && el[2] == 9, "EVAL_META round trip");
-    CHECK(msg_eval_get(e, 19, 1, 4, 1, &B, &c, el) == PZ_ERR_STATE && msg_eval_get(e, 21, 1, 4, 1, &B, &c, el) == PZ_ERR_STATE,
+    CHECK(msg_eval_get(e, 20, 1, 4, &L1, &B, &c, el, NULL) == PZ_OK && B == 3 && c == 1 && el[2] == 9, "EVAL_META round trip");
+    CHECK(msg_eval_get(e, 19, 1, 4, &L1, &B, &c, el, NULL) == PZ_ERR_STATE && msg_eval_get(e, 21, 1, 4, &L1, &B, &c, el, NULL) == PZ_ERR_STATE,
           "EVAL_META lengths");
     e[4] = 2;
-    CHECK(msg_eval_get(e, 20, 1, 4, 1, &B, &c, el) == PZ_ERR_STATE, "compressed must be 0 or 1");
+    CHECK(msg_eval_get(e, 20, 1, 4, &L1, &B, &c, el, NULL) == PZ_ERR_STATE, "compressed must be 0 or 1");
 
     /* a language model's META: P = 2 targets per sample (a token per position) */
     const int32_t toks[6] = {5, 6, 7, 8, -9, 10};
     uint8_t m2[64];
-    CHECK(msg_meta_bytes(3, 2) == 4 + 12 + 24 + 12, "META of 3 samples x 2 targets is %zu bytes", msg_meta_bytes(3, 2));
-    msg_meta_put(m2, 3, 2, ids, toks, 0.25f, 1, 3);
+    CHECK(msg_meta_bytes(3, &L2) == 4 + 12 + 24 + 12, "META of 3 samples x 2 targets is %zu bytes", msg_meta_bytes(3, &L2));
+    msg_meta_put(m2, 3, &L2, ids, toks, NULL, 0.25f, 1, 3);
     CHECK((int32_t)le32(m2 + 16 + 16) == -9 && le32(m2 + 40) == 0x3E800000u && le32(m2 + 44) == 1, "P = 2 META offsets");
     int32_t gt[16];
     msg_meta h2 = {.ids = gi, .targets = gt};
-    CHECK(msg_meta_get(m2, 52, 1, 8, 4, 2, &h2) == PZ_OK && h2.B == 3 && gt[4] == -9 && gt[5] == 10, "P = 2 round trip");
-    CHECK(msg_meta_get(m2, 52, 1, 8, 4, 1, &h2) == PZ_ERR_STATE, "P = 2 META read as P = 1 is refused");
-    msg_eval_put(e, 2, 2, 0, toks);
-    CHECK(msg_eval_bytes(2, 2) == 24 && msg_eval_get(e, 24, 1, 4, 2, &B, &c, el) == PZ_OK && el[3] == 8, "P = 2 EVAL_META");
+    CHECK(msg_meta_get(m2, 52, 1, 8, 4, &L2, &h2) == PZ_OK && h2.B == 3 && gt[4] == -9 && gt[5] == 10, "P = 2 round trip");
+    CHECK(msg_meta_get(m2, 52, 1, 8, 4, &L1, &h2) == PZ_ERR_STATE, "P = 2 META read as P = 1 is refused");
+    msg_eval_put(e, 2, &L2, 0, toks, NULL);
+    CHECK(msg_eval_bytes(2, &L2) == 24 && msg_eval_get(e, 24, 1, 4, &L2, &B, &c, el, NULL) == PZ_OK && el[3] == 8, "P = 2 EVAL_META");
+
+    /* a subspace model's META: targets and input tokens packed in the
+     * vocabulary's width (1 byte for 256 tokens, 2 for 300), after the ids */
+    {
+        const msg_layout Lb = msg_layout_of(2, 2, 256), Lw = msg_layout_of(2, 2, 300);
+        CHECK(Lb.w == 1 && Lw.w == 2 && L1.w == 4 && msg_layout_of(1, 3, 70000).w == 4, "token widths");
+        const int32_t tg[4] = {1, 255, 3, 4};
+        const float tk[4] = {9, 8, 255, 0};
+        uint8_t p[64];
+        CHECK(msg_meta_bytes(2, &Lb) == 4 + 8 + 8 + 12, "packed META of 2 samples x 2 targets + 2 tokens is %zu bytes", msg_meta_bytes(2, &Lb));
+        msg_meta_put(p, 2, &Lb, ids, tg, tk, 1.0f, 1, 2);
+        CHECK(p[12] == 1 && p[13] == 255 && p[16] == 9 && p[18] == 255 && p[19] == 0 && le32(p + 20) == 0x3F800000u, "packed META offsets");
+        int32_t gt2[4];
+        float gk[4];
+        msg_meta hp = {.ids = gi, .targets = gt2, .tokens = gk};
+        CHECK(msg_meta_get(p, 32, 1, 8, 4, &Lb, &hp) == PZ_OK && gt2[1] == 255 && gk[0] == 9.0f && gk[2] == 255.0f && gk[3] == 0.0f,
+              "packed META round trip");
+        msg_meta_put(p, 2, &Lw, ids, tg, tk, 1.0f, 1, 2);
+        CHECK(msg_meta_bytes(2, &Lw) == 40 && p[20] == 9 && p[24] == 255 && p[25] == 0, "2-byte targets and tokens");
+        p[20] = 0x2c, p[21] = 0x01; /* token 300 of a vocabulary of 300 */
+        CHECK(msg_meta_get(p, 40, 1, 8, 4, &Lw, &hp) == PZ_ERR_STATE, "a token outside the vocabulary is refused");
+        msg_eval_put(p, 2, &Lb, 1, tg, tk);
+        CHECK(msg_eval_bytes(2, &Lb) == 16 && p[8] == 1 && p[12] == 9, "packed EVAL_META bytes");
+        int Bp, cp;
+        CHECK(msg_eval_get(p, 16, 1, 4, &Lb, &Bp, &cp, gt2, gk) == PZ_OK && Bp == 2 && gk[1] == 8.0f && gt2[3] == 4, "packed EVAL_META");
+    }
 
     /* LOSS [f32][i32], EVAL_RESULT [f64][i32], flags */
     uint8_t l[12];
