@@ -20,16 +20,17 @@ static const char usage[] =
 
 int cmd_models(int argc, char **argv) {
     const char *input = "1x28x28";
-    int classes = 10, vocab = 256;
+    int classes = 10, vocab = 256, subspace = 0;
     const pz_opt opts[] = {
         {"input", OPT_STR, &input, "CxHxW", "image models' input shape", 0, 0, "1x28x28|3x32x32"},
         {"classes", OPT_INT, &classes, "N", "image models' number of classes", 2, 100000, NULL},
         {"vocab", OPT_INT, &vocab, "N", "language models' vocabulary (256: bytes)", 2, 1 << 20, NULL},
+        {"subspace", OPT_INT, &subspace, "K", "language models with --subspace K (their boundaries carry K numbers per token)", 0, 65536, NULL},
     };
     char *names[8];
     int n_names = 0;
-    int rc = pz_parse_args("pipezip models", opts, 3, argc, argv, 2, usage, names, 8, &n_names);
+    int rc = pz_parse_args("pipezip models", opts, 4, argc, argv, 2, usage, names, 8, &n_names);
     if (rc == 1) return 0;
     if (rc) return 2;
-    return tool_models(stdout, names, n_names, input, classes, vocab);
+    return tool_models(stdout, names, n_names, input, classes, vocab, subspace);
 }

@@ -55,6 +55,7 @@ static int serve(pz_run_plan *plan, int argc, char **argv) {
         cli_setting_opt(plan, PZ_SET_TOKENIZER, "the clients' tokenizer (bytes or bpe:N: its vocabulary)"),
         cli_setting_opt(plan, PZ_SET_GRAD_MASK, "as the clients: fwd zeroes each boundary gradient where its activation arrived as 0"),
         cli_setting_opt(plan, PZ_SET_CLIP_NORM, "clip the gradients' global norm (as the clients)"),
+        cli_setting_opt(plan, PZ_SET_SUBSPACE, "as the clients: a GPT whose boundaries carry K numbers per token and the ids"),
         cli_setting_opt(plan, PZ_SET_LR, "accepted for symmetry with the clients and ignored: their learning rate travels with every batch"),
         cli_setting_opt(plan, PZ_SET_SCHEDULE, "accepted and ignored, as --lr"),
         cli_setting_opt(plan, PZ_SET_SEED, "seed for the server-side initialisation (as the clients)"),

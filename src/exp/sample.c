@@ -62,12 +62,20 @@ pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(const uint8_t *b
     if (!cfg) return pz_fail(PZ_ERR_IO, "'%s' is not a pipezip run directory: it has no readable config.json", c->run_dir);
     const int ok = pz_json_str(cfg, "model", model, sizeof model) && pz_json_str(cfg, "data", data, sizeof data);
     pz_json_str(cfg, "tokenizer", tokenizer, sizeof tokenizer); /* runs before BPE have none: bytes */
+    /* a subspace model's basis is made from the run's seed (runs before subspaces have neither key: 0) */
+    double subspace = 0, seed_num = 0;
+    char seed_text[32] = "";
+    pz_json_num(cfg, "subspace", &subspace);
+    if (!pz_json_str(cfg, "seed", seed_text, sizeof seed_text) && pz_json_num(cfg, "seed", &seed_num))
+        snprintf(seed_text, sizeof seed_text, "%.0f", seed_num);
     free(cfg);
     if (!ok) return pz_fail(PZ_ERR_FORMAT, "'%s' names no model and data", path);
     /* the run's settings as values, once: config.json is this door's edge */
     pz_model_spec spec;
     int vocab;
     if (pz_model_spec_parse(&spec, model)) return pz_fail(PZ_ERR_FORMAT, "%s: %s", path, pz_last_error());
+    spec.subspace = (int)subspace;
+    const uint64_t run_seed = strtoull(seed_text, NULL, 10);
     PZ_TRY(pz_tokenizer_spec(tokenizer, &vocab));
     if (!pz_model_spec_is_sequence(&spec))
         return pz_fail(PZ_ERR_ARG, "run %s trained %s on %s, not a language model: sample needs a gpt-* run", c->run_dir,
@@ -103,7 +111,7 @@ pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(const uint8_t *b
 
     pz_set_threads(c->threads);
     pz_model m;
-    pz_status s = pz_model_build(&m, &spec, pz_shape_tokens(spec.context), vocab, 1, 0, 0, 1 << 30);
+    pz_status s = pz_model_build(&m, &spec, pz_shape_tokens(spec.context), vocab, 1, run_seed, 0, 1 << 30);
     if (!s) {
         if (!(s = load_weights(&m, ckpt))) {
             emitter e = {&tok, emit, ctx};

@@ -30,23 +30,25 @@ typedef enum {
     PZ_LAYER_RESIDUAL,  /* y = x + main(x) */
     PZ_LAYER_TIED_HEAD, /* (T, C) -> (T, V) logits through the embedding's token table */
     PZ_LAYER_SILU,      /* x * sigmoid(x), elementwise (SwiGLU's and LLaMA's activation) */
-    PZ_LAYER_SUBSPACE,  /* (T, K) -> (T, C): coefficients into the model's fixed subspace, y = c U^T */
+    PZ_LAYER_SUBSPACE,  /* (T, K) -> (T, C): a lift, E[id] + P[t] + U c, from the model's subspace */
 } pz_layer_kind;
 
 typedef struct pz_seq pz_seq;
 
 /* A GPT's subspace (Protocol Models, arXiv 2506.01260): one fixed K-dim
- * subspace of the C-dim residual stream, with orthonormal basis U (C x K),
- * into which every block writes; and the fixed, untrained token and
- * position embeddings whose sum (the base) every stage rebuilds from the
- * token ids. The residual stream is then base(ids) + U c, and a pipeline
- * boundary carries c (K per token) and the ids. Made from a seed, so every
- * stage and every resumed run has the same one (src/nn/subspace.c). */
+ * subspace of the C-dim residual stream, orthonormal basis U (C x K), into
+ * which every block writes. Between blocks the model carries only the
+ * stream's coefficients c (T x K); each block's branches read the stream
+ * as E[id] + P[t] + U c through a lift of their own (trained token and
+ * position tables, rebuilt from the ids wherever the branch runs), so a
+ * pipeline boundary carries K numbers per token and the ids. Made from a
+ * seed, so every stage and every resumed run has the same U
+ * (src/nn/subspace.c). */
 typedef struct pz_subspace {
-    int k, dim, vocab, context;
-    float *basis; /* (dim, k), row-major: U[i * k + j], orthonormal columns */
-    float *tok;   /* (vocab, dim): fixed token embeddings, normal(0, 0.02) */
-    float *pos;   /* (context, dim): fixed position embeddings, normal(0, 0.02) */
+    int k, dim;
+    float *basis;        /* (dim, k), row-major: U[i * k + j], orthonormal columns */
+    const float *tokens; /* the ids (B x T, exact floats) of the batch being run: the
+                          * embedding records them; a pipeline stage past the first sets them */
 } pz_subspace;
 
 /* A layer: its kind selects its functions (layer.h's table); the fields
@@ -69,7 +71,7 @@ typedef struct {
     float *ws;                         /* conv: im2col workspace; attention: its backward's */
     float *saved;                      /* attention: the softmax (B_max, heads, T, T) */
     pz_seq *main, *shortcut;           /* block; group and residual: main */
-    const pz_subspace *sub;            /* subspace, and an embedding in one (k = K): the model's */
+    pz_subspace *sub;                  /* subspace lift, and an embedding in one (k = K): the model's */
     float *dz, *dmain;                 /* block, residual: gradient buffers (B_max, in or out) */
 } pz_layer;
 
@@ -115,12 +117,12 @@ pz_status pz_add_basic_block(pz_seq *s, const char *name, int oc, int stride);
 /* Transformer layers. The input of a language model is (T) token ids held
  * as exact floats; everything after the embedding is (T, C). */
 pz_status pz_add_embedding(pz_seq *s, const char *name, int vocab, int context, int dim, float init_std);
-/* An embedding whose trained part lives in the model's subspace: (T) ids ->
- * (T, C) = tok[id] + pos[t] (fixed) + U (wte[id] + wpe[t]), wte (V, K) and
- * wpe (context, K) trained. */
-pz_status pz_add_subspace_embedding(pz_seq *s, const char *name, int vocab, int context, int dim, int k, float init_std);
-/* (T, K) -> (T, C): y = c U^T through the model's subspace (no parameters) */
-pz_status pz_add_subspace(pz_seq *s, const char *name, int dim);
+/* A subspace model's embedding: (T) ids -> (T, K) coefficients, wte (V, K)
+ * + wpe (context, K); it records the ids in the model's subspace. */
+pz_status pz_add_subspace_embedding(pz_seq *s, const char *name, int vocab, int context, int k, float init_std);
+/* A lift: (T, K) coefficients -> (T, C) = E[id] + P[t] + U c, E (V, C) and
+ * P (context, C) trained, U the model's subspace; ids as recorded there. */
+pz_status pz_add_subspace(pz_seq *s, const char *name, int vocab, int context, int dim, float init_std);
 pz_status pz_add_layernorm(pz_seq *s, const char *name);
 /* over (T, C): the same weights at every position; init_std 0 = Kaiming */
 pz_status pz_add_dense(pz_seq *s, const char *name, int out, int bias, float init_std);
@@ -186,20 +188,13 @@ pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context,
                        uint64_t seed);
 const char *pz_layer_kind_name(pz_layer_kind k);
 
-/* ---- a model's subspace (pz_model.sub) -------------------------------------
- * rows = B * T positions; tok holds the B x T token ids as exact floats. */
-pz_status pz_subspace_create(pz_subspace **out, int k, int dim, int vocab, int context, uint64_t seed);
+/* ---- a model's subspace (pz_model.sub) ----------------------------------- */
+pz_status pz_subspace_create(pz_subspace **out, int k, int dim, uint64_t seed);
 void pz_subspace_free(pz_subspace *s);
 /* y (rows, dim) = beta y + c U^T, c (rows, k) */
 void pz_subspace_expand(const pz_subspace *s, const float *c, float *y, int64_t rows, float beta);
 /* c (rows, k) = beta c + y U, y (rows, dim): the coefficients of y's projection */
 void pz_subspace_reduce(const pz_subspace *s, const float *y, float *c, int64_t rows, float beta);
-/* x (B, T, dim) += tok[id] + pos[t] */
-void pz_subspace_add_base(const pz_subspace *s, const float *tok, int B, int T, float *x);
-/* A boundary: c = U^T (x - base(ids)), through scratch (B * T * dim floats). */
-void pz_subspace_project(const pz_subspace *s, const float *x, const float *tok, int B, int T, float *scratch, float *c);
-/* A boundary's other end: x = base(ids) + U c. */
-void pz_subspace_rebuild(const pz_subspace *s, const float *c, const float *tok, int B, int T, float *x);
 
 /* Print the top-level layers (index, name, kind, output shape, parameters,
  * forward FLOPs and activation size per sample) and totals. */

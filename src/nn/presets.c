@@ -183,9 +183,15 @@ static pz_status build_resnet(pz_seq *s, int n, int n_classes) {
  * with a 4x GELU MLP), a final LayerNorm and a head tied to the token
  * table. Weights normal(0, 0.02), the projections into the residual stream
  * scaled by 1/sqrt(2L), biases zero, LayerNorms 1 and 0 (GPT-2's scheme). */
-typedef pz_model_spec gpt_spec; /* arch PZ_ARCH_GPT: layers, dim, heads, context */
+/* what a GPT is built from: a spec's sizes and the data's vocabulary */
+typedef struct {
+    int layers, dim, heads, context, subspace, vocab;
+} gpt_spec;
+static gpt_spec gpt_of(const pz_model_spec *s, int vocab) {
+    return (gpt_spec){.layers = s->layers, .dim = s->dim, .heads = s->heads, .context = s->context, .subspace = s->subspace, .vocab = vocab};
+}
 
-static pz_status build_gpt(pz_seq *s, const gpt_spec *g, int vocab);
+static pz_status build_gpt(pz_seq *s, const gpt_spec *g);
 static pz_status decay_matrices_only(pz_model *m);
 
 pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context, int T, int vocab, int batch_max,
@@ -194,9 +200,9 @@ pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context,
     if (layers < 1 || dim < 1 || heads < 1 || context < 1 || T < 1 || T > context)
         return pz_fail(PZ_ERR_ARG, "a GPT of %d blocks, width %d, %d heads, context %d over %d tokens is not valid", layers,
                        dim, heads, context, T);
-    const gpt_spec g = {.arch = PZ_ARCH_GPT, .layers = layers, .dim = dim, .heads = heads, .context = context, .name = "gpt"};
+    const gpt_spec g = {.layers = layers, .dim = dim, .heads = heads, .context = context, .vocab = vocab};
     pz_seq_init(&m->net, pz_shape_tokens(T));
-    pz_status st = build_gpt(&m->net, &g, vocab);
+    pz_status st = build_gpt(&m->net, &g);
     if (st == PZ_OK) st = pz_model_finalize(m, batch_max, vocab, seed);
     if (st == PZ_OK) st = decay_matrices_only(m);
     if (st != PZ_OK) {
@@ -209,26 +215,27 @@ pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context,
 
 static float proj_std(const gpt_spec *g) { return 0.02f / sqrtf(2.0f * (float)g->layers); }
 
-/* a block's write into the residual stream: C outputs, or with a subspace
- * K coefficients and the fixed map into the stream */
-static pz_status out_proj(pz_seq *r, const char *name, const char *sub, const gpt_spec *g) {
-    if (!g->subspace) return pz_add_dense(r, name, g->dim, 1, proj_std(g));
-    PZ_TRY(pz_add_dense(r, name, g->subspace, 1, proj_std(g)));
-    return pz_add_subspace(r, sub, g->dim);
+/* A subspace model's branch reads the stream through a lift of its own and
+ * writes K coefficients; the others read it as it is and write C. */
+static pz_status branch_in(pz_seq *r, const char *lift, const gpt_spec *g) {
+    return g->subspace ? pz_add_subspace(r, lift, g->vocab, g->context, g->dim, 0.02f) : PZ_OK;
 }
+static int branch_out(const gpt_spec *g) { return g->subspace ? g->subspace : g->dim; }
 
 static pz_status attn_branch(pz_seq *r, const gpt_spec *g) {
+    PZ_TRY(branch_in(r, "attn.lift", g));
     PZ_TRY(pz_add_layernorm(r, "ln_1"));
     PZ_TRY(pz_add_dense(r, "attn.c_attn", 3 * g->dim, 1, 0.02f));
     PZ_TRY(pz_add_attention(r, "attn", g->heads));
-    return out_proj(r, "attn.c_proj", "attn.sub", g);
+    return pz_add_dense(r, "attn.c_proj", branch_out(g), 1, proj_std(g));
 }
 
 static pz_status mlp_branch(pz_seq *r, const gpt_spec *g) {
+    PZ_TRY(branch_in(r, "mlp.lift", g));
     PZ_TRY(pz_add_layernorm(r, "ln_2"));
     PZ_TRY(pz_add_dense(r, "mlp.c_fc", 4 * g->dim, 1, 0.02f));
     PZ_TRY(pz_add_gelu(r, "mlp.gelu"));
-    return out_proj(r, "mlp.c_proj", "mlp.sub", g);
+    return pz_add_dense(r, "mlp.c_proj", branch_out(g), 1, proj_std(g));
 }
 
 /* a residual or group layer of what fill adds (it takes the list over) */
@@ -246,21 +253,23 @@ static pz_status block(pz_seq *b, const gpt_spec *g) {
     return inner(b, "mlp", 1, mlp_branch, g);
 }
 
-/* With a subspace (Protocol Models): the embedding's trained part and every
- * block's output in the subspace, and a head of its own (an untied dense
- * layer: the token table it would share is coefficients, not the stream's
- * width). */
-static pz_status build_gpt(pz_seq *s, const gpt_spec *g, int vocab) {
-    if (g->subspace) PZ_TRY(pz_add_subspace_embedding(s, "wte", vocab, g->context, g->dim, g->subspace, 0.02f));
+/* With a subspace (--subspace K, Protocol Models): the stream between the
+ * top-level layers is its K coefficients (the embedding's, then each
+ * block's residual adds), every branch reads it through a lift of its own
+ * (layers/subspace.c), and the final LayerNorm through a last lift
+ * ("lift_f"), whose token table the head is tied to. */
+static pz_status build_gpt(pz_seq *s, const gpt_spec *g) {
+    const int vocab = g->vocab;
+    if (g->subspace) PZ_TRY(pz_add_subspace_embedding(s, "wte", vocab, g->context, g->subspace, 0.02f));
     else PZ_TRY(pz_add_embedding(s, "wte", vocab, g->context, g->dim, 0.02f));
     for (int i = 0; i < g->layers; i++) {
         char name[32];
         snprintf(name, sizeof name, "h.%d", i);
         PZ_TRY(inner(s, name, 0, block, g));
     }
+    if (g->subspace) PZ_TRY(pz_add_subspace(s, "lift_f", vocab, g->context, g->dim, 0.02f));
     PZ_TRY(pz_add_layernorm(s, "ln_f"));
-    if (g->subspace) return pz_add_dense(s, "lm_head", vocab, 0, 0.02f);
-    return pz_add_tied_head(s, "lm_head", "wte");
+    return pz_add_tied_head(s, "lm_head", g->subspace ? "lift_f" : "wte");
 }
 
 /* weight decay on the matrices of the dense layers only: not on the
@@ -299,7 +308,7 @@ pz_status pz_model_build(pz_model *m, const pz_model_spec *spec, pz_shape in, in
     memset(m, 0, sizeof *m);
     char sh[48];
     const char *preset = spec->name;
-    const gpt_spec *g = spec->arch == PZ_ARCH_GPT ? spec : NULL;
+    const pz_model_spec *g = spec->arch == PZ_ARCH_GPT ? spec : NULL;
     if (g) {
         if (in.rank != 1 || in.d[0] < 1 || in.d[0] > g->context)
             return pz_fail(PZ_ERR_ARG, "model '%s' takes sequences of 1 to %d tokens, not %s", preset, g->context,
@@ -316,14 +325,18 @@ pz_status pz_model_build(pz_model *m, const pz_model_spec *spec, pz_shape in, in
     pz_seq_init(&m->net, in);
     pz_status st;
     if (g && g->subspace) {
-        st = pz_subspace_create(&m->sub, g->subspace, g->dim, n_classes, g->context, seed);
+        st = pz_subspace_create(&m->sub, g->subspace, g->dim, seed);
         if (st != PZ_OK) {
             pz_model_free(m);
             return st;
         }
     }
     switch (spec->arch) {
-    case PZ_ARCH_GPT: st = build_gpt(&m->net, g, n_classes); break;
+    case PZ_ARCH_GPT: {
+        const gpt_spec gs = gpt_of(g, n_classes);
+        st = build_gpt(&m->net, &gs);
+        break;
+    }
     case PZ_ARCH_MLP: st = build_mlp(&m->net, n_classes); break;
     case PZ_ARCH_LENET5: st = build_lenet5(&m->net, n_classes); break;
     case PZ_ARCH_RESNET: st = build_resnet(&m->net, spec->depth, n_classes); break;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* subspace.c — a GPT's subspace (Protocol Models, arXiv 2506.01260; nn.h's
- * pz_subspace): its basis and fixed embeddings from a seed, and the maps
- * between the residual stream (dim per position) and its coefficients (k).
+ * pz_subspace): its basis from a seed, and the maps between the residual
+ * stream (dim per position) and its coefficients (k).
  *
  * The basis is modified Gram-Schmidt, twice, over k standard-normal columns
  * in double precision, then rounded: the same bits on every machine that
@@ -13,20 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-pz_status pz_subspace_create(pz_subspace **out, int k, int dim, int vocab, int context, uint64_t seed) {
+pz_status pz_subspace_create(pz_subspace **out, int k, int dim, uint64_t seed) {
     *out = NULL;
-    if (k < 1 || k > dim || vocab < 2 || context < 1)
-        return pz_fail(PZ_ERR_ARG, "a subspace of %d dimensions in a width of %d (vocabulary %d, context %d) is not valid", k, dim,
-                       vocab, context);
+    if (k < 1 || k > dim) return pz_fail(PZ_ERR_ARG, "a subspace of %d dimensions in a width of %d is not valid", k, dim);
     pz_subspace *s = calloc(1, sizeof *s);
     double *q = calloc((size_t)dim * (size_t)k, sizeof *q);
     if (s) {
-        s->k = k, s->dim = dim, s->vocab = vocab, s->context = context;
+        s->k = k, s->dim = dim;
         s->basis = pz_floats_try((size_t)dim * (size_t)k);
-        s->tok = pz_floats_try((size_t)vocab * (size_t)dim);
-        s->pos = pz_floats_try((size_t)context * (size_t)dim);
     }
-    if (!s || !q || !s->basis || !s->tok || !s->pos) {
+    if (!s || !q || !s->basis) {
         free(q);
         pz_subspace_free(s);
         return pz_fail(PZ_ERR_NOMEM, "out of memory for a subspace of %d in %d", k, dim);
@@ -50,9 +46,6 @@ pz_status pz_subspace_create(pz_subspace **out, int k, int dim, int vocab, int c
         }
     for (size_t i = 0; i < (size_t)dim * (size_t)k; i++) s->basis[i] = (float)q[i];
     free(q);
-    pz_rng e = pz_rng_split(&root, 0x456d62656473ull); /* "Embeds" */
-    for (size_t i = 0; i < (size_t)vocab * (size_t)dim; i++) s->tok[i] = 0.02f * pz_rng_normal(&e);
-    for (size_t i = 0; i < (size_t)context * (size_t)dim; i++) s->pos[i] = 0.02f * pz_rng_normal(&e);
     *out = s;
     return PZ_OK;
 }
@@ -60,8 +53,6 @@ pz_status pz_subspace_create(pz_subspace **out, int k, int dim, int vocab, int c
 void pz_subspace_free(pz_subspace *s) {
     if (!s) return;
     free(s->basis);
-    free(s->tok);
-    free(s->pos);
     free(s);
 }
 
@@ -75,36 +66,3 @@ void pz_subspace_reduce(const pz_subspace *s, const float *y, float *c, int64_t 
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, s->k, s->dim, 1.0f, y, s->dim, s->basis, s->k, beta, c, s->k);
 }
 
-/* ids are exact floats checked by the embedding (the model's first stage)
- * or by the receiving stage (META); a stray one is clamped, never read out
- * of bounds */
-static int token_at(const pz_subspace *s, float id) {
-    const int v = (int)id;
-    return v < 0 ? 0 : v >= s->vocab ? s->vocab - 1 : v;
-}
-
-void pz_subspace_add_base(const pz_subspace *s, const float *tok, int B, int T, float *x) {
-    const int C = s->dim;
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            float *row = x + ((size_t)b * T + t) * C;
-            const float *te = s->tok + (size_t)token_at(s, tok[(size_t)b * T + t]) * C, *pe = s->pos + (size_t)t * C;
-            for (int i = 0; i < C; i++) row[i] += te[i] + pe[i];
-        }
-}
-
-void pz_subspace_project(const pz_subspace *s, const float *x, const float *tok, int B, int T, float *scratch, float *c) {
-    const int C = s->dim;
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            const size_t r = (size_t)b * T + t;
-            const float *te = s->tok + (size_t)token_at(s, tok[r]) * C, *pe = s->pos + (size_t)t * C;
-            for (int i = 0; i < C; i++) scratch[r * C + i] = x[r * C + i] - (te[i] + pe[i]);
-        }
-    pz_subspace_reduce(s, scratch, c, (int64_t)B * T, 0.0f);
-}
-
-void pz_subspace_rebuild(const pz_subspace *s, const float *c, const float *tok, int B, int T, float *x) {
-    pz_subspace_expand(s, c, x, (int64_t)B * T, 0.0f);
-    pz_subspace_add_base(s, tok, B, T, x);
-}

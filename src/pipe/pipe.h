@@ -80,7 +80,7 @@ typedef struct pz_pipe_state {
 typedef struct {
     uint64_t fwd_bytes, bwd_bytes;  /* training: batch headers + activation frames forward; gradient frames backward */
     uint64_t fwd_frames, bwd_frames;
-    uint64_t fwd_elements, bwd_elements; /* the tensors' floats (fp32 = 4 bytes each; a subspace boundary encodes K of every C) */
+    uint64_t fwd_elements, bwd_elements; /* floats encoded (fp32 = 4 bytes each) */
     double fwd_err_sum, bwd_err_sum;/* ||x_hat - x|| / ||x|| summed over the sampled frames */
     uint64_t fwd_err_n, bwd_err_n;
     double fwd_encode_s, fwd_decode_s, bwd_encode_s, bwd_decode_s;

@@ -71,7 +71,6 @@ struct stage_bufs {
     uint32_t *ids[PZ_MAX_STAGES];
     int32_t *labels[PZ_MAX_STAGES];
     float *tokens[PZ_MAX_STAGES]; /* a subspace model past stage 0: micro-batch m's input tokens (META) */
-    float *coef, *wide;        /* a subspace model: a boundary's coefficients, and the projection's scratch */
     int Bm[PZ_MAX_STAGES], at[PZ_MAX_STAGES]; /* sizes; stage 0: where each starts in the batch */
     float *batch_x;            /* stage 0: the batch's inputs, kept for the step */
     uint32_t *batch_ids;       /* stage 0: the driver's whole batch, before it is split */
@@ -143,22 +142,12 @@ static inline msg_layout pipe_layout(const pz_pipe *p) {
 }
 static inline msg_layout pipe_driver_layout(const pz_pipe *p) { return msg_layout_of(pipe_targets(p), 0, p->cfg.n_classes); }
 
-/* ---- a subspace model's boundaries (stage.c; nn.h's pz_subspace) ----
- * Frames carry the coefficients c = U^T (x - base(ids)), T x K per sample,
- * and the gradient's projection dy U; the receiver rebuilds x = base(ids)
- * + U c and the sender's gradient U g. Without a subspace they carry the
- * tensors as they are. */
-/* the shape a boundary's frames have for a stage tensor of shape sh */
-pz_shape stage_wire_shape(const stage *s, pz_shape sh);
-/* what to encode for B samples of out (a forward activation, with their
- * tokens) or of dx (a gradient, tok NULL): the tensor itself or its
- * coefficients in b->coef */
-const float *stage_wire_out(stage *s, stage_bufs *b, const float *t, const float *tok, int B);
-/* decode a frame into B samples of t (shape sh; tokens for an activation,
- * NULL for a gradient) through rx; PZ_ERR_STATE naming `what` unless the
- * frame is B samples of the wire shape */
-pz_status stage_wire_in(stage *s, stage_bufs *b, pz_codec *rx, const uint8_t *msg, size_t len, float *t, pz_shape sh,
-                        const float *tok, int B, const char *what);
+/* A subspace model (nn.h's pz_subspace) past stage 0: its lifts read the
+ * ids of the batch being run, which META and EVAL_META bring; tok is
+ * kept by the caller for as long as the model runs on it. */
+static inline void stage_set_tokens(stage *s, int slot, const float *tok) {
+    if (s->model[slot].sub && s->index > 0) s->model[slot].sub->tokens = tok;
+}
 
 /* The tied token table (pipe_internal.h's tie): tie_e sends it on when it
  * changed; TIED_WEIGHTS arriving at a stage between tie_e and tie_l is

@@ -76,9 +76,12 @@ static pz_status take_micro(stage *s, stage_bufs *b, int m, int pending, size_t 
     b->Bm[m] = h.B;
     PZ_TRY(stage_recv(s, s->prev, MSG_ACT, &b->msg, &b->cap, &len, p->cfg.timeout_s));
     const double t0 = pz_now();
-    PZ_TRY(stage_wire_in(s, b, s->fwd_rx, b->msg, len, micro_x(s, b, m), stage_in_shape(s), b->tokens[m], h.B, "activation"));
+    const int64_t in_per = pz_shape_numel(stage_in_shape(s));
+    int nd;
+    int64_t shape[PZ_MAX_DIMS];
+    PZ_TRY(pz_codec_decode(s->fwd_rx, b->msg, len, micro_x(s, b, m), (size_t)(p->mb_max * in_per), &nd, shape));
     s->rep.act_decode_s += pz_now() - t0;
-    return PZ_OK;
+    return stage_check_frame("activation", nd, shape, h.B, stage_in_shape(s));
 }
 
 /* micro-batch m forward through this stage's layers; the last stage takes
@@ -89,6 +92,7 @@ static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
     const int Bm = b->Bm[m], k = slot_of(s, m);
     pz_seq *net = &s->model[k].net;
     double t0 = pz_now();
+    stage_set_tokens(s, k, b->tokens[m]);
     pz_seq_forward(net, s->from, s->to, micro_x(s, b, m), Bm, 1);
     pz_clock_flops(&s->clock, 2.0 * (double)s->macs * Bm);
     const float *out = net->act[s->to - 1];
@@ -107,22 +111,20 @@ static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
         return PZ_OK;
     }
     s->rep.compute_s += pz_now() - t0;
-    const pz_shape wire_shape = stage_wire_shape(s, stage_out_shape(s));
     size_t flen;
     pz_codec_stats cs;
     /* the error of a sampled frame (none is lossless: exactly 0, not measured) */
     const int sample = p->cfg.err_every > 0 && s->rep.act_frames % (uint64_t)p->cfg.err_every == 0;
     const int measure = sample && !s->fwd_lossless;
     t0 = pz_now();
-    const float *tok = micro_tokens(s, b, m), *wire = stage_wire_out(s, b, out, tok, Bm);
-    PZ_TRY(stage_encode(s->fwd_tx, wire, Bm, wire_shape, b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
+    PZ_TRY(stage_encode(s->fwd_tx, out, Bm, stage_out_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
     s->rep.act_encode_s += pz_now() - t0;
     if (sample) s->rep.act_err_sum += measure ? cs.rel_error : 0.0, s->rep.act_err_n++;
     /* the batch header travels with the activations (labels included, as in
      * split learning; a subspace model's tokens too) */
     const msg_layout L = pipe_layout(p);
-    msg_meta_put(b->hdr, Bm, &L, b->ids[m], b->labels[m], tok, t->lr, t->M, t->Btot);
-    s->rep.act_elements += (uint64_t)(Bm * pz_shape_numel(stage_out_shape(s))); /* the stream's width: fp32 = 1x is the full tensor */
+    msg_meta_put(b->hdr, Bm, &L, b->ids[m], b->labels[m], micro_tokens(s, b, m), t->lr, t->M, t->Btot);
+    s->rep.act_elements += (uint64_t)(Bm * pz_shape_numel(stage_out_shape(s)));
     s->rep.act_bytes += msg_meta_bytes(Bm, &L) + flen;
     s->rep.act_frames++;
     PZ_TRY(pz_link_send(s->next, MSG_META, b->hdr, msg_meta_bytes(Bm, &L)));
@@ -187,17 +189,21 @@ static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
         size_t len;
         PZ_TRY(stage_recv(s, s->next, MSG_GRAD, &b->msg, &b->cap, &len, p->cfg.timeout_s));
         const double t0 = pz_now();
-        PZ_TRY(stage_wire_in(s, b, s->bwd_rx, b->msg, len, b->dy[k], stage_out_shape(s), NULL, Bm, "gradient"));
+        const int64_t out_per = pz_shape_numel(stage_out_shape(s));
+        int nd;
+        int64_t shape[PZ_MAX_DIMS];
+        PZ_TRY(pz_codec_decode(s->bwd_rx, b->msg, len, b->dy[k], (size_t)(p->mb_max * out_per), &nd, shape));
         s->rep.grad_decode_s += pz_now() - t0;
+        PZ_TRY(stage_check_frame("gradient", nd, shape, Bm, stage_out_shape(s)));
     }
     if (s->tie_e == s->index) PZ_TRY(tied_grad_in(s, b));
     const double t0 = pz_now();
+    stage_set_tokens(s, k, b->tokens[m]);
     pz_seq_backward(&s->model[k].net, s->from, s->to, x, b->dy[k], first ? NULL : b->dx, Bm);
     pz_clock_flops(&s->clock, 4.0 * (double)s->macs * Bm);
     s->rep.compute_s += pz_now() - t0;
     if (first) return PZ_OK;
     const int64_t in_per = pz_shape_numel(stage_in_shape(s));
-    const pz_shape wire_shape = stage_wire_shape(s, stage_in_shape(s));
     size_t flen;
     pz_codec_stats cs;
     const int sample = p->cfg.err_every > 0 && s->rep.grad_frames % (uint64_t)p->cfg.err_every == 0;
@@ -207,12 +213,11 @@ static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
             if (x[j] == 0.0f) b->dx[j] = 0.0f;
     }
     const double t1 = pz_now();
-    const float *wire = stage_wire_out(s, b, b->dx, NULL, Bm);
-    PZ_TRY(stage_encode(s->bwd_tx, wire, Bm, wire_shape, b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
+    PZ_TRY(stage_encode(s->bwd_tx, b->dx, Bm, stage_in_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
     s->rep.grad_encode_s += pz_now() - t1;
     if (sample) s->rep.grad_err_sum += measure ? cs.rel_error : 0.0, s->rep.grad_err_n++;
     s->rep.grad_bytes += flen, s->rep.grad_frames++;
-    s->rep.grad_elements += (uint64_t)(Bm * in_per); /* the stream's width, as the activations */
+    s->rep.grad_elements += (uint64_t)(Bm * in_per);
     PZ_TRY(pz_link_send_buf(s->prev, MSG_GRAD, &b->frame, &b->frame_cap, flen));
     return tied_grad_out(s, b, m);
 }

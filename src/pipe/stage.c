@@ -38,36 +38,6 @@ pz_status stage_check_frame(const char *what, int nd, const int64_t *shape, int 
     return pz_fail(PZ_ERR_STATE, "%s frame of shape %s, expected %d samples of %s", what, got, B, pz_shape_str(sh, want, sizeof want));
 }
 
-/* ---- a subspace model's boundaries ---- */
-pz_shape stage_wire_shape(const stage *s, pz_shape sh) {
-    const pz_subspace *sub = s->model[0].sub;
-    return sub ? pz_shape_seq(sh.d[0], sub->k) : sh;
-}
-
-const float *stage_wire_out(stage *s, stage_bufs *b, const float *t, const float *tok, int B) {
-    const pz_subspace *sub = s->model[0].sub;
-    if (!sub) return t;
-    const int T = s->pipe->cfg.in.d[0];
-    if (tok) pz_subspace_project(sub, t, tok, B, T, b->wide, b->coef);
-    else pz_subspace_reduce(sub, t, b->coef, (int64_t)B * T, 0.0f);
-    return b->coef;
-}
-
-pz_status stage_wire_in(stage *s, stage_bufs *b, pz_codec *rx, const uint8_t *msg, size_t len, float *t, pz_shape sh,
-                        const float *tok, int B, const char *what) {
-    const pz_subspace *sub = s->model[0].sub;
-    const pz_shape wire = stage_wire_shape(s, sh);
-    int nd;
-    int64_t shape[PZ_MAX_DIMS];
-    PZ_TRY(pz_codec_decode(rx, msg, len, sub ? b->coef : t, (size_t)s->pipe->mb_max * (size_t)pz_shape_numel(wire), &nd, shape));
-    PZ_TRY(stage_check_frame(what, nd, shape, B, wire));
-    if (!sub) return PZ_OK;
-    const int T = s->pipe->cfg.in.d[0];
-    if (tok) pz_subspace_rebuild(sub, b->coef, tok, B, T, t);
-    else pz_subspace_expand(sub, b->coef, t, (int64_t)B * T, 0.0f);
-    return PZ_OK;
-}
-
 pz_status stage_check_targets(const stage *s, const int32_t *y, size_t n) {
     const int K = s->model[0].n_classes;
     for (size_t i = 0; i < n; i++)
@@ -138,9 +108,12 @@ static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
     } else {
         size_t n;
         PZ_TRY(stage_recv(s, s->prev, MSG_ACT, &b->msg, &b->cap, &n, p->cfg.timeout_s));
-        PZ_TRY(stage_wire_in(s, b, compress ? s->eval_rx : s->plain_rx, b->msg, n, x_in, stage_in_shape(s), tok, B,
-                             "evaluation activation"));
+        int nd;
+        int64_t shape[PZ_MAX_DIMS];
+        PZ_TRY(pz_codec_decode(compress ? s->eval_rx : s->plain_rx, b->msg, n, x_in, (size_t)(p->mb_max * in_per), &nd, shape));
+        PZ_TRY(stage_check_frame("evaluation activation", nd, shape, B, stage_in_shape(s)));
     }
+    stage_set_tokens(s, 0, tok);
     pz_seq_forward(net, s->from, s->to, x_in, B, 0);
     const float *out = net->act[s->to - 1];
     if (last) {
@@ -152,9 +125,7 @@ static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
         return pz_link_send(s->prev, MSG_EVAL_RESULT, res, sizeof res);
     }
     size_t flen;
-    const float *wire = stage_wire_out(s, b, out, tok, B);
-    PZ_TRY(stage_encode(compress ? s->eval_tx : s->plain_tx, wire, B, stage_wire_shape(s, stage_out_shape(s)), NULL, &b->frame,
-                        &b->frame_cap, &flen, NULL));
+    PZ_TRY(stage_encode(compress ? s->eval_tx : s->plain_tx, out, B, stage_out_shape(s), NULL, &b->frame, &b->frame_cap, &flen, NULL));
     const size_t hnext = msg_eval_bytes(B, &Lnext);
     s->rep.eval_bytes += hnext + flen;
     msg_eval_put(b->hdr, B, &Lnext, compress, labels, tok);
@@ -273,7 +244,6 @@ static pz_status stage_check(stage *s, uint8_t **buf, size_t *cap, size_t len) {
 
 static void free_bufs(stage *s, stage_bufs *b) {
     for (int m = 0; m < s->M; m++) free(b->x_in[m]), free(b->dy[m]), free(b->ids[m]), free(b->labels[m]), free(b->tokens[m]);
-    free(b->coef), free(b->wide);
     free(b->batch_x), free(b->dx), free(b->msg), free(b->frame), free(b->hdr), free(b->batch_ids), free(b->batch_labels), free(b->tie);
     free(b->norms), free(b->hdr_norm);
 }
@@ -293,10 +263,6 @@ static pz_status alloc_bufs(stage *s, stage_bufs *b) {
         ok &= (b->ids[m] = calloc(mb, sizeof(uint32_t))) != NULL;
         ok &= (b->labels[m] = calloc(mb * P, sizeof(int32_t))) != NULL;
         if (sub) ok &= (b->tokens[m] = calloc(mb * (size_t)T, sizeof(float))) != NULL;
-    }
-    if (sub) {
-        ok &= (b->coef = pz_floats_try(mb * (size_t)T * (size_t)sub->k)) != NULL;
-        ok &= (b->wide = pz_floats_try(mb * (size_t)T * (size_t)sub->dim)) != NULL;
     }
     if (s->index == 0) ok &= (b->batch_x = pz_floats_try(B * (size_t)in_per)) != NULL;
     ok &= (b->dx = pz_floats_try(mb * (size_t)in_per)) != NULL;

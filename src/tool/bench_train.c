@@ -92,7 +92,7 @@ int tool_bench_train(const bench_train_options *o, FILE *out) {
 }
 
 
-int tool_models(FILE *out, char **names, int n_names, const char *input, int classes, int vocab) {
+int tool_models(FILE *out, char **names, int n_names, const char *input, int classes, int vocab, int subspace) {
     pz_shape in = !strcmp(input, "3x32x32") ? pz_shape_image(3, 32, 32) : pz_shape_image(1, 28, 28);
     pz_set_threads(1);
     const char *const *presets = pz_model_preset_names();
@@ -113,13 +113,14 @@ int tool_models(FILE *out, char **names, int n_names, const char *input, int cla
         pz_model m;
         pz_model_spec_parse(&s, name);
         const int lm = pz_model_spec_is_sequence(&s);
+        if (lm) s.subspace = subspace;
         if (pz_model_build(&m, &s, lm ? pz_shape_tokens(s.context) : in, lm ? vocab : classes, 1, 0, 0, 1 << 30)) {
             fprintf(stderr, "pipezip models: %s\n", pz_last_error());
             return 1;
         }
         if (lm)
-            fprintf(out, "%s%s (%d blocks, width %d, %d heads, context %d tokens, vocabulary %d)\n", i ? "\n" : "", name, s.layers,
-                    s.dim, s.heads, s.context, vocab);
+            fprintf(out, "%s%s (%d blocks, width %d, %d heads, context %d tokens, vocabulary %d%s%.0d)\n", i ? "\n" : "", name,
+                    s.layers, s.dim, s.heads, s.context, vocab, s.subspace ? ", subspace " : "", s.subspace);
         else fprintf(out, "%s%s (input %s, %d classes)\n", i ? "\n" : "", name, input, classes);
         pz_model_describe(&m, out);
         pz_model_free(&m);

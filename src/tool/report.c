@@ -310,17 +310,19 @@ static void group_runs(const table *t, const pz_ini *ini, const char *rk, const 
     }
 }
 
-/* The uncompressed run a run is compared with: fwd and bwd both "none",
- * every other setting the same (the seed too); -1 when the sweep has none.
- * The settings are results.csv's columns between status and epochs_done. */
+/* The uncompressed run a run is compared with: fwd and bwd both "none" and
+ * no subspace (--subspace 0: the model unconstrained), every other setting
+ * the same (the seed too); -1 when the sweep has none. The settings are
+ * results.csv's columns between status and epochs_done. */
 static int reference_run(const table *t, int r) {
-    const int fc = col(t, "fwd"), bc = col(t, "bwd"), first = col(t, "status") + 1, last = col(t, "epochs_done");
+    const int fc = col(t, "fwd"), bc = col(t, "bwd"), kc = col(t, "subspace"), first = col(t, "status") + 1, last = col(t, "epochs_done");
     if (fc < 0 || bc < 0 || first <= 0 || last < first) return -1;
     for (int q = 0; q < t->nrow; q++) {
         if (strcmp(t->rows[q].cell[fc], "none") || strcmp(t->rows[q].cell[bc], "none")) continue;
+        if (kc >= 0 && strcmp(t->rows[q].cell[kc], "0") && *t->rows[q].cell[kc]) continue;
         int same = 1;
         for (int c = first; c < last && same; c++)
-            if (c != fc && c != bc) same = !strcmp(t->rows[q].cell[c], t->rows[r].cell[c]);
+            if (c != fc && c != bc && c != kc) same = !strcmp(t->rows[q].cell[c], t->rows[r].cell[c]);
         if (same) return q;
     }
     return -1;

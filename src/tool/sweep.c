@@ -790,15 +790,20 @@ static pz_status write_epochs(const char *dir, const plan *pl) {
     return write_series(dir, pl, "evals", eval_cols, sizeof eval_cols / sizeof *eval_cols);
 }
 
-static int is_uncompressed(const run_result *r) {
-    return (!strcmp(r->fwd, "none") && !strcmp(r->bwd, "none")) || !strcmp(r->fwd, "-");
-}
-
-/* a point's seed as the sweep sets it ("1", pipezip train's default, when it does not) */
-static const char *seed_of(const point *pt) {
+/* a point's value of a setting as the sweep sets it (dflt, pipezip train's default, when it does not) */
+static const char *point_get(const point *pt, const char *key, const char *dflt) {
     for (int i = 0; i < pt->n; i++)
-        if (!strcmp(pt->set[i].key, "seed")) return pt->set[i].value;
-    return "1";
+        if (!strcmp(pt->set[i].key, key)) return pt->set[i].value;
+    return dflt;
+}
+static const char *seed_of(const point *pt) { return point_get(pt, "seed", "1"); }
+
+/* the model as it is, its boundaries fp32: a subspace model (--subspace K)
+ * with fwd = bwd = none is compressed by its subspace */
+static int is_uncompressed(const point *pt, const run_result *r) {
+    const char *k = point_get(pt, "subspace", "0");
+    if (strcmp(k, "0") && *k) return 0;
+    return (!strcmp(r->fwd, "none") && !strcmp(r->bwd, "none")) || !strcmp(r->fwd, "-");
 }
 
 /* a sweep directory's points: its sweep.ini under the variant it ran */
@@ -841,7 +846,7 @@ static void sweep_targets(const plan *pl, const run_result *rr, double *targets,
             }
             double same = INFINITY;
             for (int q = 0; q < pl->npts; q++)
-                if (is_uncompressed(&rr[q]) && !strcmp(seed_of(&pl->pts[q]), seed_of(&pl->pts[p])) && rr[q].final_loss < same)
+                if (is_uncompressed(&pl->pts[q], &rr[q]) && !strcmp(seed_of(&pl->pts[q]), seed_of(&pl->pts[p])) && rr[q].final_loss < same)
                     same = rr[q].final_loss;
             targets[p] = isfinite(same) ? same * (1.0 + margin) : NAN;
         }
@@ -849,12 +854,12 @@ static void sweep_targets(const plan *pl, const run_result *rr, double *targets,
         const double minus = ts[12] == '-' ? atof(ts + 13) : 0.0;
         double best = -1, target = NAN;
         for (int p = 0; p < pl->npts; p++)
-            if (is_uncompressed(&rr[p]) && rr[p].final_acc > best) best = rr[p].final_acc;
+            if (is_uncompressed(&pl->pts[p], &rr[p]) && rr[p].final_acc > best) best = rr[p].final_acc;
         if (best >= 0) target = best - minus;
         for (int p = 0; p < pl->npts; p++) {
             double same = -1;
             for (int q = 0; q < pl->npts; q++)
-                if (is_uncompressed(&rr[q]) && !strcmp(seed_of(&pl->pts[q]), seed_of(&pl->pts[p])) && rr[q].final_acc > same)
+                if (is_uncompressed(&pl->pts[q], &rr[q]) && !strcmp(seed_of(&pl->pts[q]), seed_of(&pl->pts[p])) && rr[q].final_acc > same)
                     same = rr[q].final_acc;
             targets[p] = same >= 0 ? same - minus : target;
         }

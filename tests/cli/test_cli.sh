@@ -65,6 +65,12 @@ expect 2 "--compute-rate 100tflops acts on the boundaries" -- "$PZ" train --mode
 expect 2 "--compute-rate: '5xflops' is not a compute rate" -- "$PZ" train --model gpt-tiny --stages 2 --compute-rate 5xflops --no-out
 expect 2 "--model: model 'gpt:layers=4,d=30,heads=4': width d=30 does not split into 4 heads" -- "$PZ" train --model gpt:layers=4,d=30,heads=4 --no-out
 expect 2 "unknown key 'width'" -- "$PZ" models gpt:width=4
+# --subspace: a GPT's, at most its width, not with --grad-mask fwd; models lists the lifts
+expect 2 "--subspace 8 confines a GPT's residual stream: it needs --model gpt-tiny" -- "$PZ" train --model resnet8 --subspace 8 --no-out
+expect 2 "--subspace 200 is wider than gpt-tiny's residual stream \(128\): give 1 to 128" -- "$PZ" train --model gpt-tiny --subspace 200 --no-out
+expect 2 "--grad-mask fwd and --subspace 8" -- "$PZ" train --model gpt-tiny --subspace 8 --cuts h.1 --grad-mask fwd --no-out
+expect 0 "lift_f +subspace_lift +128x128" -- "$PZ" models gpt-tiny --subspace 16
+expect 0 "h.0 +group +128x16 .* 64 B" -- "$PZ" models gpt-tiny --subspace 16
 # --stages 1 with --cuts is a contradiction, and the error says so (not that --fwd has no boundary)
 expect 2 "--stages 1 and --cuts fc1 \(2 stages\) disagree" -- "$PZ" train --model mlp --stages 1 --cuts fc1 --fwd q2 \
   --data synthetic --epochs 1 --limit-train 64 --limit-test 32 --no-out --progress none

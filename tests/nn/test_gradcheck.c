@@ -124,20 +124,21 @@ static pz_status embedding_tied_head(pz_seq *s) {
     return pz_add_tied_head(s, "head", "wte");
 }
 
-/* a subspace model's pieces (--subspace): the embedding in the subspace, then
- * a residual attention branch whose output projection has K outputs mapped
- * into the stream by the subspace layer */
+/* a subspace model's pieces (--subspace): the embedding's coefficients, a
+ * residual attention branch that reads the stream through its lift and
+ * writes K coefficients, and a last lift */
 static pz_status subspace_block(pz_seq *s) {
-    PZ_TRY(pz_add_subspace_embedding(s, "wte_sub", 5, 8, 6, 3, 0.5f));
+    PZ_TRY(pz_add_subspace_embedding(s, "wte_sub", 5, 8, 3, 0.5f));
     pz_seq *g = pz_begin_inner(s, "block"), *r = g ? pz_begin_inner(g, "attn") : NULL;
     pz_status st = r ? PZ_OK : PZ_ERR_NOMEM;
+    if (!st) st = pz_add_subspace(r, "lift", 5, 8, 6, 0.5f);
     if (!st) st = pz_add_layernorm(r, "ln");
     if (!st) st = pz_add_dense(r, "c_attn", 18, 1, 0.3f);
     if (!st) st = pz_add_attention(r, "attn", 3);
     if (!st) st = pz_add_dense(r, "c_proj", 3, 1, 0.3f);
-    if (!st) st = pz_add_subspace(r, "sub", 6);
     if (r) st = st ? st : pz_end_residual(g, "attn", r);
-    return st ? st : pz_end_group(s, "block", g);
+    st = st ? st : pz_end_group(s, "block", g);
+    return st ? st : pz_add_subspace(s, "lift_f", 5, 8, 6, 0.5f);
 }
 
 int main(void) {
@@ -170,12 +171,12 @@ int main(void) {
     ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, residual_attention(s));
     ONE_LAYER(pz_shape_tokens(6), 2, INPUT_TOKENS, 0.0, embedding_tied_head(s));
     { /* the subspace (Protocol Models): its basis is orthonormal and the same
-       * for the same seed; a model writes nothing outside it (the output less
-       * the fixed embeddings is in span U); and its gradients match finite
-       * differences */
+       * for the same seed; what a block adds to the stream lies in span U (the
+       * last lift's output less its own tables' rows is U c); and the
+       * gradients match finite differences */
         pz_model m = {0};
         pz_seq_init(&m.net, pz_shape_tokens(6));
-        CHECK(pz_subspace_create(&m.sub, 3, 6, 5, 8, 11) == PZ_OK, "%s", pz_last_error());
+        CHECK(pz_subspace_create(&m.sub, 3, 6, 11) == PZ_OK, "%s", pz_last_error());
         const pz_subspace *u = m.sub;
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++) {
@@ -184,23 +185,26 @@ int main(void) {
                 CHECK(fabs(d - (a == b)) < 1e-6, "U^T U [%d][%d] = %.9f", a, b, d);
             }
         pz_subspace *same, *other;
-        CHECK(pz_subspace_create(&same, 3, 6, 5, 8, 11) == PZ_OK && pz_subspace_create(&other, 3, 6, 5, 8, 12) == PZ_OK, "%s", pz_last_error());
-        CHECK(!memcmp(same->basis, u->basis, 18 * sizeof(float)) && !memcmp(same->tok, u->tok, 30 * sizeof(float)) &&
-                  memcmp(other->basis, u->basis, 18 * sizeof(float)),
+        CHECK(pz_subspace_create(&same, 3, 6, 11) == PZ_OK && pz_subspace_create(&other, 3, 6, 12) == PZ_OK, "%s", pz_last_error());
+        CHECK(!memcmp(same->basis, u->basis, 18 * sizeof(float)) && memcmp(other->basis, u->basis, 18 * sizeof(float)),
               "the same seed makes the same subspace bit for bit, another seed another");
         pz_subspace_free(same), pz_subspace_free(other);
+        CHECK(pz_subspace_create(&other, 7, 6, 1) == PZ_ERR_ARG, "a subspace wider than the stream is refused");
         CHECK(subspace_block(&m.net) == PZ_OK && pz_model_finalize(&m, 2, 6, 7) == PZ_OK, "%s", pz_last_error());
-        float x[12], c[36], back[72];
+        float x[12];
         for (int i = 0; i < 12; i++) x[i] = (float)(i % 5);
         pz_seq_forward(&m.net, 0, m.net.n, x, 2, 0);
-        const float *y = pz_model_logits(&m);
-        /* c = U^T (y - base); U c rebuilt with the base is y again */
-        float wide[72];
-        pz_subspace_project(u, y, x, 2, 6, wide, c);
-        pz_subspace_rebuild(u, c, x, 2, 6, back);
+        CHECK(u->tokens == x, "the embedding records the ids for the lifts");
+        const pz_layer *lf = &m.net.layers[m.net.n - 1];
+        const float *y = pz_model_logits(&m), *c = m.net.act[m.net.n - 2];
         double off = 0, norm = 0;
-        for (int i = 0; i < 72; i++) off += (double)(back[i] - y[i]) * (back[i] - y[i]), norm += (double)y[i] * y[i];
-        CHECK(sqrt(off) <= 1e-6 * sqrt(norm), "the stream less its base lies in the subspace: |y - rebuilt| = %.3g of %.3g", sqrt(off), sqrt(norm));
+        for (int r = 0; r < 12; r++)
+            for (int i = 0; i < 6; i++) {
+                double v = (double)lf->weight[(int)x[r] * 6 + i] + lf->bias[(r % 6) * 6 + i];
+                for (int j = 0; j < 3; j++) v += (double)u->basis[i * 3 + j] * c[r * 3 + j];
+                off += (v - y[r * 6 + i]) * (v - y[r * 6 + i]), norm += (double)y[r * 6 + i] * y[r * 6 + i];
+            }
+        CHECK(sqrt(off) <= 1e-6 * sqrt(norm), "a lift is E[id] + P[t] + U c: |difference| %.3g of %.3g", sqrt(off), sqrt(norm));
         check_layer(&m, 2, INPUT_TOKENS, 0.0);
         pz_model_free(&m);
     }

@@ -3,9 +3,9 @@
  * (T, C) = wte[token] + wpe[position]. Parameters: wte (V, C) as weight,
  * wpe (context, C) as bias; an input of T <= context tokens uses the first
  * T rows of wpe.
- * In a model's subspace (pz_add_subspace_embedding, l->k = K): wte (V, K)
- * and wpe (context, K) are coefficients, and (T, C) = tok[token] + pos[t]
- * (the subspace's fixed embeddings) + U (wte[token] + wpe[t]). */
+ * A subspace model's (pz_add_subspace_embedding, k = K): (T) -> (T, K), the
+ * stream's coefficients, and the ids recorded in the model's subspace for
+ * its lifts (layers/subspace.c). */
 #include "nn/layer.h"
 #include "kernels/kernels.h"
 
@@ -26,23 +26,18 @@ pz_status pz_add_embedding(pz_seq *s, const char *name, int vocab, int context, 
     return PZ_OK;
 }
 
-pz_status pz_add_subspace_embedding(pz_seq *s, const char *name, int vocab, int context, int dim, int k, float init_std) {
-    if (k < 1 || k > dim) return pz_fail(PZ_ERR_ARG, "layer '%s': a subspace of %d in a width of %d", name, k, dim);
-    PZ_TRY(pz_add_embedding(s, name, vocab, context, dim, init_std));
-    pz_layer *l = &s->layers[s->n - 1];
-    l->k = k;
-    l->n_params = ((int64_t)vocab + context) * k;
-    l->macs = (int64_t)l->out.d[0] * k * dim;
+pz_status pz_add_subspace_embedding(pz_seq *s, const char *name, int vocab, int context, int k, float init_std) {
+    PZ_TRY(pz_add_embedding(s, name, vocab, context, k, init_std));
+    s->layers[s->n - 1].k = k;
     return PZ_OK;
 }
 
 static void embedding_alloc(pz_layer *l, layer_alloc *a) {
-    const int C = l->k ? l->k : l->out.d[1];
     if (l->k) {
         l->sub = a->m->sub;
-        if (!l->sub || l->sub->k != l->k || l->sub->dim != l->out.d[1]) a->oom = 1; /* built without its model's subspace */
-        l->ws = nn_floats(a, (size_t)a->B * l->out.d[0] * l->k);
+        if (!l->sub || l->sub->k != l->k) a->oom = 1; /* built without its model's subspace */
     }
+    const int C = l->out.d[1];
     l->weight = nn_take_params(a, (int64_t)l->vocab * C, &l->dweight);
     l->bias = nn_take_params(a, (int64_t)l->context * C, &l->dbias);
     nn_normal(l->weight, (int64_t)l->vocab * C, l->init_std, &a->rng);
@@ -51,29 +46,17 @@ static void embedding_alloc(pz_layer *l, layer_alloc *a) {
 
 static void embedding_fwd(pz_layer *l, const float *x, float *y, int B, int train) {
     (void)train;
-    const int T = l->out.d[0];
-    if (!l->k) {
-        embedding_forward(y, x, l->weight, l->bias, B, T, l->out.d[1], l->vocab);
-        return;
-    }
-    embedding_forward(l->ws, x, l->weight, l->bias, B, T, l->k, l->vocab);
-    pz_subspace_rebuild(l->sub, l->ws, x, B, T, y);
+    if (l->sub) l->sub->tokens = x;
+    embedding_forward(y, x, l->weight, l->bias, B, l->out.d[0], l->out.d[1], l->vocab);
 }
 
 static void embedding_bwd(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
     (void)y, (void)dx; /* token ids have no gradient */
-    const int T = l->out.d[0];
-    if (!l->k) {
-        embedding_backward(l->dweight, l->dbias, dy, x, B, T, l->out.d[1], l->vocab);
-        return;
-    }
-    pz_subspace_reduce(l->sub, dy, l->ws, (int64_t)B * T, 0.0f);
-    embedding_backward(l->dweight, l->dbias, l->ws, x, B, T, l->k, l->vocab);
+    embedding_backward(l->dweight, l->dbias, dy, x, B, l->out.d[0], l->out.d[1], l->vocab);
 }
 
 static void embedding_detail(const pz_layer *l, char *buf, size_t cap) {
-    if (l->k) snprintf(buf, cap, "vocab %d, context %d, subspace %d", l->vocab, l->context, l->k);
-    else snprintf(buf, cap, "vocab %d, context %d", l->vocab, l->context);
+    snprintf(buf, cap, "vocab %d, context %d%s", l->vocab, l->context, l->k ? ", subspace" : "");
 }
 
 const pz_layer_ops pz_embedding_ops = {

@@ -1,39 +1,60 @@
 /* SPDX-License-Identifier: MIT */
-/* subspace.c — (T, K) -> (T, C): a block's output coefficients into the
- * model's fixed subspace, y = c U^T (nn.h's pz_subspace). What a GPT with
- * --subspace K writes into its residual stream goes through one: the
- * attention's and the MLP's output projections have K outputs. The input's
- * gradient is dy U: the part of dy the block can move. */
+/* subspace.c — a lift (a subspace model's, nn.h's pz_subspace): (T, K)
+ * coefficients of the residual stream -> (T, C) = E[id] + P[t] + U c. E
+ * (V, C) and P (context, C) are the lift's own trained token and position
+ * tables (weight and bias, as an embedding's), the ids those the model's
+ * embedding recorded (or a pipeline stage set). Every branch of a block
+ * reads the stream through one, and writes back K coefficients, so all a
+ * block adds to the stream lies in span U and the stream between blocks
+ * is its K coefficients.
+ *   dc = dy U;  dE[id] += dy;  dP[t] += dy */
 #include "nn/layer.h"
+#include "kernels/kernels.h"
 
-pz_status pz_add_subspace(pz_seq *s, const char *name, int dim) {
+pz_status pz_add_subspace(pz_seq *s, const char *name, int vocab, int context, int dim, float init_std) {
     const pz_shape in = pz_seq_out(s);
-    if (in.rank != 2 || in.d[1] > dim)
-        return pz_fail(PZ_ERR_ARG, "layer '%s': a subspace takes (T, K) coefficients, K at most the width %d", name, dim);
+    if (in.rank != 2 || in.d[1] > dim || in.d[0] > context || vocab < 2)
+        return pz_fail(PZ_ERR_ARG, "layer '%s': a lift takes (T, K) coefficients, K at most the width %d, T at most the context %d",
+                       name, dim, context);
     pz_layer *l = nn_push(s, PZ_LAYER_SUBSPACE, name);
     if (!l) return PZ_ERR_NOMEM;
+    l->vocab = vocab;
+    l->context = context;
+    l->init_std = init_std;
     l->out = pz_shape_seq(in.d[0], dim);
-    l->macs = (int64_t)in.d[0] * in.d[1] * dim;
+    l->n_params = ((int64_t)vocab + context) * dim;
+    l->macs = (int64_t)in.d[0] * in.d[1] * dim + pz_shape_numel(l->out);
     return PZ_OK;
 }
 
-static void subspace_alloc(pz_layer *l, layer_alloc *a) {
+static void lift_alloc(pz_layer *l, layer_alloc *a) {
+    const int C = l->out.d[1];
+    l->weight = nn_take_params(a, (int64_t)l->vocab * C, &l->dweight);
+    l->bias = nn_take_params(a, (int64_t)l->context * C, &l->dbias);
+    nn_normal(l->weight, (int64_t)l->vocab * C, l->init_std, &a->rng);
+    nn_normal(l->bias, (int64_t)l->context * C, l->init_std, &a->rng);
     l->sub = a->m->sub;
-    if (!l->sub || l->sub->k != l->in.d[1] || l->sub->dim != l->out.d[1]) a->oom = 1; /* built without its model's subspace */
+    if (!l->sub || l->sub->k != l->in.d[1] || l->sub->dim != C) a->oom = 1; /* built without its model's subspace */
 }
 
-static void subspace_fwd(pz_layer *l, const float *x, float *y, int B, int train) {
+static void lift_fwd(pz_layer *l, const float *x, float *y, int B, int train) {
     (void)train;
-    pz_subspace_expand(l->sub, x, y, (int64_t)B * l->in.d[0], 0.0f);
+    const int T = l->out.d[0];
+    embedding_forward(y, l->sub->tokens, l->weight, l->bias, B, T, l->out.d[1], l->vocab);
+    pz_subspace_expand(l->sub, x, y, (int64_t)B * T, 1.0f);
 }
 
-static void subspace_bwd(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
+static void lift_bwd(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
     (void)x, (void)y;
-    if (dx) pz_subspace_reduce(l->sub, dy, dx, (int64_t)B * l->in.d[0], 0.0f);
+    const int T = l->out.d[0];
+    if (dx) pz_subspace_reduce(l->sub, dy, dx, (int64_t)B * T, 0.0f);
+    embedding_backward(l->dweight, l->dbias, dy, l->sub->tokens, B, T, l->out.d[1], l->vocab);
 }
 
-static void subspace_detail(const pz_layer *l, char *buf, size_t cap) { snprintf(buf, cap, "K %d", l->in.d[1]); }
+static void lift_detail(const pz_layer *l, char *buf, size_t cap) {
+    snprintf(buf, cap, "K %d, vocab %d, context %d", l->in.d[1], l->vocab, l->context);
+}
 
 const pz_layer_ops pz_subspace_ops = {
-    .name = "subspace", .alloc = subspace_alloc, .forward = subspace_fwd, .backward = subspace_bwd, .detail = subspace_detail,
+    .name = "subspace_lift", .alloc = lift_alloc, .forward = lift_fwd, .backward = lift_bwd, .detail = lift_detail,
 };

@@ -15,7 +15,8 @@ pz_status pz_add_tied_head(pz_seq *s, const char *name, const char *embedding) {
     const pz_shape in = pz_seq_out(s);
     int at = -1;
     for (int i = 0; i < s->n; i++)
-        if (s->layers[i].kind == PZ_LAYER_EMBEDDING && !strcmp(s->layers[i].name, embedding)) at = i;
+        if ((s->layers[i].kind == PZ_LAYER_EMBEDDING || s->layers[i].kind == PZ_LAYER_SUBSPACE) && !strcmp(s->layers[i].name, embedding))
+            at = i; /* an embedding's token table, or a subspace lift's */
     if (at < 0) return pz_fail(PZ_ERR_ARG, "layer '%s': no embedding layer '%s' before it to tie to", name, embedding);
     const pz_layer *e = &s->layers[at];
     if (in.rank != 2 || in.d[1] != e->out.d[1])
