@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* quant.c — uniform b-bit quantization, b = 1..8: asymmetric min-max
  * (Paper A) or symmetric max-abs (AQ-SGD); per tensor, sample, channel or token;
- * nearest or stochastic rounding (unbiased). Work is done in chunks of CHUNK
- * elements (a multiple of 8, so each chunk's codes start on a byte), chunks
- * spread over OpenMP threads for large tensors. */
+ * nearest or stochastic rounding (unbiased); optionally after a seeded
+ * randomized Hadamard rotation of the last dimension (rot: QuaRot /
+ * TAH-Quant's, so one outlier no longer sets a whole vector's scale). Work is
+ * done in chunks of CHUNK elements (a multiple of 8, so each chunk's codes
+ * start on a byte), chunks spread over OpenMP threads for large tensors. */
 #include "family.h"
 #include "bits.h"
 
@@ -18,6 +20,64 @@ static size_t scale_bytes(int options, const units *u) { return (size_t)u->U * (
 
 static void put_f32(uint8_t *p, float v) { memcpy(p, &v, 4); }
 static float get_f32(const uint8_t *p) { float v; memcpy(&v, p, 4); return v; }
+
+/* ---- the rotation (FORMAT.md, "quant"): the last dimension L in blocks of
+ * h, the largest power of two dividing L; y = H (D x) / sqrt(h) per block,
+ * D the signs drawn from the frame's seed, H the Walsh-Hadamard matrix of
+ * order h (butterflies in a fixed order: the same float operations on every
+ * machine); its inverse x = D (H y) / sqrt(h). */
+#define ROT_SALT 0x526f746174696f6eull /* "Rotation" */
+
+static float *rot_signs(uint64_t seed, int64_t L) {
+    float *d = malloc(sizeof(float) * (size_t)(L ? L : 1));
+    if (!d) return NULL;
+    pz_rng r;
+    pz_rng_seed(&r, seed ^ ROT_SALT);
+    for (int64_t j = 0; j < L; j++) d[j] = (pz_rng_u64(&r) >> 63) ? -1.0f : 1.0f;
+    return d;
+}
+
+static void fwht(float *v, int64_t h) {
+    for (int64_t len = 1; len < h; len <<= 1)
+        for (int64_t i = 0; i < h; i += 2 * len)
+            for (int64_t j = i; j < i + len; j++) {
+                const float a = v[j], b = v[j + len];
+                v[j] = a + b, v[j + len] = a - b;
+            }
+}
+
+/* rotate (inverse = 0) or rotate back (inverse = 1) n floats whose last
+ * dimension is L, in place. The encoder refuses values above FLT_MAX / (2
+ * h^1.5), so neither its butterflies nor the decoder's (whose inputs are
+ * the rotated values, each within sqrt(h) of the largest, plus half a
+ * step) overflow; a decoded frame that does anyway is refused. */
+static pz_status rotate(float *x, int64_t n, int64_t L, uint64_t seed, int inverse) {
+    if (n == 0 || L == 0) return PZ_OK;
+    const int64_t h = L & -L;
+    if (!inverse) {
+        const double limit = 3.4028234663852886e38 / (2.0 * pow((double)h, 1.5));
+        for (int64_t i = 0; i < n; i++)
+            if (fabsf(x[i]) > limit) /* NaN passes: the scales refuse it */
+                return pz_fail(PZ_ERR_ARG, "cannot rotate: a value of %g overflows float in a Hadamard block of %lld (scale the tensor down)",
+                               x[i], (long long)h);
+    }
+    float *d = rot_signs(seed, L);
+    if (!d) return pz_fail(PZ_ERR_NOMEM, "out of memory for a rotation of %lld", (long long)L);
+    const float s = (float)(1.0 / sqrt((double)h));
+    int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad) if (n > PARALLEL_MIN)
+    for (int64_t r = 0; r < n / L; r++) {
+        float *row = x + r * L;
+        if (!inverse)
+            for (int64_t j = 0; j < L; j++) row[j] *= d[j];
+        for (int64_t b0 = 0; b0 < L; b0 += h) fwht(row + b0, h);
+        for (int64_t j = 0; j < L; j++) row[j] *= s;
+        if (inverse)
+            for (int64_t j = 0; j < L; j++) row[j] *= d[j], bad |= !isfinite(row[j]);
+    }
+    free(d);
+    return bad ? frame_error(PZ_FRAME_PAYLOAD, "the decoded values overflow float when rotated back") : PZ_OK;
+}
 
 /* Per-unit (lo, step) for asymmetric, (step) for symmetric. */
 static pz_status unit_scales(const codec_params *p, const pz_codec_kernels *k, const float *x, const units *u,
@@ -77,8 +137,20 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     const pz_codec_kernels *k = io->k;
     const int64_t n = u->n;
     h->bits = p->bits;
-    h->options = p->options & (OPT_SYM | OPT_STOCH);
+    h->options = p->options & (OPT_SYM | OPT_STOCH | OPT_ROT);
     h->seed = seed;
+    float *xr = NULL; /* the rotated tensor */
+    if (p->options & OPT_ROT) {
+        if (!(xr = malloc(sizeof(float) * (size_t)(n ? n : 1))))
+            return pz_fail(PZ_ERR_NOMEM, "out of memory rotating %lld elements", (long long)n);
+        memcpy(xr, x, sizeof(float) * (size_t)n);
+        const pz_status rs = rotate(xr, n, h->dims[h->ndim - 1], seed, 0);
+        if (rs) {
+            free(xr);
+            return rs;
+        }
+        x = xr;
+    }
     /* quant: super-chunks of 16 chunks; each chunk's codes go through a
      * small stack buffer, the CRC runs once per super-chunk (long enough for
      * its interleaved streams) while the output is still in cache */
@@ -91,7 +163,7 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     pz_status st = !crcs || !lo || !step ? pz_fail(PZ_ERR_NOMEM, "out of memory for the scales of %lld units", (long long)u->U)
                                          : unit_scales(p, k, x, u, sym, lo, step);
     if (st) {
-        free(lo), free(step);
+        free(lo), free(step), free(xr);
         crc_slots_free(crcs, crc_small);
         return st;
     }
@@ -141,7 +213,7 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     *have_crc = 1;
     *body_len = sb + bits_bytes((uint64_t)n, b);
     crc_slots_free(crcs, crc_small);
-    free(lo), free(step);
+    free(lo), free(step), free(xr);
     return PZ_OK;
 }
 
@@ -194,7 +266,7 @@ static pz_status decode(const frame_header *h, const codec_io *io, const units *
     }
     free(dlo), free(dstep);
     if (bad) return frame_error(PZ_FRAME_PAYLOAD, "a symmetric %d-bit code exceeds %d", b, max_code);
-    return PZ_OK;
+    return (h->options & OPT_ROT) ? rotate(x, n, h->dims[h->ndim - 1], h->seed, 1) : PZ_OK;
 }
 
 static size_t max_body(const codec_params *p, const units *u) { return scale_bytes(p->options, u) + bits_bytes((uint64_t)u->n, p->bits); }
@@ -228,14 +300,16 @@ static pz_status finish(codec_params *p, const char *spec) {
 }
 
 static void canonical(const codec_params *p, char *buf, size_t cap) {
-    snprintf(buf, cap, "q%d:%s,%s,per=%s", p->bits, option_word(p->options, OPT_SYM), option_word(p->options, OPT_STOCH),
-             gran_name(p->gran));
+    snprintf(buf, cap, "q%d:%s,%s,per=%s%s", p->bits, option_word(p->options, OPT_SYM), option_word(p->options, OPT_STOCH),
+             gran_name(p->gran), (p->options & OPT_ROT) ? ",rot" : "");
 }
 
 const codec_family codec_quant = {
-    .name = "quant", .wire_id = 3, .fields = PZ_FRAME_USES_BITS | PZ_FRAME_USES_GRANULARITY, .option_mask = OPT_SYM | OPT_STOCH,
-    .usage = "qB[:asym|sym,nearest|stoch,per=tensor|sample|channel|token]",
-    .help = "uniform quantization, B = 1..8 bits: min-max (asym, Paper A) or max-abs (sym, AQ-SGD); stochastic rounding is unbiased. "
+    .name = "quant", .wire_id = 3, .fields = PZ_FRAME_USES_BITS | PZ_FRAME_USES_GRANULARITY,
+    .option_mask = OPT_SYM | OPT_STOCH | OPT_ROT,
+    .usage = "qB[:asym|sym,nearest|stoch,per=tensor|sample|channel|token,rot]",
+    .help = "uniform quantization, B = 1..8 bits: min-max (asym, Paper A) or max-abs (sym, AQ-SGD); stochastic rounding is unbiased; "
+            "rot: after a seeded randomized Hadamard rotation of the last dimension (one outlier no longer sets a vector's scale). "
             "B bits + a scale per unit",
     .match = match, .option = option, .finish = finish, .canonical = canonical, .max_body = max_body,
     .encode = encode, .check = check, .decode = decode,

@@ -44,6 +44,7 @@ const frame_option frame_options[] = {
     {OPT_SIGNED, "signed", "unsigned", "signed", "unsigned"},
     {OPT_UNBIASED, "unbiased", "biased", "unbiased", "biased"},
     {OPT_BYVALUE, "by=value", "by=magnitude", "by value", "by magnitude"},
+    {OPT_ROT, "rot", "norot", "rotated", ""}, /* the off text is not shown: frames before rotations existed read as before */
 };
 const int frame_option_count = (int)(sizeof frame_options / sizeof *frame_options);
 
@@ -108,7 +109,8 @@ void pz_frame_options_text(int options, int mask, char *buf, size_t cap) {
     if (cap) buf[0] = 0;
     for (int i = 0; i < frame_option_count && used < cap; i++) {
         const frame_option *o = &frame_options[i];
-        if (!(mask & o->bit)) continue;
-        used += (size_t)snprintf(buf + used, cap - used, "%s%s", used ? ", " : "", options & o->bit ? o->on_text : o->off_text);
+        const char *text = options & o->bit ? o->on_text : o->off_text;
+        if (!(mask & o->bit) || !*text) continue;
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", used ? ", " : "", text);
     }
 }

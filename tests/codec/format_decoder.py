@@ -13,6 +13,7 @@ about the values themselves against the inputs NAME.S.in (TopK keeps the
 largest magnitudes exactly, quantization is within half a step, ...).
 Exit status 0 when everything agrees, 1 otherwise."""
 import os
+import math
 import struct
 import sys
 
@@ -96,7 +97,7 @@ def parse(frame):
         raise ValueError("checksum mismatch")
     if not 1 <= h.ndim <= 4 or any(dims[h.ndim:]):
         raise ValueError("impossible shape")
-    if reserved0 or reserved1 or reserved2 or h.flags & ~1 or h.options & ~31:
+    if reserved0 or reserved1 or reserved2 or h.flags & ~1 or h.options & ~63:
         raise ValueError("reserved bits set")
     h.dims = list(dims[: h.ndim])
     h.n = int(np.prod(h.dims, dtype=np.int64))
@@ -128,7 +129,8 @@ def units(h, gran):
 
 # ---- codecs -----------------------------------------------------------------
 
-SYM, STOCH, SIGNED, UNBIASED, BYVALUE = 1, 2, 4, 8, 16
+SYM, STOCH, SIGNED, UNBIASED, BYVALUE, ROT = 1, 2, 4, 8, 16, 32
+ROT_SALT = 0x526F746174696F6E
 
 
 def decode_quant(h):
@@ -148,7 +150,44 @@ def decode_quant(h):
         lo = (F32(-M) * step).astype(F32)
     else:
         lo, step = scales[0::2][unit], scales[1::2][unit]
-    return (lo + (codes.astype(F32) * step).astype(F32)).astype(F32)
+    x = (lo + (codes.astype(F32) * step).astype(F32)).astype(F32)
+    return unrotate(h, x) if h.options & ROT else x
+
+
+def rotation_signs(h):
+    rng = Xoshiro(h.seed ^ ROT_SALT)
+    return np.array([-1.0 if rng.next() >> 63 else 1.0 for _ in range(h.dims[-1])], dtype=F32)
+
+
+def hadamard(h, x):
+    """per row of the last dimension L, blocks of the largest power of two
+    dividing L: Walsh-Hadamard butterflies (a + b, a - b; spans 1, 2, 4, ...),
+    then times f32(1 / sqrt(block))"""
+    L = h.dims[-1]
+    blk = L & -L
+    v = x.reshape(-1, L // blk, blk).copy()
+    span = 1
+    while span < blk:
+        w = v.reshape(v.shape[0], v.shape[1], blk // (2 * span), 2, span)
+        a, b = w[:, :, :, 0, :].copy(), w[:, :, :, 1, :].copy()
+        w[:, :, :, 0, :] = (a + b).astype(F32)
+        w[:, :, :, 1, :] = (a - b).astype(F32)
+        span *= 2
+    return (v.reshape(-1, L) * F32(1.0 / math.sqrt(blk))).astype(F32)
+
+
+def unrotate(h, x):
+    """the rotation's inverse: Hadamard, then the signs"""
+    if h.n == 0 or h.dims[-1] == 0:
+        return x
+    return (hadamard(h, x) * rotation_signs(h)).astype(F32).reshape(-1)
+
+
+def rotate(h, x):
+    """the encoder's rotation: the signs, then Hadamard"""
+    if h.n == 0 or h.dims[-1] == 0:
+        return x
+    return hadamard(h, (x.reshape(-1, h.dims[-1]) * rotation_signs(h)).astype(F32)).reshape(-1)
 
 
 def read_values(h, buf, U, count_per_unit):
@@ -368,11 +407,15 @@ def check_promises(spec, frame, x, got):
         problems.append("none is not bit-exact")
     if h.codec == 3 and not (h.options & STOCH) and h.bits > 1:
         unit, U = units(h, h.gran)
+        # a rotated frame's promise holds where it was quantized: rotated
+        # (and rotating back and forth again moves values by rounding only)
+        xr, gr = (rotate(h, x), rotate(h, got)) if h.options & ROT else (x, got)
         for u in range(U):
-            xu, gu = x[unit == u], got[unit == u]
+            xu, gu = xr[unit == u], gr[unit == u]
             span = (xu.max() - xu.min()) if not (h.options & SYM) else 2 * np.abs(xu).max()
             step = span / ((1 << h.bits) - (1 if not (h.options & SYM) else 2))
-            if np.abs(xu - gu).max() > 0.5 * step * (1 + 1e-5) + 1e-7:
+            slack = 1e-6 * (1 + np.abs(xu).max()) if h.options & ROT else 1e-7
+            if np.abs(xu - gu).max() > 0.5 * step * (1 + 1e-5) + slack:
                 problems.append("quantization error beyond half a step in unit %d" % u)
     if h.codec == 4 and h.value_type == 0:
         unit, U = units(h, h.gran)

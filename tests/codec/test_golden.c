@@ -71,6 +71,11 @@ static const golden_case CASES[] = {
     {"q2_token", "q2:per=token", "gauss", 3, {2, 3, 8}, 1, 0},
     {"q3_sym_token", "q3:sym,per=token", "relu", 3, {2, 2, 11}, 1, 0},
     {"ms10_b3_q4_values", "ms:0.1,bits=3,values=q4", "gauss", 2, {3, 40}, 1, 0},
+    /* the rotation (q*:rot): a last dimension of 16 (one block), of 24 (blocks of 8), of 12 (blocks of 4) with stochastic rounding */
+    {"q4_rot_token", "q4:per=token,rot", "gauss", 3, {2, 3, 16}, 1, 0},
+    {"q3_sym_rot", "q3:sym,rot", "relu", 2, {3, 24}, 1, 0},
+    {"q5_stoch_rot_sample", "q5:stoch,rot,per=sample", "gauss", 2, {2, 12}, 1, 0},
+    {"ef_q4_rot", "ef(q4:rot)", "gauss", 2, {2, 8}, 2, 0},
 };
 enum { NCASES = sizeof CASES / sizeof *CASES };
 

@@ -25,6 +25,7 @@ static const char *const specs[] = {
     "topk:0.1", "topk:0.3,index=bitmap", "topk:0.05,index=delta", "topk:0.2,values=q4", "topk:0.2,values=fp16",
     "topk:0.5,per=sample", "randk:0.1", "randk:0.2,unbiased", "randtopk:0.1,alpha=0.2", "ms:0.05,bits=2",
     "ms:0.1,bits=3,values=bf16", "ef(q2)", "ef21(q4)", "aqsgd(q2)", "aqsgd(topk:0.1),store=fp16",
+    "q4:per=token,rot", "q3:sym,rot", "ef(q4:rot)",
 };
 #define N_SPECS (sizeof specs / sizeof *specs)
 
@@ -61,7 +62,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (pz_codec_is_lossless(tx)) CHECK(!memcmp(x, y, 4 * (size_t)n));
         /* (unbiased Rand-K scales what it keeps by n/k: bounded by that) */
         /* (and half precision's rounding: relative 2^-8, absolute 2^-24 for fp16's subnormals) */
-        const float bound = big * 1.01f * (strstr(spec, "unbiased") ? (float)n : 1.0f) + (strstr(spec, "fp16") ? 6e-8f : 1e-37f);
+        /* (a rotation of the last dimension L moves a value up to the row's norm, sqrt(L) times the largest, plus
+         * the rotated error: within 2L times the largest) */
+        const float bound = big * 1.01f * (strstr(spec, "unbiased") ? (float)n : 1.0f) * (strstr(spec, "rot") ? 2.0f * (float)shape[3] : 1.0f) +
+                            (strstr(spec, "fp16") ? 6e-8f : 1e-37f);
         /* (rounding to half precision overflows past its largest value, as IEEE says) */
         const int may_overflow = (big > 65504.0f && strstr(spec, "fp16")) || (big > 3.3895313e38f && strstr(spec, "bf16"));
         if (finite && !may_overflow)
