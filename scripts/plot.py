@@ -583,6 +583,11 @@ def frontier(panels, out, formats, cut=None):
         lm = sws[0].lm
         groups = OrderedDict()
         for sw in sws:
+            # a subspace model's own fp32 is K numbers per token: its traffic is
+            # read against the uncompressed (unconstrained) run of its seed
+            base_bytes = {r.get("seed", "1"): num(r.get("fwd_bytes")) + num(r.get("bwd_bytes")) for r in sw.rows
+                          if r.get("status") == "finished" and r.get("fwd") == "none" and r.get("bwd") == "none"
+                          and r.get("subspace", "0") in ("", "0")}
             for r in sw.rows:
                 c = r.get("cuts", "")
                 if r.get("status") != "finished" or (cut and c and "," not in c and c != cut):
@@ -590,13 +595,21 @@ def frontier(panels, out, formats, cut=None):
                 q = num(r.get("final_test_loss_compressed" if lm else "final_test_accuracy_compressed"))
                 if math.isnan(q):
                     q = num(r.get("final_test_loss" if lm else "final_test_accuracy"))
-                key = short_spec(r.get("fwd", "none")) + " / " + short_spec(r.get("bwd", "none"))
+                k = r.get("subspace", "0")
+                key = ("subspace %s, " % k if k not in ("", "0") else "") + short_spec(r.get("fwd", "none")) + " / " + short_spec(r.get("bwd", "none"))
+                mine = num(r.get("fwd_bytes")) + num(r.get("bwd_bytes"))
+                ratio = base_bytes[r.get("seed", "1")] / mine if "subspace" in r and r.get("seed", "1") in base_bytes and mine > 0 \
+                    else num(r.get("compression_ratio"))
                 g = groups.setdefault(key, ([], []))
-                g[0].append(num(r.get("compression_ratio")))
+                g[0].append(ratio)
                 g[1].append(q * (1 if lm else 100))
         base = groups.pop("none / none", None)
         if base:
             ax.axhspan(min(base[1]), max(base[1]), color="#a8a8a8", alpha=0.35, lw=0, label="none / none: its seeds' range")
+            if lm:  # the issue's bars: 1% and 3% above the uncompressed mean
+                mean = sum(base[1]) / len(base[1])
+                for pct, ls in ((1, "--"), (3, ":")):
+                    ax.axhline(mean * (1 + pct / 100), color="#555555", lw=0.8, ls=ls, label="uncompressed mean + %d%%" % pct)
         for i, (k, (xs, ys)) in enumerate(groups.items()):
             if len(ys) < 2:
                 continue  # a single seed has no range: the figure is about seeds

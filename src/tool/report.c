@@ -681,11 +681,15 @@ static void report_runs(FILE *f, const table *t, const pz_ini *ini, int lm) {
     /* a step-based run (a loss target) reaches its target at a step, an epoch-based one at an epoch */
     int by_step = 0;
     for (int r = 0; r < t->nrow && !by_step; r++) by_step = !isnan(num(t, r, "target_loss")) && !isnan(num(t, r, "steps_to_target"));
+    /* a sweep of subspace models: each run's traffic against the uncompressed
+     * (unconstrained, fp32) run of its seed too, as the fp32 of a subspace
+     * run's own boundary is K numbers per token, not the stream's width */
+    const int vs_ref = col(t, "subspace") >= 0;
     if (lm)
         fprintf(f, "\n**All runs**\n\n| run | status | val loss | val loss compressed | bits/byte | bits/byte compressed | train loss | "
-                   "traffic ratio | fwd bits/el | bwd bits/el | fwd error | bwd error | wall s | emulated s | %s to target | "
-                   "emulated s to target | bytes to target |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-                by_step ? "steps" : "epochs");
+                   "traffic ratio | %sfwd bits/el | bwd bits/el | fwd error | bwd error | wall s | emulated s | %s to target | "
+                   "emulated s to target | bytes to target |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n",
+                vs_ref ? "less than uncompressed | " : "", by_step ? "steps" : "epochs", vs_ref ? "---|" : "");
     else
         fputs("\n**All runs**\n\n| run | status | acc % | acc % compressed | best % | traffic ratio | fwd bits/el | bwd bits/el | fwd error | bwd error | "
               "wall s | emulated s | epochs to target | emulated s to target | bytes to target |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
@@ -714,6 +718,13 @@ static void report_runs(FILE *f, const table *t, const pz_ini *ini, int lm) {
             const double v = num(t, r, cols[i]);
             if (isnan(v)) fputs(" | —", f);
             else fprintf(f, " | %.4g", v);
+            if (i == 0 && vs_ref) {
+                const int q = reference_run(t, r);
+                const double mine = num(t, r, "fwd_bytes") + num(t, r, "bwd_bytes");
+                const double ratio = q >= 0 && mine > 0 ? (num(t, q, "fwd_bytes") + num(t, q, "bwd_bytes")) / mine : NAN;
+                if (isnan(ratio)) fputs(" | —", f);
+                else fprintf(f, " | %.4g", ratio);
+            }
         }
         fputs(" |\n", f);
     }
