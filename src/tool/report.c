@@ -103,26 +103,32 @@ static const char *cell(const table *t, int r, const char *name) {
     return c < 0 ? "" : t->rows[r].cell[c];
 }
 
-/* A rows or cols key "a+b" naming two columns: a column of their values
- * joined, "q4 + q8", added to the table (its text freed with the table's
- * extra). */
+/* A rows or cols key "a+b" (or "a+b+c") naming columns: a column of their
+ * values joined, "q4 + q8", added to the table (its text freed with the
+ * table's extra). */
 static void add_joined_col(table *t, const char *name) {
-    const char *plus = strchr(name, '+');
-    if (!plus || col(t, name) >= 0 || t->ncol >= MAX_COLS || t->nextra >= 2) return;
-    char a[128];
-    snprintf(a, sizeof a, "%.*s", (int)(plus - name), name);
-    const int ca = col(t, a), cb = col(t, plus + 1);
-    if (ca < 0 || cb < 0) return;
+    if (!strchr(name, '+') || col(t, name) >= 0 || t->ncol >= MAX_COLS || t->nextra >= 2) return;
+    int cs[8], nk = 0;
+    for (const char *a = name; *a && nk < 8;) {
+        const char *plus = strchr(a, '+');
+        const size_t len = plus ? (size_t)(plus - a) : strlen(a);
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)len, a);
+        if ((cs[nk++] = col(t, key)) < 0) return;
+        a += len + (plus ? 1 : 0);
+    }
     size_t need = strlen(name) + 1;
-    for (int r = 0; r < t->nrow; r++) need += strlen(t->rows[r].cell[ca]) + strlen(t->rows[r].cell[cb]) + 4;
-    char *buf = malloc(need), *p = buf;
+    for (int r = 0; r < t->nrow; r++)
+        for (int k = 0; k < nk; k++) need += strlen(t->rows[r].cell[cs[k]]) + 3;
+    char *buf = malloc(need + 1), *p = buf;
     if (!buf) return;
     t->extra[t->nextra++] = buf;
     const int c = t->ncol++;
     t->head[c] = strcpy(p, name), p += strlen(name) + 1;
     for (int r = 0; r < t->nrow; r++) {
         t->rows[r].cell[c] = p;
-        p += sprintf(p, "%s + %s", t->rows[r].cell[ca], t->rows[r].cell[cb]) + 1;
+        for (int k = 0; k < nk; k++) p += sprintf(p, "%s%s", k ? " + " : "", t->rows[r].cell[cs[k]]);
+        p++;
     }
 }
 
