@@ -258,9 +258,9 @@ const run_setting run_settings[PZ_SET_COUNT] = {
          "included), or its counted FLOPs at RATE, an accelerator's sustained throughput (100tflops, 2.5e14)",
          compute_rate_choices),
     NUM(PZ_SET_SUBSPACE, "subspace", "subspace", SET_INT, subspace, 0, 65536, "K",
-        "gpt-*: every block writes into one fixed K-dimensional subspace of the residual stream and every stage rebuilds the "
-        "fixed token and position embeddings from the ids, so a boundary carries K numbers per token (and the ids) through "
-        "--fwd and --bwd (Protocol Models; 0 = off)"),
+        "gpt-*: the residual stream between blocks is K coefficients of one fixed subspace and every branch reads it through "
+        "token and position tables of its own, rebuilt from the ids at any stage, so a boundary carries K numbers per token "
+        "(and the ids) through --fwd and --bwd (Protocol Models; 0 = off)"),
 };
 
 const run_setting *run_setting_of(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? &run_settings[id] : NULL; }

@@ -64,6 +64,11 @@ float *nn_take_buffers(layer_alloc *a, int64_t n);
 /* n floats of scratch owned by the caller (NULL and a->oom set on failure) */
 float *nn_floats(layer_alloc *a, size_t n);
 void nn_alloc_seq(pz_seq *s, layer_alloc *a);
+/* A layer with token and position tables (an embedding, a subspace lift):
+ * token (vocab, dim) as weight, position (context, dim) as bias, normal(0,
+ * init_std); the output (T, dim) for the T positions of its input. */
+void nn_token_tables(pz_layer *l, int vocab, int context, int dim, float init_std);
+void nn_alloc_token_tables(pz_layer *l, layer_alloc *a);
 void nn_kaiming_normal(float *w, int64_t n, int fan_in, pz_rng *rng);
 void nn_normal(float *w, int64_t n, float std, pz_rng *rng);
 /* rows of a layer's input: B for an image or a vector, B*T for a sequence */

@@ -262,7 +262,7 @@ static pz_status alloc_bufs(stage *s, stage_bufs *b) {
         if (m < s->slots) ok &= (b->dy[m] = pz_floats_try(mb * (size_t)out_per)) != NULL;
         ok &= (b->ids[m] = calloc(mb, sizeof(uint32_t))) != NULL;
         ok &= (b->labels[m] = calloc(mb * P, sizeof(int32_t))) != NULL;
-        if (sub) ok &= (b->tokens[m] = calloc(mb * (size_t)T, sizeof(float))) != NULL;
+        if (sub && s->index > 0) ok &= (b->tokens[m] = calloc(mb * (size_t)T, sizeof(float))) != NULL; /* stage 0's are its inputs */
     }
     if (s->index == 0) ok &= (b->batch_x = pz_floats_try(B * (size_t)in_per)) != NULL;
     ok &= (b->dx = pz_floats_try(mb * (size_t)in_per)) != NULL;

@@ -17,13 +17,25 @@ pz_status pz_add_embedding(pz_seq *s, const char *name, int vocab, int context, 
         return pz_fail(PZ_ERR_ARG, "layer '%s': %d tokens do not fit a context of %d", name, in.d[0], context);
     pz_layer *l = nn_push(s, PZ_LAYER_EMBEDDING, name);
     if (!l) return PZ_ERR_NOMEM;
+    nn_token_tables(l, vocab, context, dim, init_std);
+    l->macs = pz_shape_numel(l->out);
+    return PZ_OK;
+}
+
+void nn_token_tables(pz_layer *l, int vocab, int context, int dim, float init_std) {
     l->vocab = vocab;
     l->context = context;
     l->init_std = init_std;
-    l->out = pz_shape_seq(in.d[0], dim);
+    l->out = pz_shape_seq(l->in.d[0], dim);
     l->n_params = ((int64_t)vocab + context) * dim;
-    l->macs = pz_shape_numel(l->out);
-    return PZ_OK;
+}
+
+void nn_alloc_token_tables(pz_layer *l, layer_alloc *a) {
+    const int C = l->out.d[1];
+    l->weight = nn_take_params(a, (int64_t)l->vocab * C, &l->dweight);
+    l->bias = nn_take_params(a, (int64_t)l->context * C, &l->dbias);
+    nn_normal(l->weight, (int64_t)l->vocab * C, l->init_std, &a->rng);
+    nn_normal(l->bias, (int64_t)l->context * C, l->init_std, &a->rng);
 }
 
 pz_status pz_add_subspace_embedding(pz_seq *s, const char *name, int vocab, int context, int k, float init_std) {
@@ -37,11 +49,7 @@ static void embedding_alloc(pz_layer *l, layer_alloc *a) {
         l->sub = a->m->sub;
         if (!l->sub || l->sub->k != l->k) a->oom = 1; /* built without its model's subspace */
     }
-    const int C = l->out.d[1];
-    l->weight = nn_take_params(a, (int64_t)l->vocab * C, &l->dweight);
-    l->bias = nn_take_params(a, (int64_t)l->context * C, &l->dbias);
-    nn_normal(l->weight, (int64_t)l->vocab * C, l->init_std, &a->rng);
-    nn_normal(l->bias, (int64_t)l->context * C, l->init_std, &a->rng);
+    nn_alloc_token_tables(l, a);
 }
 
 static void embedding_fwd(pz_layer *l, const float *x, float *y, int B, int train) {

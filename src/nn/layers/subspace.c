@@ -18,23 +18,15 @@ pz_status pz_add_subspace(pz_seq *s, const char *name, int vocab, int context, i
                        name, dim, context);
     pz_layer *l = nn_push(s, PZ_LAYER_SUBSPACE, name);
     if (!l) return PZ_ERR_NOMEM;
-    l->vocab = vocab;
-    l->context = context;
-    l->init_std = init_std;
-    l->out = pz_shape_seq(in.d[0], dim);
-    l->n_params = ((int64_t)vocab + context) * dim;
+    nn_token_tables(l, vocab, context, dim, init_std);
     l->macs = (int64_t)in.d[0] * in.d[1] * dim + pz_shape_numel(l->out);
     return PZ_OK;
 }
 
 static void lift_alloc(pz_layer *l, layer_alloc *a) {
-    const int C = l->out.d[1];
-    l->weight = nn_take_params(a, (int64_t)l->vocab * C, &l->dweight);
-    l->bias = nn_take_params(a, (int64_t)l->context * C, &l->dbias);
-    nn_normal(l->weight, (int64_t)l->vocab * C, l->init_std, &a->rng);
-    nn_normal(l->bias, (int64_t)l->context * C, l->init_std, &a->rng);
+    nn_alloc_token_tables(l, a);
     l->sub = a->m->sub;
-    if (!l->sub || l->sub->k != l->in.d[1] || l->sub->dim != C) a->oom = 1; /* built without its model's subspace */
+    if (!l->sub || l->sub->k != l->in.d[1] || l->sub->dim != l->out.d[1]) a->oom = 1; /* built without its model's subspace */
 }
 
 static void lift_fwd(pz_layer *l, const float *x, float *y, int B, int train) {
