@@ -5,11 +5,11 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev libcjson-dev dataset-fashion-mnist python3 python3-numpy clang libclang-rt-14-dev
-          libopenmpi-dev openmpi-bin libzmq3-dev procps bible-kjv bible-kjv-text python3-matplotlib)
+          libopenmpi-dev openmpi-bin libzmq3-dev libzstd-dev procps bible-kjv bible-kjv-text python3-matplotlib)
 # `setup.sh test` (make test): also what only the tests need: PyTorch for the
 # Python package's torch tests (python/tests/test_torch.py, the gloo example)
 if [ "${1:-}" = "test" ]; then
-  packages+=(python3-torch)
+  packages+=(python3-torch python3-zstandard)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -133,6 +133,11 @@ typedef struct {
     const char *granularity_name, *value_type_name, *index_coding_name, *wrapper_name;
     unsigned fields;  /* PZ_FRAME_USES_*: the header fields this codec family sets */
     int option_mask;  /* the option bits this codec family's frames may carry */
+    /* the entropy stage: "zstd" when the codec's sections are stored
+     * compressed (FORMAT.md), else NULL; the sections' bytes before it and
+     * as stored (equal without the stage) */
+    const char *entropy_name;
+    uint64_t body_bytes, stored_body_bytes;
 } pz_frame_info;
 
 /* Which header fields a family sets (pz_frame_info.fields). */

@@ -90,7 +90,8 @@ class _FrameInfo(ctypes.Structure):
                 ("checksum", ctypes.c_uint32), ("has_ids", ctypes.c_int),
                 ("granularity_name", ctypes.c_char_p), ("value_type_name", ctypes.c_char_p),
                 ("index_coding_name", ctypes.c_char_p), ("wrapper_name", ctypes.c_char_p),
-                ("fields", ctypes.c_uint), ("option_mask", ctypes.c_int)]
+                ("fields", ctypes.c_uint), ("option_mask", ctypes.c_int),
+                ("entropy_name", ctypes.c_char_p), ("body_bytes", ctypes.c_uint64), ("stored_body_bytes", ctypes.c_uint64)]
 
 
 def _fn(name, res, *args):
@@ -432,7 +433,9 @@ def inspect(frame):
             "index_coding": info.index_coding_name.decode(), "index_coding_id": info.index_coding,
             "value_bits": info.value_bits, "wrapper": info.wrapper_name.decode(), "wrapper_id": info.wrapper,
             "k": info.k, "seed": info.seed, "payload_bytes": info.payload_bytes,
-            "frame_bytes": info.frame_bytes, "checksum": info.checksum, "has_ids": bool(info.has_ids)}
+            "frame_bytes": info.frame_bytes, "checksum": info.checksum, "has_ids": bool(info.has_ids),
+            "entropy": info.entropy_name.decode() if info.entropy_name else None,
+            "body_bytes": info.body_bytes, "stored_body_bytes": info.stored_body_bytes}
 
 
 def validate(frame):

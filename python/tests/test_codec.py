@@ -17,7 +17,7 @@ PZ = os.environ.get("PIPEZIP", os.path.join(os.path.dirname(__file__), "..", "..
 
 SPECS = ["none", "fp16", "bf16", "q1", "q2", "q4", "q8", "q4:sym", "q8:stoch", "q4:per=sample", "q8:sym,per=channel",
          "topk:0.01", "topk:0.1", "topk:0.3,values=q8", "randk:0.1", "randk:0.1,unbiased", "randtopk:0.1",
-         "ms:0.01,bits=2", "ms:0.1,bits=4", "ef(topk:0.1)", "ef21(q4)", "aqsgd(q4)"]
+         "ms:0.01,bits=2", "ms:0.1,bits=4", "ef(topk:0.1)", "ef21(q4)", "aqsgd(q4)", "q4+zstd", "aqsgd(q2)+zstd:9"]
 
 
 def activation(shape, seed):
@@ -60,6 +60,12 @@ class CodecAgainstCli(unittest.TestCase):
                 info = pipezip.inspect(frame)
                 self.assertEqual(info["shape"], self.x.shape)
                 self.assertEqual(info["frame_bytes"], len(frame))
+                if "+zstd" in spec:  # half zeros: the codes shrink, and inspect says by how much
+                    self.assertEqual(info["entropy"], "zstd")
+                    self.assertLess(info["stored_body_bytes"], info["body_bytes"])
+                else:
+                    self.assertIsNone(info["entropy"])
+                    self.assertEqual(info["stored_body_bytes"], info["body_bytes"])
 
     def test_decodes_equal_the_cli(self):
         for spec in SPECS:

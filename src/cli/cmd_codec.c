@@ -204,6 +204,9 @@ static int inspect(int argc, char **argv) {
         printf("\n");
     }
     if (i.has_ids) printf("sample ids:   yes (%lld)\n", (long long)i.shape[0]);
+    if (i.entropy_name)
+        printf("entropy:      %s, codec sections %llu -> %llu bytes (%.2fx)\n", i.entropy_name, (unsigned long long)i.body_bytes,
+               (unsigned long long)i.stored_body_bytes, i.stored_body_bytes ? (double)i.body_bytes / (double)i.stored_body_bytes : 0.0);
     free(f);
     return 0;
 }

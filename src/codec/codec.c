@@ -33,6 +33,7 @@ void pz_codec_free(pz_codec *c) {
     if (!c) return;
     free(c->state);
     free(c->tmp);
+    entropy_free(c);
     scratch_release(&c->sc);
     if (c->store_ready) store_free(&c->store);
     free(c);
@@ -97,7 +98,10 @@ static pz_status base_encode(pz_codec *c, const codec_params *p, const float *t,
 }
 
 /* Decode a parsed frame's base payload into x (n floats). */
-static pz_status base_decode(const frame_header *h, const pz_codec_kernels *k, float *x, codec_scratch *sc) {
+static pz_status base_decode(const frame_header *hdr, const pz_codec_kernels *k, float *x, codec_scratch *sc) {
+    frame_header hu = *hdr;
+    const frame_header *h = &hu;
+    PZ_TRY(entropy_unpack(&hu, sc));
     const codec_family *fam = h->fam;
     if (h->wrapper == WRAP_AQSGD_WARMUP && fam != &codec_none)
         return frame_error(PZ_FRAME_PARAM, "an AQ-SGD warm-up frame must carry fp32 (codec none)");
@@ -201,6 +205,7 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
         PZ_TRY(base_decode(&h, c->k, hat, &c->sc));
     }
     if (c->d.wrap) PZ_TRY(c->d.wrap->update(c, x, shape, n, ids, t, hat, &received));
+    if (c->d.zstd_level) PZ_TRY(entropy_pack(c, frame, len));
     if (stats) {
         stats->elements = (uint64_t)n;
         stats->bytes = *len;

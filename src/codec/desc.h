@@ -17,6 +17,7 @@ typedef struct pz_codec_desc {
     int per_sample;                  /* ef: one buffer per sample */
     int store_fp16;                  /* aqsgd: rows as binary16 */
     char mmap_path[512];             /* aqsgd: rows in a file in this directory */
+    int zstd_level;                  /* the entropy stage ("+zstd:L"); 0: none */
     char text[PZ_CODEC_SPEC_MAX];    /* the spec as written ("q4") */
 } pz_codec_desc;
 

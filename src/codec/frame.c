@@ -75,7 +75,7 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
     h->crc = pz_get_u32(f + 56);
     uint32_t crc = k->crc32c(0, f, 56);
     const codec_family *fam = codec_family_by_wire(f[5]);
-    const int defer = fam && fam->plain_payload && !(f[7] & ~FLAG_IDS);
+    const int defer = fam && fam->plain_payload && !(f[7] & ~FLAG_IDS); /* an entropy-coded payload is checked whole */
     if (!defer) {
         crc = k->crc32c(crc, f + PZ_FRAME_HEADER_BYTES, h->payload_len);
         if (crc != h->crc) return frame_error(PZ_FRAME_CHECKSUM, "CRC-32C is %08x, header says %08x", crc, h->crc);
@@ -99,9 +99,13 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
     h->seed = pz_get_u64(f + 40);
     if (!fam) return frame_error(PZ_FRAME_PARAM, "unknown codec id %d", h->codec);
     h->fam = fam;
-    if (h->flags & ~FLAG_IDS) return frame_error(PZ_FRAME_PARAM, "unknown flags 0x%02x", h->flags);
+    if (h->flags & ~FLAG_ALL) return frame_error(PZ_FRAME_PARAM, "unknown flags 0x%02x", h->flags);
     if (!pz_frame_value_name(PZ_FIELD_WRAPPER, h->wrapper)) return frame_error(PZ_FRAME_PARAM, "unknown wrapper %d", h->wrapper);
-    if (f[31] || pz_get_u32(f + 36) || pz_get_u32(f + 60)) return frame_error(PZ_FRAME_PARAM, "reserved bytes are not zero");
+    h->raw_len = pz_get_u32(f + 36);
+    if (f[31] || (!(h->flags & FLAG_ZSTD) && h->raw_len) || pz_get_u32(f + 60)) return frame_error(PZ_FRAME_PARAM, "reserved bytes are not zero");
+    if ((h->flags & FLAG_ZSTD) && (h->raw_len == 0 || (uint64_t)h->raw_len > ENTROPY_RAW_MAX(h->n)))
+        return frame_error(PZ_FRAME_PARAM, "the entropy stage declares %u bytes of codec sections, not in 1..%llu for %lld elements",
+                           h->raw_len, (unsigned long long)ENTROPY_RAW_MAX(h->n), (long long)h->n);
     if (h->options & ~OPT_ALL) return frame_error(PZ_FRAME_PARAM, "unknown option bits 0x%02x", h->options);
     if (!pz_name_of(frame_granularities, h->gran)) return frame_error(PZ_FRAME_PARAM, "granularity %d is not 0, 1, 2 or 3", h->gran);
     if (!pz_name_of(frame_value_types, h->value_type)) return frame_error(PZ_FRAME_PARAM, "value type %d is not 0..3", h->value_type);
@@ -158,6 +162,9 @@ pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info
     info->frame_bytes = len;
     info->checksum = h.crc;
     info->has_ids = h.flags & FLAG_IDS;
+    info->entropy_name = h.flags & FLAG_ZSTD ? "zstd" : NULL;
+    info->body_bytes = h.flags & FLAG_ZSTD ? h.raw_len : h.body_len;
+    info->stored_body_bytes = h.body_len;
     info->granularity_name = pz_frame_value_name(PZ_FIELD_GRANULARITY, h.gran);
     info->value_type_name = pz_frame_value_name(PZ_FIELD_VALUE_TYPE, h.value_type);
     info->index_coding_name = pz_frame_value_name(PZ_FIELD_INDEX_CODING, h.index_coding);

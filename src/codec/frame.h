@@ -14,7 +14,7 @@ enum { OPT_SYM = 1, OPT_STOCH = 2, OPT_SIGNED = 4, OPT_UNBIASED = 8, OPT_BYVALUE
 enum { VAL_F32 = 0, VAL_F16 = 1, VAL_BF16 = 2, VAL_QUANT = 3 };
 enum { IDX_NONE = 0, IDX_BITMAP = 1, IDX_DELTA = 2, IDX_AUTO = 3 /* a spec's choice, never on the wire */ };
 enum { WRAP_NONE = 0, WRAP_EF = 1, WRAP_EF21 = 2, WRAP_AQSGD = 3, WRAP_AQSGD_WARMUP = 4 };
-enum { FLAG_IDS = 1 };
+enum { FLAG_IDS = 1, FLAG_ZSTD = 2, FLAG_ALL = 3 };
 
 struct codec_family;
 
@@ -31,9 +31,14 @@ typedef struct {
     const uint32_t *ids;   /* into the frame when flags & FLAG_IDS (may be unaligned: read with memcpy) */
     int crc_deferred;      /* a plain-array payload: the decoder checks the CRC chunk by chunk */
     uint32_t crc_pre;      /* then: the CRC-32C of header bytes 0..55 and the id section */
-    const uint8_t *body;   /* the codec's sections */
+    const uint8_t *body;   /* the codec's sections (after entropy_unpack when flags & FLAG_ZSTD) */
     uint64_t body_len;
+    uint32_t raw_len;      /* FLAG_ZSTD: the sections' length before the entropy stage (bytes 36..39) */
 } frame_header;
+
+/* The entropy stage (entropy.c, FORMAT.md): the most codec-section bytes a
+ * frame of n elements may declare before it (more than any family writes) */
+#define ENTROPY_RAW_MAX(n) (16 * (uint64_t)(n) + 64)
 
 /* Records the reason (pz_frame_error_of) and returns PZ_ERR_FORMAT. */
 pz_status frame_error(pz_frame_error e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

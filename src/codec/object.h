@@ -27,6 +27,7 @@ struct pz_codec {
     float *tmp;                      /* (2 * tmp_n + 2) */
     int64_t tmp_n;
     codec_scratch sc;
+    void *zcctx;                     /* the entropy stage's zstd context (entropy.c), made at first use */
 };
 
 /* A stateful wrapper around a base codec. The sender encodes what
@@ -61,5 +62,17 @@ const wrapper_kind *wrapper_by_wire(int wire);
 float *codec_tmp(pz_codec *c, int64_t n);                 /* 2n + 2 floats, NULL when out of memory */
 float *codec_boundary_state(pz_codec *c, int64_t n);      /* grown to n, kept; NULL when out of memory */
 pz_status codec_ensure_store(pz_codec *c, int64_t row);
+
+/* entropy.c: the entropy stage (FORMAT.md). pack: the finished frame's
+ * codec sections as one zstd frame when smaller (frame and *len rewritten
+ * in place); unpack: a parsed frame's sections back, into scratch (no-op
+ * without FLAG_ZSTD). */
+#define ENTROPY_LEVEL_DEFAULT 3
+extern const char *entropy_spec_name;
+pz_status entropy_parse(pz_codec_desc *d, const char *spec, const char *stage);
+void entropy_canonical(const pz_codec_desc *d, char *buf, size_t cap);
+pz_status entropy_pack(pz_codec *c, uint8_t *frame, size_t *len);
+pz_status entropy_unpack(frame_header *h, codec_scratch *sc);
+void entropy_free(pz_codec *c);
 
 #endif

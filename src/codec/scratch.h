@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-enum { SC_POS, SC_VALS, SC_IDX, SC_KEYS, SC_CODES, SC_NEG, SC_TMP, SC_HALF, SC_CVALS, SC_SLOTS };
+enum { SC_POS, SC_VALS, SC_IDX, SC_KEYS, SC_CODES, SC_NEG, SC_TMP, SC_HALF, SC_CVALS, SC_ZSTD, SC_SLOTS };
 typedef struct {
     void *p[SC_SLOTS];
     size_t cap[SC_SLOTS];

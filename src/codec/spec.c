@@ -4,7 +4,8 @@
  * all from the family and wrapper tables. Parsing is strict: every unknown
  * name, option or out-of-range value is an error that says what is accepted.
  *   list    := item ("," item)*          item := [N "="] spec
- *   spec    := base | wrapper "(" base ")" ("," wopt)*
+ *   spec    := codec ["+" stage]         stage := "zstd" [":" level]
+ *   codec   := base | wrapper "(" base ")" ("," wopt)*
  *   wrapper := "ef" | "ef21" | "aqsgd"
  *   base    := name [":" [F ","] option ("," option)*]
  * (a list splits only at a comma followed by "N=": specs keep their commas) */
@@ -60,6 +61,8 @@ void values_name(const codec_params *p, char *buf, size_t cap) {
     else snprintf(buf, cap, "%s", pz_name_of(frame_value_types, p->value_type));
 }
 
+static pz_status parse_codec(pz_codec_desc *d, const char *spec, const char *body);
+
 static pz_status parse_base(const char *spec, const char *s, codec_params *p) {
     memset(p, 0, sizeof *p);
     p->index_coding = IDX_AUTO;
@@ -96,13 +99,26 @@ pz_status pz_codec_desc_parse(pz_codec_desc *d, const char *spec) {
     if (!spec || !*spec) return pz_fail(PZ_ERR_ARG, "empty codec spec");
     if (strlen(spec) >= 200) return pz_fail(PZ_ERR_ARG, "codec spec is too long");
     snprintf(d->text, sizeof d->text, "%s", spec);
-    const char *open = strchr(spec, '(');
-    if (!open) return parse_base(spec, spec, &d->p);
-    const size_t wl = (size_t)(open - spec);
+    /* an entropy stage after the codec: "SPEC+zstd[:L]" (entropy.c) */
+    char whole[256];
+    snprintf(whole, sizeof whole, "%s", spec);
+    char *plus = strchr(whole, '+');
+    if (plus) {
+        *plus = 0;
+        PZ_TRY(entropy_parse(d, spec, plus + 1));
+        if (!*whole) return spec_bad(spec, "the entropy stage needs a codec before it, e.g. q8+zstd");
+    }
+    return parse_codec(d, spec, whole);
+}
+
+static pz_status parse_codec(pz_codec_desc *d, const char *spec, const char *body) {
+    const char *open = strchr(body, '(');
+    if (!open) return parse_base(spec, body, &d->p);
+    const size_t wl = (size_t)(open - body);
     for (int i = 0; i < codec_wrapper_count; i++)
-        if (strlen(codec_wrappers[i]->name) == wl && !strncmp(spec, codec_wrappers[i]->name, wl)) d->wrap = codec_wrappers[i];
+        if (strlen(codec_wrappers[i]->name) == wl && !strncmp(body, codec_wrappers[i]->name, wl)) d->wrap = codec_wrappers[i];
     if (!d->wrap) return spec_bad(spec, "unknown wrapper (expected ef, ef21 or aqsgd)");
-    const char *close = strrchr(spec, ')');
+    const char *close = strrchr(body, ')');
     if (!close || close < open) return spec_bad(spec, "missing ')'");
     char inner[256];
     snprintf(inner, sizeof inner, "%.*s", (int)(close - open - 1), open + 1);
@@ -136,13 +152,16 @@ void pz_codec_desc_canonical(const pz_codec_desc *d, char *buf, size_t cap) {
     d->p.fam->canonical(&d->p, base, sizeof base);
     if (d->wrap) d->wrap->canonical(d, base, buf, cap);
     else snprintf(buf, cap, "%s", base);
+    entropy_canonical(d, buf, cap);
 }
 
 pz_codec_desc pz_codec_desc_base(const pz_codec_desc *d) {
     pz_codec_desc b;
     memset(&b, 0, sizeof b);
     b.p = d->p;
+    b.zstd_level = d->zstd_level; /* evaluation's frames travel through the same entropy stage */
     b.p.fam->canonical(&b.p, b.text, sizeof b.text);
+    entropy_canonical(&b, b.text, sizeof b.text);
     return b;
 }
 
@@ -150,7 +169,10 @@ int pz_codec_desc_is_lossless(const pz_codec_desc *d) { return !d->wrap && d->p.
 
 /* ---- public: what a spec means --------------------------------------------- */
 
-void pz_codec_base_spec(const pz_codec *c, char *buf, size_t cap) { c->d.p.fam->canonical(&c->d.p, buf, cap); }
+void pz_codec_base_spec(const pz_codec *c, char *buf, size_t cap) {
+    c->d.p.fam->canonical(&c->d.p, buf, cap);
+    entropy_canonical(&c->d, buf, cap);
+}
 
 int pz_codec_is_lossless(const pz_codec *c) { return pz_codec_desc_is_lossless(&c->d); }
 
@@ -243,6 +265,9 @@ size_t pz_codec_help(char *buf, size_t cap) {
     }
     ADD("Stateful wrappers around any of them:\n");
     for (int i = 0; i < codec_wrapper_count; i++) ADD("  %s\n      %s\n", codec_wrappers[i]->usage, codec_wrappers[i]->help);
+    ADD("An entropy stage after any of them:\n");
+    ADD("  SPEC+zstd[:L]\n      the frame's codec sections stored as one zstd frame (level L, 3 unless given) when that is smaller;\n"
+        "      lossless: the decoded tensor is SPEC's (e.g. q8+zstd, ef(topk:0.1)+zstd:9)\n");
 #undef ADD
     return n;
 }

@@ -19,6 +19,11 @@ import sys
 
 import numpy as np
 
+try:  # the entropy stage (FORMAT.md): any zstd decoder will do
+    import zstandard
+except ImportError:
+    zstandard = None
+
 F32 = np.float32
 
 # ---- conventions -----------------------------------------------------------
@@ -97,7 +102,7 @@ def parse(frame):
         raise ValueError("checksum mismatch")
     if not 1 <= h.ndim <= 4 or any(dims[h.ndim:]):
         raise ValueError("impossible shape")
-    if reserved0 or reserved1 or reserved2 or h.flags & ~1 or h.options & ~63:
+    if reserved0 or reserved2 or h.flags & ~3 or h.options & ~63 or (reserved1 and not h.flags & 2):
         raise ValueError("reserved bits set")
     h.dims = list(dims[: h.ndim])
     h.n = int(np.prod(h.dims, dtype=np.int64))
@@ -106,6 +111,18 @@ def parse(frame):
     if h.flags & 1:
         h.ids = np.frombuffer(bytes(payload[: 4 * h.dims[0]]), dtype="<u4")
         payload = payload[4 * h.dims[0]:]
+    if h.flags & 2:  # the entropy stage: the codec's sections as one zstd frame of `raw` bytes
+        raw = reserved1
+        if not 1 <= raw <= 16 * h.n + 64:
+            raise ValueError("entropy stage length")
+        if zstandard is None:
+            raise ValueError("zstd frames need the zstandard module (Debian: python3-zstandard)")
+        params = zstandard.get_frame_parameters(bytes(payload))
+        if params.content_size != raw:
+            raise ValueError("zstd frame size")
+        payload = zstandard.ZstdDecompressor().decompress(bytes(payload), max_output_size=raw)
+        if len(payload) != raw:
+            raise ValueError("zstd length")
     h.body = payload
     return h
 

@@ -593,6 +593,8 @@ static void test_specs(void) {
         {"ef21(q4)", "ef21(q4:asym,nearest,per=tensor)"},
         {"aqsgd(q2)", "aqsgd(q2:asym,nearest,per=tensor),store=fp32"},
         {"aqsgd(topk:0.1),store=fp16", "aqsgd(topk:0.1,per=sample,values=fp32,by=magnitude,index=auto),store=fp16"},
+        {"q8+zstd", "q8:asym,nearest,per=tensor+zstd:3"}, {"none+zstd:19", "none+zstd:19"},
+        {"ef(q4:per=token)+zstd:1", "ef(q4:asym,nearest,per=token),per=boundary+zstd:1"},
     };
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         pz_codec *c = NULL;
@@ -608,7 +610,8 @@ static void test_specs(void) {
     }
     const char *badspecs[] = {"", "q9", "q0", "q4:fast", "topk", "topk:0", "topk:1.5", "topk:0.1,per=channel", "topk:0.1,per=token", "ms:0.1,per=token",
                               "ms:0.01,bits=9", "ms:0.01,values=q9", "randtopk:0.1,alpha=2", "ef(q4", "ef(ef(q4))",
-                              "zip(q4)", "fp16:sym", "aqsgd(q2),store=fp64", "q1:sym,stoch", "topk:abc"};
+                              "zip(q4)", "fp16:sym", "aqsgd(q2),store=fp64", "q1:sym,stoch", "topk:abc",
+                              "q8+", "q8+gzip", "q8+zstd:0", "q8+zstd:20", "q8+zstd:x", "+zstd", "q8+zstd+zstd", "q8+zstd:3,sym"};
     for (size_t i = 0; i < sizeof badspecs / sizeof *badspecs; i++) {
         pz_codec *c = (pz_codec *)1;
         CHECK(pz_codec_create(&c, badspecs[i]) == PZ_ERR_ARG && c == NULL, "'%s' must be rejected", badspecs[i]);

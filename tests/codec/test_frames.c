@@ -85,8 +85,12 @@ int main(void) {
     expect("reserved byte", f, flen, 400, PZ_FRAME_PARAM);
     memcpy(f, frame, flen), f[26] = 0x80, fix_crc(f, flen);
     expect("unknown option bit", f, flen, 400, PZ_FRAME_PARAM);
-    memcpy(f, frame, flen), f[7] = 2, fix_crc(f, flen);
+    memcpy(f, frame, flen), f[7] = 4, fix_crc(f, flen);
     expect("unknown flag", f, flen, 400, PZ_FRAME_PARAM);
+    memcpy(f, frame, flen), f[7] = 2, fix_crc(f, flen);
+    expect("the entropy flag without a raw length", f, flen, 400, PZ_FRAME_PARAM);
+    memcpy(f, frame, flen), put32(f + 36, 12), fix_crc(f, flen);
+    expect("a raw length without the entropy flag", f, flen, 400, PZ_FRAME_PARAM);
     memcpy(f, frame, flen), f[30] = 9, fix_crc(f, flen);
     expect("unknown wrapper", f, flen, 400, PZ_FRAME_PARAM);
     memcpy(f, frame, flen), put32(f + 8, 5), fix_crc(f, flen);
@@ -182,10 +186,52 @@ int main(void) {
         pz_codec_free(rx);
     }
 
+    { /* the entropy stage: a frame that shrinks decodes to the plain frame's floats; its own ways to be wrong */
+        const int64_t big[] = {8, 512};
+        make("q2", 2, big, NULL);
+        static float plain[4096];
+        CHECK(pz_frame_decode(frame, flen, plain, 4096, NULL, NULL) == PZ_OK, "q2 decodes");
+        const size_t plain_len = flen;
+        make("q2+zstd", 2, big, NULL);
+        CHECK((frame[7] & 2) && flen < plain_len, "q2 codes of a Gaussian shrink under zstd (%zu of %zu bytes)", flen, plain_len);
+        CHECK(pz_frame_decode(frame, flen, out, 4096, NULL, NULL) == PZ_OK && !memcmp(out, plain, sizeof plain), "the same floats");
+        pz_frame_info info;
+        CHECK(pz_frame_inspect(frame, flen, &info) == PZ_OK && info.entropy_name && !strcmp(info.entropy_name, "zstd") &&
+                  info.body_bytes == plain_len - 64 && info.stored_body_bytes == flen - 64,
+              "inspect tells the stage and both lengths");
+        uint32_t raw;
+        memcpy(&raw, frame + 36, 4);
+        memcpy(f, frame, flen), put32(f + 36, 0), fix_crc(f, flen);
+        expect("a raw length of 0", f, flen, 4096, PZ_FRAME_PARAM);
+        memcpy(f, frame, flen), put32(f + 36, 16 * 4096 + 65), fix_crc(f, flen);
+        expect("a raw length beyond 16n + 64", f, flen, 4096, PZ_FRAME_PARAM);
+        memcpy(f, frame, flen), put32(f + 36, raw + 1), fix_crc(f, flen);
+        expect("a raw length the zstd frame does not declare", f, flen, 4096, PZ_FRAME_PAYLOAD);
+        memcpy(f, frame, flen), f[flen] = 0;
+        uint64_t pl = flen + 1 - 64;
+        memcpy(f + 48, &pl, 8), fix_crc(f, flen + 1);
+        expect("a byte after the zstd frame", f, flen + 1, 4096, PZ_FRAME_PAYLOAD);
+        memcpy(f, frame, flen), pl = flen - 1 - 64;
+        memcpy(f + 48, &pl, 8), fix_crc(f, flen - 1);
+        expect("a truncated zstd frame", f, flen - 1, 4096, PZ_FRAME_PAYLOAD);
+        memcpy(f, frame, flen), memset(f + 64, 0, 4), fix_crc(f, flen);
+        expect("not a zstd frame", f, flen, 4096, PZ_FRAME_PAYLOAD);
+        memcpy(f, frame, flen), f[100] ^= 0x10;
+        expect("a bit flip in the zstd frame", f, flen, 4096, PZ_FRAME_CHECKSUM);
+        /* a frame too small to gain is sent without the stage, byte for byte the plain frame */
+        const int64_t tiny[] = {1, 8};
+        make("q8", 2, tiny, NULL);
+        memcpy(f, frame, flen);
+        const size_t tiny_len = flen;
+        make("q8+zstd", 2, tiny, NULL);
+        CHECK(flen == tiny_len && !memcmp(f, frame, flen), "a frame zstd cannot shrink is sent as it is");
+    }
+
     /* random mutations, checksum repaired: never a crash */
     const char *specs[] = {"none", "fp16", "bf16", "q3", "q5:sym,per=sample", "q2:per=channel", "q4:per=token", "q1:sym",
                            "topk:0.1,index=bitmap", "topk:0.05,index=delta,values=q4", "topk:0.2,values=fp16",
-                           "randk:0.1,unbiased", "randtopk:0.1,values=bf16", "ms:0.02,bits=3", "ms:0.1,bits=1,values=fp16"};
+                           "randk:0.1,unbiased", "randtopk:0.1,values=bf16", "ms:0.02,bits=3", "ms:0.1,bits=1,values=fp16",
+                           "q2+zstd", "topk:0.3,values=q2+zstd:1"};
     const int64_t shapes[][4] = {{4, 3, 5, 7}, {2, 50}, {1, 1}, {7, 9}};
     const int ndims[] = {4, 2, 2, 2};
     pz_rng r;

@@ -32,10 +32,12 @@ int main(void) {
     base_is("aqsgd(q2:sym),store=fp16", "q2:sym,nearest,per=tensor");
     base_is("ms:0.01,bits=2", "ms:0.01,bits=2,per=tensor,values=fp32,auto");
     base_is("fp32", "none");
+    base_is("ef(q8:per=token)+zstd", "q8:asym,nearest,per=token+zstd:3"); /* evaluation's frames go through the same entropy stage */
 
     CHECK(lossless("none") == 1 && lossless("fp32") == 1, "none is lossless");
     CHECK(lossless("fp16") == 0 && lossless("q8") == 0 && lossless("topk:1") == 0, "others are not");
     CHECK(lossless("ef(none)") == 0, "a wrapper keeps state: not lossless even around none");
+    CHECK(lossless("none+zstd") == 1 && lossless("q8+zstd") == 0, "the entropy stage keeps what the codec is");
 
     char sp[3][PZ_CODEC_SPEC_MAX];
     CHECK(pz_codec_parse_list("q8,2=ms:0.01,bits=2", 3, sp, "--fwd") == PZ_OK && !strcmp(sp[0], "q8") &&
@@ -54,7 +56,7 @@ int main(void) {
     char help[8192];
     const size_t need = pz_codec_help(help, sizeof help);
     CHECK(need < sizeof help, "help fits");
-    const char *names[] = {"none", "fp16", "bf16", "qB[", "topk:F", "randk:F", "randtopk:F", "ms:F", "ef(BASE)", "ef21(BASE)", "aqsgd(BASE)"};
+    const char *names[] = {"none", "fp16", "bf16", "qB[", "topk:F", "randk:F", "randtopk:F", "ms:F", "ef(BASE)", "ef21(BASE)", "aqsgd(BASE)", "SPEC+zstd"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) CHECK(strstr(help, names[i]), "help lists %s", names[i]);
     char small[16];
     CHECK(pz_codec_help(small, sizeof small) == need && strlen(small) == 15, "help truncates like snprintf");

@@ -26,6 +26,7 @@ static const char *const specs[] = {
     "topk:0.5,per=sample", "randk:0.1", "randk:0.2,unbiased", "randtopk:0.1,alpha=0.2", "ms:0.05,bits=2",
     "ms:0.1,bits=3,values=bf16", "ef(q2)", "ef21(q4)", "aqsgd(q2)", "aqsgd(topk:0.1),store=fp16",
     "q4:per=token,rot", "q3:sym,rot", "ef(q4:rot)",
+    "q2+zstd", "aqsgd(q2)+zstd:1", "topk:0.2,values=q4+zstd",
 };
 #define N_SPECS (sizeof specs / sizeof *specs)
 

@@ -33,7 +33,7 @@ compile "$src/src/kernels/codec_kernels_scalar.c" -fno-vectorize -ffp-contract=o
 compile "$src/src/kernels/codec_kernels_avx2.c" -ffp-contract=off -mavx2 -mfma -mf16c -msse4.2
 compile "$src/src/kernels/codec_kernels_avx512.c" -ffp-contract=off -mavx512f -mavx512bw -mavx512vl -mavx2 -mfma -mf16c -msse4.2
 compile "$src/tests/fuzz/fuzz_$target.c"
-"$CC" "${flags[@]}" "${objs[@]}" -lz -lm -o "$work/fuzz_$target"
+"$CC" "${flags[@]}" "${objs[@]}" -lzstd -lz -lm -o "$work/fuzz_$target"
 echo "fuzzing $target for ${secs}s (corpus $work/corpus)"
 "$work/fuzz_$target" -artifact_prefix="$work/" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$work/corpus" 2>&1 | \
   grep -E "^#[0-9]+ +DONE|stat::number_of_executed_units|ERROR|SUMMARY|Done" || true
