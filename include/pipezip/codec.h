@@ -60,7 +60,8 @@ PZ_API pz_status pz_codec_create(pz_codec **codec, const char *spec);
 PZ_API void pz_codec_free(pz_codec *codec);
 /* The canonical spec string (every option spelled out). */
 PZ_API const char *pz_codec_spec(const pz_codec *codec);
-/* 1 for ef/ef21/aqsgd. */
+/* 1 when the codec keeps state from frame to frame: ef/ef21/aqsgd, and
+ * lowrank's warm start (the sender's; its frames decode on their own). */
 PZ_API int pz_codec_is_stateful(const pz_codec *codec);
 /* 1 when a frame decodes to exactly the input (none). */
 PZ_API int pz_codec_is_lossless(const pz_codec *codec);
@@ -147,6 +148,7 @@ typedef struct {
 #define PZ_FRAME_USES_SEED 8u         /* positions drawn from a seed */
 #define PZ_FRAME_USES_VALUES 16u      /* a values section of some value type */
 #define PZ_FRAME_USES_INDEX 32u       /* a positions section of some index coding */
+#define PZ_FRAME_USES_RANK 64u        /* k is a rank: factors of the tokens x features matrix (lowrank) */
 
 /* ---- the frame vocabulary ---------------------------------------------------
  * Every enumerated header field, its wire values and their names, read from

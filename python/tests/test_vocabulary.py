@@ -29,6 +29,7 @@ EXAMPLES = {
     ("codec", "randk"): ("randk:0.2", r"codec: +randk \(id 5\)"),
     ("codec", "randtopk"): ("randtopk:0.2", r"codec: +randtopk \(id 6\)"),
     ("codec", "ms"): ("ms:0.1,bits=2", r"codec: +ms \(id 7\)"),
+    ("codec", "lowrank"): ("lowrank:2", r"codec: +lowrank \(id 8\)\n(.|\n)*rank: +2 factors"),
     ("granularity", "tensor"): ("q4:per=tensor", r"per tensor"),
     ("granularity", "sample"): ("q4:per=sample", r"per sample"),
     ("granularity", "channel"): ("q4:per=channel", r"per channel"),

@@ -189,7 +189,11 @@ static int inspect(int argc, char **argv) {
            i.frame_bytes ? 32.0 * i.elements / (8.0 * i.frame_bytes) : 0.0);
     char opts[160];
     pz_frame_options_text(i.options, i.option_mask, opts, sizeof opts);
-    if (i.fields & PZ_FRAME_USES_K) {
+    if (i.fields & PZ_FRAME_USES_RANK) {
+        const int64_t cols = i.ndim ? i.shape[i.ndim - 1] : 0;
+        printf("rank:         %u factors of a %lld x %lld matrix (tokens x features)\n", i.k, (long long)(cols ? i.elements / cols : 0),
+               (long long)cols);
+    } else if (i.fields & PZ_FRAME_USES_K) {
         printf("kept:         k = %u per %s", i.k, i.granularity_name);
         if (i.fields & PZ_FRAME_USES_BITS) printf(", %d-bit codes", i.bits);
         if (i.fields & PZ_FRAME_USES_SEED) printf(", positions from seed %llu", (unsigned long long)i.seed);

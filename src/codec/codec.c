@@ -34,13 +34,14 @@ void pz_codec_free(pz_codec *c) {
     free(c->state);
     free(c->tmp);
     entropy_free(c);
+    free(c->lr.q);
     scratch_release(&c->sc);
     if (c->store_ready) store_free(&c->store);
     free(c);
 }
 
 const char *pz_codec_spec(const pz_codec *c) { return c->spec; }
-int pz_codec_is_stateful(const pz_codec *c) { return c->d.wrap != NULL; }
+int pz_codec_is_stateful(const pz_codec *c) { return c->d.wrap != NULL || (c->d.p.fam == &codec_lowrank && c->d.p.lr_warm); }
 void pz_codec_set_seed(pz_codec *c, uint64_t seed) { c->seed = seed, c->counter = 0; }
 void pz_codec_set_warmup(pz_codec *c, int on) { c->warmup = on; }
 void pz_codec_set_max_samples(pz_codec *c, uint32_t max_samples) { c->max_samples = max_samples; }
@@ -84,7 +85,7 @@ static pz_status base_encode(pz_codec *c, const codec_params *p, const float *t,
     size_t body_len = 0;
     uint32_t body_crc = 0;
     int have_crc = 0;
-    const codec_io io = {.k = c->k, .sc = &c->sc};
+    const codec_io io = {.k = c->k, .sc = &c->sc, .warm = &c->lr};
     PZ_TRY(p->fam->encode(p, &io, t, &u, seed, body, bound, &body_len, &h, &body_crc, &have_crc));
     if (ids) memcpy(frame + PZ_FRAME_HEADER_BYTES, ids, id_bytes);
     h.payload_len = id_bytes + body_len;

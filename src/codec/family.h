@@ -30,12 +30,20 @@ typedef struct {
     double fraction;  /* kept fraction (families with `fraction`) */
     double alpha;     /* randtopk */
     int ms_sign;
+    int lr_iters, lr_warm; /* lowrank: power iterations, start from the previous factors */
 } codec_params;
+
+/* lowrank's sender state (lowrank.c): the previous frame's Q (rows x rank) */
+typedef struct {
+    float *q;
+    int64_t cap, rows, rank;
+} lowrank_warm;
 
 /* What encode and decode work with besides the tensor. */
 typedef struct {
     const pz_codec_kernels *k;
     codec_scratch *sc;
+    lowrank_warm *warm; /* an encoder's low-rank start (NULL when decoding) */
 } codec_io;
 
 typedef struct codec_family {
@@ -45,7 +53,7 @@ typedef struct codec_family {
     const char *help;      /* one line: what it is and what it costs */
     int lossless;          /* decodes to exactly the input */
     int plain_payload;     /* the payload is one plain array (the CRC is checked while converting) */
-    int fraction;          /* the spec starts with a kept fraction: name:F,... */
+    int fraction;          /* the spec starts with a kept fraction: name:F,... (2: with a count, lowrank:R) */
     unsigned fields;       /* PZ_FRAME_USES_*: the header fields its frames set */
     int option_mask;       /* OPT_* bits its frames may carry */
     /* defaults for a spec that names this family; 0 when `name` is not its */
@@ -77,6 +85,7 @@ extern const codec_family codec_none, codec_fp16, codec_bf16; /* half.c */
 extern const codec_family codec_quant;                         /* quant.c */
 extern const codec_family codec_topk, codec_randk, codec_randtopk; /* topk.c */
 extern const codec_family codec_ms;                            /* ms.c */
+extern const codec_family codec_lowrank;                       /* lowrank.c */
 
 /* spec.c: option helpers shared by the families (names: vocab.h) */
 pz_status spec_bad(const char *spec, const char *what);

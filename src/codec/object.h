@@ -28,6 +28,7 @@ struct pz_codec {
     int64_t tmp_n;
     codec_scratch sc;
     void *zcctx;                     /* the entropy stage's zstd context (entropy.c), made at first use */
+    lowrank_warm lr;                 /* lowrank: the sender's start for its next frame */
 };
 
 /* A stateful wrapper around a base codec. The sender encodes what

@@ -7,7 +7,7 @@
 #include <string.h>
 
 const codec_family *const codec_families[] = {
-    &codec_none, &codec_fp16, &codec_bf16, &codec_quant, &codec_topk, &codec_randk, &codec_randtopk, &codec_ms,
+    &codec_none, &codec_fp16, &codec_bf16, &codec_quant, &codec_topk, &codec_randk, &codec_randtopk, &codec_ms, &codec_lowrank,
 };
 const int codec_family_count = (int)(sizeof codec_families / sizeof *codec_families);
 

@@ -72,15 +72,18 @@ static pz_status parse_base(const char *spec, const char *s, codec_params *p) {
     char *args = NULL;
     if (colon) *colon = 0, args = colon + 1;
     const codec_family *fam = codec_family_by_name(buf, p);
-    if (!fam) return spec_bad(spec, "unknown codec name (expected none, fp16, bf16, q1..q8, topk, randk, randtopk, ms, or ef(...), ef21(...), aqsgd(...))");
+    if (!fam) return spec_bad(spec, "unknown codec name (expected none, fp16, bf16, q1..q8, topk, randk, randtopk, ms, lowrank, or ef(...), ef21(...), aqsgd(...))");
     if (fam->plain_payload && args) return fam->option(p, "", NULL, spec); /* they take no options, not even an empty list */
     if (fam->fraction) {
-        if (!args || !*args) return spec_bad(spec, "needs the kept fraction first, e.g. topk:0.1");
+        const int count = fam->fraction == 2;
+        if (!args || !*args) return spec_bad(spec, count ? "needs the rank first, e.g. lowrank:8" : "needs the kept fraction first, e.g. topk:0.1");
         char *comma = strchr(args, ',');
         if (comma) *comma = 0;
         char *end;
         p->fraction = strtod(args, &end);
-        if (end == args || *end || !(p->fraction > 0.0 && p->fraction <= 1.0))
+        if (count && (end == args || *end || !(p->fraction >= 1.0 && p->fraction <= 4096.0) || p->fraction != (double)(int)p->fraction))
+            return spec_bad(spec, "the rank must be a whole number in 1..4096, e.g. lowrank:8");
+        if (!count && (end == args || *end || !(p->fraction > 0.0 && p->fraction <= 1.0)))
             return spec_bad(spec, "the kept fraction must be a number in (0, 1], e.g. 0.1");
         args = comma ? comma + 1 : NULL;
     }

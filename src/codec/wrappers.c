@@ -220,7 +220,9 @@ pz_status pz_codec_state_save(const pz_codec *c, uint8_t **out, size_t *len) {
     const int64_t rows = c->store_ready ? c->store.cap : 0;
     const size_t rb = c->store_ready ? store_row_bytes(&c->store) : 0;
     const uint32_t spec_len = (uint32_t)strlen(c->spec);
-    const size_t n = 4 + spec_len + 4 + 4 + 8 + 8 + 4 + 8 + 4 * (size_t)(c->state ? c->state_n : 0) + 4 + 8 + 4 + 8 + (size_t)rows * (1 + rb);
+    const int64_t lr_n = c->lr.q ? c->lr.rows * c->lr.rank : 0;
+    const size_t n = 4 + spec_len + 4 + 4 + 8 + 8 + 4 + 8 + 4 * (size_t)(c->state ? c->state_n : 0) + 4 + 8 + 4 + 8 + (size_t)rows * (1 + rb) +
+                     (lr_n ? 16 + 4 * (size_t)lr_n : 0);
     uint8_t *b = malloc(n), *p = b;
     if (!b) return pz_fail(PZ_ERR_NOMEM, "out of memory for a %zu-byte codec state", n);
     const uint32_t magic = STATE_MAGIC, version = STATE_VERSION;
@@ -237,6 +239,10 @@ pz_status pz_codec_state_save(const pz_codec *c, uint8_t **out, size_t *len) {
     if (rows) {
         memcpy(p, c->store.present, (size_t)rows), p += rows;
         memcpy(p, c->store.data, (size_t)rows * rb), p += (size_t)rows * rb;
+    }
+    if (lr_n) { /* lowrank's start (a section only when there is one: older blobs end before it) */
+        memcpy(p, &c->lr.rows, 8), memcpy(p + 8, &c->lr.rank, 8), p += 16;
+        memcpy(p, c->lr.q, 4 * (size_t)lr_n), p += 4 * (size_t)lr_n;
     }
     *out = b, *len = (size_t)(p - b);
     return PZ_OK;
@@ -284,6 +290,17 @@ pz_status pz_codec_state_load(pz_codec *c, const uint8_t *b, size_t len) {
             memcpy(r, p + rows + (size_t)i * rb, rb);
         }
         p += (size_t)rows * (1 + rb);
+    }
+    if (end - p >= 16) { /* lowrank's start */
+        int64_t lrows, lrank;
+        memcpy(&lrows, p, 8), memcpy(&lrank, p + 8, 8), p += 16;
+        if (lrows < 1 || lrank < 1 || lrank > 4096 || (uint64_t)lrows > (uint64_t)(end - p) / 4 / (uint64_t)lrank)
+            return pz_fail(PZ_ERR_FORMAT, "codec state: a low-rank start of %lld x %lld does not fit its %zu bytes", (long long)lrows,
+                           (long long)lrank, (size_t)(end - p));
+        float *q = realloc(c->lr.q, 4 * (size_t)(lrows * lrank));
+        if (!q) return pz_fail(PZ_ERR_NOMEM, "out of memory for a low-rank start");
+        c->lr.q = q, c->lr.cap = lrows * lrank, c->lr.rows = lrows, c->lr.rank = lrank;
+        memcpy(q, p, 4 * (size_t)(lrows * lrank)), p += 4 * (size_t)(lrows * lrank);
     }
     if (p != end) return pz_fail(PZ_ERR_FORMAT, "codec state: %zu bytes left over", (size_t)(end - p));
     c->seed = seed, c->counter = counter, c->warmup = warm;

@@ -131,8 +131,16 @@ static pz_status set_compound(point *pt, const char *key, const char *value, con
     char kb[64], vb[512];
     snprintf(kb, sizeof kb, "%s", key);
     snprintf(vb, sizeof vb, "%s", value);
-    char *ks = NULL, *vs = NULL, *k = strtok_r(kb, "+", &ks), *v = strtok_r(vb, "+", &vs);
-    for (; k && v; k = strtok_r(NULL, "+", &ks), v = strtok_r(NULL, "+", &vs)) kv_set(pt->set, &pt->n, trim(k), trim(v));
+    /* values join with " + " (a spec may hold a '+' of its own: q8+zstd);
+     * a value without spaces around its '+' joins at every '+' */
+    const int spaced = strstr(vb, " + ") != NULL;
+    char *ks = NULL, *k = strtok_r(kb, "+", &ks), *v = vb;
+    for (; k && v; k = strtok_r(NULL, "+", &ks)) {
+        char *next = spaced ? strstr(v, " + ") : strchr(v, '+');
+        if (next) *next = 0, next += spaced ? 3 : 1;
+        kv_set(pt->set, &pt->n, trim(k), trim(v));
+        v = next;
+    }
     if (k || v) return pz_fail(PZ_ERR_ARG, "%s: '%s = %s': as many values joined by + as keys", path, key, value);
     return PZ_OK;
 }

@@ -363,6 +363,33 @@ def decode_ms(h):
     return x
 
 
+def decode_lowrank(h):
+    """two values sections P (M x r) and Q (N x r); x = P Q^T summed in f32, t ascending"""
+    if h.gran != 3 or h.bits or h.index_coding or h.options:
+        raise ValueError("lowrank parameters")
+    N = h.dims[-1]
+    M = h.n // N if N else 0
+    r = h.k
+    if r > min(M, N) or (h.n and r < 1):
+        raise ValueError("lowrank rank")
+    if h.n == 0:
+        return np.zeros(0, dtype=F32)
+    P, pu = read_values(h, h.body, 1, M * r)
+    Q, qu = read_values(h, h.body[pu:], 1, N * r)
+    if pu + qu != len(h.body):
+        raise ValueError("payload length")
+    if not (np.isfinite(P).all() and np.isfinite(Q).all()):
+        raise ValueError("non-finite factor")
+    P, Q = P.reshape(M, r), Q.reshape(N, r)
+    acc = np.zeros((M, N), dtype=F32)
+    with np.errstate(over="ignore"):
+        for t in range(r):
+            acc = (acc + np.outer(P[:, t], Q[:, t]).astype(F32)).astype(F32)
+    if not np.isfinite(acc).all():
+        raise ValueError("product overflows")
+    return acc.reshape(-1)
+
+
 def decode_base(h):
     if h.wrapper == 4 or h.codec == 0:
         x, used = f32s(h.body, h.n)
@@ -378,6 +405,8 @@ def decode_base(h):
         return decode_randk(h)
     elif h.codec == 7:
         return decode_ms(h)
+    elif h.codec == 8:
+        return decode_lowrank(h)
     else:
         raise ValueError("unknown codec %d" % h.codec)
     if used != len(h.body):

@@ -580,6 +580,72 @@ static void test_stateful(void) {
     pz_codec_free(tx), pz_codec_free(plain);
 }
 
+/* lowrank: a rank-r matrix comes back from rank r; on a slowly moving
+ * low-rank-plus-noise matrix the warm start (the previous frame's Q) tracks
+ * the leading subspace with one power iteration far better than a cold
+ * start; error feedback around rank 1 sends, over steps, the sum of what
+ * it was given (the residual carries what a frame left out). */
+static void test_lowrank(void) {
+    enum { M = 96, Nf = 32, R = 4 };
+    const int64_t shape[] = {4, 24, Nf};
+    static float a[M * R], b[Nf * R], x[M * Nf], y[M * Nf];
+    static uint8_t f[1 << 16];
+    pz_rng r;
+    pz_rng_seed(&r, 11);
+    for (int i = 0; i < M * R; i++) a[i] = pz_rng_normal(&r);
+    for (int i = 0; i < Nf * R; i++) b[i] = pz_rng_normal(&r);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < Nf; j++) {
+            double s = 0;
+            for (int t = 0; t < R; t++) s += (double)a[i * R + t] * b[j * R + t] * (t + 1);
+            x[i * Nf + j] = (float)s;
+        }
+    pz_codec *c;
+    size_t len;
+    pz_codec_stats st;
+    CHECK(pz_codec_create(&c, "lowrank:4") == PZ_OK, "%s", pz_last_error());
+    CHECK(pz_codec_encode(c, x, 3, shape, NULL, f, sizeof f, &len, &st) == PZ_OK && st.rel_error < 1e-5 &&
+              len == 64 + 4 * 4 * (M + Nf), "a rank-4 matrix through lowrank:4: error %g, %zu bytes", st.rel_error, len);
+    pz_codec_free(c);
+    /* the warm start: the same moving target, rank 2 of a rank-4 matrix with spread singular values, plus noise */
+    double err_warm = 0, err_cold = 0;
+    for (int warm = 0; warm < 2; warm++) {
+        CHECK(pz_codec_create(&c, warm ? "lowrank:2" : "lowrank:2,cold") == PZ_OK, "%s", pz_last_error());
+        CHECK(pz_codec_is_stateful(c) == warm, "the warm start is state");
+        pz_rng_seed(&r, 5);
+        double last = 0;
+        for (int step = 0; step < 12; step++) {
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < Nf; j++) {
+                    double s = 0;
+                    for (int t = 0; t < R; t++) s += (double)a[i * R + t] * b[j * R + t] * (t == 0 ? 8.0 : t == 1 ? 4.0 : 0.5);
+                    y[i * Nf + j] = (float)(s * (1.0 + 0.01 * step)) + 0.05f * pz_rng_normal(&r);
+                }
+            CHECK(pz_codec_encode(c, y, 3, shape, NULL, f, sizeof f, &len, &st) == PZ_OK, "%s", pz_last_error());
+            last = st.rel_error;
+        }
+        *(warm ? &err_warm : &err_cold) = last;
+        pz_codec_free(c);
+    }
+    CHECK(err_warm < 0.12 && err_warm < 0.8 * err_cold, "warm start %.4f against cold %.4f after 12 steps", err_warm, err_cold);
+    /* error feedback: the decoded frames add up to the inputs' sum, less the residual */
+    pz_codec *tx, *rx;
+    CHECK(pz_codec_create(&tx, "ef(lowrank:1)") == PZ_OK && pz_codec_create(&rx, "ef(lowrank:1)") == PZ_OK, "%s", pz_last_error());
+    static double sum_in[M * Nf], sum_out[M * Nf];
+    pz_rng_seed(&r, 9);
+    for (int step = 0; step < 40; step++) {
+        for (int i = 0; i < M * Nf; i++) y[i] = pz_rng_normal(&r), sum_in[i] += y[i];
+        CHECK(pz_codec_encode(tx, y, 3, shape, NULL, f, sizeof f, &len, NULL) == PZ_OK &&
+                  pz_codec_decode(rx, f, len, x, M * Nf, NULL, NULL) == PZ_OK, "%s", pz_last_error());
+        for (int i = 0; i < M * Nf; i++) sum_out[i] += x[i];
+    }
+    double e = 0, s = 0;
+    for (int i = 0; i < M * Nf; i++) e += (sum_in[i] - sum_out[i]) * (sum_in[i] - sum_out[i]), s += sum_in[i] * sum_in[i];
+    printf("lowrank: warm %.4f cold %.4f after 12 steps; ef(lowrank:1) sums differ by %.3f\n", err_warm, err_cold, sqrt(e / s));
+    CHECK(sqrt(e / s) < 0.8, "ef(lowrank:1) passes on what frames leave out (without ef: 0.98): the sums differ by %.3f", sqrt(e / s));
+    pz_codec_free(tx), pz_codec_free(rx);
+}
+
 static void test_specs(void) {
     const char *good[][2] = {
         {"none", "none"}, {"fp32", "none"}, {"fp16", "fp16"}, {"q4", "q4:asym,nearest,per=tensor"},
@@ -593,7 +659,8 @@ static void test_specs(void) {
         {"ef21(q4)", "ef21(q4:asym,nearest,per=tensor)"},
         {"aqsgd(q2)", "aqsgd(q2:asym,nearest,per=tensor),store=fp32"},
         {"aqsgd(topk:0.1),store=fp16", "aqsgd(topk:0.1,per=sample,values=fp32,by=magnitude,index=auto),store=fp16"},
-        {"q8+zstd", "q8:asym,nearest,per=tensor+zstd:3"}, {"none+zstd:19", "none+zstd:19"},
+        {"q8+zstd", "q8:asym,nearest,per=tensor+zstd:3"}, {"lowrank:8", "lowrank:8,values=fp32,iters=1,warm"},
+        {"lowrank:2,cold,values=q4,iters=3", "lowrank:2,values=q4,iters=3,cold"}, {"none+zstd:19", "none+zstd:19"},
         {"ef(q4:per=token)+zstd:1", "ef(q4:asym,nearest,per=token),per=boundary+zstd:1"},
     };
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
@@ -611,7 +678,7 @@ static void test_specs(void) {
     const char *badspecs[] = {"", "q9", "q0", "q4:fast", "topk", "topk:0", "topk:1.5", "topk:0.1,per=channel", "topk:0.1,per=token", "ms:0.1,per=token",
                               "ms:0.01,bits=9", "ms:0.01,values=q9", "randtopk:0.1,alpha=2", "ef(q4", "ef(ef(q4))",
                               "zip(q4)", "fp16:sym", "aqsgd(q2),store=fp64", "q1:sym,stoch", "topk:abc",
-                              "q8+", "q8+gzip", "q8+zstd:0", "q8+zstd:20", "q8+zstd:x", "+zstd", "q8+zstd+zstd", "q8+zstd:3,sym"};
+                              "lowrank", "lowrank:0", "lowrank:2.5", "lowrank:5000", "lowrank:2,iters=0", "lowrank:2,per=sample", "q8+", "q8+gzip", "q8+zstd:0", "q8+zstd:20", "q8+zstd:x", "+zstd", "q8+zstd+zstd", "q8+zstd:3,sym"};
     for (size_t i = 0; i < sizeof badspecs / sizeof *badspecs; i++) {
         pz_codec *c = (pz_codec *)1;
         CHECK(pz_codec_create(&c, badspecs[i]) == PZ_ERR_ARG && c == NULL, "'%s' must be rejected", badspecs[i]);
@@ -628,5 +695,6 @@ int main(void) {
     test_ms();
     test_stateful();
     test_specs();
+    test_lowrank();
     TEST_DONE();
 }

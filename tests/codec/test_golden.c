@@ -100,6 +100,12 @@ static const golden_case CASES[] = {
     {"none_levels_zstd", "none+zstd:19", "levels", 2, {2, 200}, 1, 0},
     {"aqsgd_topk20_zstd", "aqsgd(topk:0.2)+zstd", "levels", 2, {3, 300}, 3, 1},
     {"q8_small_zstd", "q8+zstd", "gauss", 1, {20}, 1, 0},
+    /* low rank: factors of a 10 x 8 matrix, fp16 factors from two cold power iterations, 8-bit factors warm over three
+     * steps (each frame starts from the last one's Q), and error feedback around rank 1 */
+    {"lowrank2", "lowrank:2", "gauss", 3, {2, 5, 8}, 1, 0},
+    {"lowrank3_fp16_cold", "lowrank:3,values=fp16,iters=2,cold", "gauss", 2, {12, 6}, 1, 0},
+    {"lowrank2_q8_warm", "lowrank:2,values=q8", "gauss", 2, {16, 8}, 3, 0},
+    {"ef_lowrank1", "ef(lowrank:1)", "gauss", 2, {6, 10}, 3, 0},
 };
 enum { NCASES = sizeof CASES / sizeof *CASES };
 

@@ -73,6 +73,11 @@ static const row rows[] = {
     /* MS: the kept elements exact, everything below Top_min within its codes */
     {"ms:0.1,bits=3", GRAD, RELERR, 0.5}, {"ms:0.05,bits=2", ACT, RELERR, 0.7}, {"ms:0.1,bits=1", SPIKE, RELERR, 1e-6},
     {"ms:0.1,bits=3,values=q8", GRAD, RELERR, 0.5}, {"ms:0.05,bits=2,values=q4", ACT, RELERR, 0.7},
+    /* low rank: the 60 x 6 matrix at full rank is exact to rounding; sizes are r (60 + 6) values; the warm start
+     * restores from a saved state (SYNC) */
+    {"lowrank:6", GRAD, RELERR, 1e-5}, {"lowrank:6,values=fp16", ACT, RELERR, 0x1p-9},
+    {"lowrank:2", GRAD, SIZE, 64 + 4 * 2 * (60 + 6)}, {"lowrank:2,values=fp16", ACT, SIZE, 64 + 2 * 2 * (60 + 6)},
+    {"lowrank:2,values=q8", GRAD, SIZE, 64 + 4 + 120 + 4 + 12}, {"lowrank:2", GRAD, SYNC, 0}, {"ef(lowrank:1)", ACT, SYNC, 0},
     /* stateful wrappers */
     {"ef(q2)", GRAD, SYNC, 0}, {"ef(topk:0.1)", ACT, SYNC, 0}, {"ef21(q4)", GRAD, SYNC, 0},
     {"ef21(topk:0.2)", GRAD, SYNC, 0}, {"aqsgd(q2)", ACT, SYNC, 0}, {"aqsgd(topk:0.1),store=fp16", GRAD, SYNC, 0},
@@ -288,7 +293,7 @@ int main(void) {
         CHECK(ok, "%s on %s: %s %g (got %g)", w->spec, data_names[w->data], prop_names[w->prop], w->a, got);
     }
     /* every family of the library has rows */
-    const char *families[] = {"none", "fp16", "bf16", "q", "topk", "randk", "randtopk", "ms", "ef(", "ef21(", "aqsgd("};
+    const char *families[] = {"none", "fp16", "bf16", "q", "topk", "randk", "randtopk", "ms", "lowrank", "ef(", "ef21(", "aqsgd("};
     for (size_t f = 0; f < sizeof families / sizeof *families; f++) {
         int has = 0;
         for (int r = 0; r < n_rows; r++) {

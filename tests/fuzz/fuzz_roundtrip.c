@@ -27,6 +27,7 @@ static const char *const specs[] = {
     "ms:0.1,bits=3,values=bf16", "ef(q2)", "ef21(q4)", "aqsgd(q2)", "aqsgd(topk:0.1),store=fp16",
     "q4:per=token,rot", "q3:sym,rot", "ef(q4:rot)",
     "q2+zstd", "aqsgd(q2)+zstd:1", "topk:0.2,values=q4+zstd",
+    "lowrank:2", "lowrank:3,values=q4,cold,iters=2", "ef(lowrank:1)",
 };
 #define N_SPECS (sizeof specs / sizeof *specs)
 
@@ -65,7 +66,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* (and half precision's rounding: relative 2^-8, absolute 2^-24 for fp16's subnormals) */
         /* (a rotation of the last dimension L moves a value up to the row's norm, sqrt(L) times the largest, plus
          * the rotated error: within 2L times the largest) */
-        const float bound = big * 1.01f * (strstr(spec, "unbiased") ? (float)n : 1.0f) * (strstr(spec, "rot") ? 2.0f * (float)shape[3] : 1.0f) +
+        /* (a rank-r projection of the tokens x features matrix keeps each column's norm: within sqrt(rows) times the largest) */
+        const float bound = big * 1.01f * (strstr(spec, "unbiased") ? (float)n : 1.0f) * (strstr(spec, "rot") ? 2.0f * (float)shape[3] : 1.0f) *
+                                (strstr(spec, "lowrank") ? (float)n : 1.0f) +
                             (strstr(spec, "fp16") ? 6e-8f : 1e-37f);
         /* (rounding to half precision overflows past its largest value, as IEEE says) */
         const int may_overflow = (big > 65504.0f && strstr(spec, "fp16")) || (big > 3.3895313e38f && strstr(spec, "bf16"));
