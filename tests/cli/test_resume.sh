@@ -33,6 +33,8 @@ PY
 }
 common=(--limit-train 512 --limit-test 200 --epochs 4 --batch 64 --progress none --threads 1 --model lenet5 --lr 0.02)
 check pipe "${common[@]}" --stages 3 --fwd "ef(q4)" --bwd "ef21(q8)"
+# lowrank's warm start is the sender's state: a resumed run starts each boundary's power iteration from the saved factors
+check lowrank "${common[@]}" --stages 3 --fwd "lowrank:3,values=fp16+zstd" --bwd "ef(lowrank:2)"
 check single "${common[@]}" --limit-train 4096
 # a language model with BPE tokens: the resumed run reads the tokenizer its
 # directory keeps (the same text, the same losses)
