@@ -40,6 +40,7 @@ EXAMPLES = {
     ("option", "unbiased"): ("randk:0.2,unbiased", r", unbiased"),
     ("option", "by=value"): ("topk:0.2,by=value", r"by value"),
     ("option", "rot"): ("q4:rot", r"rotated"),
+    ("option", "bytes"): ("q4:bytes", r"one code per byte"),
     ("value_type", "fp32"): ("topk:0.2,values=fp32", r"values: +fp32"),
     ("value_type", "fp16"): ("topk:0.2,values=fp16", r"values: +fp16"),
     ("value_type", "bf16"): ("topk:0.2,values=bf16", r"values: +bf16"),

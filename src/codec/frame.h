@@ -10,7 +10,7 @@
 
 /* Header field values. Each is a wire value (FORMAT.md), never an order. */
 enum { GRAN_TENSOR = 0, GRAN_SAMPLE = 1, GRAN_CHANNEL = 2, GRAN_TOKEN = 3 };
-enum { OPT_SYM = 1, OPT_STOCH = 2, OPT_SIGNED = 4, OPT_UNBIASED = 8, OPT_BYVALUE = 16, OPT_ROT = 32, OPT_ALL = 63 };
+enum { OPT_SYM = 1, OPT_STOCH = 2, OPT_SIGNED = 4, OPT_UNBIASED = 8, OPT_BYVALUE = 16, OPT_ROT = 32, OPT_BYTES = 64, OPT_ALL = 127 };
 enum { VAL_F32 = 0, VAL_F16 = 1, VAL_BF16 = 2, VAL_QUANT = 3 };
 enum { IDX_NONE = 0, IDX_BITMAP = 1, IDX_DELTA = 2, IDX_AUTO = 3 /* a spec's choice, never on the wire */ };
 enum { WRAP_NONE = 0, WRAP_EF = 1, WRAP_EF21 = 2, WRAP_AQSGD = 3, WRAP_AQSGD_WARMUP = 4 };

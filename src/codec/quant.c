@@ -17,6 +17,8 @@
 #define PARALLEL_MIN (1 << 20)
 
 static size_t scale_bytes(int options, const units *u) { return (size_t)u->U * ((options & OPT_SYM) ? 4 : 8); }
+/* codes on the wire: packed at their width, or one per byte (OPT_BYTES: what an entropy coder reads best) */
+static int code_width(int options, int bits) { return (options & OPT_BYTES) ? 8 : bits; }
 
 static void put_f32(uint8_t *p, float v) { memcpy(p, &v, 4); }
 static float get_f32(const uint8_t *p) { float v; memcpy(&v, p, 4); return v; }
@@ -137,7 +139,7 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     const pz_codec_kernels *k = io->k;
     const int64_t n = u->n;
     h->bits = p->bits;
-    h->options = p->options & (OPT_SYM | OPT_STOCH | OPT_ROT);
+    h->options = p->options & (OPT_SYM | OPT_STOCH | OPT_ROT | OPT_BYTES);
     h->seed = seed;
     float *xr = NULL; /* the rotated tensor */
     if (p->options & OPT_ROT) {
@@ -158,6 +160,7 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     const int64_t chunks = (n + SUPER - 1) / SUPER;
     uint32_t crc_small[CRC_SLOTS_SMALL], *crcs = crc_slots(crc_small, chunks);
     const int b = p->bits, sym = (p->options & OPT_SYM) != 0, stoch = (p->options & OPT_STOCH) != 0;
+    const int w = code_width(p->options, b); /* the codes' width on the wire */
     float *lo = malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
     float *step = malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
     pz_status st = !crcs || !lo || !step ? pz_fail(PZ_ERR_NOMEM, "out of memory for the scales of %lld units", (long long)u->U)
@@ -199,19 +202,19 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
             }
             i = end;
         }
-        bits_write(k, codes_out + (size_t)(c0 / 8) * b, codes, (size_t)(c1 - c0), b);
+        bits_write(k, codes_out + (size_t)(c0 / 8) * w, codes, (size_t)(c1 - c0), w);
       }
-      crcs[ci] = k->crc32c(0, codes_out + (size_t)(s0 / 8) * b, bits_bytes((uint64_t)(s1 - s0), b));
+      crcs[ci] = k->crc32c(0, codes_out + (size_t)(s0 / 8) * w, bits_bytes((uint64_t)(s1 - s0), w));
     }
     /* the body: scales, then the codes' super-chunks of SUPER * b / 8 bytes */
     const size_t sb = scale_bytes(h->options, u);
     uint32_t crc = k->crc32c(0, body, sb);
     if (chunks)
-        crc = pz_crc32c_combine(crc, crc_join_chunks(crcs, chunks, (size_t)SUPER * b / 8, bits_bytes((uint64_t)(n - (chunks - 1) * SUPER), b)),
-                             bits_bytes((uint64_t)n, b));
+        crc = pz_crc32c_combine(crc, crc_join_chunks(crcs, chunks, (size_t)SUPER * w / 8, bits_bytes((uint64_t)(n - (chunks - 1) * SUPER), w)),
+                             bits_bytes((uint64_t)n, w));
     *body_crc = crc;
     *have_crc = 1;
-    *body_len = sb + bits_bytes((uint64_t)n, b);
+    *body_len = sb + bits_bytes((uint64_t)n, w);
     crc_slots_free(crcs, crc_small);
     free(lo), free(step), free(xr);
     return PZ_OK;
@@ -220,7 +223,8 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
 static pz_status decode(const frame_header *h, const codec_io *io, const units *u, float *x) {
     const pz_codec_kernels *k = io->k;
     const int64_t n = u->n;
-    const size_t need = scale_bytes(h->options, u) + bits_bytes((uint64_t)n, h->bits);
+    const int w = code_width(h->options, h->bits);
+    const size_t need = scale_bytes(h->options, u) + bits_bytes((uint64_t)n, w);
     if (h->body_len != need)
         return frame_error(PZ_FRAME_PAYLOAD, "a quant payload of this shape has %zu bytes, not %llu", need, (unsigned long long)h->body_len);
     const int b = h->bits, sym = (h->options & OPT_SYM) != 0;
@@ -247,13 +251,13 @@ static pz_status decode(const frame_header *h, const codec_io *io, const units *
 #pragma omp parallel for schedule(static) reduction(| : bad) if (n > PARALLEL_MIN)
     for (int64_t c0 = 0; c0 < n; c0 += CHUNK) {
         const int64_t c1 = n - c0 < CHUNK ? n : c0 + CHUNK;
-        if (u->U == 1 && !sym && (b == 1 || b == 2 || b == 4 || b == 8)) {
+        if (u->U == 1 && !sym && w == b && (b == 1 || b == 2 || b == 4 || b == 8)) {
             /* one unit, every code valid: unpack and dequantize together */
             k->dequant_packed(codes_in + (size_t)(c0 / 8) * b, (size_t)(c1 - c0), b, dlo[0], dstep[0], x + c0);
             continue;
         }
         uint8_t codes[CHUNK];
-        bits_read(k, codes_in + (size_t)(c0 / 8) * b, (size_t)(c1 - c0), b, codes);
+        bits_read(k, codes_in + (size_t)(c0 / 8) * w, (size_t)(c1 - c0), w, codes);
         uint8_t mx = 0;
         for (int64_t j = 0; j < c1 - c0; j++) mx = codes[j] > mx ? codes[j] : mx;
         bad |= mx > max_code;
@@ -265,11 +269,13 @@ static pz_status decode(const frame_header *h, const codec_io *io, const units *
         }
     }
     free(dlo), free(dstep);
-    if (bad) return frame_error(PZ_FRAME_PAYLOAD, "a symmetric %d-bit code exceeds %d", b, max_code);
+    if (bad) return frame_error(PZ_FRAME_PAYLOAD, "a %s%d-bit code exceeds %d", sym ? "symmetric " : "", b, max_code);
     return (h->options & OPT_ROT) ? rotate(x, n, h->dims[h->ndim - 1], h->seed, 1) : PZ_OK;
 }
 
-static size_t max_body(const codec_params *p, const units *u) { return scale_bytes(p->options, u) + bits_bytes((uint64_t)u->n, p->bits); }
+static size_t max_body(const codec_params *p, const units *u) {
+    return scale_bytes(p->options, u) + bits_bytes((uint64_t)u->n, code_width(p->options, p->bits));
+}
 
 static pz_status check(const frame_header *h) {
     if (h->bits < 1 || h->bits > 8) return frame_error(PZ_FRAME_PARAM, "quantization width %d is not in 1..8", h->bits);
@@ -300,16 +306,17 @@ static pz_status finish(codec_params *p, const char *spec) {
 }
 
 static void canonical(const codec_params *p, char *buf, size_t cap) {
-    snprintf(buf, cap, "q%d:%s,%s,per=%s%s", p->bits, option_word(p->options, OPT_SYM), option_word(p->options, OPT_STOCH),
-             gran_name(p->gran), (p->options & OPT_ROT) ? ",rot" : "");
+    snprintf(buf, cap, "q%d:%s,%s,per=%s%s%s", p->bits, option_word(p->options, OPT_SYM), option_word(p->options, OPT_STOCH),
+             gran_name(p->gran), (p->options & OPT_ROT) ? ",rot" : "", (p->options & OPT_BYTES) ? ",bytes" : "");
 }
 
 const codec_family codec_quant = {
     .name = "quant", .wire_id = 3, .fields = PZ_FRAME_USES_BITS | PZ_FRAME_USES_GRANULARITY,
-    .option_mask = OPT_SYM | OPT_STOCH | OPT_ROT,
-    .usage = "qB[:asym|sym,nearest|stoch,per=tensor|sample|channel|token,rot]",
+    .option_mask = OPT_SYM | OPT_STOCH | OPT_ROT | OPT_BYTES,
+    .usage = "qB[:asym|sym,nearest|stoch,per=tensor|sample|channel|token,rot,bytes]",
     .help = "uniform quantization, B = 1..8 bits: min-max (asym, Paper A) or max-abs (sym, AQ-SGD); stochastic rounding is unbiased; "
-            "rot: after a seeded randomized Hadamard rotation of the last dimension (one outlier no longer sets a vector's scale). "
+            "rot: after a seeded randomized Hadamard rotation of the last dimension (one outlier no longer sets a vector's scale); "
+            "bytes: one code per byte, for the entropy stage (q6:bytes+zstd). "
             "B bits + a scale per unit",
     .match = match, .option = option, .finish = finish, .canonical = canonical, .max_body = max_body,
     .encode = encode, .check = check, .decode = decode,

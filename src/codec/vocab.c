@@ -45,6 +45,7 @@ const frame_option frame_options[] = {
     {OPT_UNBIASED, "unbiased", "biased", "unbiased", "biased"},
     {OPT_BYVALUE, "by=value", "by=magnitude", "by value", "by magnitude"},
     {OPT_ROT, "rot", "norot", "rotated", ""}, /* the off text is not shown: frames before rotations existed read as before */
+    {OPT_BYTES, "bytes", "packed", "one code per byte", ""}, /* (the same for packed codes) */
 };
 const int frame_option_count = (int)(sizeof frame_options / sizeof *frame_options);
 

@@ -102,7 +102,7 @@ def parse(frame):
         raise ValueError("checksum mismatch")
     if not 1 <= h.ndim <= 4 or any(dims[h.ndim:]):
         raise ValueError("impossible shape")
-    if reserved0 or reserved2 or h.flags & ~3 or h.options & ~63 or (reserved1 and not h.flags & 2):
+    if reserved0 or reserved2 or h.flags & ~3 or h.options & ~127 or (reserved1 and not h.flags & 2):
         raise ValueError("reserved bits set")
     h.dims = list(dims[: h.ndim])
     h.n = int(np.prod(h.dims, dtype=np.int64))
@@ -146,7 +146,7 @@ def units(h, gran):
 
 # ---- codecs -----------------------------------------------------------------
 
-SYM, STOCH, SIGNED, UNBIASED, BYVALUE, ROT = 1, 2, 4, 8, 16, 32
+SYM, STOCH, SIGNED, UNBIASED, BYVALUE, ROT, BYTES = 1, 2, 4, 8, 16, 32, 64
 ROT_SALT = 0x526F746174696F6E
 
 
@@ -156,9 +156,11 @@ def decode_quant(h):
     sym = bool(h.options & SYM)
     per = 1 if sym else 2
     scales, used = f32s(h.body, per * U)
-    codes, cbytes = bit_stream(h.body[used:], h.n, b)
+    codes, cbytes = bit_stream(h.body[used:], h.n, 8 if h.options & BYTES else b)
     if used + cbytes != len(h.body):
         raise ValueError("quant payload length")
+    if h.n and codes.max() > (1 << b) - (2 if sym and b > 1 else 1):
+        raise ValueError("code out of range")
     if sym:
         step = scales[unit]
         if b == 1:

@@ -660,6 +660,7 @@ static void test_specs(void) {
         {"aqsgd(q2)", "aqsgd(q2:asym,nearest,per=tensor),store=fp32"},
         {"aqsgd(topk:0.1),store=fp16", "aqsgd(topk:0.1,per=sample,values=fp32,by=magnitude,index=auto),store=fp16"},
         {"q8+zstd", "q8:asym,nearest,per=tensor+zstd:3"}, {"lowrank:8", "lowrank:8,values=fp32,iters=1,warm"},
+        {"q6:bytes,sym", "q6:sym,nearest,per=tensor,bytes"},
         {"lowrank:2,cold,values=q4,iters=3", "lowrank:2,values=q4,iters=3,cold"}, {"none+zstd:19", "none+zstd:19"},
         {"ef(q4:per=token)+zstd:1", "ef(q4:asym,nearest,per=token),per=boundary+zstd:1"},
     };

@@ -227,6 +227,16 @@ int main(void) {
         CHECK(flen == tiny_len && !memcmp(f, frame, flen), "a frame zstd cannot shrink is sent as it is");
     }
 
+    { /* one code per byte: a byte above the width's largest code is refused */
+        const int64_t sh[] = {4, 100};
+        make("q6:bytes", 2, sh, NULL);
+        CHECK(flen == 64 + 8 + 400 && pz_frame_decode(frame, flen, out, 400, NULL, NULL) == PZ_OK, "q6:bytes: %zu bytes", flen);
+        memcpy(f, frame, flen), f[64 + 8 + 17] = 64, fix_crc(f, flen);
+        expect("a 6-bit code of 64", f, flen, 400, PZ_FRAME_PAYLOAD);
+        memcpy(f, frame, flen), f[64 + 8 + 17] = 63, fix_crc(f, flen);
+        CHECK(pz_frame_decode(f, flen, out, 400, NULL, NULL) == PZ_OK, "63 is a 6-bit code");
+    }
+
     /* random mutations, checksum repaired: never a crash */
     const char *specs[] = {"none", "fp16", "bf16", "q3", "q5:sym,per=sample", "q2:per=channel", "q4:per=token", "q1:sym",
                            "topk:0.1,index=bitmap", "topk:0.05,index=delta,values=q4", "topk:0.2,values=fp16",

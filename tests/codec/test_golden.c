@@ -106,6 +106,10 @@ static const golden_case CASES[] = {
     {"lowrank3_fp16_cold", "lowrank:3,values=fp16,iters=2,cold", "gauss", 2, {12, 6}, 1, 0},
     {"lowrank2_q8_warm", "lowrank:2,values=q8", "gauss", 2, {16, 8}, 3, 0},
     {"ef_lowrank1", "ef(lowrank:1)", "gauss", 2, {6, 10}, 3, 0},
+    /* codes one per byte (bytes): alone, through the entropy stage, and symmetric per token */
+    {"q5_bytes", "q5:bytes", "gauss", 2, {3, 10}, 1, 0},
+    {"q6_bytes_zstd", "q6:bytes+zstd", "gauss", 3, {4, 32, 16}, 1, 0},
+    {"q3_sym_token_bytes", "q3:sym,per=token,bytes", "relu", 3, {2, 3, 7}, 1, 0},
 };
 enum { NCASES = sizeof CASES / sizeof *CASES };
 
