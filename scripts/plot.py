@@ -577,7 +577,7 @@ def frontier(panels, out, formats, cut=None):
     range as a grey band; image classifiers by final test accuracy through
     the compressed boundaries, language models by validation loss. cut:
     one-cut runs at that cut only (split learning)"""
-    fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels) + 0.6, 3.6), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels) + 0.6, 4.2), squeeze=False, layout="constrained")
     for ax, dirs in zip(axes[0], panels):
         sws = [Sweep(d) for d in dirs.split("+")]
         lm = sws[0].lm
@@ -606,10 +606,12 @@ def frontier(panels, out, formats, cut=None):
         base = groups.pop("none / none", None)
         if base:
             ax.axhspan(min(base[1]), max(base[1]), color="#a8a8a8", alpha=0.35, lw=0, label="none / none: its seeds' range")
+            mean = sum(base[1]) / len(base[1])
             if lm:  # the issue's bars: 1% and 3% above the uncompressed mean
-                mean = sum(base[1]) / len(base[1])
                 for pct, ls in ((1, "--"), (3, ":")):
                     ax.axhline(mean * (1 + pct / 100), color="#555555", lw=0.8, ls=ls, label="uncompressed mean + %d%%" % pct)
+            else:  # and half a point below it
+                ax.axhline(mean - 0.5, color="#555555", lw=0.8, ls="--", label="uncompressed mean - 0.5 points")
         for i, (k, (xs, ys)) in enumerate(groups.items()):
             if len(ys) < 2:
                 continue  # a single seed has no range: the figure is about seeds
@@ -618,12 +620,21 @@ def frontier(panels, out, formats, cut=None):
             ax.errorbar([x], [y], yerr=[[y - min(ys)], [max(ys) - y]], color=st["color"], marker=st["marker"], ms=4, lw=1, capsize=2,
                         label=k)
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("traffic reduction against fp32\n(both directions)")
-        ax.set_ylabel("validation loss, nats/token" if lm else "test accuracy, % (compressed)")
+        lo, hi = ax.get_xlim()  # ticks at round ratios, labelled 8x, 32x (a narrow range gets finer ones)
+        for cands in ((1, 2, 4, 8, 16, 32, 64, 128, 256), (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128),
+                      (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 25, 30, 35, 40, 50, 60, 70, 80, 100)):
+            ticks = [c for c in cands if lo <= c <= hi]
+            if len(ticks) >= 3:
+                break
+        ax.set_xticks(ticks, ["%gx" % t for t in ticks])
+        ax.set_xticks([], minor=True)
+        ax.set_xlim(lo, hi)
+        ax.set_xlabel("traffic less than fp32, both ways")
+        ax.set_ylabel("validation loss (nats/token)" if lm else "test accuracy % (compressed)")
         ax.set_title(sws[0].rows[0].get("model", "") + (", one cut at " + cut if cut and any("," not in r.get("cuts", ",") for r in sws[0].rows)
                                                       else ", 4 stages"), fontsize=7.5)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=5.5, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=1)
+        ax.legend(fontsize=5.5, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
     fig.suptitle("Traffic against quality: mean and range over seeds 1-3 (activations / gradients)", fontsize=8.5)
     return savefig(fig, out, "frontier", formats)
 
