@@ -98,6 +98,9 @@ typedef enum {
     PZ_SET_PIPE_SCHEDULE,  /* "gpipe" or "1f1b" */
     PZ_SET_COMPUTE_RATE,   /* the emulated clock's compute: "cpu", "wall" or a rate ("100tflops") */
     PZ_SET_SUBSPACE,       /* a GPT's blocks write into a fixed K-dim subspace; boundaries carry K per token (0: off) */
+    PZ_SET_BUDGET,         /* a traffic budget: "40x", "2MB" (per step), "200mbit@50ms" (per link direction); unset: off */
+    PZ_SET_BUDGET_LADDER,  /* the budget's stateless codecs, best first: "q8:bytes+zstd/q6:bytes+zstd/..." */
+    PZ_SET_BUDGET_EVERY,   /* re-decide after step 1 and every N steps */
     PZ_SET_COUNT
 } pz_setting;
 

@@ -40,7 +40,7 @@ typedef struct {
     pz_pipe *pipe;
     pz_loader loader;
     pz_schedule sched;
-    pz_metrics steps_m, epochs_m, bounds_m, evals_m;
+    pz_metrics steps_m, epochs_m, bounds_m, evals_m, budget_m;
     pz_traffic traffic;
     double t0, emulated, clock0; /* clock0: the pipeline's clock when the epoch (or this turn) began */
     double train_seconds;      /* spent training in this process: steps only, not evaluations or checkpoints */
@@ -69,11 +69,13 @@ static pz_status open_streams(run *r) {
         PZ_TRY(pz_metrics_reopen(&r->epochs_m, r->out_dir, "epochs", csv, E, -1));
         if (r->pipeline) PZ_TRY(pz_metrics_reopen(&r->bounds_m, r->out_dir, "boundaries", csv, E, -1));
         if (cfg->eval_every > 0) PZ_TRY(pz_metrics_reopen(&r->evals_m, r->out_dir, "evals", csv, E, upto));
+        if (r->pipeline && r->pc.budget.kind) PZ_TRY(pz_metrics_reopen(&r->budget_m, r->out_dir, "budget", csv, E, upto));
     } else {
         PZ_TRY(pz_metrics_open(&r->steps_m, r->out_dir, "steps", cfg->metrics == RUN_METRICS_CSV));
         PZ_TRY(pz_metrics_open(&r->epochs_m, r->out_dir, "epochs", cfg->metrics == RUN_METRICS_CSV));
         if (r->pipeline) PZ_TRY(pz_metrics_open(&r->bounds_m, r->out_dir, "boundaries", cfg->metrics == RUN_METRICS_CSV));
         if (cfg->eval_every > 0) PZ_TRY(pz_metrics_open(&r->evals_m, r->out_dir, "evals", cfg->metrics == RUN_METRICS_CSV));
+        if (r->pipeline && r->pc.budget.kind) PZ_TRY(pz_metrics_open(&r->budget_m, r->out_dir, "budget", cfg->metrics == RUN_METRICS_CSV));
     }
     return PZ_OK;
 }
@@ -354,6 +356,36 @@ static int epoch_last_step(const run *r, const epoch_sums *e) {
     return e->steps == r->sched.steps_per_epoch || r->global_step == r->sched.total_steps;
 }
 
+/* --budget: after the step just taken (one pz_budget_due names), every
+ * sender's measurements and the rungs chosen from them; a record per
+ * boundary and direction into budget.jsonl */
+static pz_status budget_round(run *r, int epoch) {
+    const pz_budget *bg = &r->pc.budget;
+    pz_budget_round br;
+    PZ_TRY(pz_pipe_budget(r->pipe, r->global_step, &br));
+    if (!r->budget_m.f) return PZ_OK;
+    double total_fp32 = 0;
+    for (int i = 0; i < br.n_items; i++) total_fp32 += 4.0 * (double)br.meas[i].elements;
+    for (int i = 0; i < br.n_items; i++) {
+        const pz_budget_meas *m = &br.meas[i];
+        const int c = br.choice[i];
+        char rungs[PZ_BUDGET_RUNGS * 48] = "";
+        size_t used = 0;
+        for (int k = 0; k < bg->n_rungs && used < sizeof rungs; k++)
+            used += (size_t)snprintf(rungs + used, sizeof rungs - used, "%s%llu:%.3g", k ? " " : "", (unsigned long long)m->bytes[k], m->err[k]);
+        pz_field f[] = {PZ_NUM("epoch", epoch + 1), PZ_NUM("step", r->global_step), PZ_NUM("boundary", i / 2 + 1),
+                        PZ_STR("after", r->model.net.layers[r->pc.cuts[i / 2]].name), PZ_STR("direction", i % 2 ? "bwd" : "fwd"),
+                        PZ_STR("codec", bg->rung[c].text), PZ_NUM("rung", c), PZ_NUM("bytes", (double)m->bytes[c]),
+                        PZ_NUM("fp32_bytes", 4.0 * (double)m->elements), PZ_NUM("error", m->err[c]),
+                        PZ_NUM("planned_bytes", br.planned), PZ_NUM("limit_bytes", br.limit),
+                        PZ_NUM("planned_ratio", br.planned > 0 ? total_fp32 / br.planned : 0), PZ_NUM("met", br.met),
+                        PZ_STR("rungs", rungs)};
+        PZ_TRY(pz_metrics_write(&r->budget_m, f, (int)(sizeof f / sizeof *f)));
+    }
+    fflush(r->budget_m.f);
+    return PZ_OK;
+}
+
 static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
     const pz_run_plan *cfg = r->cfg;
     pz_loader_start_epoch(&r->loader, epoch);
@@ -373,6 +405,8 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
                            epoch + 1, (long long)e->steps + 1);
         e->loss_sum += (double)loss * B, e->hits += correct, e->seen += B, r->samples += B, r->samples_here += B;
         e->steps++, r->global_step++;
+        /* --budget: choose the rungs again (not after the run's last step: nothing would use them) */
+        if (pz_budget_due(&r->pc.budget, r->global_step) && r->global_step < r->sched.total_steps) PZ_TRY(budget_round(r, epoch));
         const double now = pz_now();
         const pz_progress p = progress(r, epoch, e->steps, e->loss_sum, e->hits, e->seen, lr, now);
         if (r->on_progress && r->on_progress(&p, r->user)) r->res->stopped = 1;
@@ -615,6 +649,7 @@ pz_status pz_run_train(const pz_run_plan *cfg, pz_run_result *res, pz_progress_f
     pz_metrics_close(&r->epochs_m);
     pz_metrics_close(&r->bounds_m);
     pz_metrics_close(&r->evals_m);
+    pz_metrics_close(&r->budget_m);
     pz_loader_free(&r->loader);
     pz_model_free(&r->model);
     pz_dataset_free(&r->train);

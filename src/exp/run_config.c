@@ -83,8 +83,10 @@ static int config_fields(const pz_run_plan *p, pz_field *f, char *seed_buf) {
     f[n++] = PZ_STR("conv_kernels_chosen_by", ci.source);
     f[n++] = PZ_NUM("stages", p->stages);
     f[n++] = PZ_STR("cuts", run_plan_str(p, PZ_SET_CUTS));
-    f[n++] = PZ_STR("fwd", run_plan_str(p, PZ_SET_FWD));
-    f[n++] = PZ_STR("bwd", run_plan_str(p, PZ_SET_BWD));
+    /* a budget chooses the codecs as it runs (budget.jsonl) */
+    const int budget = p->budget.kind != PZ_BUDGET_OFF;
+    f[n++] = PZ_STR("fwd", budget ? "budget" : run_plan_str(p, PZ_SET_FWD));
+    f[n++] = PZ_STR("bwd", budget ? "budget" : run_plan_str(p, PZ_SET_BWD));
     f[n++] = PZ_STR("eval_compress", run_plan_str(p, PZ_SET_EVAL_COMPRESS));
     f[n++] = PZ_NUM("micro_batches", p->micro_batches);
     f[n++] = PZ_NUM("aqsgd_warmup", p->aqsgd_warmup);
@@ -97,6 +99,9 @@ static int config_fields(const pz_run_plan *p, pz_field *f, char *seed_buf) {
     f[n++] = PZ_STR("pipe_schedule", run_plan_str(p, PZ_SET_PIPE_SCHEDULE));
     f[n++] = PZ_STR("compute_rate", run_plan_str(p, PZ_SET_COMPUTE_RATE));
     f[n++] = PZ_NUM("subspace", p->subspace);
+    f[n++] = PZ_STR("budget", budget ? run_plan_str(p, PZ_SET_BUDGET) : "off");
+    f[n++] = PZ_STR("budget_ladder", budget ? run_plan_str(p, PZ_SET_BUDGET_LADDER) : "");
+    f[n++] = PZ_NUM("budget_every", budget ? p->budget.every : 0);
     return n;
 }
 
@@ -121,6 +126,9 @@ void run_fingerprint(const pz_run_plan *p, char *out, size_t cap) {
     if (p->vocab != 256) fp_append(out, cap, " tok=%s", run_plan_str(p, PZ_SET_TOKENIZER));
     if (p->grad_mask) fp_append(out, cap, " grad_mask=fwd");
     if (p->subspace) fp_append(out, cap, " subspace=%d", p->subspace);
+    if (p->budget.kind != PZ_BUDGET_OFF)
+        fp_append(out, cap, " budget=%s every=%d ladder=%s", run_plan_str(p, PZ_SET_BUDGET), p->budget.every,
+                  run_plan_str(p, PZ_SET_BUDGET_LADDER));
     /* everything else that moves the trajectory (a run that used the defaults keeps its older fingerprint) */
     const pz_augment aug = pz_data_augment(&p->data, p->crop_pad, p->flip), def = pz_data_augment(&p->data, -1, -1);
     if (aug.pad != def.pad || aug.flip != def.flip) fp_append(out, cap, " crop_pad=%d flip=%d", aug.pad, aug.flip);
@@ -345,6 +353,13 @@ pz_status run_pipe_config(const pz_run_plan *p, const pz_model *model, const pz_
                        pc->n_stages, pc->n_stages, ranks, pc->n_stages);
     PZ_TRY(pz_codec_list_resolve(&p->fwd, pc->n_stages - 1, pc->fwd, "--fwd"));
     PZ_TRY(pz_codec_list_resolve(&p->bwd, pc->n_stages - 1, pc->bwd, "--bwd"));
+    pc->budget = p->budget;
+    if (p->budget.kind != PZ_BUDGET_OFF) /* the stages start at the first rung; the records say "budget" (budget.jsonl has each choice) */
+        for (int b = 0; b + 1 < pc->n_stages; b++) {
+            pc->fwd[b] = pc->bwd[b] = p->budget.rung[0];
+            snprintf(pc->fwd[b].text, sizeof pc->fwd[b].text, "budget");
+            snprintf(pc->bwd[b].text, sizeof pc->bwd[b].text, "budget");
+        }
     pc->emu.bandwidth = p->bandwidth, pc->emu.latency = p->latency;
     pc->realtime = p->realtime;
     return PZ_OK;

@@ -152,6 +152,10 @@ static pz_status parse_shard(pz_run_plan *p, const char *t, const char *flag) {
 
 
 
+static pz_status parse_budget(pz_run_plan *p, const char *t, const char *flag) { return pz_budget_parse(&p->budget, t, flag); }
+static pz_status parse_budget_ladder(pz_run_plan *p, const char *t, const char *flag) { return pz_budget_parse_ladder(&p->budget, t, flag); }
+static const char *budget_choices(void) { return "NUMx|SIZE|RATE@TIME"; }
+
 /* paths and other text kept as given */
 static pz_status parse_compute_rate(pz_run_plan *p, const char *t, const char *flag) {
     if (pz_parse_compute_rate(t, &p->clock)) return pz_fail(PZ_ERR_ARG, "%s: %s", flag, pz_last_error());
@@ -261,6 +265,16 @@ const run_setting run_settings[PZ_SET_COUNT] = {
         "gpt-*: the residual stream between blocks is K coefficients of one fixed subspace and every branch reads it through "
         "token and position tables of its own, rebuilt from the ids at any stage, so a boundary carries K numbers per token "
         "(and the ids) through --fwd and --bwd (Protocol Models; 0 = off)"),
+    TEXT(PZ_SET_BUDGET, "budget", "budget", parse_budget, NULL, "BUDGET",
+         "choose each boundary's and direction's codec from --budget-ladder, the least measured error that fits: a traffic "
+         "reduction against fp32 (40x: both directions, headers included), bytes per step over all boundaries (2MB), or a link "
+         "rate and a step time (200mbit@50ms: every link direction's step within it); re-decided after step 1 and every "
+         "--budget-every steps from each sender's measurements, every choice in budget.jsonl (replaces --fwd and --bwd)",
+         budget_choices),
+    TEXT(PZ_SET_BUDGET_LADDER, "budget-ladder", "budget_ladder", parse_budget_ladder, PZ_BUDGET_LADDER_DEFAULT, "LADDER",
+         "--budget's codecs, best first, SPEC/SPEC/...: stateless (any receiver decodes them), up to 8", NULL),
+    NUM(PZ_SET_BUDGET_EVERY, "budget-every", "budget_every", SET_INT, budget.every, 1, 1000000000, "N",
+        "--budget: measure the rungs and choose again every N steps (and after step 1)"),
 };
 
 const run_setting *run_setting_of(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? &run_settings[id] : NULL; }
@@ -447,6 +461,7 @@ pz_status pz_run_plan_create(pz_run_plan **out) {
     p->momentum = 0.9f, p->nesterov = 1;
     p->crop_pad = -1, p->flip = -1, p->seed = 1, p->threads = 0, p->stages = 0;
     p->micro_batches = 1, p->timeout = 60.0, p->log_every = 10;
+    p->budget.every = PZ_BUDGET_EVERY_DEFAULT;
     for (int i = 0; i < PZ_SET_COUNT; i++) {
         const run_setting *s = &run_settings[i];
         if (!s->def) continue;
@@ -508,7 +523,8 @@ const char *pz_run_layout(const pz_run_plan *p, char *buf, size_t cap) {
 static pz_status boundary_flags(const pz_run_plan *p) {
     if (!run_plan_one_stage(p) || p->link->remote) return PZ_OK;
     static const pz_setting boundary[] = {PZ_SET_FWD, PZ_SET_BWD, PZ_SET_LINK_BANDWIDTH, PZ_SET_LINK_LATENCY, PZ_SET_LINK_REALTIME,
-                                          PZ_SET_GRAD_MASK, PZ_SET_PIPE_SCHEDULE, PZ_SET_COMPUTE_RATE};
+                                          PZ_SET_GRAD_MASK, PZ_SET_PIPE_SCHEDULE, PZ_SET_COMPUTE_RATE, PZ_SET_BUDGET,
+                                          PZ_SET_BUDGET_LADDER, PZ_SET_BUDGET_EVERY};
     for (size_t i = 0; i < sizeof boundary / sizeof *boundary; i++) {
         const pz_setting id = boundary[i];
         if (!p->given[id]) continue;
@@ -555,6 +571,15 @@ pz_status run_plan_check(const pz_run_plan *p) {
     if (p->subspace && p->grad_mask)
         return pz_fail(PZ_ERR_ARG, "--grad-mask fwd and --subspace %d: a subspace boundary carries coefficients, whose zeros are "
                        "not the activation's; give one of them", p->subspace);
+    if (p->budget.kind != PZ_BUDGET_OFF && (p->given[PZ_SET_FWD] || p->given[PZ_SET_BWD]))
+        return pz_fail(PZ_ERR_ARG, "--budget %s chooses every boundary's codecs from --budget-ladder: drop --%s %s",
+                       run_plan_str(p, PZ_SET_BUDGET), p->given[PZ_SET_FWD] ? "fwd" : "bwd",
+                       run_plan_str(p, p->given[PZ_SET_FWD] ? PZ_SET_FWD : PZ_SET_BWD));
+    if (p->budget.kind != PZ_BUDGET_OFF && p->link->session)
+        return pz_fail(PZ_ERR_ARG, "--budget %s with --link %s: a budget re-decides at the pipeline's step count, which split-learning "
+                       "clients taking turns at one server do not share (use --link inproc or mpi)", run_plan_str(p, PZ_SET_BUDGET), p->link->name);
+    if (p->budget.kind == PZ_BUDGET_OFF && (p->given[PZ_SET_BUDGET_LADDER] || p->given[PZ_SET_BUDGET_EVERY]))
+        return pz_fail(PZ_ERR_ARG, "--%s is a setting of --budget, which is not given", p->given[PZ_SET_BUDGET_LADDER] ? "budget-ladder" : "budget-every");
     if (!p->data.text && pz_model_spec_is_sequence(&p->model))
         return pz_fail(PZ_ERR_ARG, "--model %s is a language model: it trains on text (--data kjv or text:FILE), not %s", p->model.name,
                        run_plan_str(p, PZ_SET_DATA));

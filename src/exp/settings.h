@@ -60,6 +60,7 @@ struct pz_run_plan {
     pz_clock_mode clock;       /* --compute-rate */
     int grad_mask;             /* 1: "fwd" */
     int subspace;               /* --subspace K (0: off); also in model.subspace */
+    pz_budget budget;          /* --budget, --budget-ladder, --budget-every (kind OFF: --fwd and --bwd) */
     /* where the stages run and how they talk */
     const struct run_link *link;
     double bandwidth, latency; /* emulated (0: not) */

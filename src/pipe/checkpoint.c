@@ -188,6 +188,48 @@ done:
     return s;
 }
 
+pz_status pz_checkpoint_codec_spec(const uint8_t *data, size_t len, const char *path, int i, char *spec, size_t cap) {
+    size_t body;
+    spec[0] = 0;
+    PZ_TRY(check_blob(data, len, path, &body));
+    const uint8_t *p = data, *end = data + body;
+    const size_t head = 8 + 4 + 8 + 8 + 8 + 4 + 8;
+    if (body < head + 4) return pz_fail(PZ_ERR_FORMAT, "'%s' is truncated", path);
+    const int64_t a0 = pz_get_i64(p + 12), a1 = pz_get_i64(p + 20), nb = pz_get_i64(p + 28);
+    if (a0 < 0 || a1 < a0 || nb < 0 || (uint64_t)(a1 - a0) > body / 4 || (uint64_t)nb > body / 4)
+        return pz_fail(PZ_ERR_FORMAT, "'%s' holds parameters [%lld, %lld): not a checkpoint", path, (long long)a0, (long long)a1);
+    const uint64_t n = (uint64_t)(a1 - a0);
+    p += head;
+    if ((uint64_t)(end - p) < 4 * (n + (uint64_t)nb) + 4) return pz_fail(PZ_ERR_FORMAT, "'%s' is truncated", path);
+    p += 4 * (n + (uint64_t)nb);
+    const int32_t flags = pz_get_i32(p);
+    p += 4;
+    const uint64_t moments = 4 * n * (uint64_t)(((flags & 1) != 0) + ((flags & 2) != 0));
+    if ((uint64_t)(end - p) < moments + 4) return pz_fail(PZ_ERR_FORMAT, "'%s' is truncated", path);
+    p += moments;
+    const int32_t nc = pz_get_i32(p);
+    p += 4;
+    if (i < 0 || i >= nc) return pz_fail(PZ_ERR_FORMAT, "'%s' holds %d codec states, not a codec %d", path, nc, i);
+    for (int k = 0;; k++) {
+        if (end - p < 8) return pz_fail(PZ_ERR_FORMAT, "'%s' is truncated", path);
+        const uint64_t l = (uint64_t)pz_get_i64(p);
+        p += 8;
+        if (l > (uint64_t)(end - p)) return pz_fail(PZ_ERR_FORMAT, "'%s' is truncated", path);
+        if (k < i) {
+            p += l;
+            continue;
+        }
+        /* a codec state: [u32 magic][u32 version][u32 spec length][spec] (wrappers.c) */
+        if (l == 0) return PZ_OK; /* no codec there */
+        if (l < 12) return pz_fail(PZ_ERR_FORMAT, "'%s': codec %d's state is truncated", path, i);
+        uint32_t sl;
+        memcpy(&sl, p + 8, 4);
+        if (sl > l - 12 || sl >= cap) return pz_fail(PZ_ERR_FORMAT, "'%s': codec %d's state names a spec of %u bytes", path, i, sl);
+        memcpy(spec, p + 12, sl), spec[sl] = 0;
+        return PZ_OK;
+    }
+}
+
 pz_status pz_checkpoint_read_params(const char *path, pz_model *m, int64_t *p0, int64_t *p1) {
     uint8_t *data;
     size_t len;

@@ -29,6 +29,17 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     }
     p->cfg = *cfg;
     p->cfg.micro_batches = M;
+    const pz_budget *bg = &cfg->budget;
+    if (bg->kind != PZ_BUDGET_OFF) { /* the senders start at the ladder's first rung */
+        if (bg->n_rungs < 1 || bg->n_rungs > PZ_BUDGET_RUNGS || bg->every < 1 || !(bg->value > 0) || cfg->n_stages < 2) {
+            if (!cfg->serving) pz_link_free(cfg->prev_link);
+            pz_link_free(cfg->next_link);
+            free(p);
+            return pz_fail(PZ_ERR_ARG, "a budget of %d rungs re-decided every %d steps over %d stages (it needs 1..%d rungs, "
+                           "every >= 1 and a pipeline)", bg->n_rungs, bg->every, cfg->n_stages, PZ_BUDGET_RUNGS);
+        }
+        for (int b = 0; b + 1 < cfg->n_stages; b++) p->cfg.fwd[b] = p->cfg.bwd[b] = bg->rung[0];
+    }
     p->schedule = cfg->schedule == PZ_PIPE_1F1B ? &pipe_schedule_1f1b : &pipe_schedule_gpipe;
     if (p->cfg.timeout_s <= 0) p->cfg.timeout_s = 60.0;
     if (p->cfg.err_every == 0) p->cfg.err_every = 10;
@@ -239,6 +250,18 @@ pz_status pz_pipe_set_warmup(pz_pipe *p, int on) {
     return driver_ask(p, MSG_WARMUP, v, 4, MSG_WARMUP_SET, &n);
 }
 
+pz_status pz_pipe_budget(pz_pipe *p, int64_t step, pz_budget_round *r) {
+    const pz_budget *b = &p->cfg.budget;
+    if (b->kind == PZ_BUDGET_OFF) return pz_fail(PZ_ERR_ARG, "this pipeline has no budget");
+    uint8_t v[8];
+    pz_put_i64(v, step);
+    size_t n;
+    PZ_TRY(driver_ask(p, MSG_BUDGET, v, 8, MSG_BUDGET_SET, &n));
+    PZ_TRY(msg_budget_set_get(p->buf, n, PZ_BUDGET_ITEMS(p->S), b->n_rungs, r));
+    if (r->step != step) return pz_fail(PZ_ERR_STATE, "a BUDGET_SET for step %lld after step %lld", (long long)r->step, (long long)step);
+    return PZ_OK;
+}
+
 pz_status pz_pipe_hand_on(pz_pipe *p) {
     size_t n;
     return driver_ask(p, MSG_PUT_STATE, "", 0, MSG_KEPT, &n);
@@ -304,6 +327,8 @@ void pz_pipe_free(pz_pipe *p) {
         pz_optim_free(&s->opt);
         pz_codec_free(s->fwd_rx), pz_codec_free(s->bwd_tx), pz_codec_free(s->fwd_tx), pz_codec_free(s->bwd_rx);
         pz_codec_free(s->eval_tx), pz_codec_free(s->eval_rx), pz_codec_free(s->plain_tx), pz_codec_free(s->plain_rx);
+        for (int d = 0; d < 2; d++)
+            for (int r = 0; r < PZ_BUDGET_RUNGS; r++) pz_codec_free(s->probe[d][r]);
         if (!(p->cfg.serving && i == p->first)) pz_link_free(s->prev);
         pz_link_free(s->next);
         free(s->kept);

@@ -14,6 +14,7 @@
 #include "link/link.h"
 #include "pipezip/codec.h"
 #include "codec/desc.h"
+#include "budget.h"
 
 #define PZ_MAX_STAGES 16
 #define PZ_SPEC_MAX PZ_CODEC_SPEC_MAX
@@ -40,6 +41,10 @@ typedef struct {
      * gradients, as parsed values; zeroed = "none" (pz_codec_list_resolve
      * fills them) */
     pz_codec_desc fwd[PZ_MAX_STAGES], bwd[PZ_MAX_STAGES];
+    /* a traffic budget (budget.h): the senders' codecs are its ladder's
+     * rungs, chosen per boundary and direction by pz_pipe_budget; fwd and
+     * bwd above are then its first rung (what the stages start with) */
+    pz_budget budget;
     pz_optim_kind optimizer;
     float momentum, weight_decay;
     int nesterov;
@@ -130,6 +135,11 @@ double pz_pipe_clock(pz_pipe *p);
 int64_t pz_pipe_activation_bytes(const pz_pipe *p, int stage);
 /* aqsgd(...) senders send uncompressed while on (warm-up), at every stage. */
 pz_status pz_pipe_set_warmup(pz_pipe *p, int on);
+/* A budget's decision (pz_pipe_config.budget), after `step`, a step
+ * pz_budget_due names: every sender's measurements of the rungs at that
+ * step, the rung chosen for each boundary and direction (the last stage
+ * chooses; each sender takes its rung as the answer passes), into *r. */
+pz_status pz_pipe_budget(pz_pipe *p, int64_t step, pz_budget_round *r);
 /* Every stage writes DIR/stage-<i>.bin (atomically); returns once all did. */
 pz_status pz_pipe_save(pz_pipe *p, const char *dir);
 /* Split learning, several clients taking turns: the first stage hands its
@@ -157,6 +167,11 @@ pz_status pz_checkpoint_write(const char *path, int stage, const pz_model *m, in
                               const pz_optim *opt, pz_codec *const *codecs, int n_codecs);
 pz_status pz_checkpoint_read(const char *path, int stage, pz_model *m, int64_t p0, int64_t p1, pz_optim *opt,
                              pz_codec **codecs, int n_codecs);
+
+/* The spec codec i's state in a checkpoint blob was saved by, into spec
+ * (cap bytes; "" when that codec is absent): a budget's stage resumes with
+ * the rung it had chosen. */
+pz_status pz_checkpoint_codec_spec(const uint8_t *data, size_t len, const char *path, int i, char *spec, size_t cap);
 
 /* A checkpoint's parameters only, into the range [*p0, *p1) its header
  * names (running statistics too when it holds the whole model): for using a

@@ -56,6 +56,14 @@ struct stage {
     float *tie_w, *tie_g;        /* this stage's table and its gradient (V x C) */
     size_t tie_n;
     int tie_dirty;               /* tie_e: the table changed since tie_l got it */
+    /* a traffic budget (budget.h): per direction (0: activations to next,
+     * 1: gradients to prev) a codec per rung that only measures, the rung
+     * the sender uses, and the measurements of probe step probe_t */
+    pz_codec *probe[2][PZ_BUDGET_RUNGS];
+    int rung[2];
+    int64_t probe_t;
+    pz_budget_meas meas[2];
+    int meas_n[2];             /* frames measured */
     double grad_norm;          /* stage 0, clipping: the last step's global gradient norm (before clipping) */
     uint8_t *kept;             /* split learning: the client state left by the last client */
     size_t kept_len;
@@ -86,7 +94,7 @@ struct stage_bufs {
 struct pz_pipe {
     pz_pipe_config cfg;
     const pipe_schedule *schedule;
-    char fingerprint[PZ_MAX_STAGES * 2 * PZ_SPEC_MAX + 512]; /* what every stage must agree on */
+    char fingerprint[(PZ_MAX_STAGES * 2 + PZ_BUDGET_RUNGS) * PZ_SPEC_MAX + 512]; /* what every stage must agree on */
     int S, first, last, has_driver, started, mb_max;
     int stage_threads; /* each local stage's threads: --threads shared among them (at least 1) */
     int checked;       /* the driver's CHECK passed here */
@@ -107,6 +115,13 @@ pz_status plan_stage(pz_pipe *p, int i);
 void plan_fingerprint(pz_pipe *p);
 /* The codec states in a stage's checkpoint (none in a pipeline of one). */
 int plan_stage_codecs(const stage *s);
+/* A budget: the sender of direction dir (0: activations, 1: gradients)
+ * encodes with rung r from now on (a fresh codec of the rung, seeded as
+ * at the start; evaluation follows the activations' rung). */
+pz_status plan_use_rung(stage *s, int dir, int r);
+/* A budget: before a checkpoint blob (or a handed-on client state) is
+ * loaded, take the rungs its senders' states were saved with. */
+pz_status plan_adopt_rungs(stage *s, const uint8_t *blob, size_t len, const char *what);
 
 /* ---- stage.c ---- */
 void *stage_main(void *arg);

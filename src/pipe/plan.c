@@ -200,17 +200,78 @@ pz_status plan_stage(pz_pipe *p, int i) {
         s->fwd_lossless = pz_codec_is_lossless(s->fwd_tx);
     }
     s->rep.stage = i;
+    /* a budget: every rung of each direction this stage sends, to measure (the senders start at the first) */
+    for (int d = 0; d < 2 && cfg->budget.kind != PZ_BUDGET_OFF; d++) {
+        if (d == 0 ? i == p->S - 1 : i == 0) continue;
+        for (int r = 0; r < cfg->budget.n_rungs; r++) PZ_TRY(make_codec(&s->probe[d][r], &cfg->budget.rung[r], cfg->max_samples));
+    }
     if (cfg->resume) {
         char path[4200];
         snprintf(path, sizeof path, "%s/stage-%d.bin", cfg->resume, i);
-        pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
-        pz_status st = pz_checkpoint_read(path, i, &s->model[0], s->p0, s->p1, &s->opt, codecs, plan_stage_codecs(s));
+        uint8_t *data;
+        size_t len;
+        pz_status st = pz_read_file(path, &data, &len);
+        if (!st) {
+            pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
+            st = plan_adopt_rungs(s, data, len, path);
+            if (!st) codecs[1] = s->bwd_tx, codecs[2] = s->fwd_tx; /* the rungs taken */
+            if (!st) st = pz_checkpoint_unpack(data, len, path, i, &s->model[0], s->p0, s->p1, &s->opt, codecs, plan_stage_codecs(s));
+            free(data);
+        }
         if (st) return pz_fail(st, "stage %d: %s", i, pz_last_error());
     } else if (cfg->restore && cfg->restore->blob[i]) {
+        pz_status st = plan_adopt_rungs(s, cfg->restore->blob[i], cfg->restore->len[i], "a snapshot");
         pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
-        pz_status st = pz_checkpoint_unpack(cfg->restore->blob[i], cfg->restore->len[i], "a snapshot", i, &s->model[0], s->p0,
-                                            s->p1, &s->opt, codecs, plan_stage_codecs(s));
+        if (!st) st = pz_checkpoint_unpack(cfg->restore->blob[i], cfg->restore->len[i], "a snapshot", i, &s->model[0], s->p0,
+                                           s->p1, &s->opt, codecs, plan_stage_codecs(s));
         if (st) return pz_fail(st, "stage %d: %s", i, pz_last_error());
+    }
+    return PZ_OK;
+}
+
+pz_status plan_use_rung(stage *s, int dir, int r) {
+    const pz_pipe_config *cfg = &s->pipe->cfg;
+    if (r == s->rung[dir]) return PZ_OK;
+    if (r < 0 || r >= cfg->budget.n_rungs || (dir == 0 ? !s->fwd_tx : !s->bwd_tx))
+        return pz_fail(PZ_ERR_STATE, "stage %d has no %s rung %d", s->index, dir ? "gradient" : "activation", r);
+    const pz_codec_desc *d = &cfg->budget.rung[r];
+    pz_codec *c, *e = NULL;
+    PZ_TRY(make_codec(&c, d, cfg->max_samples));
+    if (dir == 0) {
+        const pz_status st = make_eval_codec(&e, d);
+        if (st) {
+            pz_codec_free(c);
+            return st;
+        }
+        pz_codec_set_seed(c, cfg->seed * 1000003u + 2 * (uint64_t)s->index);
+        pz_codec_free(s->fwd_tx), pz_codec_free(s->eval_tx);
+        s->fwd_tx = c, s->eval_tx = e;
+        s->fwd_lossless = pz_codec_is_lossless(c);
+    } else {
+        pz_codec_set_seed(c, cfg->seed * 1000003u + 2 * (uint64_t)s->index + 1);
+        pz_codec_free(s->bwd_tx);
+        s->bwd_tx = c;
+        s->bwd_lossless = pz_codec_is_lossless(c);
+    }
+    s->rung[dir] = r;
+    return PZ_OK;
+}
+
+pz_status plan_adopt_rungs(stage *s, const uint8_t *blob, size_t len, const char *what) {
+    const pz_pipe_config *cfg = &s->pipe->cfg;
+    if (cfg->budget.kind == PZ_BUDGET_OFF || plan_stage_codecs(s) < 4) return PZ_OK;
+    /* the checkpoint's codecs: fwd_rx, bwd_tx (gradients, dir 1), fwd_tx (activations, dir 0), bwd_rx */
+    static const int entry[2] = {2, 1};
+    for (int d = 0; d < 2; d++) {
+        if (!s->probe[d][0]) continue;
+        char spec[PZ_SPEC_MAX + 8];
+        PZ_TRY(pz_checkpoint_codec_spec(blob, len, what, entry[d], spec, sizeof spec));
+        int r = 0;
+        while (r < cfg->budget.n_rungs && strcmp(pz_codec_spec(s->probe[d][r]), spec)) r++;
+        if (r == cfg->budget.n_rungs)
+            return pz_fail(PZ_ERR_ARG, "'%s': stage %d sent its %s with '%s', which is not a rung of this run's budget ladder (resume "
+                           "with the same --budget-ladder)", what, s->index, d ? "gradients" : "activations", spec);
+        PZ_TRY(plan_use_rung(s, d, r));
     }
     return PZ_OK;
 }
@@ -237,4 +298,11 @@ void plan_fingerprint(pz_pipe *p) {
     if (pipe_targets(p) > 1 && n < cap) n += (size_t)snprintf(f + n, cap - n, " targets=%d", pipe_targets(p));
     /* the schedule orders each link's messages: every stage must run the same */
     if (cfg->schedule != PZ_PIPE_GPIPE && n < cap) n += (size_t)snprintf(f + n, cap - n, " schedule=%s", pz_name_of(pz_pipe_schedules, cfg->schedule));
+    /* a budget: every stage must measure the same rungs and make the same choice */
+    if (cfg->budget.kind != PZ_BUDGET_OFF && n < cap) {
+        n += (size_t)snprintf(f + n, cap - n, " budget=%s:%.17g every=%d ladder=", pz_name_of(pz_budget_kinds, cfg->budget.kind),
+                              cfg->budget.value, cfg->budget.every);
+        for (int r = 0; r < cfg->budget.n_rungs && n < cap; r++)
+            n += (size_t)snprintf(f + n, cap - n, "%s%s", r ? "/" : "", cfg->budget.rung[r].text);
+    }
 }

@@ -4,6 +4,7 @@
 #include "protocol.h"
 #include "base/wire.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +15,7 @@ static const char *const names[] = {
     [MSG_SAVED] = "SAVED", [MSG_ERROR] = "ERROR", [MSG_WARMUP] = "WARMUP", [MSG_WARMUP_SET] = "WARMUP_SET",
     [MSG_PUT_STATE] = "PUT_STATE", [MSG_GET_STATE] = "GET_STATE", [MSG_STATE] = "STATE", [MSG_KEPT] = "KEPT",
     [MSG_CHECK] = "CHECK", [MSG_CHECKED] = "CHECKED", [MSG_TIED_GRAD] = "TIED_GRAD", [MSG_TIED_WEIGHTS] = "TIED_WEIGHTS",
-    [MSG_NORM] = "NORM", [MSG_CLIP] = "CLIP",
+    [MSG_NORM] = "NORM", [MSG_CLIP] = "CLIP", [MSG_BUDGET] = "BUDGET", [MSG_BUDGET_SET] = "BUDGET_SET",
 };
 
 const char *msg_name(int tag) {
@@ -212,4 +213,52 @@ void msg_report_get(const uint8_t *in, stage_report *r) {
     p = getd(p, &r->compute_s), p = getd(p, &r->clock);
     p = get_link(p, &r->next);
     get_link(p, &r->prev);
+}
+
+/* ---- BUDGET, BUDGET_SET ---- */
+size_t msg_budget_item_bytes(int L) { return 8 + 16 * (size_t)L; }
+
+void msg_budget_item_put(uint8_t *out, const pz_budget_meas *m, int L) {
+    pz_put_u64(out, m->elements), out += 8;
+    for (int r = 0; r < L; r++) pz_put_u64(out, m->bytes[r]), pz_put_f64(out + 8, m->err[r]), out += 16;
+}
+
+pz_status msg_budget_item_get(const uint8_t *in, int L, pz_budget_meas *m) {
+    memset(m, 0, sizeof *m);
+    m->elements = pz_get_u64(in), in += 8;
+    if (m->elements > (uint64_t)1 << 53) return pz_fail(PZ_ERR_STATE, "a BUDGET item of %llu elements", (unsigned long long)m->elements);
+    for (int r = 0; r < L; r++, in += 16) {
+        m->bytes[r] = pz_get_u64(in), m->err[r] = pz_get_f64(in + 8);
+        if (m->bytes[r] > (uint64_t)1 << 53 || !isfinite(m->err[r]) || m->err[r] < 0)
+            return pz_fail(PZ_ERR_STATE, "a BUDGET item whose rung %d measured %llu bytes and error %g", r,
+                           (unsigned long long)m->bytes[r], m->err[r]);
+    }
+    return PZ_OK;
+}
+
+size_t msg_budget_set_bytes(int n, int L) { return 8 + 4 + 8 + 8 + 4 * (size_t)n + (size_t)n * msg_budget_item_bytes(L); }
+
+void msg_budget_set_put(uint8_t *out, const pz_budget_round *r, int L) {
+    pz_put_i64(out, r->step), pz_put_i32(out + 8, r->met), pz_put_f64(out + 12, r->limit), pz_put_f64(out + 20, r->planned);
+    out += 28;
+    for (int i = 0; i < r->n_items; i++) pz_put_i32(out, r->choice[i]), out += 4;
+    for (int i = 0; i < r->n_items; i++) msg_budget_item_put(out, &r->meas[i], L), out += msg_budget_item_bytes(L);
+}
+
+pz_status msg_budget_set_get(const uint8_t *in, size_t len, int n, int L, pz_budget_round *r) {
+    if (n < 0 || n > PZ_BUDGET_MAX_ITEMS || len != msg_budget_set_bytes(n, L))
+        return pz_fail(PZ_ERR_STATE, "a BUDGET_SET message of %zu bytes (expected %zu: %d items of %d rungs)", len,
+                       msg_budget_set_bytes(n, L), n, L);
+    r->n_items = n;
+    r->step = pz_get_i64(in), r->met = pz_get_i32(in + 8), r->limit = pz_get_f64(in + 12), r->planned = pz_get_f64(in + 20);
+    if ((r->met != 0 && r->met != 1) || !isfinite(r->limit) || !isfinite(r->planned))
+        return pz_fail(PZ_ERR_STATE, "a BUDGET_SET message with met %d, limit %g, planned %g", r->met, r->limit, r->planned);
+    in += 28;
+    for (int i = 0; i < n; i++, in += 4) {
+        r->choice[i] = pz_get_i32(in);
+        if (r->choice[i] < 0 || r->choice[i] >= L)
+            return pz_fail(PZ_ERR_STATE, "a BUDGET_SET message choosing rung %d of %d for item %d", r->choice[i], L, i);
+    }
+    for (int i = 0; i < n; i++, in += msg_budget_item_bytes(L)) PZ_TRY(msg_budget_item_get(in, L, &r->meas[i]));
+    return PZ_OK;
 }

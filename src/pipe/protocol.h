@@ -10,6 +10,7 @@
 
 #include "base/base.h"
 #include "link/link.h"
+#include "budget.h"
 
 /* Tags are wire values: never renumber one. */
 enum {
@@ -40,6 +41,8 @@ enum {
     MSG_TIED_WEIGHTS = 25,/* forward: the token table for the tied head's stage, f32[V * C] */
     MSG_NORM = 26,        /* backward: squared gradient norms, f64 per top-level layer from the sender's to the last */
     MSG_CLIP = 27,        /* forward: f32 the factor every gradient is scaled by before the step */
+    MSG_BUDGET = 28,      /* forward: after a probe step, each stage's measurements of the budget's rungs */
+    MSG_BUDGET_SET = 29,  /* backward: the rung chosen per boundary and direction, and what it was chosen from */
 };
 /* The message's name ("BATCH"), or "unknown" */
 const char *msg_name(int tag);
@@ -121,6 +124,21 @@ typedef struct {
     pz_link_stats next, prev;
 } stage_report;
 #define MSG_REPORT_BYTES 256
+/* ---- BUDGET and BUDGET_SET (a traffic budget, budget.h; L rungs) ----
+ * An item (a boundary's direction at the probe step): [u64 elements]
+ * L x ([u64 bytes][f64 mean squared relative error]).
+ * BUDGET: [i64 step] then the items of the stages before the receiver, in
+ * item order (boundary b: activations 2b, gradients 2b + 1).
+ * BUDGET_SET: [i64 step][i32 met][f64 limit][f64 planned] n x [i32 rung]
+ * then the n items. */
+size_t msg_budget_item_bytes(int L);
+void msg_budget_item_put(uint8_t *out, const pz_budget_meas *m, int L);
+/* errors finite and >= 0, bytes below 2^53 */
+pz_status msg_budget_item_get(const uint8_t *in, int L, pz_budget_meas *m);
+size_t msg_budget_set_bytes(int n, int L);
+void msg_budget_set_put(uint8_t *out, const pz_budget_round *r, int L);
+/* exactly n items of L rungs, every rung below L */
+pz_status msg_budget_set_get(const uint8_t *in, size_t len, int n, int L, pz_budget_round *r);
 void msg_report_put(uint8_t *out, const stage_report *r);
 void msg_report_get(const uint8_t *in, stage_report *r);
 

@@ -84,6 +84,38 @@ static pz_status take_micro(stage *s, stage_bufs *b, int m, int pending, size_t 
     return stage_check_frame("activation", nd, shape, h.B, stage_in_shape(s));
 }
 
+/* A budget's probe step (budget.h): the step about to run is one after
+ * which the rungs are chosen again. Its first forward clears the
+ * measurements; every frame this stage sends in it is then encoded once
+ * more with each rung, only to count bytes and error. */
+static int probing(stage *s) {
+    const pz_budget *bg = &s->pipe->cfg.budget;
+    const int64_t t = s->opt.t + 1;
+    if (!pz_budget_due(bg, t)) return 0;
+    if (s->probe_t != t) {
+        memset(s->meas, 0, sizeof s->meas);
+        s->meas_n[0] = s->meas_n[1] = 0;
+        s->probe_t = t;
+    }
+    return 1;
+}
+
+/* dir 0: activations (hdr: the META bytes that travel with each), 1: gradients */
+static pz_status probe_rungs(stage *s, stage_bufs *b, int dir, const float *x, int B, pz_shape sh, const uint32_t *ids, size_t hdr) {
+    const pz_budget *bg = &s->pipe->cfg.budget;
+    pz_budget_meas *m = &s->meas[dir];
+    for (int r = 0; r < bg->n_rungs; r++) {
+        size_t flen;
+        pz_codec_stats cs;
+        PZ_TRY(stage_encode(s->probe[dir][r], x, B, sh, ids, &b->frame, &b->frame_cap, &flen, &cs));
+        m->bytes[r] += flen + hdr;
+        m->err[r] += cs.rel_error * cs.rel_error;
+    }
+    m->elements += (uint64_t)B * (uint64_t)pz_shape_numel(sh);
+    s->meas_n[dir]++;
+    return PZ_OK;
+}
+
 /* micro-batch m forward through this stage's layers; the last stage takes
  * the loss and its gradient, the others send META and the ACT frame on */
 static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
@@ -91,6 +123,7 @@ static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
     const int last = s->index == p->S - 1;
     const int Bm = b->Bm[m], k = slot_of(s, m);
     pz_seq *net = &s->model[k].net;
+    const int probe = s->pipe->cfg.budget.kind != PZ_BUDGET_OFF && probing(s);
     double t0 = pz_now();
     stage_set_tokens(s, k, b->tokens[m]);
     pz_seq_forward(net, s->from, s->to, micro_x(s, b, m), Bm, 1);
@@ -116,13 +149,14 @@ static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
     /* the error of a sampled frame (none is lossless: exactly 0, not measured) */
     const int sample = p->cfg.err_every > 0 && s->rep.act_frames % (uint64_t)p->cfg.err_every == 0;
     const int measure = sample && !s->fwd_lossless;
+    const msg_layout L = pipe_layout(p);
+    if (probe) PZ_TRY(probe_rungs(s, b, 0, out, Bm, stage_out_shape(s), b->ids[m], msg_meta_bytes(Bm, &L)));
     t0 = pz_now();
     PZ_TRY(stage_encode(s->fwd_tx, out, Bm, stage_out_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
     s->rep.act_encode_s += pz_now() - t0;
     if (sample) s->rep.act_err_sum += measure ? cs.rel_error : 0.0, s->rep.act_err_n++;
     /* the batch header travels with the activations (labels included, as in
      * split learning; a subspace model's tokens too) */
-    const msg_layout L = pipe_layout(p);
     msg_meta_put(b->hdr, Bm, &L, b->ids[m], b->labels[m], micro_tokens(s, b, m), t->lr, t->M, t->Btot);
     s->rep.act_elements += (uint64_t)(Bm * pz_shape_numel(stage_out_shape(s)));
     s->rep.act_bytes += msg_meta_bytes(Bm, &L) + flen;
@@ -212,6 +246,8 @@ static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
         for (int64_t j = 0; j < (int64_t)Bm * in_per; j++)
             if (x[j] == 0.0f) b->dx[j] = 0.0f;
     }
+    if (p->cfg.budget.kind != PZ_BUDGET_OFF && s->probe_t == s->opt.t + 1)
+        PZ_TRY(probe_rungs(s, b, 1, b->dx, Bm, stage_in_shape(s), b->ids[m], 0));
     const double t1 = pz_now();
     PZ_TRY(stage_encode(s->bwd_tx, b->dx, Bm, stage_in_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
     s->rep.grad_encode_s += pz_now() - t1;

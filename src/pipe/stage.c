@@ -183,6 +183,60 @@ static pz_status stage_warmup(stage *s, uint8_t **buf, size_t *cap, size_t len) 
     return pass_on(s, MSG_WARMUP, MSG_WARMUP_SET, buf, cap, len, "", 0);
 }
 
+/* BUDGET [i64 step][the items of the stages before]: after a probe step,
+ * append this stage's measurements (its gradients' boundary, then its
+ * activations'), pass it on; the last stage chooses the rungs and answers
+ * BUDGET_SET, which every stage reads on its way back, taking the rungs of
+ * the senders it holds. */
+static pz_status stage_budget(stage *s, stage_bufs *b, size_t len) {
+    pz_pipe *p = s->pipe;
+    const pz_budget *bg = &p->cfg.budget;
+    const int L = bg->n_rungs, n = PZ_BUDGET_ITEMS(p->S), before = s->index ? 2 * s->index - 1 : 0;
+    const size_t item = msg_budget_item_bytes(L);
+    if (bg->kind == PZ_BUDGET_OFF) return pz_fail(PZ_ERR_STATE, "a BUDGET message, but this pipeline runs without a --budget");
+    if (len != 8 + (size_t)before * item)
+        return pz_fail(PZ_ERR_STATE, "a BUDGET message of %zu bytes at stage %d (expected %zu: %d items of %d rungs)", len, s->index,
+                       8 + (size_t)before * item, before, L);
+    const int64_t step = pz_get_i64(b->msg);
+    if (step != s->opt.t || s->probe_t != step)
+        return pz_fail(PZ_ERR_STATE, "a BUDGET message after step %lld, but stage %d has taken %lld steps and measured its rungs at "
+                       "step %lld (the rungs are chosen after step 1 and every %d steps)", (long long)step, s->index,
+                       (long long)s->opt.t, (long long)s->probe_t, bg->every);
+    for (int i = 0; i < before; i++) { /* what the stages before measured: checked here too */
+        pz_budget_meas m;
+        PZ_TRY(msg_budget_item_get(b->msg + 8 + (size_t)i * item, L, &m));
+    }
+    /* this stage's: the gradient it sends back (item 2(i-1)+1), the activation it sends on (item 2i) */
+    int have = before;
+    PZ_TRY(msg_reserve(&b->msg, &b->cap, 8 + (size_t)n * item));
+    for (int d = 1; d >= 0; d--) {
+        if (d == 1 ? s->index == 0 : !s->next) continue;
+        pz_budget_meas m = s->meas[d];
+        if (s->meas_n[d] < 1) return pz_fail(PZ_ERR_STATE, "stage %d measured no %s at step %lld", s->index, d ? "gradients" : "activations", (long long)step);
+        for (int r = 0; r < L; r++) m.err[r] /= s->meas_n[d];
+        msg_budget_item_put(b->msg + 8 + (size_t)have * item, &m, L);
+        have++;
+    }
+    size_t rlen;
+    if (s->next) {
+        PZ_TRY(pz_link_send(s->next, MSG_BUDGET, b->msg, 8 + (size_t)have * item));
+        PZ_TRY(stage_recv(s, s->next, MSG_BUDGET_SET, &b->msg, &b->cap, &rlen, stage_wait(s, s->next, p->S - s->index)));
+    } else { /* the last stage: every item is here; choose */
+        pz_budget_round r = {.step = step, .n_items = n};
+        for (int i = 0; i < n; i++) PZ_TRY(msg_budget_item_get(b->msg + 8 + (size_t)i * item, L, &r.meas[i]));
+        PZ_TRY(pz_budget_choose(bg, r.meas, n, r.choice, &r.limit, &r.planned, &r.met));
+        rlen = msg_budget_set_bytes(n, L);
+        PZ_TRY(msg_reserve(&b->msg, &b->cap, rlen));
+        msg_budget_set_put(b->msg, &r, L);
+    }
+    pz_budget_round r;
+    PZ_TRY(msg_budget_set_get(b->msg, rlen, n, L, &r));
+    if (r.step != step) return pz_fail(PZ_ERR_STATE, "a BUDGET_SET for step %lld after step %lld", (long long)r.step, (long long)step);
+    if (s->next) PZ_TRY(plan_use_rung(s, 0, r.choice[2 * s->index]));
+    if (s->index > 0) PZ_TRY(plan_use_rung(s, 1, r.choice[2 * (s->index - 1) + 1]));
+    return pz_link_send(s->prev, MSG_BUDGET_SET, b->msg, rlen);
+}
+
 /* Client state handed from one split-learning client to the next. At the
  * first stage (driver side): PUT_STATE packs its state and sends it on,
  * GET_STATE asks for it and loads it. At the stage after a remote link:
@@ -216,6 +270,8 @@ static pz_status stage_handoff(stage *s, int tag, uint8_t **buf, size_t *cap, si
     PZ_TRY(pz_link_send(s->next, MSG_GET_STATE, "", 0));
     PZ_TRY(stage_recv(s, s->next, MSG_STATE, buf, cap, &n, tmo));
     const int found = n > 0;
+    if (found) PZ_TRY(plan_adopt_rungs(s, *buf, n, "the previous client's state"));
+    codecs[1] = s->bwd_tx, codecs[2] = s->fwd_tx; /* the rungs it had */
     if (found) PZ_TRY(pz_checkpoint_unpack(*buf, n, "the previous client's state", 0, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4));
     if (found) s->tie_dirty = s->tie_e == s->index; /* the table changed: send it before the next forward */
     uint8_t flag[4];
@@ -326,6 +382,7 @@ void *stage_main(void *arg) {
         case MSG_STATS: st = stage_stats(s, &b.msg, &b.cap, len); break;
         case MSG_SAVE: st = stage_save(s, &b.msg, &b.cap, len); break;
         case MSG_WARMUP: st = stage_warmup(s, &b.msg, &b.cap, len); break;
+        case MSG_BUDGET: st = stage_budget(s, &b, len); break;
         case MSG_PUT_STATE: case MSG_GET_STATE: st = stage_handoff(s, tag, &b.msg, &b.cap, len); break;
         case MSG_CHECK: st = stage_check(s, &b.msg, &b.cap, len); break;
         case MSG_TIED_WEIGHTS: st = stage_tied_weights(s, b.msg, len); break;
