@@ -101,6 +101,7 @@ typedef enum {
     PZ_SET_BUDGET,         /* a traffic budget: "40x", "2MB" (per step), "200mbit@50ms" (per link direction); unset: off */
     PZ_SET_BUDGET_LADDER,  /* the budget's stateless codecs, best first: "q8:bytes+zstd/q6:bytes+zstd/..." */
     PZ_SET_BUDGET_EVERY,   /* re-decide after step 1 and every N steps */
+    PZ_SET_BUDGET_FWD_WEIGHT, /* the activations' errors count W times a gradient's in the budget's choice */
     PZ_SET_COUNT
 } pz_setting;
 

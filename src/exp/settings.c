@@ -275,6 +275,9 @@ const run_setting run_settings[PZ_SET_COUNT] = {
          "--budget's codecs, best first, SPEC/SPEC/...: stateless (any receiver decodes them), up to 8", NULL),
     NUM(PZ_SET_BUDGET_EVERY, "budget-every", "budget_every", SET_INT, budget.every, 1, 1000000000, "N",
         "--budget: measure the rungs and choose again every N steps (and after step 1)"),
+    NUM(PZ_SET_BUDGET_FWD_WEIGHT, "budget-fwd-weight", "budget_fwd_weight", SET_DOUBLE, budget.fwd_weight, 0.001, 1000, "W",
+        "--budget: an activation's squared relative error counts W times a gradient's in the choice (activations are also "
+        "what evaluation through the compressed boundaries sees)"),
 };
 
 const run_setting *run_setting_of(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? &run_settings[id] : NULL; }
@@ -461,7 +464,7 @@ pz_status pz_run_plan_create(pz_run_plan **out) {
     p->momentum = 0.9f, p->nesterov = 1;
     p->crop_pad = -1, p->flip = -1, p->seed = 1, p->threads = 0, p->stages = 0;
     p->micro_batches = 1, p->timeout = 60.0, p->log_every = 10;
-    p->budget.every = PZ_BUDGET_EVERY_DEFAULT;
+    p->budget.every = PZ_BUDGET_EVERY_DEFAULT, p->budget.fwd_weight = 1.0;
     for (int i = 0; i < PZ_SET_COUNT; i++) {
         const run_setting *s = &run_settings[i];
         if (!s->def) continue;
@@ -524,7 +527,7 @@ static pz_status boundary_flags(const pz_run_plan *p) {
     if (!run_plan_one_stage(p) || p->link->remote) return PZ_OK;
     static const pz_setting boundary[] = {PZ_SET_FWD, PZ_SET_BWD, PZ_SET_LINK_BANDWIDTH, PZ_SET_LINK_LATENCY, PZ_SET_LINK_REALTIME,
                                           PZ_SET_GRAD_MASK, PZ_SET_PIPE_SCHEDULE, PZ_SET_COMPUTE_RATE, PZ_SET_BUDGET,
-                                          PZ_SET_BUDGET_LADDER, PZ_SET_BUDGET_EVERY};
+                                          PZ_SET_BUDGET_LADDER, PZ_SET_BUDGET_EVERY, PZ_SET_BUDGET_FWD_WEIGHT};
     for (size_t i = 0; i < sizeof boundary / sizeof *boundary; i++) {
         const pz_setting id = boundary[i];
         if (!p->given[id]) continue;
@@ -578,8 +581,9 @@ pz_status run_plan_check(const pz_run_plan *p) {
     if (p->budget.kind != PZ_BUDGET_OFF && p->link->session)
         return pz_fail(PZ_ERR_ARG, "--budget %s with --link %s: a budget re-decides at the pipeline's step count, which split-learning "
                        "clients taking turns at one server do not share (use --link inproc or mpi)", run_plan_str(p, PZ_SET_BUDGET), p->link->name);
-    if (p->budget.kind == PZ_BUDGET_OFF && (p->given[PZ_SET_BUDGET_LADDER] || p->given[PZ_SET_BUDGET_EVERY]))
-        return pz_fail(PZ_ERR_ARG, "--%s is a setting of --budget, which is not given", p->given[PZ_SET_BUDGET_LADDER] ? "budget-ladder" : "budget-every");
+    if (p->budget.kind == PZ_BUDGET_OFF)
+        for (int id = PZ_SET_BUDGET_LADDER; id <= PZ_SET_BUDGET_FWD_WEIGHT; id++)
+            if (p->given[id]) return pz_fail(PZ_ERR_ARG, "--%s is a setting of --budget, which is not given", run_settings[id].flag);
     if (!p->data.text && pz_model_spec_is_sequence(&p->model))
         return pz_fail(PZ_ERR_ARG, "--model %s is a language model: it trains on text (--data kjv or text:FILE), not %s", p->model.name,
                        run_plan_str(p, PZ_SET_DATA));

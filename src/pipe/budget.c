@@ -209,8 +209,25 @@ static int pair_move(const pz_budget_meas *m, int n, int L, double limit, double
     return 1;
 }
 
+static pz_status choose(const pz_budget *b, const pz_budget_meas *m, int n_items, int *choice, double *limit, double *planned,
+                        int *met);
+
 pz_status pz_budget_choose(const pz_budget *b, const pz_budget_meas *m, int n_items, int *choice, double *limit,
                            double *planned, int *met) {
+    const double w = b->fwd_weight > 0 ? b->fwd_weight : 1.0;
+    if (!isfinite(w)) return pz_fail(PZ_ERR_ARG, "a budget's activation weight of %g", w);
+    if (w == 1.0 || n_items < 0 || n_items > PZ_BUDGET_MAX_ITEMS) return choose(b, m, n_items, choice, limit, planned, met);
+    pz_budget_meas wm[PZ_BUDGET_MAX_ITEMS];
+    for (int i = 0; i < n_items; i++) {
+        wm[i] = m[i];
+        if (i % 2 == 0)
+            for (int r = 0; r < PZ_BUDGET_RUNGS; r++) wm[i].err[r] *= w;
+    }
+    return choose(b, wm, n_items, choice, limit, planned, met);
+}
+
+static pz_status choose(const pz_budget *b, const pz_budget_meas *m, int n_items, int *choice, double *limit, double *planned,
+                        int *met) {
     const int L = b->n_rungs;
     if (L < 1 || L > PZ_BUDGET_RUNGS || n_items < 0 || n_items > PZ_BUDGET_MAX_ITEMS) return pz_fail(PZ_ERR_ARG, "a budget of %d rungs over %d items", L, n_items);
     for (int i = 0; i < n_items; i++)

@@ -36,6 +36,7 @@ typedef struct {
     double value;      /* RATIO: the reduction; BYTES: bytes per step; LINK: bytes per step and link direction */
     double rate, time; /* LINK: bits per second and seconds, as given */
     int every;         /* re-decide after step 1 and every `every` steps */
+    double fwd_weight; /* the activations' errors count this many times a gradient's (0: 1) */
     int n_rungs;
     pz_codec_desc rung[PZ_BUDGET_RUNGS]; /* the ladder, best first */
 } pz_budget;
@@ -74,7 +75,8 @@ typedef struct {
     int met;               /* 0: even the cheapest rungs are over the budget */
 } pz_budget_round;
 
-/* The choice: one rung per item, the least summed error whose bytes fit
+/* The choice: one rung per item, the least summed error (the activations'
+ * items, even ones, weighed by fwd_weight) whose bytes fit
  * (RATIO, BYTES: the total; LINK: every item on its own). Items that
  * cannot fit take their cheapest rung and *met is 0. *limit: the bound in
  * bytes per step (LINK: per item); *planned: the chosen rungs' total. */

@@ -70,6 +70,16 @@ expect 2 "--subspace 8 confines a GPT's residual stream: it needs --model gpt-ti
 expect 2 "--subspace 200 is wider than gpt-tiny's residual stream \(128\): give 1 to 128" -- "$PZ" train --model gpt-tiny --subspace 200 --no-out
 expect 2 "--grad-mask fwd and --subspace 8" -- "$PZ" train --model gpt-tiny --subspace 8 --cuts h.1 --grad-mask fwd --no-out
 expect 0 "lift_f +subspace_lift +128x128" -- "$PZ" models gpt-tiny --subspace 16
+# --budget: its grammar, stateless rungs only, not with --fwd/--bwd, its settings only with it, a pipeline's
+expect 2 "--budget 40x chooses every boundary's codecs from --budget-ladder: drop --fwd q2" -- "$PZ" train --budget 40x --fwd q2 --no-out
+expect 2 "--budget '40y' is not a budget: give a traffic reduction \(40x\)" -- "$PZ" train --budget 40y --no-out
+expect 2 "--budget '200mbit@0': RATE@TIME needs" -- "$PZ" train --budget 200mbit@0 --no-out
+expect 2 "--budget-ladder: rung 'ef\(q4\)' keeps state from frame to frame" -- "$PZ" train --budget 2MB --budget-ladder "q8/ef(q4)" --no-out
+expect 2 "--budget-ladder: rung 'q8' is there twice" -- "$PZ" train --budget 2MB --budget-ladder "q8/q4/q8" --no-out
+expect 2 "--budget-ladder is a setting of --budget, which is not given" -- "$PZ" train --budget-ladder q8/q4 --no-out
+expect 2 "--budget-fwd-weight is a setting of --budget" -- "$PZ" train --budget-fwd-weight 4 --no-out
+expect 2 "--budget 40x acts on the boundaries between stages" -- "$PZ" train --model lenet5 --budget 40x --no-out
+expect 0 "--budget BUDGET" -- "$PZ" train --help
 expect 0 "h.0 +group +128x16 .* 64 B" -- "$PZ" models gpt-tiny --subspace 16
 # --stages 1 with --cuts is a contradiction, and the error says so (not that --fwd has no boundary)
 expect 2 "--stages 1 and --cuts fc1 \(2 stages\) disagree" -- "$PZ" train --model mlp --stages 1 --cuts fc1 --fwd q2 \

@@ -83,6 +83,24 @@ for sched in gpipe 1f1b; do
   "$pz" train "${gpt[@]}" --pipe-schedule $sched --resume "$tmp/gpt-$sched-b" > "$tmp/gpt-r.log" 2>&1 || bad "gpt $sched: resume failed: $(tail -3 "$tmp/gpt-r.log")"
   same_run "gpt $sched SIGTERM" "$tmp/gpt-$sched-a" "$tmp/gpt-$sched-b"
 done
+# a budget's choices are the senders' codecs: SIGTERM at step 14 (after the
+# choice of step 12, before step 16's), resumed, makes the same choices and
+# ends with the same losses and bytes; budget.jsonl keeps exactly the
+# uninterrupted run's records (the rungs mix: 10x needs 2- to 5-bit codes)
+bud=(--model gpt:layers=4,d=32,heads=2,ctx=16 --data "text:$tmp/text.txt" --steps 30 --batch 8 --micro-batches 3 --stages 4
+     --budget 10x --budget-every 4 --eval-every 7 --log-every 1 --limit-train 400 --limit-test 16 --progress none --threads 1)
+"$pz" train "${bud[@]}" --out "$tmp/bud-a" > "$tmp/bud-a.log" 2>&1 || bad "budget: straight run failed: $(tail -3 "$tmp/bud-a.log")"
+PZ_TEST_SIGNAL_AT_STEP=14 "$pz" train "${bud[@]}" --out "$tmp/bud-b" > "$tmp/bud-b.log" 2>&1
+[ $? -eq 130 ] && ok || bad "budget: SIGTERM at step 14 did not stop the run: $(tail -2 "$tmp/bud-b.log")"
+"$pz" train "${bud[@]}" --resume "$tmp/bud-b" > "$tmp/bud-r.log" 2>&1 || bad "budget: resume failed: $(tail -3 "$tmp/bud-r.log")"
+same_run "budget SIGTERM" "$tmp/bud-a" "$tmp/bud-b"
+python3 - "$tmp/bud-a" "$tmp/bud-b" <<'PY' && ok || bad "budget: the resumed run chose otherwise"
+import json, sys
+a, b = ([json.loads(l) for l in open(d + "/budget.jsonl")] for d in sys.argv[1:])
+assert a == b, "budget.jsonl differs"
+assert [x["step"] for x in a[::6]] == [1, 4, 8, 12, 16, 20, 24, 28], [x["step"] for x in a[::6]]
+assert len({x["codec"] for x in a}) >= 3 and all(x["met"] == 1 for x in a), {x["codec"] for x in a}
+PY
 PZ_TEST_KILL_AT_STEP=13 "$pz" train "${gpt[@]}" --checkpoint-every 5 --out "$tmp/gpt-k" > "$tmp/gpt-k.log" 2>&1
 rc=$?
 [ "$rc" -eq 137 ] && grep -qs '"global_step": 10' "$tmp/gpt-k/checkpoint/latest.json" && [ ! -d "$tmp/gpt-k/checkpoint/step-5" ] \

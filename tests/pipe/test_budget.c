@@ -92,6 +92,18 @@ static void choose_by_hand(void) {
         CHECK(pz_budget_choose(&b, m, 2, c, &limit, &planned, &met) == PZ_OK && limit == 160 && c[0] == 0 && c[1] == 1 && met,
               "2.5x of 400 fp32 bytes: limit %g, rungs %d,%d", limit, c[0], c[1]);
     }
+    /* the activations' weight: item 0 (activations) is cheaper to degrade until its errors count 4 times */
+    {
+        pz_budget_meas d[2] = {{.elements = 50, .bytes = {100, 60, 30}, .err = {0.01, 0.015, 0.5}},
+                               {.elements = 50, .bytes = {100, 60, 30}, .err = {0.01, 0.02, 0.04}}};
+        pz_budget b = rule(PZ_BUDGET_BYTES, 160, 3);
+        int c[2], met;
+        double limit, planned;
+        CHECK(pz_budget_choose(&b, d, 2, c, &limit, &planned, &met) == PZ_OK && c[0] == 1 && c[1] == 0, "weight 1: the activations give");
+        b.fwd_weight = 4;
+        CHECK(pz_budget_choose(&b, d, 2, c, &limit, &planned, &met) == PZ_OK && c[0] == 0 && c[1] == 1, "weight 4: the gradients give");
+        CHECK(d[0].err[1] == 0.015, "the measurements are left as they were");
+    }
     /* a link budget bounds each item alone */
     {
         const pz_budget b = rule(PZ_BUDGET_LINK, 70, 3);
