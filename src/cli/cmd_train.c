@@ -256,7 +256,10 @@ static void print_header(const pz_run_plan *p) {
     char sched[96] = "";
     if (p->micro_batches > 1)
         snprintf(sched, sizeof sched, ", %d micro-batches (%s)", p->micro_batches, text_of(p, PZ_SET_PIPE_SCHEDULE));
-    if (layout)
+    if (layout && p->budget.kind != PZ_BUDGET_OFF)
+        fprintf(stderr, "pipeline: %s, codecs chosen under a budget of %s from %s every %d steps%s%s%s\n", layout, text_of(p, PZ_SET_BUDGET),
+                text_of(p, PZ_SET_BUDGET_LADDER), p->budget.every, sched, remote ? ", link " : "", remote ? link : "");
+    else if (layout)
         fprintf(stderr, "pipeline: %s, activations %s, gradients %s%s%s%s\n", layout, text_of(p, PZ_SET_FWD), text_of(p, PZ_SET_BWD),
                 sched, remote ? ", link " : "", remote ? link : "");
     else fprintf(stderr, "pipeline: one stage (no boundary, nothing compressed)%s%s\n", remote ? ", link " : "", remote ? link : "");
@@ -264,8 +267,9 @@ static void print_header(const pz_run_plan *p) {
 
 /* the per-boundary table and the link clock of a pipeline's summary */
 static void print_boundaries(const pz_run_plan *p, const pz_run_result *r, const char *el) {
+    const int budget = p->budget.kind != PZ_BUDGET_OFF;
     printf("%d stages, fwd %s, bwd %s: %.2f MB forward + %.2f MB backward on the links, %.2fx less than fp32 (%.2f MB saved)\n",
-           r->n_stages, text_of(p, PZ_SET_FWD), text_of(p, PZ_SET_BWD), r->fwd_bytes / 1e6, r->bwd_bytes / 1e6,
+           r->n_stages, budget ? "budget" : text_of(p, PZ_SET_FWD), budget ? "budget" : text_of(p, PZ_SET_BWD), r->fwd_bytes / 1e6, r->bwd_bytes / 1e6,
            r->fwd_bytes + r->bwd_bytes ? (double)r->fp32_bytes / (double)(r->fwd_bytes + r->bwd_bytes) : 0.0,
            ((double)r->fp32_bytes - (double)(r->fwd_bytes + r->bwd_bytes)) / 1e6);
     printf("  boundary  after       fwd codec            bytes   ratio  error   bwd codec            bytes   ratio  error\n");
