@@ -126,6 +126,10 @@ pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq
     for (int b = 0; b < t->n; b++) {
         const pz_boundary_stats bs = pz_pipe_boundary_stats(pipe, b), *o = &t->prev[b], *f0 = &t->first[b];
         const char *after = net->layers[pc->cuts[b]].name;
+        /* a budget: the codec each sender uses at the epoch's end (budget.jsonl has every choice) */
+        const pz_budget *bg = &pc->budget;
+        const char *fwd = bg->kind && bs.fwd_rung >= 0 && bs.fwd_rung < bg->n_rungs ? bg->rung[bs.fwd_rung].text : pz_pipe_spec_text(&pc->fwd[b]);
+        const char *bwd = bg->kind && bs.bwd_rung >= 0 && bs.bwd_rung < bg->n_rungs ? bg->rung[bs.bwd_rung].text : pz_pipe_spec_text(&pc->bwd[b]);
         /* this epoch's traffic */
         const uint64_t fb = bs.fwd_bytes - o->fwd_bytes, bb = bs.bwd_bytes - o->bwd_bytes;
         const uint64_t fe = bs.fwd_elements - o->fwd_elements, be = bs.bwd_elements - o->bwd_elements;
@@ -135,7 +139,7 @@ pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq
         if (m && m->f) {
             pz_field f[] = {
                 PZ_NUM("epoch", epoch), PZ_NUM("boundary", b + 1), PZ_STR("after", after),
-                PZ_STR("fwd", pz_pipe_spec_text(&pc->fwd[b])), PZ_STR("bwd", pz_pipe_spec_text(&pc->bwd[b])),
+                PZ_STR("fwd", fwd), PZ_STR("bwd", bwd),
                 PZ_NUM("fwd_bytes", fb), PZ_NUM("bwd_bytes", bb),
                 PZ_NUM("fwd_elements", fe), PZ_NUM("bwd_elements", be),
                 PZ_NUM("fwd_ratio", ratio(4.0 * (double)fe, fb)),
@@ -161,8 +165,8 @@ pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq
         /* this run's totals per boundary (a resumed run: since the resume) */
         __typeof__(res->boundaries[0]) *rb = &res->boundaries[b];
         snprintf(rb->after, sizeof rb->after, "%.47s", after);
-        snprintf(rb->fwd, sizeof rb->fwd, "%.63s", pz_pipe_spec_text(&pc->fwd[b]));
-        snprintf(rb->bwd, sizeof rb->bwd, "%.63s", pz_pipe_spec_text(&pc->bwd[b]));
+        snprintf(rb->fwd, sizeof rb->fwd, "%.63s", fwd);
+        snprintf(rb->bwd, sizeof rb->bwd, "%.63s", bwd);
         rb->fwd_bytes = bs.fwd_bytes - f0->fwd_bytes, rb->bwd_bytes = bs.bwd_bytes - f0->bwd_bytes;
         rb->fp32_fwd_bytes = 4 * (bs.fwd_elements - f0->fwd_elements);
         rb->fp32_bwd_bytes = 4 * (bs.bwd_elements - f0->bwd_elements);

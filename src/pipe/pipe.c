@@ -214,7 +214,7 @@ pz_status pz_pipe_collect_stats(pz_pipe *p) {
 }
 
 pz_boundary_stats pz_pipe_boundary_stats(const pz_pipe *p, int b) {
-    pz_boundary_stats s = {0};
+    pz_boundary_stats s = {.fwd_rung = -1, .bwd_rung = -1};
     if (b < 0 || b >= p->S - 1) return s;
     const stage_report *a = &p->reports[b], *z = &p->reports[b + 1];
     s.fwd_bytes = a->act_bytes, s.fwd_frames = a->act_frames, s.fwd_elements = a->act_elements;
@@ -228,6 +228,7 @@ pz_boundary_stats pz_pipe_boundary_stats(const pz_pipe *p, int b) {
     s.wire_fwd_bytes = a->next.wire_bytes_sent, s.wire_bwd_bytes = z->prev.wire_bytes_sent;
     s.link_fwd_messages = a->next.messages_sent, s.link_bwd_messages = z->prev.messages_sent;
     s.busy_fwd_s = a->next.busy_seconds, s.busy_bwd_s = z->prev.busy_seconds;
+    s.fwd_rung = a->rung_act, s.bwd_rung = z->rung_grad;
     return s;
 }
 

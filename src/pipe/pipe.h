@@ -94,6 +94,7 @@ typedef struct {
     uint64_t wire_fwd_bytes, wire_bwd_bytes;   /* what the transport carried: payload + envelope */
     uint64_t link_fwd_messages, link_bwd_messages;
     double busy_fwd_s, busy_bwd_s;  /* emulated transmission time */
+    int fwd_rung, bwd_rung;         /* a budget: the ladder's rung each sender uses now (-1: no budget) */
 } pz_boundary_stats;
 
 typedef struct pz_pipe pz_pipe;

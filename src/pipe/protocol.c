@@ -191,7 +191,9 @@ static const uint8_t *get_link(const uint8_t *p, pz_link_stats *s) {
 
 void msg_report_put(uint8_t *out, const stage_report *r) {
     uint8_t *p = out;
-    pz_put_i32(p, r->stage), pz_put_u32(p + 4, 0), p += 8;
+    /* bytes 4..7: a budget's rungs, each + 1 (0: none), activations in the low half */
+    const uint32_t rungs = (uint32_t)(r->rung_act + 1 > 0 ? r->rung_act + 1 : 0) | (uint32_t)(r->rung_grad + 1 > 0 ? r->rung_grad + 1 : 0) << 16;
+    pz_put_i32(p, r->stage), pz_put_u32(p + 4, rungs), p += 8;
     p = put64(p, r->act_bytes), p = put64(p, r->act_frames), p = put64(p, r->act_elements), p = put64(p, r->act_err_n);
     p = put64(p, r->eval_bytes);
     p = putd(p, r->act_err_sum), p = putd(p, r->act_encode_s), p = putd(p, r->grad_decode_s);
@@ -204,7 +206,9 @@ void msg_report_put(uint8_t *out, const stage_report *r) {
 
 void msg_report_get(const uint8_t *in, stage_report *r) {
     const uint8_t *p = in;
+    const uint32_t rungs = pz_get_u32(p + 4);
     r->stage = pz_get_i32(p), p += 8;
+    r->rung_act = (int32_t)(rungs & 0xffff) - 1, r->rung_grad = (int32_t)(rungs >> 16) - 1;
     p = get64(p, &r->act_bytes), p = get64(p, &r->act_frames), p = get64(p, &r->act_elements), p = get64(p, &r->act_err_n);
     p = get64(p, &r->eval_bytes);
     p = getd(p, &r->act_err_sum), p = getd(p, &r->act_encode_s), p = getd(p, &r->grad_decode_s);

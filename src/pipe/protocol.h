@@ -122,6 +122,8 @@ typedef struct {
     double grad_err_sum, grad_encode_s, act_decode_s;
     double compute_s, clock;
     pz_link_stats next, prev;
+    /* a budget's rungs in use: the activations it sends, the gradients it sends (-1: none) */
+    int32_t rung_act, rung_grad;
 } stage_report;
 #define MSG_REPORT_BYTES 256
 /* ---- BUDGET and BUDGET_SET (a traffic budget, budget.h; L rungs) ----

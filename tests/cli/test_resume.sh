@@ -100,6 +100,11 @@ a, b = ([json.loads(l) for l in open(d + "/budget.jsonl")] for d in sys.argv[1:]
 assert a == b, "budget.jsonl differs"
 assert [x["step"] for x in a[::6]] == [1, 4, 8, 12, 16, 20, 24, 28], [x["step"] for x in a[::6]]
 assert len({x["codec"] for x in a}) >= 3 and all(x["met"] == 1 for x in a), {x["codec"] for x in a}
+# the boundary records name the codec each sender used at the epoch's end: the last choice
+last = {(x["boundary"], x["direction"]): x["codec"] for x in a}
+for d in sys.argv[1:]:
+    for x in (json.loads(l) for l in open(d + "/boundaries.jsonl")):
+        assert (x["fwd"], x["bwd"]) == (last[(x["boundary"], "fwd")], last[(x["boundary"], "bwd")]), (d, x["boundary"], x["fwd"], x["bwd"])
 PY
 PZ_TEST_KILL_AT_STEP=13 "$pz" train "${gpt[@]}" --checkpoint-every 5 --out "$tmp/gpt-k" > "$tmp/gpt-k.log" 2>&1
 rc=$?

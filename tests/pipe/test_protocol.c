@@ -124,6 +124,7 @@ int main(void) {
     r.grad_err_sum = 0.5, r.act_decode_s = 3.0, r.compute_s = 4.0, r.clock = 5.0;
     r.next.messages_sent = 11, r.next.busy_seconds = 6.0, r.prev.messages_sent = 21, r.prev.wire_bytes_received = 26;
     r.prev.busy_seconds = 7.0;
+    r.rung_act = r.rung_grad = -1; /* no budget */
     uint8_t rep[MSG_REPORT_BYTES + 8];
     memset(rep, 0xAA, sizeof rep);
     msg_report_put(rep, &r);
@@ -136,6 +137,12 @@ int main(void) {
     CHECK(le64(rep + 200) == 21 && le64(rep + 240) == 26 && le64(rep + 248) == 0x401C000000000000ull, "report: link prev");
     stage_report back;
     msg_report_get(rep, &back);
-    CHECK(back.stage == 2 && back.grad_err_n == 2004 && back.prev.wire_bytes_received == 26 && back.clock == 5.0, "report round trip");
+    CHECK(back.stage == 2 && back.grad_err_n == 2004 && back.prev.wire_bytes_received == 26 && back.clock == 5.0 && back.rung_act == -1 &&
+              back.rung_grad == -1, "report round trip");
+    /* a budget's rungs, each + 1: activations in the low 16 bits, gradients in the high */
+    r.rung_act = 2, r.rung_grad = 5;
+    msg_report_put(rep, &r);
+    msg_report_get(rep, &back);
+    CHECK(le32(rep + 4) == (3u | 6u << 16) && back.rung_act == 2 && back.rung_grad == 5, "report: the budget's rungs");
     TEST_DONE();
 }
