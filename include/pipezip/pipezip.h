@@ -102,6 +102,7 @@ typedef enum {
     PZ_SET_BUDGET_LADDER,  /* the budget's stateless codecs, best first: "q8:bytes+zstd/q6:bytes+zstd/..." */
     PZ_SET_BUDGET_EVERY,   /* re-decide after step 1 and every N steps */
     PZ_SET_BUDGET_FWD_WEIGHT, /* the activations' errors count W times a gradient's in the budget's choice */
+    PZ_SET_BUDGET_RULE,    /* what the budget's choice minimizes: "sum" or "max" of the errors */
     PZ_SET_COUNT
 } pz_setting;
 

@@ -257,8 +257,9 @@ static void print_header(const pz_run_plan *p) {
     if (p->micro_batches > 1)
         snprintf(sched, sizeof sched, ", %d micro-batches (%s)", p->micro_batches, text_of(p, PZ_SET_PIPE_SCHEDULE));
     if (layout && p->budget.kind != PZ_BUDGET_OFF)
-        fprintf(stderr, "pipeline: %s, codecs chosen under a budget of %s from %s every %d steps%s%s%s\n", layout, text_of(p, PZ_SET_BUDGET),
-                text_of(p, PZ_SET_BUDGET_LADDER), p->budget.every, sched, remote ? ", link " : "", remote ? link : "");
+        fprintf(stderr, "pipeline: %s, codecs chosen under a budget of %s from %s every %d steps (least %s error, activations x%g)%s%s%s\n",
+                layout, text_of(p, PZ_SET_BUDGET), text_of(p, PZ_SET_BUDGET_LADDER), p->budget.every, text_of(p, PZ_SET_BUDGET_RULE),
+                p->budget.fwd_weight, sched, remote ? ", link " : "", remote ? link : "");
     else if (layout)
         fprintf(stderr, "pipeline: %s, activations %s, gradients %s%s%s%s\n", layout, text_of(p, PZ_SET_FWD), text_of(p, PZ_SET_BWD),
                 sched, remote ? ", link " : "", remote ? link : "");

@@ -103,6 +103,7 @@ static int config_fields(const pz_run_plan *p, pz_field *f, char *seed_buf) {
     f[n++] = PZ_STR("budget_ladder", budget ? run_plan_str(p, PZ_SET_BUDGET_LADDER) : "");
     f[n++] = PZ_NUM("budget_every", budget ? p->budget.every : 0);
     f[n++] = PZ_NUM("budget_fwd_weight", budget ? p->budget.fwd_weight : 0);
+    f[n++] = PZ_STR("budget_rule", budget ? run_plan_str(p, PZ_SET_BUDGET_RULE) : "");
     return n;
 }
 
@@ -130,6 +131,7 @@ void run_fingerprint(const pz_run_plan *p, char *out, size_t cap) {
     if (p->budget.kind != PZ_BUDGET_OFF)
         fp_append(out, cap, " budget=%s every=%d ladder=%s fwd_weight=%g", run_plan_str(p, PZ_SET_BUDGET), p->budget.every,
                   run_plan_str(p, PZ_SET_BUDGET_LADDER), p->budget.fwd_weight);
+    if (p->budget.kind != PZ_BUDGET_OFF && p->budget.rule != PZ_BUDGET_SUM) fp_append(out, cap, " rule=%s", run_plan_str(p, PZ_SET_BUDGET_RULE));
     /* everything else that moves the trajectory (a run that used the defaults keeps its older fingerprint) */
     const pz_augment aug = pz_data_augment(&p->data, p->crop_pad, p->flip), def = pz_data_augment(&p->data, -1, -1);
     if (aug.pad != def.pad || aug.flip != def.flip) fp_append(out, cap, " crop_pad=%d flip=%d", aug.pad, aug.flip);

@@ -278,6 +278,8 @@ const run_setting run_settings[PZ_SET_COUNT] = {
     NUM(PZ_SET_BUDGET_FWD_WEIGHT, "budget-fwd-weight", "budget_fwd_weight", SET_DOUBLE, budget.fwd_weight, 0.001, 1000, "W",
         "--budget: an activation's squared relative error counts W times a gradient's in the choice (activations are also "
         "what evaluation through the compressed boundaries sees)"),
+    ENUM(PZ_SET_BUDGET_RULE, "budget-rule", "budget_rule", budget.rule, pz_budget_rules, "sum", "RULE",
+         "--budget: minimize the summed error of the boundaries' directions, or the largest (then the sum)"),
 };
 
 const run_setting *run_setting_of(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? &run_settings[id] : NULL; }
@@ -527,7 +529,7 @@ static pz_status boundary_flags(const pz_run_plan *p) {
     if (!run_plan_one_stage(p) || p->link->remote) return PZ_OK;
     static const pz_setting boundary[] = {PZ_SET_FWD, PZ_SET_BWD, PZ_SET_LINK_BANDWIDTH, PZ_SET_LINK_LATENCY, PZ_SET_LINK_REALTIME,
                                           PZ_SET_GRAD_MASK, PZ_SET_PIPE_SCHEDULE, PZ_SET_COMPUTE_RATE, PZ_SET_BUDGET,
-                                          PZ_SET_BUDGET_LADDER, PZ_SET_BUDGET_EVERY, PZ_SET_BUDGET_FWD_WEIGHT};
+                                          PZ_SET_BUDGET_LADDER, PZ_SET_BUDGET_EVERY, PZ_SET_BUDGET_FWD_WEIGHT, PZ_SET_BUDGET_RULE};
     for (size_t i = 0; i < sizeof boundary / sizeof *boundary; i++) {
         const pz_setting id = boundary[i];
         if (!p->given[id]) continue;
@@ -582,7 +584,7 @@ pz_status run_plan_check(const pz_run_plan *p) {
         return pz_fail(PZ_ERR_ARG, "--budget %s with --link %s: a budget re-decides at the pipeline's step count, which split-learning "
                        "clients taking turns at one server do not share (use --link inproc or mpi)", run_plan_str(p, PZ_SET_BUDGET), p->link->name);
     if (p->budget.kind == PZ_BUDGET_OFF)
-        for (int id = PZ_SET_BUDGET_LADDER; id <= PZ_SET_BUDGET_FWD_WEIGHT; id++)
+        for (int id = PZ_SET_BUDGET_LADDER; id <= PZ_SET_BUDGET_RULE; id++)
             if (p->given[id]) return pz_fail(PZ_ERR_ARG, "--%s is a setting of --budget, which is not given", run_settings[id].flag);
     if (!p->data.text && pz_model_spec_is_sequence(&p->model))
         return pz_fail(PZ_ERR_ARG, "--model %s is a language model: it trains on text (--data kjv or text:FILE), not %s", p->model.name,

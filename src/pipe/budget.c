@@ -32,6 +32,12 @@ const pz_name pz_budget_kinds[] = {
     {0, NULL, NULL},
 };
 
+const pz_name pz_budget_rules[] = {
+    {PZ_BUDGET_SUM, "sum", "the least summed error"},
+    {PZ_BUDGET_MAX, "max", "the least largest error (every boundary and direction as good as the budget allows), then the least sum"},
+    {0, NULL, NULL},
+};
+
 static pz_status bad_budget(const char *flag, const char *text) {
     return pz_fail(PZ_ERR_ARG, "%s '%s' is not a budget: give a traffic reduction (40x), bytes per step (2MB, 500kB, 1MiB) "
                    "or a link rate and step time (200mbit@50ms)", flag, text);
@@ -216,14 +222,48 @@ pz_status pz_budget_choose(const pz_budget *b, const pz_budget_meas *m, int n_it
                            double *planned, int *met) {
     const double w = b->fwd_weight > 0 ? b->fwd_weight : 1.0;
     if (!isfinite(w)) return pz_fail(PZ_ERR_ARG, "a budget's activation weight of %g", w);
-    if (w == 1.0 || n_items < 0 || n_items > PZ_BUDGET_MAX_ITEMS) return choose(b, m, n_items, choice, limit, planned, met);
+    if (b->rule != PZ_BUDGET_SUM && b->rule != PZ_BUDGET_MAX) return pz_fail(PZ_ERR_ARG, "a budget rule of %d", b->rule);
+    if ((w == 1.0 && b->rule == PZ_BUDGET_SUM) || n_items < 0 || n_items > PZ_BUDGET_MAX_ITEMS || b->kind == PZ_BUDGET_LINK)
+        return choose(b, m, n_items, choice, limit, planned, met);
     pz_budget_meas wm[PZ_BUDGET_MAX_ITEMS];
     for (int i = 0; i < n_items; i++) {
         wm[i] = m[i];
         if (i % 2 == 0)
             for (int r = 0; r < PZ_BUDGET_RUNGS; r++) wm[i].err[r] *= w;
     }
-    return choose(b, wm, n_items, choice, limit, planned, met);
+    if (b->rule == PZ_BUDGET_MAX) {
+        /* the least bound tau on every item's error that fits (each item at
+         * its fewest bytes within tau), found among the errors measured;
+         * then the least sum among the rungs within it */
+        PZ_TRY(choose(b, wm, n_items, choice, limit, planned, met)); /* the limit, and whether anything fits */
+        if (!*met) return PZ_OK;
+        const int L = b->n_rungs;
+        double taus[PZ_BUDGET_MAX_ITEMS * PZ_BUDGET_RUNGS];
+        int nt = 0;
+        for (int i = 0; i < n_items; i++)
+            for (int r = 0; r < L; r++) taus[nt++] = wm[i].err[r];
+        double best = INFINITY;
+        for (int k = 0; k < nt; k++) {
+            const double tau = taus[k];
+            if (!(tau < best)) continue;
+            double total = 0;
+            int ok = 1;
+            for (int i = 0; i < n_items && ok; i++) {
+                int f = -1;
+                for (int r = 0; r < L; r++)
+                    if (wm[i].err[r] <= tau && (f < 0 || wm[i].bytes[r] < wm[i].bytes[f])) f = r;
+                if (f < 0) ok = 0;
+                else total += (double)wm[i].bytes[f];
+            }
+            if (ok && total <= *limit) best = tau;
+        }
+        /* rungs above the bound are out: as many bytes as could never fit */
+        for (int i = 0; i < n_items; i++)
+            for (int r = 0; r < L; r++)
+                if (wm[i].err[r] > best) wm[i].bytes[r] = (uint64_t)1 << 53;
+    }
+    PZ_TRY(choose(b, wm, n_items, choice, limit, planned, met));
+    return PZ_OK;
 }
 
 static pz_status choose(const pz_budget *b, const pz_budget_meas *m, int n_items, int *choice, double *limit, double *planned,

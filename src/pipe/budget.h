@@ -25,6 +25,12 @@ typedef enum {
     PZ_BUDGET_LINK,  /* "200mbit@50ms": each link direction moves its step's bytes within the time (value: bytes) */
 } pz_budget_kind;
 extern const pz_name pz_budget_kinds[];
+/* What the choice minimizes (--budget-rule) */
+typedef enum {
+    PZ_BUDGET_SUM, /* the summed (weighted) error */
+    PZ_BUDGET_MAX, /* the largest (weighted) error, then the sum */
+} pz_budget_rule;
+extern const pz_name pz_budget_rules[];
 
 #define PZ_BUDGET_RUNGS 8
 #define PZ_BUDGET_EVERY_DEFAULT 50
@@ -37,6 +43,7 @@ typedef struct {
     double rate, time; /* LINK: bits per second and seconds, as given */
     int every;         /* re-decide after step 1 and every `every` steps */
     double fwd_weight; /* the activations' errors count this many times a gradient's (0: 1) */
+    int rule;          /* pz_budget_rule */
     int n_rungs;
     pz_codec_desc rung[PZ_BUDGET_RUNGS]; /* the ladder, best first */
 } pz_budget;
@@ -75,8 +82,9 @@ typedef struct {
     int met;               /* 0: even the cheapest rungs are over the budget */
 } pz_budget_round;
 
-/* The choice: one rung per item, the least summed error (the activations'
- * items, even ones, weighed by fwd_weight) whose bytes fit
+/* The choice: one rung per item, the least summed error (rule SUM) or the
+ * least largest error, then the least sum (MAX), the activations' items
+ * (even ones) weighed by fwd_weight, whose bytes fit
  * (RATIO, BYTES: the total; LINK: every item on its own). Items that
  * cannot fit take their cheapest rung and *met is 0. *limit: the bound in
  * bytes per step (LINK: per item); *planned: the chosen rungs' total. */

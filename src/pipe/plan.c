@@ -300,8 +300,8 @@ void plan_fingerprint(pz_pipe *p) {
     if (cfg->schedule != PZ_PIPE_GPIPE && n < cap) n += (size_t)snprintf(f + n, cap - n, " schedule=%s", pz_name_of(pz_pipe_schedules, cfg->schedule));
     /* a budget: every stage must measure the same rungs and make the same choice */
     if (cfg->budget.kind != PZ_BUDGET_OFF && n < cap) {
-        n += (size_t)snprintf(f + n, cap - n, " budget=%s:%.17g every=%d fwd_weight=%.17g ladder=", pz_name_of(pz_budget_kinds, cfg->budget.kind),
-                              cfg->budget.value, cfg->budget.every, cfg->budget.fwd_weight > 0 ? cfg->budget.fwd_weight : 1.0);
+        n += (size_t)snprintf(f + n, cap - n, " budget=%s:%.17g every=%d fwd_weight=%.17g rule=%d ladder=", pz_name_of(pz_budget_kinds, cfg->budget.kind),
+                              cfg->budget.value, cfg->budget.every, cfg->budget.fwd_weight > 0 ? cfg->budget.fwd_weight : 1.0, cfg->budget.rule);
         for (int r = 0; r < cfg->budget.n_rungs && n < cap; r++)
             n += (size_t)snprintf(f + n, cap - n, "%s%s", r ? "/" : "", cfg->budget.rung[r].text);
     }

@@ -78,6 +78,7 @@ expect 2 "--budget-ladder: rung 'ef\(q4\)' keeps state from frame to frame" -- "
 expect 2 "--budget-ladder: rung 'q8' is there twice" -- "$PZ" train --budget 2MB --budget-ladder "q8/q4/q8" --no-out
 expect 2 "--budget-ladder is a setting of --budget, which is not given" -- "$PZ" train --budget-ladder q8/q4 --no-out
 expect 2 "--budget-fwd-weight is a setting of --budget" -- "$PZ" train --budget-fwd-weight 4 --no-out
+expect 2 "--budget-rule 'maxx' is not one of: sum|max" -- "$PZ" train --budget 2MB --budget-rule maxx --no-out
 expect 2 "--budget 40x acts on the boundaries between stages" -- "$PZ" train --model lenet5 --budget 40x --no-out
 expect 0 "--budget BUDGET" -- "$PZ" train --help
 expect 0 "h.0 +group +128x16 .* 64 B" -- "$PZ" models gpt-tiny --subspace 16

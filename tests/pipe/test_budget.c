@@ -104,6 +104,22 @@ static void choose_by_hand(void) {
         CHECK(pz_budget_choose(&b, d, 2, c, &limit, &planned, &met) == PZ_OK && c[0] == 0 && c[1] == 1, "weight 4: the gradients give");
         CHECK(d[0].err[1] == 0.015, "the measurements are left as they were");
     }
+    /* the largest error first: at 130 bytes the sum rule degrades the item that costs least error (item 1 twice: 0.04),
+     * the max rule spreads it (rungs 1 and 1 cost more bytes; 1 and 2: max 0.04 against 0.05) */
+    {
+        pz_budget b = rule(PZ_BUDGET_BYTES, 130, 3);
+        b.rule = PZ_BUDGET_MAX;
+        int c[2], met;
+        double limit, planned;
+        CHECK(pz_budget_choose(&b, m, 2, c, &limit, &planned, &met) == PZ_OK && c[0] == 0 && c[1] == 2 && met, "max at 130: %d,%d", c[0], c[1]);
+        pz_budget_meas e[2] = {{.elements = 50, .bytes = {100, 60, 30}, .err = {0.01, 0.02, 0.5}},
+                               {.elements = 50, .bytes = {100, 60, 30}, .err = {0.01, 0.03, 0.035}}};
+        b.value = 130, b.rule = PZ_BUDGET_SUM;
+        CHECK(pz_budget_choose(&b, e, 2, c, &limit, &planned, &met) == PZ_OK && c[0] == 0 && c[1] == 2, "sum at 130: %d,%d", c[0], c[1]);
+        b.value = 120, b.rule = PZ_BUDGET_MAX;
+        CHECK(pz_budget_choose(&b, e, 2, c, &limit, &planned, &met) == PZ_OK && c[0] == 1 && c[1] == 1, "max at 120: %d,%d (largest 0.03)",
+              c[0], c[1]);
+    }
     /* a link budget bounds each item alone */
     {
         const pz_budget b = rule(PZ_BUDGET_LINK, 70, 3);
@@ -199,6 +215,59 @@ static void choose_vs_exhaustive(int N, int L, int trials, double bound) {
     printf("budget rule, %d items of %d rungs (%.0f combinations) vs every combination: %d of %d cases above the optimum, worst %.4fx its error\n",
            N, L, combos, worse, cases, worst);
     CHECK(worst <= bound, "the rule's summed error within %gx of the optimum (worst %.4fx)", bound, worst);
+}
+
+/* the max rule against every combination: the least largest error that
+ * fits, and among those the least sum */
+static void max_vs_exhaustive(void) {
+    pz_rng rng;
+    pz_rng_seed(&rng, 77);
+    enum { N = 6, L = 5 };
+    int exact = 0, cases = 0;
+    for (int trial = 0; trial < 100; trial++) {
+        pz_budget_meas m[N];
+        memset(m, 0, sizeof m);
+        for (int i = 0; i < N; i++) {
+            m[i].elements = 1000;
+            double e = 1e-4 * (1 + pz_rng_uniform(&rng));
+            uint64_t by = 4000 + (uint64_t)(pz_rng_uniform(&rng) * 1000);
+            for (int r = 0; r < L; r++) {
+                m[i].bytes[r] = by, m[i].err[r] = e;
+                by = (uint64_t)((double)by * (0.55 + 0.4 * pz_rng_uniform(&rng)));
+                e *= 2 + 6 * pz_rng_uniform(&rng);
+            }
+        }
+        double lo = 0, hi = 0;
+        for (int i = 0; i < N; i++) lo += (double)m[i].bytes[L - 1], hi += (double)m[i].bytes[0];
+        const double lim = lo + (hi - lo) * pz_rng_uniform(&rng);
+        pz_budget b = rule(PZ_BUDGET_BYTES, lim, L);
+        b.rule = PZ_BUDGET_MAX, b.fwd_weight = 3;
+        int c[N], met;
+        double limit, planned;
+        CHECK(pz_budget_choose(&b, m, N, c, &limit, &planned, &met) == PZ_OK && met, "%s", pz_last_error());
+        double bmax = INFINITY, bsum = INFINITY;
+        int t[N] = {0};
+        for (;;) {
+            double mx = 0, sm = 0;
+            for (int i = 0; i < N; i++) {
+                const double e = m[i].err[t[i]] * (i % 2 ? 1 : 3);
+                mx = e > mx ? e : mx, sm += e;
+            }
+            if (bytes_of(m, t, N) <= lim && (mx < bmax || (mx == bmax && sm < bsum))) bmax = mx, bsum = sm;
+            int i = 0;
+            while (i < N && ++t[i] == L) t[i++] = 0;
+            if (i == N) break;
+        }
+        double mx = 0, sm = 0;
+        for (int i = 0; i < N; i++) {
+            const double e = m[i].err[c[i]] * (i % 2 ? 1 : 3);
+            mx = e > mx ? e : mx, sm += e;
+        }
+        CHECK(bytes_of(m, c, N) <= lim && mx == bmax && fabs(sm - bsum) <= 1e-12 * bsum, "trial %d: max %g sum %g, best %g %g", trial, mx,
+              sm, bmax, bsum);
+        cases++, exact += mx == bmax && fabs(sm - bsum) <= 1e-12 * bsum;
+    }
+    printf("max rule vs every combination: %d of %d exact\n", exact, cases);
 }
 
 static void messages(void) {
@@ -382,6 +451,7 @@ int main(void) {
     choose_vs_exhaustive(4, 5, 300, 1.0 + 1e-12); /* searched whole: exact */
     choose_vs_exhaustive(6, 8, 40, 1.0 + 1e-12);  /* a 4-stage pipeline with 8 rungs: 262144 combinations, exact */
     choose_vs_exhaustive(8, 6, 30, 1.1);          /* 1679616 combinations: the greedy rule */
+    max_vs_exhaustive();
     messages();
     pipeline();
     TEST_DONE();
