@@ -57,6 +57,26 @@ for k in ("train_loss", "test_accuracy", "fwd_bytes", "bwd_bytes", "eval_bytes")
 assert b["emulated_time"] >= 8 * (b["fwd_bytes"] + b["bwd_bytes"]) / 50e6 / 3, b["emulated_time"]
 PY
 
+# a traffic budget across processes: the measurements travel rank to rank
+# (BUDGET), the last rank chooses, each rank takes its senders' rungs
+# (BUDGET_SET): the in-process run's choices, numbers and bytes exactly
+bg=(--model lenet5 --stages 4 --lr 0.05 --budget 12x --budget-every 3 --limit-train 600 --limit-test 200 --epochs 1
+    --batch 64 --progress none --threads 1 --seed 3)
+"$pz" train "${bg[@]}" --out "$tmp/bg-a" > "$tmp/bg-a.log" 2>&1 && ok || bad "in-process budget run: $(tail -3 "$tmp/bg-a.log")"
+timeout 600 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS "$pz" train "${bg[@]}" --link mpi --out "$tmp/bg-b" > "$tmp/bg-b.log" 2>&1 \
+  && ok || bad "mpi budget run: $(tail -5 "$tmp/bg-b.log")"
+python3 - "$tmp" <<'PY' && ok || bad "a budget over MPI differs from in-process"
+import json, sys
+t = sys.argv[1]
+rows = lambda d, f: [json.loads(l) for l in open(f"{t}/{d}/{f}")]
+assert rows("bg-a", "budget.jsonl") == rows("bg-b", "budget.jsonl")
+assert len({x["codec"] for x in rows("bg-a", "budget.jsonl")}) >= 2
+a, b = rows("bg-a", "epochs.jsonl")[0], rows("bg-b", "epochs.jsonl")[0]
+for k in ("train_loss", "test_accuracy", "test_accuracy_compressed", "fwd_bytes", "bwd_bytes"):
+    assert a[k] == b[k], (k, a[k], b[k])
+assert [(x["fwd"], x["bwd"]) for x in rows("bg-a", "boundaries.jsonl")] == [(x["fwd"], x["bwd"]) for x in rows("bg-b", "boundaries.jsonl")]
+PY
+
 # a language model over MPI: gpt-tiny in 3 ranks with BPE tokens (each rank
 # learns the same merges), the head on rank 2 tied to the table on rank 0
 # (TIED_GRAD/TIED_WEIGHTS across processes), global-norm clipping and the
