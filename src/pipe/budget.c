@@ -3,10 +3,9 @@
  *
  * The rule, for a budget over the total (RATIO, BYTES): a problem of at
  * most 2^20 combinations (a 4-stage pipeline: 6 items of up to 10 rungs)
- * is searched whole, the least summed error that fits. A larger one:
- * every item (a
- * boundary's direction) keeps only the rungs no other rung beats in both
- * bytes and error, then only those on the lower convex hull of (bytes,
+ * is searched whole, the least summed error that fits. A larger one: every
+ * item (a boundary's direction) keeps only the rungs no other rung beats in
+ * both bytes and error, then only those on the lower convex hull of (bytes,
  * error); every item starts at its best rung, and while the total is over
  * the limit the item whose next cheaper hull rung costs the least error
  * per byte saved takes it (ties: the lower item). Once it fits, where the
@@ -215,29 +214,44 @@ static int pair_move(const pz_budget_meas *m, int n, int L, double limit, double
     return 1;
 }
 
-static pz_status choose(const pz_budget *b, const pz_budget_meas *m, int n_items, int *choice, double *limit, double *planned,
+static pz_status choose(const pz_budget *b, const pz_budget_meas *m, int n_items, int *choice, double limit, double *planned,
                         int *met);
+
+/* the bound in bytes per step: a ratio's of the items' fp32 bytes, else the value */
+static double limit_of(const pz_budget *b, const pz_budget_meas *m, int n_items) {
+    double fp32 = 0;
+    for (int i = 0; i < n_items; i++) fp32 += 4.0 * (double)m[i].elements;
+    return b->kind == PZ_BUDGET_RATIO ? fp32 / b->value : b->value;
+}
 
 pz_status pz_budget_choose(const pz_budget *b, const pz_budget_meas *m, int n_items, int *choice, double *limit,
                            double *planned, int *met) {
     const double w = b->fwd_weight > 0 ? b->fwd_weight : 1.0;
+    const int L = b->n_rungs;
     if (!isfinite(w)) return pz_fail(PZ_ERR_ARG, "a budget's activation weight of %g", w);
     if (b->rule != PZ_BUDGET_SUM && b->rule != PZ_BUDGET_MAX) return pz_fail(PZ_ERR_ARG, "a budget rule of %d", b->rule);
-    if ((w == 1.0 && b->rule == PZ_BUDGET_SUM) || n_items < 0 || n_items > PZ_BUDGET_MAX_ITEMS || b->kind == PZ_BUDGET_LINK)
-        return choose(b, m, n_items, choice, limit, planned, met);
+    if (L < 1 || L > PZ_BUDGET_RUNGS || n_items < 0 || n_items > PZ_BUDGET_MAX_ITEMS) return pz_fail(PZ_ERR_ARG, "a budget of %d rungs over %d items", L, n_items);
+    for (int i = 0; i < n_items; i++)
+        for (int r = 0; r < L; r++)
+            if (!isfinite(m[i].err[r]) || m[i].err[r] < 0 || m[i].bytes[r] > (uint64_t)1 << 53)
+                return pz_fail(PZ_ERR_STATE, "budget item %d, rung %d: a measurement of %llu bytes and error %g", i, r,
+                               (unsigned long long)m[i].bytes[r], m[i].err[r]);
+    *limit = limit_of(b, m, n_items);
+    if ((w == 1.0 && b->rule == PZ_BUDGET_SUM) || b->kind == PZ_BUDGET_LINK) return choose(b, m, n_items, choice, *limit, planned, met);
     pz_budget_meas wm[PZ_BUDGET_MAX_ITEMS];
     for (int i = 0; i < n_items; i++) {
         wm[i] = m[i];
         if (i % 2 == 0)
             for (int r = 0; r < PZ_BUDGET_RUNGS; r++) wm[i].err[r] *= w;
+        for (int r = 0; r < L; r++)
+            if (!isfinite(wm[i].err[r]))
+                return pz_fail(PZ_ERR_STATE, "budget item %d, rung %d: an error of %g weighed %g is not finite", i, r, m[i].err[r], w);
     }
     if (b->rule == PZ_BUDGET_MAX) {
         /* the least bound tau on every item's error that fits (each item at
          * its fewest bytes within tau), found among the errors measured;
-         * then the least sum among the rungs within it */
-        PZ_TRY(choose(b, wm, n_items, choice, limit, planned, met)); /* the limit, and whether anything fits */
-        if (!*met) return PZ_OK;
-        const int L = b->n_rungs;
+         * then the least sum among the rungs within it (when nothing fits,
+         * no bound: the sum rule's search takes the cheapest rungs) */
         double taus[PZ_BUDGET_MAX_ITEMS * PZ_BUDGET_RUNGS];
         int nt = 0;
         for (int i = 0; i < n_items; i++)
@@ -262,22 +276,13 @@ pz_status pz_budget_choose(const pz_budget *b, const pz_budget_meas *m, int n_it
             for (int r = 0; r < L; r++)
                 if (wm[i].err[r] > best) wm[i].bytes[r] = (uint64_t)1 << 53;
     }
-    PZ_TRY(choose(b, wm, n_items, choice, limit, planned, met));
-    return PZ_OK;
+    return choose(b, wm, n_items, choice, *limit, planned, met);
 }
 
-static pz_status choose(const pz_budget *b, const pz_budget_meas *m, int n_items, int *choice, double *limit, double *planned,
+/* The sum rule over measurements already checked (and weighed), under limit. */
+static pz_status choose(const pz_budget *b, const pz_budget_meas *m, int n_items, int *choice, double limit, double *planned,
                         int *met) {
     const int L = b->n_rungs;
-    if (L < 1 || L > PZ_BUDGET_RUNGS || n_items < 0 || n_items > PZ_BUDGET_MAX_ITEMS) return pz_fail(PZ_ERR_ARG, "a budget of %d rungs over %d items", L, n_items);
-    for (int i = 0; i < n_items; i++)
-        for (int r = 0; r < L; r++)
-            if (!isfinite(m[i].err[r]) || m[i].err[r] < 0 || m[i].bytes[r] > (uint64_t)1 << 53)
-                return pz_fail(PZ_ERR_STATE, "budget item %d, rung %d: a measurement of %llu bytes and error %g", i, r,
-                               (unsigned long long)m[i].bytes[r], m[i].err[r]);
-    double fp32 = 0;
-    for (int i = 0; i < n_items; i++) fp32 += 4.0 * (double)m[i].elements;
-    *limit = b->kind == PZ_BUDGET_RATIO ? fp32 / b->value : b->value;
     *met = 1;
     hull h[PZ_BUDGET_MAX_ITEMS];
     int pos[PZ_BUDGET_MAX_ITEMS];
@@ -287,7 +292,7 @@ static pz_status choose(const pz_budget *b, const pz_budget_meas *m, int n_items
         for (int i = 0; i < n_items; i++) {
             int k = -1;
             for (int r = 0; r < L; r++) {
-                if ((double)m[i].bytes[r] > *limit) continue;
+                if ((double)m[i].bytes[r] > limit) continue;
                 if (k < 0 || m[i].err[r] < m[i].err[k] || (m[i].err[r] == m[i].err[k] && m[i].bytes[r] < m[i].bytes[k])) k = r;
             }
             if (k < 0) {
@@ -300,11 +305,11 @@ static pz_status choose(const pz_budget *b, const pz_budget_meas *m, int n_items
         }
         return PZ_OK;
     }
-    if (exhaustive(m, n_items, L, *limit, choice, planned)) return PZ_OK;
+    if (exhaustive(m, n_items, L, limit, choice, planned)) return PZ_OK;
     for (int i = 0; i < n_items; i++) make_hull(&m[i], L, &h[i]);
     double total = 0;
     for (int i = 0; i < n_items; i++) pos[i] = h[i].n - 1, total += (double)m[i].bytes[h[i].r[pos[i]]];
-    while (total > *limit) {
+    while (total > limit) {
         int best = -1;
         double best_slope = 0;
         for (int i = 0; i < n_items; i++) {
@@ -319,7 +324,7 @@ static pz_status choose(const pz_budget *b, const pz_budget_meas *m, int n_items
         total += (double)m[best].bytes[h[best].r[pos[best]]];
     }
     for (int i = 0; i < n_items; i++) choice[i] = h[i].r[pos[i]];
-    if (total > *limit) *met = 0;
+    if (total > limit) *met = 0;
     else
         /* the last moves may have saved more than needed: any rung of less
          * error that still fits, the largest gain first, then two items at
@@ -335,11 +340,11 @@ static pz_status choose(const pz_budget *b, const pz_budget_meas *m, int n_items
                 for (int r = 0; r < L; r++) {
                     const int cur = choice[i];
                     const double gain = m[i].err[cur] - m[i].err[r];
-                    if (!(gain > best_gain) || total - (double)m[i].bytes[cur] + (double)m[i].bytes[r] > *limit) continue;
+                    if (!(gain > best_gain) || total - (double)m[i].bytes[cur] + (double)m[i].bytes[r] > limit) continue;
                     best = i, best_r = r, best_gain = gain;
                 }
             if (best >= 0) choice[best] = best_r;
-            else if (!pair_move(m, n_items, L, *limit, eps, choice, &total)) break;
+            else if (!pair_move(m, n_items, L, limit, eps, choice, &total)) break;
             total = 0;
             for (int i = 0; i < n_items; i++) total += (double)m[i].bytes[choice[i]];
         }

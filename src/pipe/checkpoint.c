@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the fixed head: magic, stage, p0, p1, n_buffers, optimizer kind, optimizer step */
+enum { CKPT_HEAD = 8 + 4 + 8 + 8 + 8 + 4 + 8 };
+
 static const char magic[8] = {'P', 'Z', 'C', 'K', 'P', 'T', '0', '2'};
 static const char magic_v1[8] = {'P', 'Z', 'C', 'K', 'P', 'T', '0', '1'}; /* no CRC */
 
@@ -193,7 +196,7 @@ pz_status pz_checkpoint_codec_spec(const uint8_t *data, size_t len, const char *
     spec[0] = 0;
     PZ_TRY(check_blob(data, len, path, &body));
     const uint8_t *p = data, *end = data + body;
-    const size_t head = 8 + 4 + 8 + 8 + 8 + 4 + 8;
+    const size_t head = CKPT_HEAD;
     if (body < head + 4) return pz_fail(PZ_ERR_FORMAT, "'%s' is truncated", path);
     const int64_t a0 = pz_get_i64(p + 12), a1 = pz_get_i64(p + 20), nb = pz_get_i64(p + 28);
     if (a0 < 0 || a1 < a0 || nb < 0 || (uint64_t)(a1 - a0) > body / 4 || (uint64_t)nb > body / 4)
@@ -238,7 +241,7 @@ pz_status pz_checkpoint_read_params(const char *path, pz_model *m, int64_t *p0, 
     pz_status s = check_blob(data, len, path, &body);
     if (s) goto done;
     len = body;
-    const size_t head = 8 + 4 + 8 + 8 + 8 + 4 + 8;
+    const size_t head = CKPT_HEAD;
     if (len < head) {
         s = pz_fail(PZ_ERR_FORMAT, "'%s' is truncated", path);
         goto done;

@@ -118,6 +118,10 @@ static pz_status make_codec(pz_codec **c, const pz_codec_desc *d, uint32_t max_s
     return PZ_OK;
 }
 
+/* the seed of stage i's sender of direction dir (0: activations, 1: gradients),
+ * at the start and whenever a budget gives it another codec */
+static uint64_t sender_seed(const pz_pipe_config *cfg, int i, int dir) { return cfg->seed * 1000003u + 2 * (uint64_t)i + (uint64_t)dir; }
+
 /* evaluation uses the forward codec's stateless base (an EF/EF21/AQ-SGD
  * wrapper's base codec) */
 static pz_status make_eval_codec(pz_codec **c, const pz_codec_desc *fwd) {
@@ -188,7 +192,7 @@ pz_status plan_stage(pz_pipe *p, int i) {
         PZ_TRY(make_codec(&s->bwd_tx, &cfg->bwd[i - 1], cfg->max_samples));
         PZ_TRY(make_eval_codec(&s->eval_rx, &cfg->fwd[i - 1]));
         PZ_TRY(make_codec(&s->plain_rx, NULL, 0));
-        pz_codec_set_seed(s->bwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i + 1);
+        pz_codec_set_seed(s->bwd_tx, sender_seed(cfg, i, 1));
         s->bwd_lossless = pz_codec_is_lossless(s->bwd_tx);
     }
     if (i < p->S - 1) {
@@ -196,7 +200,7 @@ pz_status plan_stage(pz_pipe *p, int i) {
         PZ_TRY(make_codec(&s->bwd_rx, &cfg->bwd[i], cfg->max_samples));
         PZ_TRY(make_eval_codec(&s->eval_tx, &cfg->fwd[i]));
         PZ_TRY(make_codec(&s->plain_tx, NULL, 0));
-        pz_codec_set_seed(s->fwd_tx, cfg->seed * 1000003u + 2 * (uint64_t)i);
+        pz_codec_set_seed(s->fwd_tx, sender_seed(cfg, i, 0));
         s->fwd_lossless = pz_codec_is_lossless(s->fwd_tx);
     }
     s->rep.stage = i;
@@ -243,12 +247,12 @@ pz_status plan_use_rung(stage *s, int dir, int r) {
             pz_codec_free(c);
             return st;
         }
-        pz_codec_set_seed(c, cfg->seed * 1000003u + 2 * (uint64_t)s->index);
+        pz_codec_set_seed(c, sender_seed(cfg, s->index, 0));
         pz_codec_free(s->fwd_tx), pz_codec_free(s->eval_tx);
         s->fwd_tx = c, s->eval_tx = e;
         s->fwd_lossless = pz_codec_is_lossless(c);
     } else {
-        pz_codec_set_seed(c, cfg->seed * 1000003u + 2 * (uint64_t)s->index + 1);
+        pz_codec_set_seed(c, sender_seed(cfg, s->index, 1));
         pz_codec_free(s->bwd_tx);
         s->bwd_tx = c;
         s->bwd_lossless = pz_codec_is_lossless(c);

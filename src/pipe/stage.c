@@ -134,8 +134,6 @@ static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
     return relay_back(s, MSG_EVAL_RESULT, &b->msg, &b->cap);
 }
 
-static int p_has_budget(const stage *s) { return s->pipe->cfg.budget.kind != PZ_BUDGET_OFF; }
-
 /* STATS: append this stage's report (its counters, its links', its clock)
  * and pass it on; the last stage turns the reports back as STATS_REPLY. */
 static pz_status stage_stats(stage *s, uint8_t **buf, size_t *cap, size_t len) {
@@ -143,7 +141,7 @@ static pz_status stage_stats(stage *s, uint8_t **buf, size_t *cap, size_t len) {
         return pz_fail(PZ_ERR_STATE, "a STATS message of %zu bytes at stage %d (expected %d reports)", len, s->index, s->index);
     pz_clock_charge(&s->clock);
     s->rep.clock = s->clock.t;
-    const int budget = p_has_budget(s);
+    const int budget = s->pipe->cfg.budget.kind != PZ_BUDGET_OFF;
     s->rep.rung_act = budget && s->next ? s->rung[0] : -1;
     s->rep.rung_grad = budget && s->index > 0 ? s->rung[1] : -1;
     s->rep.prev = pz_link_get_stats(s->prev);

@@ -151,6 +151,24 @@ static void choose_by_hand(void) {
     }
 }
 
+/* N random items of L rungs: fewer bytes, more error rung by rung (each
+ * rung 55-95% of the bytes and 2-8x the error of the one before); with
+ * dominated, rung 2 made 3000 bytes larger (no better than rung 1) */
+static void random_case(pz_rng *rng, pz_budget_meas *m, int N, int L, int dominated) {
+    memset(m, 0, sizeof *m * (size_t)N);
+    for (int i = 0; i < N; i++) {
+        m[i].elements = 1000;
+        double e = 1e-4 * (1 + pz_rng_uniform(rng));
+        uint64_t by = 4000 + (uint64_t)(pz_rng_uniform(rng) * 1000);
+        for (int r = 0; r < L; r++) {
+            m[i].bytes[r] = by, m[i].err[r] = e;
+            by = (uint64_t)((double)by * (0.55 + 0.4 * pz_rng_uniform(rng)));
+            e *= 2 + 6 * pz_rng_uniform(rng);
+        }
+        if (dominated) m[i].bytes[2] += 3000;
+    }
+}
+
 /* random cases against every combination: the choice fits whenever
  * anything does and no single change of one item's rung improves it; a
  * small problem (N items of L rungs, at most 2^20 combinations) is solved
@@ -164,18 +182,7 @@ static void choose_vs_exhaustive(int N, int L, int trials, double bound) {
     for (int i = 0; i < N; i++) combos *= L;
     for (int trial = 0; trial < trials; trial++) {
         pz_budget_meas m[PZ_BUDGET_MAX_ITEMS];
-        memset(m, 0, sizeof m);
-        for (int i = 0; i < N; i++) {
-            m[i].elements = 1000;
-            double e = 1e-4 * (1 + pz_rng_uniform(&rng));
-            uint64_t by = 4000 + (uint64_t)(pz_rng_uniform(&rng) * 1000);
-            for (int r = 0; r < L; r++) {
-                m[i].bytes[r] = by, m[i].err[r] = e;
-                by = (uint64_t)((double)by * (0.55 + 0.4 * pz_rng_uniform(&rng)));
-                e *= 2 + 6 * pz_rng_uniform(&rng);
-            }
-            if (trial % 3 == 0 && L > 2) m[i].bytes[2] += 3000; /* a dominated rung now and then */
-        }
+        random_case(&rng, m, N, L, trial % 3 == 0 && L > 2);
         double lo = 0, hi = 0;
         for (int i = 0; i < N; i++) lo += (double)m[i].bytes[L - 1], hi += (double)m[i].bytes[0];
         const double lim = lo * 0.9 + (hi * 1.05 - lo * 0.9) * pz_rng_uniform(&rng);
@@ -226,17 +233,7 @@ static void max_vs_exhaustive(void) {
     int exact = 0, cases = 0;
     for (int trial = 0; trial < 100; trial++) {
         pz_budget_meas m[N];
-        memset(m, 0, sizeof m);
-        for (int i = 0; i < N; i++) {
-            m[i].elements = 1000;
-            double e = 1e-4 * (1 + pz_rng_uniform(&rng));
-            uint64_t by = 4000 + (uint64_t)(pz_rng_uniform(&rng) * 1000);
-            for (int r = 0; r < L; r++) {
-                m[i].bytes[r] = by, m[i].err[r] = e;
-                by = (uint64_t)((double)by * (0.55 + 0.4 * pz_rng_uniform(&rng)));
-                e *= 2 + 6 * pz_rng_uniform(&rng);
-            }
-        }
+        random_case(&rng, m, N, L, 0);
         double lo = 0, hi = 0;
         for (int i = 0; i < N; i++) lo += (double)m[i].bytes[L - 1], hi += (double)m[i].bytes[0];
         const double lim = lo + (hi - lo) * pz_rng_uniform(&rng);
