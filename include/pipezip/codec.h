@@ -39,6 +39,7 @@ typedef enum {
     PZ_FRAME_PAYLOAD,    /* sections inconsistent with the header */
     PZ_FRAME_CAPACITY,   /* the destination is too small */
     PZ_FRAME_STATE,      /* a stateful frame the receiver's state cannot take */
+    PZ_FRAME_CODEC,      /* a frame of another codec than the (stateful or strict) receiver's */
 } pz_frame_error;
 
 PZ_API const char *pz_frame_error_name(pz_frame_error e);
@@ -91,6 +92,11 @@ PZ_API void pz_codec_set_seed(pz_codec *codec, uint64_t seed);
 PZ_API void pz_codec_set_max_samples(pz_codec *codec, uint32_t max_samples);
 /* aqsgd: warm-up mode sends x uncompressed and fills the buffers. */
 PZ_API void pz_codec_set_warmup(pz_codec *codec, int on);
+/* A strict receiver decodes only frames its own spec writes (family, width,
+ * units, options, value type, kept count, wrapper) and refuses others with
+ * PZ_FRAME_CODEC naming both; a stateful receiver (ef21, aqsgd) always is.
+ * Off by default: a stateless receiver decodes any frame. */
+PZ_API void pz_codec_set_strict(pz_codec *codec, int on);
 
 /* The largest frame encoding a tensor of this shape can produce (with ids
  * when the codec needs them). */

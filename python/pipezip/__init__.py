@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""pipezip from Python: the codec library on numpy arrays and CPU torch tensors.
+"""pipezip from Python: the codec library on numpy arrays and torch tensors.
 
     import numpy as np, pipezip
     c = pipezip.Codec("q4")
@@ -14,8 +14,14 @@ libpipezip.so through ctypes. It is found, in order, at $PIPEZIP_LIBRARY, where
 directory, in the source tree's build/ (or build-asan/), or where the
 dynamic loader finds libpipezip.so.0.
 
-Errors raise pipezip.Error, whose message is the library's own.
-`import pipezip.torch` (needs torch) adds an autograd boundary.
+Errors raise pipezip.Error, whose message is the library's own. A Codec
+decodes only frames its own spec writes (a frame of another codec raises
+Error naming both); pipezip.decode() decodes any frame. Codecs pickle and
+deepcopy with their state. Tensors on a GPU (or any device) are accepted:
+they are staged through host memory (pinned for CUDA), and decode(out=...)
+writes back to out's device.
+`import pipezip.torch` (needs torch) adds an autograd boundary, frames over
+torch.distributed and a pipeline of stages.
 """
 import ctypes
 import ctypes.util
@@ -23,7 +29,7 @@ import os
 
 import numpy as np
 
-__all__ = ["Codec", "Error", "empty", "inspect", "frame_vocabulary", "validate", "crc32c", "library_version", "codec_help", "Stats", "set_threads",
+__all__ = ["Codec", "Error", "decode", "empty", "inspect", "frame_vocabulary", "validate", "crc32c", "library_version", "codec_help", "Stats", "set_threads",
            "FRAME_ERRORS"]
 
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -115,6 +121,9 @@ _help = _fn("pz_codec_help", _sz, ctypes.c_char_p, _sz)
 _set_seed = _fn("pz_codec_set_seed", None, ctypes.c_void_p, ctypes.c_uint64)
 _set_max_samples = _fn("pz_codec_set_max_samples", None, ctypes.c_void_p, ctypes.c_uint32)
 _set_warmup = _fn("pz_codec_set_warmup", None, ctypes.c_void_p, ctypes.c_int)
+_set_strict = _fn("pz_codec_set_strict", None, ctypes.c_void_p, ctypes.c_int)
+_frame_decode = _fn("pz_frame_decode", ctypes.c_int, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz,
+                    ctypes.POINTER(ctypes.c_int), _i64p)
 _max_frame = _fn("pz_codec_max_frame_bytes", _sz, ctypes.c_void_p, ctypes.c_int, _i64p)
 _encode = _fn("pz_codec_encode", ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, _i64p,
               ctypes.c_void_p, ctypes.c_void_p, _sz, ctypes.POINTER(_sz), ctypes.POINTER(_Stats))
@@ -137,7 +146,7 @@ _libc.free.argtypes, _libc.free.restype = [ctypes.c_void_p], None
 
 # pz_frame_error (pipezip/codec.h), in order
 FRAME_ERRORS = ("OK", "TRUNCATED", "MAGIC", "VERSION", "CHECKSUM", "LENGTH", "SHAPE", "PARAM", "PAYLOAD", "CAPACITY",
-                "STATE")
+                "STATE", "CODEC")
 
 
 class Error(Exception):
@@ -204,19 +213,29 @@ def empty(shape, dtype=np.float32):
     return raw[off:off + n * dt.itemsize].view(dt).reshape(shape)
 
 
+def _host_f32(t):
+    """A torch tensor as a contiguous float32 CPU tensor: itself when it is
+    one, else a copy (a GPU tensor through pinned host memory, a blocking
+    copy: its values are needed now)."""
+    import torch
+    t = t.detach()
+    if t.device.type != "cpu":
+        h = torch.empty(t.shape, dtype=torch.float32, pin_memory=t.device.type == "cuda")
+        h.copy_(t)
+        return h
+    if t.dtype != torch.float32:
+        t = t.to(torch.float32)
+    return t.contiguous()
+
+
 def _as_f32(x, what="x"):
     """x as a C-contiguous float32 numpy array: the same memory when it is
     one already (a numpy array or a CPU torch tensor), else a converted copy
-    (float16/bfloat16/float64 inputs, non-contiguous views)."""
+    (float16/bfloat16/float64 inputs, non-contiguous views, tensors on
+    another device)."""
     mod = type(x).__module__
     if mod.startswith("torch"):
-        import torch
-        if x.device.type != "cpu":
-            raise TypeError(f"pipezip: {what} is on {x.device}; only CPU tensors are supported")
-        x = x.detach()
-        if x.dtype != torch.float32:
-            x = x.to(torch.float32)
-        x = x.contiguous().numpy()
+        x = _host_f32(x).numpy()
     a = np.asarray(x)
     if a.dtype != np.float32:
         if a.dtype.kind not in "fiu":
@@ -259,16 +278,37 @@ class Codec:
     A stateful codec (ef, ef21, aqsgd) keeps the sender's state in the
     object that encodes and the receiver's in the one that decodes: make one
     of each from the same spec and feed them the same frames in order.
-    state() / load_state() save and restore it (checkpoints)."""
+    state() / load_state() save and restore it (checkpoints); pickle and
+    copy.deepcopy carry it too.
 
-    def __init__(self, spec, seed=None, max_samples=None):
+    decode() takes only frames this spec writes (strict=True, the default):
+    a frame of another codec raises Error (frame_error "CODEC") naming both.
+    strict=False decodes any stateless frame, as pipezip.decode() does; a
+    stateful receiver is strict whatever it is told."""
+
+    def __init__(self, spec, seed=None, max_samples=None, strict=True):
         h = ctypes.c_void_p()
         _check(_create(ctypes.byref(h), spec.encode()))
         self._h = h
+        self._max_samples, self._strict = max_samples, bool(strict)
         if seed is not None:
             _set_seed(h, int(seed))
         if max_samples is not None:
             _set_max_samples(h, int(max_samples))
+        _set_strict(h, 1 if strict else 0)
+
+    # pickle / copy.deepcopy: the spec, the settings and the state (its
+    # random stream, seed and warm-up included)
+    def __getstate__(self):
+        return {"spec": self.spec, "max_samples": self._max_samples, "strict": self._strict, "state": self.state()}
+
+    def __setstate__(self, d):
+        self.__init__(d["spec"], max_samples=d["max_samples"], strict=d["strict"])
+        self.load_state(d["state"])
+
+    @property
+    def strict(self):
+        return self._strict
 
     def __del__(self):
         h = getattr(self, "_h", None)
@@ -344,9 +384,10 @@ class Codec:
         return (frame, r[1]) if stats else frame
 
     def decode(self, frame, out=None):
-        """Decode a frame into out (a C-contiguous float32 numpy array or CPU
-        torch tensor with the frame's number of elements, written in place
-        and returned) or into a new float32 array of the frame's shape."""
+        """Decode a frame into out (a C-contiguous float32 numpy array or
+        torch tensor, on any device, with the frame's number of elements,
+        written in place and returned) or into a new float32 array of the
+        frame's shape. A frame of another spec raises Error (strict)."""
         ptr, n, keep = _frame_buffer(frame)
         nd, shp = ctypes.c_int(), (ctypes.c_int64 * 4)()
         if out is None:
@@ -357,23 +398,10 @@ class Codec:
             dst = empty(shape)
             target = dst
         else:
-            target = out
-            if type(out).__module__.startswith("torch"):
-                import torch
-                if out.dtype != torch.float32 or out.device.type != "cpu" or not out.is_contiguous():
-                    raise TypeError("pipezip: out must be a contiguous float32 CPU tensor")
-                dst = out.detach().numpy()
-            else:
-                dst = out
-                if not isinstance(dst, np.ndarray) or dst.dtype != np.float32 or not dst.flags.c_contiguous \
-                        or not dst.flags.writeable:
-                    raise TypeError("pipezip: out must be a writable C-contiguous float32 array")
+            target, dst = _out_target(out)
         _check(_decode(self._h, ptr, n, ctypes.c_void_p(dst.ctypes.data), dst.size, ctypes.byref(nd), shp))
         del keep
-        got = int(np.prod(shp[:nd.value], dtype=np.int64))
-        if got != dst.size:
-            raise ValueError(f"pipezip: the frame holds {got} elements, out has {dst.size}")
-        return target
+        return _finish_decode(target, dst, nd, shp)
 
     def roundtrip(self, x, ids=None, receiver=None):
         """x through a real frame: encoded by this codec, decoded by receiver
@@ -398,6 +426,54 @@ class Codec:
         ptr, n, keep = _frame_buffer(blob)
         _check(_state_load(self._h, ptr, n))
         del keep
+
+
+def _out_target(out):
+    """(what decode returns, the float32 host array it writes) for out"""
+    if type(out).__module__.startswith("torch"):
+        import torch
+        if out.dtype != torch.float32 or not out.is_contiguous():
+            raise TypeError("pipezip: out must be a contiguous float32 tensor")
+        if out.device.type != "cpu":  # decoded on the host, then copied over
+            return out, torch.empty(out.shape, dtype=torch.float32, pin_memory=out.device.type == "cuda").numpy()
+        return out, out.detach().numpy()
+    if not isinstance(out, np.ndarray) or out.dtype != np.float32 or not out.flags.c_contiguous \
+            or not out.flags.writeable:
+        raise TypeError("pipezip: out must be a writable C-contiguous float32 array")
+    return out, out
+
+
+def _finish_decode(target, dst, nd, shp):
+    got = int(np.prod(shp[:nd.value], dtype=np.int64))
+    if got != dst.size:
+        raise ValueError(f"pipezip: the frame holds {got} elements, out has {dst.size}")
+    if target is not dst and type(target).__module__.startswith("torch") and target.device.type != "cpu":
+        import torch
+        target.copy_(torch.from_numpy(dst).reshape(target.shape))
+    return target
+
+
+def decode(frame, out=None):
+    """Decode any stateless frame (whatever its codec) into out or a new
+    float32 array of its shape; a stateful frame (ef21, aqsgd) needs its
+    receiver, a Codec of its spec."""
+    w = inspect(frame)["wrapper"]
+    if w in ("ef21", "aqsgd"):
+        raise ValueError(f"pipezip: a frame of wrapper {w} holds what its receiver's state adds to; "
+                         "decode it with that receiver (a Codec of the sender's spec)")
+    ptr, n, keep = _frame_buffer(frame)
+    nd, shp = ctypes.c_int(), (ctypes.c_int64 * 4)()
+    if out is None:
+        shape = _header_shape(ptr, n)
+        if shape is None:
+            _check(_frame_decode(ptr, n, None, 0, ctypes.byref(nd), shp))
+            raise Error(1)
+        target = dst = empty(shape)
+    else:
+        target, dst = _out_target(out)
+    _check(_frame_decode(ptr, n, ctypes.c_void_p(dst.ctypes.data), dst.size, ctypes.byref(nd), shp))
+    del keep
+    return _finish_decode(target, dst, nd, shp)
 
 
 def frame_vocabulary():

@@ -1,23 +1,41 @@
 # SPDX-License-Identifier: MIT
-"""pipezip on PyTorch's autograd: a compressed boundary between two parts of
-a model. The activation crosses through the forward codec and its gradient
-back through the backward codec, each as a real pipezip frame (encoded,
-counted, decoded), so a model trains with what a pipeline or split-learning
-boundary would carry.
+"""pipezip on PyTorch: a compressed autograd boundary, frames over
+torch.distributed, and a pipeline of stages (pipezip.pipeline.Stage, also
+here as Stage).
 
     import pipezip.torch as pzt
     b = pzt.Boundary(fwd="q4", bwd="q8")
     y = head(b(body(x)))            # the cut between body and head
     b.stats()                       # bytes each way, bits per element, steps
 
-compress(x, fwd, bwd) is the same without a module (stateless codecs only:
-a stateful codec's state belongs to one boundary, so give it a Boundary).
+A Boundary crosses the activation through the forward codec and its
+gradient back through the backward codec, each as a real pipezip frame
+(encoded, counted, decoded). In training mode with gradients enabled it
+runs the codecs as given (an ef/ef21/aqsgd codec moves its state); under
+model.eval() or torch.no_grad() it runs their stateless base codec, leaves
+the state alone and counts the frames apart (stats()["eval_*"]), as
+`pipezip train` evaluates. Its codec state is in state_dict() (so
+torch.save / torch.load resume with the frames an uninterrupted run
+sends), and it deepcopies and pickles.
+
+send()/recv() carry a tensor as a pipezip frame between two processes of
+any torch.distributed process group (gloo; MPI where torch has it; NCCL
+with the frame on the GPU), each end keeping its own codec.
+
+compress(x, fwd, bwd) is a Boundary without a module (stateless codecs
+only: a stateful codec's state belongs to one boundary).
+
+Tensors may live on any device: they are staged through host memory
+(pinned for CUDA) and come back on their device, at the cost of a copy
+each way (docs/PYTHON.md).
 """
+import numpy as np
 import torch
+import torch.distributed as dist
 
-from . import Codec
+from . import Codec, Error, empty, _as_f32
 
-__all__ = ["Boundary", "compress"]
+__all__ = ["Boundary", "compress", "send", "isend", "recv", "Stage"]
 
 
 class _Side:
@@ -27,48 +45,84 @@ class _Side:
         self.bytes = self.elements = self.frames = 0
         self.sq_err = self.sq_norm = 0.0
 
+    def as_dict(self):
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, d):
+        s = cls()
+        s.__dict__.update(d)
+        return s
+
 
 class _Counter:
+    SIDES = ("fwd", "bwd", "eval")
+
     def __init__(self):
         self.reset()
 
     def reset(self):
-        self.fwd, self.bwd = _Side(), _Side()
+        self.fwd, self.bwd, self.eval = _Side(), _Side(), _Side()
 
 
-def _through(link, t, ids, counter, side, measure):
-    """t through link = (sender, receiver) Codecs; counted on counter.<side>"""
+def _encode(tx, t, ids):
+    """t (any device, any float dtype) as tx's frame: (uint8 array, host float32 array)"""
     if t.dtype not in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
-        raise TypeError(f"pipezip: the boundary carries floating tensors, got {t.dtype}")
+        raise TypeError(f"pipezip: a boundary carries floating tensors, got {t.dtype}")
     x = t.detach()
-    shape, dtype = x.shape, x.dtype
-    flat = x.reshape(x.shape[0], -1) if x.dim() > 4 else x
+    if x.dim() > 4:
+        x = x.reshape(x.shape[0], -1)
+    a = _as_f32(x)
+    buf = empty(tx.max_frame_bytes(a.shape), np.uint8)
+    n = tx.encode_into(a, buf, ids=ids)
+    return buf[:n], a
+
+
+def _decode_like(rx, frame, shape, like):
+    """frame decoded by rx into a tensor of `shape` on like's device and dtype"""
+    pinned = like.device.type == "cuda"
+    host = torch.empty(int(np.prod(shape, dtype=np.int64)), dtype=torch.float32, pin_memory=pinned)
+    rx.decode(frame, out=host)
+    y = host.reshape(shape)
+    if like.device.type != "cpu":
+        y = y.to(like.device, non_blocking=pinned)
+    return y if like.dtype == torch.float32 else y.to(like.dtype)
+
+
+def _count(counter, side, t, y, n, measure):
+    if counter is None:
+        return
+    c = getattr(counter, side)
+    c.bytes += n
+    c.elements += t.numel()
+    c.frames += 1
+    if measure:
+        xf = t.detach().to(torch.float32)
+        c.sq_err += float(((y.to(torch.float32) - xf) ** 2).sum())
+        c.sq_norm += float((xf ** 2).sum())
+
+
+def _through(link, t, ids, counter, side, measure, tap=None):
+    """t through link = (sender, receiver) Codecs; counted on counter.<side>"""
     tx, rx = link
-    x_hat, n = tx.roundtrip(flat, ids=ids, receiver=rx)
-    y = torch.from_numpy(x_hat).reshape(shape)
-    if dtype != torch.float32:
-        y = y.to(dtype)
-    if counter is not None:
-        c = getattr(counter, side)
-        c.bytes += n
-        c.elements += x.numel()
-        c.frames += 1
-        if measure:
-            xf = x.to(torch.float32)
-            c.sq_err += float(((y.to(torch.float32) - xf) ** 2).sum())
-            c.sq_norm += float((xf ** 2).sum())
+    frame, _ = _encode(tx, t, ids)
+    if tap is not None:
+        tap(side, bytes(frame))
+    y = _decode_like(rx, frame, t.shape, t)
+    _count(counter, side, t, y, len(frame), measure)
     return y
 
 
 class _Compress(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, fwd, bwd, ids, counter, measure):
-        ctx.bwd, ctx.ids, ctx.counter, ctx.measure = bwd, ids, counter, measure
-        return _through(fwd, x, ids, counter, "fwd", measure)
+    def forward(ctx, x, fwd, bwd, ids, counter, measure, tap):
+        ctx.bwd, ctx.ids, ctx.counter, ctx.measure, ctx.tap = bwd, ids, counter, measure, tap
+        return _through(fwd, x, ids, counter, "fwd", measure, tap)
 
     @staticmethod
     def backward(ctx, g):
-        return _through(ctx.bwd, g.contiguous(), ctx.ids, ctx.counter, "bwd", ctx.measure), None, None, None, None, None
+        dx = _through(ctx.bwd, g.contiguous(), ctx.ids, ctx.counter, "bwd", ctx.measure, ctx.tap)
+        return dx, None, None, None, None, None, None
 
 
 _shared = {}
@@ -88,7 +142,14 @@ def _codec(spec):
 def compress(x, fwd="q4", bwd="q8", ids=None):
     """x through the forward codec, its gradient through the backward codec
     (stateless specs). fwd="none", bwd="none" is an exact identity."""
-    return _Compress.apply(x, _codec(fwd), _codec(bwd), ids, None, False)
+    return _Compress.apply(x, _codec(fwd), _codec(bwd), ids, None, False, None)
+
+
+def _mismatch(msg):
+    e = Error.__new__(Error)
+    Exception.__init__(e, msg)
+    e.status, e.frame_error = "PZ_ERR_ARG", None
+    return e
 
 
 class Boundary(torch.nn.Module):
@@ -96,27 +157,64 @@ class Boundary(torch.nn.Module):
     through `bwd`. Each Boundary owns its codecs (sender and receiver state
     of ef/ef21/aqsgd live here: for aqsgd pass the batch's sample ids) and
     counts what crossed: stats() gives bytes, bits per element and frames
-    each way, and the relative error when measure_error=True (a pass over
-    each tensor; off by default)."""
+    each way (training) and for evaluation, and the relative error when
+    measure_error=True (a pass over each tensor; off by default).
 
-    def __init__(self, fwd="q4", bwd="q8", measure_error=False, seed=None):
+    In eval mode or without gradients the forward runs the base codec
+    (ef(topk:0.1) -> topk:0.1) and touches no state. state_dict() holds
+    the four codecs' state and the counters. tap(side, frame), when given,
+    sees every frame ("fwd", "bwd" or "eval") as bytes (a pickled
+    Boundary leaves its tap behind)."""
+
+    _STATE_VERSION = 1
+
+    def __init__(self, fwd="q4", bwd="q8", measure_error=False, seed=None, max_samples=None, tap=None):
         super().__init__()
         self.fwd_spec, self.bwd_spec = fwd, bwd
         # each direction's two ends: separate objects, so a stateful codec's
         # sender and receiver state stay apart as across a real link
-        self._fwd = (Codec(fwd, seed=seed), Codec(fwd, seed=seed))
-        self._bwd = (Codec(bwd, seed=seed), Codec(bwd, seed=seed))
+        self._fwd = (Codec(fwd, seed=seed, max_samples=max_samples), Codec(fwd, seed=seed, max_samples=max_samples))
+        self._bwd = (Codec(bwd, seed=seed, max_samples=max_samples), Codec(bwd, seed=seed, max_samples=max_samples))
+        base = self._fwd[0].base_spec
+        self._eval = (Codec(base, seed=seed), Codec(base, seed=seed))
         self.measure_error = measure_error
+        self.tap = tap
         self.counter = _Counter()
 
     def forward(self, x, ids=None):
-        if not torch.is_grad_enabled() or not x.requires_grad:
-            return _through(self._fwd, x, ids, self.counter, "fwd", self.measure_error)
-        return _Compress.apply(x, self._fwd, self._bwd, ids, self.counter, self.measure_error)
+        if not self.training or not torch.is_grad_enabled():
+            return _through(self._eval, x, None, self.counter, "eval", self.measure_error, self.tap)
+        if not x.requires_grad:  # training traffic, but nothing to send back
+            return _through(self._fwd, x, ids, self.counter, "fwd", self.measure_error, self.tap)
+        return _Compress.apply(x, self._fwd, self._bwd, ids, self.counter, self.measure_error, self.tap)
+
+    def __getstate__(self):  # pickle: the tap is a hook of this process, not state
+        d = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__
+        d = dict(d)
+        d["tap"] = None
+        return d
+
+    # the codecs' state travels with the module's parameters
+    def get_extra_state(self):
+        return {"version": self._STATE_VERSION, "fwd": self.fwd_spec, "bwd": self.bwd_spec,
+                "codecs": [c.state() for c in self._fwd + self._bwd + self._eval],
+                "counters": {s: getattr(self.counter, s).as_dict() for s in _Counter.SIDES}}
+
+    def set_extra_state(self, state):
+        if not isinstance(state, dict) or state.get("version") != self._STATE_VERSION:
+            raise _mismatch("pipezip: this Boundary state is not one Boundary.state_dict() wrote (version "
+                            f"{state.get('version') if isinstance(state, dict) else type(state).__name__})")
+        for side, mine in (("fwd", self.fwd_spec), ("bwd", self.bwd_spec)):
+            if state[side] != mine:
+                raise _mismatch(f"pipezip: the saved Boundary's {side} codec is '{state[side]}', this one's is '{mine}'")
+        for c, blob in zip(self._fwd + self._bwd + self._eval, state["codecs"]):
+            c.load_state(blob)
+        for s in _Counter.SIDES:
+            setattr(self.counter, s, _Side.from_dict(state["counters"][s]))
 
     def stats(self):
-        out = {"fwd": self.fwd_spec, "bwd": self.bwd_spec}
-        for side in ("fwd", "bwd"):
+        out = {"fwd": self.fwd_spec, "bwd": self.bwd_spec, "eval": self._eval[0].spec}
+        for side in _Counter.SIDES:
             c = getattr(self.counter, side)
             out[side + "_bytes"] = c.bytes
             out[side + "_elements"] = c.elements
@@ -131,3 +229,91 @@ class Boundary(torch.nn.Module):
 
     def extra_repr(self):
         return f"fwd={self.fwd_spec!r}, bwd={self.bwd_spec!r}"
+
+
+# ---- frames over torch.distributed --------------------------------------
+
+def _wire(group):
+    """the device a process group's tensors must be on (NCCL: the GPU)"""
+    if dist.get_backend(group) == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+class _Sent:
+    """An isend in flight: wait() before its codec's next frame is needed
+    elsewhere; it keeps the frame's buffers alive until then."""
+
+    def __init__(self, works, keep, nbytes):
+        self._works, self._keep, self.bytes = works, keep, nbytes
+
+    def wait(self):
+        for w in self._works:
+            w.wait()
+        self._works, self._keep = [], None
+        return self.bytes
+
+    def is_completed(self):
+        return all(w.is_completed() for w in self._works)
+
+
+def _frame_message(codec, tensor, ids, group):
+    frame, _ = _encode(codec, tensor, ids)
+    dev = _wire(group)
+    head = torch.tensor([len(frame)], dtype=torch.int64, device=dev)
+    body = torch.from_numpy(frame)
+    if dev.type != "cpu":
+        body = body.to(dev)
+    return head, body, frame
+
+
+def isend(tensor, dst, codec, group=None, ids=None, tag=0):
+    """Send tensor to rank dst as codec's frame without waiting: two
+    messages (its length, an int64; its bytes). Returns a handle whose
+    wait() returns the frame's length."""
+    head, body, _ = _frame_message(codec, tensor, ids, group)
+    works = [dist.isend(head, dst, group=group, tag=tag), dist.isend(body, dst, group=group, tag=tag)]
+    return _Sent(works, (head, body), int(head[0]))
+
+
+def send(tensor, dst, codec, group=None, ids=None, tag=0):
+    """Send tensor to rank dst as codec's frame (blocking); returns its length."""
+    return isend(tensor, dst, codec, group=group, ids=ids, tag=tag).wait()
+
+
+_FRAME_MAX = 1 << 34
+
+
+def recv_frame(src, group=None, tag=0):
+    """The next frame from rank src, as bytes (undecoded)."""
+    dev = _wire(group)
+    head = torch.empty(1, dtype=torch.int64, device=dev)
+    dist.recv(head, src, group=group, tag=tag)
+    n = int(head[0])
+    if not 64 <= n <= _FRAME_MAX:
+        raise _mismatch(f"pipezip: rank {src} announced a frame of {n} bytes; not a pipezip frame message")
+    body = torch.empty(n, dtype=torch.uint8, device=dev)
+    dist.recv(body, src, group=group, tag=tag)
+    return body.cpu().numpy().tobytes()
+
+
+def recv(src, codec, group=None, tag=0, like=None, out=None):
+    """Receive a frame from rank src and decode it with codec (this end's
+    receiver: a frame of another spec raises pipezip.Error naming both).
+    Returns a float32 tensor of the frame's shape (on like's device and in
+    its dtype when like is given; into out when given), and the frame's
+    length: (tensor, nbytes)."""
+    frame = recv_frame(src, group=group, tag=tag)
+    if out is not None:
+        codec.decode(frame, out=out)
+        return out, len(frame)
+    y = torch.from_numpy(codec.decode(frame))
+    if like is not None:
+        if like.device.type != "cpu":
+            y = y.to(like.device)
+        if like.dtype != torch.float32:
+            y = y.to(like.dtype)
+    return y, len(frame)
+
+
+from .pipeline import Stage  # noqa: E402  (needs the above)

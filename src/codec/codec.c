@@ -3,6 +3,9 @@
  * frame and decode it back, through the family table (family.h) and the
  * stateful wrappers (wrappers.c). Nothing here knows a particular codec. */
 #include "object.h"
+#include "sparse.h"
+#include "units.h"
+#include "vocab.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -264,6 +267,68 @@ pz_status pz_frame_validate(const uint8_t *frame, size_t len) {
     return st;
 }
 
+static const char *pz_name_or(const pz_name *t, int v) {
+    const char *n = pz_name_of(t, v);
+    return n ? n : "?";
+}
+
+/* A frame's codec in a spec's words, from its header ("ef21(q8,per=tensor)",
+ * "topk,k=12,per=sample+zstd"): what a mismatch error names. */
+static void describe_frame(const frame_header *h, char *buf, size_t cap) {
+    const wrapper_kind *w = wrapper_by_wire(h->wrapper);
+    char base[128];
+    int n = h->fam == &codec_quant ? snprintf(base, sizeof base, "q%d", h->bits) : snprintf(base, sizeof base, "%s", h->fam->name);
+    if (h->fam != &codec_quant && (h->fam->fields & PZ_FRAME_USES_BITS))
+        n += snprintf(base + n, sizeof base - (size_t)n, ",bits=%d", h->bits);
+    if (h->fam->fields & (PZ_FRAME_USES_K | PZ_FRAME_USES_RANK))
+        n += snprintf(base + n, sizeof base - (size_t)n, ",%s=%u", h->fam->fields & PZ_FRAME_USES_RANK ? "rank" : "k", h->k);
+    if (h->fam->fields & PZ_FRAME_USES_GRANULARITY)
+        n += snprintf(base + n, sizeof base - (size_t)n, ",per=%s", gran_name(h->gran));
+    if (h->fam->fields & PZ_FRAME_USES_VALUES) {
+        if (h->value_type == VAL_QUANT) n += snprintf(base + n, sizeof base - (size_t)n, ",values=q%d", h->value_bits);
+        else n += snprintf(base + n, sizeof base - (size_t)n, ",values=%s", pz_name_or(frame_value_types, h->value_type));
+    }
+    if (h->fam->fields & PZ_FRAME_USES_INDEX)
+        n += snprintf(base + n, sizeof base - (size_t)n, ",index=%s", pz_name_or(frame_index_codings, h->index_coding));
+    for (int i = 0; i < frame_option_count; i++)
+        if (h->options & frame_options[i].bit) n += snprintf(base + n, sizeof base - (size_t)n, ",%s", frame_options[i].name);
+    const char *z = h->flags & FLAG_ZSTD ? "+zstd" : "";
+    if (h->wrapper == WRAP_AQSGD_WARMUP) snprintf(buf, cap, "aqsgd warm-up (%s)", base);
+    else if (w) snprintf(buf, cap, "%s(%s%s)", w->name, base, z);
+    else snprintf(buf, cap, "%s%s", base, z);
+}
+
+/* Whether a parsed frame is one c's encoder writes: the family, its
+ * parameters (width, units, options the spec fixes, value type and bits, a
+ * forced index coding, the kept count for the frame's shape), the wrapper,
+ * and no entropy stage unless the spec has one. */
+static int frame_fits(const pz_codec *c, const frame_header *h) {
+    const codec_params *p = &c->d.p;
+    const int wire = c->d.wrap ? c->d.wrap->wire_id : WRAP_NONE;
+    if (h->wrapper == WRAP_AQSGD_WARMUP) return wire == WRAP_AQSGD && h->fam == &codec_none;
+    if (h->wrapper != wire || h->fam != p->fam) return 0;
+    if ((h->flags & FLAG_ZSTD) && !c->d.zstd_level) return 0;
+    const unsigned f = p->fam->fields;
+    if ((f & PZ_FRAME_USES_BITS) && h->bits != p->bits) return 0;
+    if ((f & PZ_FRAME_USES_GRANULARITY) && h->gran != p->gran) return 0;
+    int fixed = p->fam->option_mask;
+    if (p->fam == &codec_ms && p->ms_sign == MS_SIGN_AUTO) fixed &= ~OPT_SIGNED; /* decided per tensor */
+    if ((h->options ^ p->options) & fixed) return 0;
+    if (f & PZ_FRAME_USES_VALUES) {
+        if (h->value_type != p->value_type) return 0;
+        if (p->value_type == VAL_QUANT && h->value_bits != p->value_bits) return 0;
+    }
+    if ((f & PZ_FRAME_USES_INDEX) && p->index_coding != IDX_AUTO && h->index_coding != p->index_coding) return 0;
+    if ((f & PZ_FRAME_USES_K) && p->fam->fraction == 1) {
+        units u;
+        if (units_of(&u, h->gran, h->ndim, h->dims)) return 0;
+        if ((int64_t)h->k != kept_per_unit(p->fraction, u.m)) return 0;
+    }
+    return 1;
+}
+
+void pz_codec_set_strict(pz_codec *c, int on) { c->strict = on; }
+
 pz_status pz_codec_decode(pz_codec *c, const uint8_t *frame, size_t len, float *x, size_t cap, int *ndim, int64_t *shape) {
     frame_header h;
     PZ_TRY(parse_for_decode(frame, len, cap, &h));
@@ -272,6 +337,13 @@ pz_status pz_codec_decode(pz_codec *c, const uint8_t *frame, size_t len, float *
     const wrapper_kind *fw = wrapper_by_wire(h.wrapper);
     if (((fw && fw->receiver_state) || (c->d.wrap && c->d.wrap->receiver_state)) && fw != c->d.wrap)
         return frame_error(PZ_FRAME_STATE, "a frame of wrapper %d reached a '%s' receiver", h.wrapper, c->spec);
+    /* ... and only frames of its own spec (its state is of that codec's
+     * errors); a strict receiver takes only its own spec's frames too */
+    if ((c->strict || (c->d.wrap && c->d.wrap->receiver_state)) && !frame_fits(c, &h)) {
+        char got[192];
+        describe_frame(&h, got, sizeof got);
+        return frame_error(PZ_FRAME_CODEC, "a frame of %s reached a '%s' receiver", got, c->spec);
+    }
     if (!c->d.wrap || !c->d.wrap->receive) {
         PZ_TRY(base_decode(&h, c->k, x, &c->sc));
     } else {

@@ -17,7 +17,7 @@ pz_frame_error pz_frame_error_of(void) { return last_frame_error; }
 const char *pz_frame_error_name(pz_frame_error e) {
     static const char *const names[] = {"ok", "truncated", "bad magic", "unsupported version", "checksum mismatch",
                                         "length mismatch", "impossible shape", "bad parameter", "bad payload",
-                                        "destination too small", "state mismatch"};
+                                        "destination too small", "state mismatch", "codec mismatch"};
     return (unsigned)e < sizeof names / sizeof *names ? names[e] : "unknown";
 }
 

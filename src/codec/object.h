@@ -16,6 +16,7 @@ struct pz_codec {
     pz_codec_desc d;                 /* what the spec says: base family, parameters, wrapper and its options */
     uint64_t seed, counter;
     int warmup;
+    int strict;                      /* decode only this spec's frames (pz_codec_set_strict) */
     uint32_t max_samples;
     const pz_codec_kernels *k;
     /* state */

@@ -580,6 +580,88 @@ static void test_stateful(void) {
     pz_codec_free(tx), pz_codec_free(plain);
 }
 
+/* A receiver of another spec: a stateful one (ef21(q4) given ef21(q8)
+ * frames) always refuses, naming both codecs; a strict stateless one too;
+ * each receiver takes its own spec's frames, over several shapes (and
+ * TopK's frames whose index coding it would have written: an automatic
+ * choice is either); a
+ * stateless receiver that is not strict decodes any frame as before. */
+#define MUST(call) CHECK((call) == PZ_OK, "%s: %s", #call, pz_last_error())
+static void test_mismatch(void) {
+    static const char *const specs[] = {"none", "fp16", "q4", "q8", "q4:sym", "q4:stoch", "q4:per=sample", "q4:per=token",
+                                        "q6:rot", "q6:bytes", "topk:0.1", "topk:0.2", "topk:0.1,values=fp16",
+                                        "topk:0.1,index=delta", "topk:0.1,index=bitmap", "randk:0.1", "randtopk:0.1", "ms:0.01,bits=2",
+                                        "ms:0.01,bits=3", "lowrank:2", "ef21(q4)", "ef21(q8)", "ef(topk:0.1)",
+                                        "ef21(topk:0.1)", "aqsgd(q4)", "aqsgd(q8)"};
+    enum { S = sizeof specs / sizeof *specs };
+    static const int64_t shapes[][4] = {{16, 128, 0, 0}, {4, 8, 32, 0}, {2, 4, 8, 8}};
+    static const int ndims[] = {2, 3, 4};
+    static float x[2048], y[2048];
+    static uint8_t f[3][S][16384];
+    size_t len[3][S];
+    const uint32_t ids[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    fill_gradient_like(x, 2048, 5);
+    for (int sh = 0; sh < 3; sh++)
+        for (int s = 0; s < S; s++) {
+            pz_codec *tx;
+            MUST(pz_codec_create(&tx, specs[s]));
+            if (strncmp(specs[s], "aqsgd", 5) == 0) { /* past the warm-up: a compressed frame */
+                MUST(pz_codec_encode(tx, x, ndims[sh], shapes[sh], ids, f[sh][s], sizeof f[sh][s], &len[sh][s], NULL));
+                pz_codec_set_warmup(tx, 0);
+            }
+            MUST(pz_codec_encode(tx, x, ndims[sh], shapes[sh], ids, f[sh][s], sizeof f[sh][s], &len[sh][s], NULL));
+            pz_codec_free(tx);
+        }
+    int own = 1, refused = 1, named = 1, lax = 1;
+    for (int r = 0; r < S; r++) {
+        const int stateful_rx = strncmp(specs[r], "ef21", 4) == 0 || strncmp(specs[r], "aqsgd", 5) == 0;
+        for (int sh = 0; sh < 3; sh++)
+            for (int s = 0; s < S; s++) {
+                pz_codec *rx, *loose;
+                MUST(pz_codec_create(&rx, specs[r]));
+                MUST(pz_codec_create(&loose, specs[r]));
+                pz_codec_set_strict(rx, 1);
+                if (strncmp(specs[r], "aqsgd", 5) == 0) { /* the receiver past its warm-up too */
+                    if (s == r) MUST(pz_codec_decode(rx, f[sh][s], len[sh][s], y, 2048, NULL, NULL));
+                }
+                const pz_status st = pz_codec_decode(rx, f[sh][s], len[sh][s], y, 2048, NULL, NULL);
+                /* an automatic index coding takes either coding's frames */
+                pz_frame_info fi;
+                MUST(pz_frame_inspect(f[sh][s], len[sh][s], &fi));
+                const char *ri = strstr(specs[r], "index=");
+                const int either = strncmp(specs[r], "topk:0.1", 8) == 0 && (!specs[r][8] || ri) &&
+                                   strncmp(specs[s], "topk:0.1", 8) == 0 && (!specs[s][8] || strstr(specs[s], "index=")) &&
+                                   (!ri || strcmp(ri + 6, fi.index_coding_name) == 0);
+                if (s == r || either) {
+                    own &= st == PZ_OK;
+                } else {
+                    /* (a frame of another wrapper is refused before its codec is looked at) */
+                    const int fe = pz_frame_error_of();
+                    refused &= st == PZ_ERR_FORMAT && (fe == PZ_FRAME_CODEC || fe == PZ_FRAME_STATE);
+                    named &= st == PZ_OK || strstr(pz_last_error(), fe == PZ_FRAME_CODEC ? "codec mismatch" : "state mismatch");
+                    if (!stateful_rx && strncmp(specs[s], "ef21", 4) && strncmp(specs[s], "aqsgd", 5))
+                        lax &= pz_codec_decode(loose, f[sh][s], len[sh][s], y, 2048, NULL, NULL) == PZ_OK;
+                }
+                if ((st == PZ_OK) != (s == r || either))
+                    fprintf(stderr, "mismatch: %s frame, %s receiver: %s\n", specs[s], specs[r], st ? pz_last_error() : "decoded");
+                pz_codec_free(rx), pz_codec_free(loose);
+            }
+    }
+    CHECK(own, "every strict receiver decodes its own spec's frames (3 shapes)");
+    CHECK(refused, "every strict receiver refuses the other %d specs' frames (PZ_FRAME_CODEC, or PZ_FRAME_STATE for another wrapper's)", S - 1);
+    CHECK(named, "the refusals say which ('codec mismatch', 'state mismatch')");
+    CHECK(lax, "a receiver that is not strict decodes any stateless frame");
+    /* the case, named both ways */
+    pz_codec *tx, *rx;
+    MUST(pz_codec_create(&tx, "ef21(q8)"));
+    MUST(pz_codec_create(&rx, "ef21(q4)"));
+    MUST(pz_codec_encode(tx, x, 2, shapes[0], NULL, f[0][0], sizeof f[0][0], &len[0][0], NULL));
+    CHECK(pz_codec_decode(rx, f[0][0], len[0][0], y, 2048, NULL, NULL) == PZ_ERR_FORMAT && strstr(pz_last_error(), "ef21(q8") &&
+              strstr(pz_last_error(), "'ef21(q4"),
+          "an ef21(q4) receiver refuses ef21(q8) frames, naming both: %s", pz_last_error());
+    pz_codec_free(tx), pz_codec_free(rx);
+}
+
 /* lowrank: a rank-r matrix comes back from rank r; on a slowly moving
  * low-rank-plus-noise matrix the warm start (the previous frame's Q) tracks
  * the leading subspace with one power iteration far better than a cold
@@ -697,5 +779,6 @@ int main(void) {
     test_stateful();
     test_specs();
     test_lowrank();
+    test_mismatch();
     TEST_DONE();
 }
