@@ -7,9 +7,10 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libopenblas-openmp-dev zlib1g-dev libcjson-dev dataset-fashion-mnist python3 python3-numpy clang libclang-rt-14-dev
           libopenmpi-dev openmpi-bin libzmq3-dev libzstd-dev procps bible-kjv bible-kjv-text python3-matplotlib)
 # `setup.sh test` (make test): also what only the tests need: PyTorch for the
-# Python package's torch tests (python/tests/test_torch.py, the gloo example)
+# Python package's torch tests (python/tests/test_torch*.py, the gloo and
+# torchrun examples) and pip install ./python into a venv (tests/cli/test_pip.sh)
 if [ "${1:-}" = "test" ]; then
-  packages+=(python3-torch python3-zstandard)
+  packages+=(python3-torch python3-zstandard python3-venv python3-pip python3-setuptools python3-wheel)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -180,6 +180,9 @@ def library_version():
     return _version().decode()
 
 
+__version__ = library_version()  # the package is the library's version (pip's metadata says the same)
+
+
 def codec_help():
     """Every codec and wrapper with its spec form, from the library's table."""
     n = _help(None, 0)

@@ -75,12 +75,14 @@ class Stage:
     fwd, bwd: codec specs, one for every boundary or a list per boundary.
     micro_batches, schedule: "gpipe" or "1f1b". group: the process group
     (default: the world), stage r = rank r. seed: the codecs' seed.
+    tap(kind, boundary, micro_batch, tensor, frame), when given, sees every
+    frame this stage sends: kind "fwd", "bwd", "eval" or "plain".
     """
 
     _STATE_VERSION = 1
 
     def __init__(self, module, fwd="q4", bwd="q8", micro_batches=1, schedule="1f1b", group=None, seed=None,
-                 max_samples=None):
+                 max_samples=None, tap=None):
         if not dist.is_initialized():
             raise RuntimeError("pipezip: torch.distributed is not initialised (dist.init_process_group first)")
         if schedule not in SCHEDULES:
@@ -102,35 +104,42 @@ class Stage:
             f, g = self.fwd_specs[b - 1], self.bwd_specs[b - 1]
             self.codecs["in_fwd_rx"], self.codecs["in_bwd_tx"] = mk(f), mk(g)
             self.codecs["in_eval_rx"] = mk(Codec(f).base_spec)
+            self.codecs["in_plain_rx"] = mk("none")
         if not self.last:
             b = self.rank + 1
             f, g = self.fwd_specs[b - 1], self.bwd_specs[b - 1]
             self.codecs["out_fwd_tx"], self.codecs["out_bwd_rx"] = mk(f), mk(g)
             self.codecs["out_eval_tx"] = mk(Codec(f).base_spec)
+            self.codecs["out_plain_tx"] = mk("none")
         # what crossed this stage's boundaries, as this stage saw it
         self.inbound, self.outbound = _Counter(), _Counter()
         self.steps = 0
+        self.tap = tap
 
     # -- the schedule -----------------------------------------------------
     def _peer(self, r):
         return r if self.group is None else dist.get_global_rank(self.group, r)
 
-    def _forward(self, m, x_in, ids, training):
-        """micro-batch m's forward: receive (or take) the input, run the module, send the output"""
+    def _forward(self, m, x_in, ids, kind):
+        """micro-batch m's forward (kind: "fwd" training, "eval" through the
+        base codecs, "plain" uncompressed): receive (or take) the input, run
+        the module, send the output"""
+        training = kind == "fwd"
         if self.first:
             x = x_in[m]
         else:
-            rx = self.codecs["in_fwd_rx" if training else "in_eval_rx"]
-            x, n = recv(self._peer(self.rank - 1), rx, group=self.group, like=self._like)
+            x, n = recv(self._peer(self.rank - 1), self.codecs["in_" + kind + "_rx"], group=self.group, like=self._like)
             _count(self.inbound, "fwd" if training else "eval", x, x, n, False)
             if training:
                 x.requires_grad_(True)
         y = self.module(x)
         if not self.last:
-            tx = self.codecs["out_fwd_tx" if training else "out_eval_tx"]
-            h = isend(y, self._peer(self.rank + 1), tx, group=self.group, ids=None if ids is None else ids[m])
+            h = isend(y, self._peer(self.rank + 1), self.codecs["out_" + kind + "_tx"], group=self.group,
+                      ids=None if ids is None else ids[m])
             self._pending.append(h)
             _count(self.outbound, "fwd" if training else "eval", y, y, h.bytes, False)
+            if self.tap is not None:
+                self.tap(kind, self.rank + 1, m, y, h.frame)
         return x, y
 
     def _backward(self, m, saved, losses, ids):
@@ -146,6 +155,8 @@ class Stage:
                       ids=None if ids is None else ids[m])
             self._pending.append(h)
             _count(self.inbound, "bwd", x.grad, x.grad, h.bytes, False)
+            if self.tap is not None:
+                self.tap("bwd", self.rank, m, x.grad, h.frame)
 
     def train_step(self, inputs=None, targets=None, loss_fn=None, ids=None, like=None):
         """One step over the batch in micro-batches: forwards and backwards
@@ -167,7 +178,7 @@ class Stage:
         total = 0.0
         for op, m in schedule_order(self.schedule, self.rank, self.stages, M):
             if op == "F":
-                x, y = self._forward(m, x_in, ids_m, True)
+                x, y = self._forward(m, x_in, ids_m, "fwd")
                 saved[m] = (x, y)
                 if self.last:
                     losses[m] = loss_fn(y, t_in[m]) / M
@@ -181,18 +192,18 @@ class Stage:
         return total if self.last else None
 
     @torch.no_grad()
-    def evaluate(self, inputs=None, targets=None, loss_fn=None, like=None):
+    def evaluate(self, inputs=None, targets=None, loss_fn=None, like=None, plain=False):
         """A forward over the batch through the boundaries' base codecs (no
-        state moves, counted as evaluation): the last stage's loss_fn
-        (mean over micro-batches) or its outputs when loss_fn is None; None
-        elsewhere."""
+        state moves, counted as evaluation), or uncompressed with
+        plain=True: the last stage's loss_fn (mean over micro-batches) or
+        its outputs when loss_fn is None; None elsewhere."""
         M = self.micro_batches
         x_in = _split(inputs, M, "inputs") if self.first else None
         t_in = _split(targets, M, "targets") if self.last and loss_fn is not None else None
         self._like = like if like is not None else self._param_like()
         self._pending, outs = [], []
         for m in range(M):
-            _, y = self._forward(m, x_in, None, False)
+            _, y = self._forward(m, x_in, None, "plain" if plain else "eval")
             if self.last:
                 outs.append(float(loss_fn(y, t_in[m])) if loss_fn is not None else y)
         for h in self._pending:

@@ -242,10 +242,11 @@ def _wire(group):
 
 class _Sent:
     """An isend in flight: wait() before its codec's next frame is needed
-    elsewhere; it keeps the frame's buffers alive until then."""
+    elsewhere; it keeps the frame's buffers alive until then. .frame is
+    the frame (a uint8 array), .bytes its length."""
 
-    def __init__(self, works, keep, nbytes):
-        self._works, self._keep, self.bytes = works, keep, nbytes
+    def __init__(self, works, keep, frame):
+        self._works, self._keep, self.frame, self.bytes = works, keep, frame, len(frame)
 
     def wait(self):
         for w in self._works:
@@ -271,9 +272,9 @@ def isend(tensor, dst, codec, group=None, ids=None, tag=0):
     """Send tensor to rank dst as codec's frame without waiting: two
     messages (its length, an int64; its bytes). Returns a handle whose
     wait() returns the frame's length."""
-    head, body, _ = _frame_message(codec, tensor, ids, group)
+    head, body, frame = _frame_message(codec, tensor, ids, group)
     works = [dist.isend(head, dst, group=group, tag=tag), dist.isend(body, dst, group=group, tag=tag)]
-    return _Sent(works, (head, body), int(head[0]))
+    return _Sent(works, (head, body), frame)
 
 
 def send(tensor, dst, codec, group=None, ids=None, tag=0):
@@ -316,4 +317,8 @@ def recv(src, codec, group=None, tag=0, like=None, out=None):
     return y, len(frame)
 
 
-from .pipeline import Stage  # noqa: E402  (needs the above)
+def __getattr__(name):  # pipezip.torch.Stage is pipezip.pipeline.Stage (imported on use: it imports this)
+    if name == "Stage":
+        from .pipeline import Stage
+        return Stage
+    raise AttributeError(f"module 'pipezip.torch' has no attribute '{name}'")

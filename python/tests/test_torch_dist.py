@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: MIT
+"""Frames over torch.distributed (gloo, processes spawned here): send/recv
+carry byte for byte the frame the C library encodes for the same tensor
+and spec, each end keeping its own codec state (EF21 over several frames
+equals a local sender/receiver pair); a receiver of another spec refuses,
+naming both. A two-stage pipeline.Stage (GPipe and 1F1B, two
+micro-batches) trains to exactly the weights of the same model run in one
+process through Boundary objects of the same codecs."""
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+try:
+    import torch
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+except ImportError:  # torch is optional
+    torch = None
+
+import pipezip
+
+
+def _init(rank, world, path):
+    dist.init_process_group("gloo", init_method="file://" + path, rank=rank, world_size=world)
+
+
+def _frames_worker(rank, path, out):
+    import pipezip.torch as pzt
+    _init(rank, 2, path + ".rdv")
+    g = torch.Generator().manual_seed(3)
+    xs = [torch.randn(4, 16, 32, generator=g) for _ in range(4)]
+    if rank == 0:
+        tx = pipezip.Codec("q4:per=token")
+        ef = pipezip.Codec("ef21(q4)")
+        for x in xs:
+            pzt.send(x, 1, tx)
+            pzt.send(x, 1, ef)
+        pzt.send(xs[0], 1, pipezip.Codec("ef21(q8)"))
+    else:
+        got, errs = [], []
+        rx = pipezip.Codec("q4:per=token")
+        ef = pipezip.Codec("ef21(q4)")
+        for _ in xs:
+            got.append(pzt.recv_frame(0))
+            y, n = pzt.recv(0, ef)
+            got.append(y.numpy().tobytes())
+        try:
+            pzt.recv(0, pipezip.Codec("ef21(q4)"))
+        except pipezip.Error as e:
+            errs.append((e.frame_error, str(e)))
+        torch.save({"got": got, "errs": errs, "rx_ok": rx.decode(got[0]).shape}, out)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+class _Two(torch.nn.Module if torch is not None else object):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(5)
+        self.a = torch.nn.Sequential(torch.nn.Linear(10, 32), torch.nn.Tanh())
+        self.b = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+
+
+def _batches():
+    g = torch.Generator().manual_seed(9)
+    X = torch.randn(5, 8, 10, generator=g)
+    Y = torch.randint(0, 4, (5, 8), generator=g)
+    return X, Y
+
+
+FWD, BWD = "ef(q4)", "ef21(q8)"
+
+
+def _stage_worker(rank, path, schedule, out):
+    from pipezip.pipeline import Stage
+    _init(rank, 2, path + ".rdv")
+    net = _Two()
+    part = net.a if rank == 0 else net.b
+    opt = torch.optim.SGD(part.parameters(), lr=0.1)
+    st = Stage(part, fwd=FWD, bwd=BWD, micro_batches=2, schedule=schedule)
+    X, Y = _batches()
+    losses = []
+    for s in range(5):
+        opt.zero_grad()
+        loss = st.train_step(inputs=X[s] if st.first else None, targets=Y[s] if st.last else None,
+                             loss_fn=torch.nn.functional.cross_entropy)
+        opt.step()
+        losses.append(loss)
+    ev = st.evaluate(inputs=X[0] if st.first else None, targets=Y[0] if st.last else None,
+                     loss_fn=torch.nn.functional.cross_entropy)
+    rows = st.boundary_stats()
+    torch.save({"params": [p.detach().clone() for p in part.parameters()], "losses": losses, "eval": ev,
+                "rows": rows}, out + f".{rank}")
+    dist.destroy_process_group()
+
+
+def _local(schedule):
+    """the same model in one process: Boundary objects, micro-batches in order"""
+    import pipezip.torch as pzt
+    net = _Two()
+    cut = pzt.Boundary(FWD, BWD)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    X, Y = _batches()
+    losses = []
+    for s in range(5):
+        opt.zero_grad()
+        total = 0.0
+        outs = []
+        for xm, ym in zip(torch.chunk(X[s], 2), torch.chunk(Y[s], 2)):
+            loss = torch.nn.functional.cross_entropy(net.b(cut(net.a(xm))), ym) / 2
+            if schedule == "gpipe":
+                outs.append(loss)
+            else:
+                loss.backward()
+            total += float(loss)
+        for loss in outs:
+            loss.backward()
+        opt.step()
+        losses.append(total)
+    return [p.detach() for p in net.parameters()], losses, cut
+
+
+@unittest.skipIf(torch is None or not dist.is_available() or not dist.is_gloo_available(), "no torch with gloo")
+class OverGloo(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "x")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_frames_are_the_libraries_and_state_stays_in_step(self):
+        mp.spawn(_frames_worker, args=(self.path, self.path + ".out"), nprocs=2, join=True)
+        r = torch.load(self.path + ".out")
+        g = torch.Generator().manual_seed(3)
+        xs = [torch.randn(4, 16, 32, generator=g) for _ in range(4)]
+        tx, rx = pipezip.Codec("ef21(q4)"), pipezip.Codec("ef21(q4)")
+        q = pipezip.Codec("q4:per=token")  # (each frame names the codec's seed for it: one sender, in order)
+        for i, x in enumerate(xs):
+            self.assertEqual(r["got"][2 * i], q.encode(x))
+            self.assertEqual(r["got"][2 * i + 1], rx.decode(tx.encode(x)).tobytes())
+        self.assertEqual(r["rx_ok"], (4, 16, 32))
+        self.assertEqual(len(r["errs"]), 1)
+        self.assertEqual(r["errs"][0][0], "CODEC")
+        self.assertIn("ef21(q8", r["errs"][0][1])
+        self.assertIn("ef21(q4", r["errs"][0][1])
+
+    def check_stage(self, schedule):
+        mp.spawn(_stage_worker, args=(self.path, schedule, self.path + ".out"), nprocs=2, join=True)
+        r0, r1 = torch.load(self.path + ".out.0"), torch.load(self.path + ".out.1")
+        want, losses, cut = _local(schedule)
+        got = r0["params"] + r1["params"]
+        self.assertEqual(len(got), len(want))
+        for a, b in zip(got, want):
+            self.assertTrue(torch.equal(a, b), schedule)
+        self.assertEqual(r1["losses"], losses)
+        self.assertIsNone(r0["losses"][0])
+        s = cut.stats()
+        row = r0["rows"][0]
+        self.assertEqual(row, r1["rows"][0])
+        self.assertEqual((row["fwd_bytes"], row["bwd_bytes"]), (s["fwd_bytes"], s["bwd_bytes"]))
+        self.assertEqual((row["fwd_frames"], row["bwd_frames"], row["eval_frames"]), (10, 10, 2))
+        self.assertGreater(r1["eval"], 0)
+
+    def test_stage_1f1b_equals_one_process(self):
+        self.check_stage("1f1b")
+
+    def test_stage_gpipe_equals_one_process(self):
+        self.check_stage("gpipe")
+
+
+if __name__ == "__main__":
+    unittest.main()
