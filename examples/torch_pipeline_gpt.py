@@ -67,6 +67,8 @@ def args_of(argv=None):
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--eval-windows", type=int, default=256, help="held-out windows per evaluation during training")
     p.add_argument("--final-eval-windows", type=int, default=0, help="at the end (0: every held-out window)")
+    p.add_argument("--link-bandwidth", help="emulate every link at this rate (200mbit, 1gbit)")
+    p.add_argument("--link-latency", default="0", help="and this one-way latency (50ms)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1, help="torch threads per process")
     p.add_argument("--out", help="a run directory for the metrics")
@@ -207,7 +209,8 @@ def main():
             np.save(os.path.join(dump, f"b{boundary}_{kind}.npy"), x)
             with open(os.path.join(dump, f"b{boundary}_{kind}.pzf"), "wb") as f:
                 f.write(frame.tobytes())
-    stage = Stage(part, fwd=fwd, bwd=bwd, micro_batches=a.micro_batches, schedule=a.schedule, tap=tap)
+    stage = Stage(part, fwd=fwd, bwd=bwd, micro_batches=a.micro_batches, schedule=a.schedule, tap=tap,
+                  link_bandwidth=a.link_bandwidth, link_latency=a.link_latency)
     tie = dist.new_group([0, S - 1]) if S > 1 else None
     tied = (part.wte.weight if part.first else part.head) if S > 1 and (part.first or part.last) else None
     decay = [p for n, p in part.named_parameters() if p.dim() == 2 and "wte" not in n and "wpe" not in n and n != "head"]
@@ -276,6 +279,9 @@ def main():
         print(f"finished: gpt:layers={a.layers},d={a.d},heads={a.heads},ctx={a.ctx} in {S} stages ({a.schedule}, "
               f"{a.micro_batches} micro-batches), {a.steps} steps in {time.time() - t0:.0f}s")
         print(f"validation loss {v:.4f} through the compressed boundaries, {vp:.4f} uncompressed")
+        if a.link_bandwidth or float(stage._link_rx.latency if stage._link_rx else 0):
+            print(f"links emulated at {a.link_bandwidth or 'unlimited'}, {a.link_latency} latency: "
+                  f"the last stage waited {stage.waited():.1f}s for frames on the wire")
         if rows:
             print(f"{fb / 1e6:.2f} MB forward + {bb / 1e6:.2f} MB backward, {f32 / max(1, fb + bb):.2f}x less than fp32")
             print(f"  {'boundary':>8}  {'fwd codec':<20} {'bytes':>10} {'ratio':>7}  {'bwd codec':<20} {'bytes':>10} {'ratio':>7}")
@@ -288,7 +294,7 @@ def main():
                 for r in rows:
                     f.write(json.dumps(r) + "\n")
             with open(os.path.join(out, "summary.json"), "w") as f:
-                json.dump({"val_loss": v, "val_loss_plain": vp, "train_loss": loss, "steps": a.steps, "stages": S,
+                json.dump({"waited_seconds": stage.waited(), "val_loss": v, "val_loss_plain": vp, "train_loss": loss, "steps": a.steps, "stages": S,
                            "fwd_bytes": fb, "bwd_bytes": bb, "fp32_bytes": f32,
                            "ratio": f32 / (fb + bb) if fb + bb else None, "seconds": time.time() - t0,
                            "library": pipezip.library_version()}, f, indent=1)

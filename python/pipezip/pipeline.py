@@ -29,7 +29,7 @@ import torch
 import torch.distributed as dist
 
 from . import Codec
-from .torch import _Counter, _Side, _count, _mismatch, isend, recv
+from .torch import Link, _Counter, _Side, _count, _mismatch, isend, recv
 
 __all__ = ["Stage", "SCHEDULES", "schedule_order"]
 
@@ -77,12 +77,16 @@ class Stage:
     (default: the world), stage r = rank r. seed: the codecs' seed.
     tap(kind, boundary, micro_batch, tensor, frame), when given, sees every
     frame this stage sends: kind "fwd", "bwd", "eval" or "plain".
+    link_bandwidth ("200mbit", bits/s) and link_latency ("50ms", s):
+    every link emulated (pipezip.torch.Link), full duplex, each direction
+    on its own; the stages must share a clock (one machine). waited() is
+    the time this stage spent waiting for frames still on the wire.
     """
 
     _STATE_VERSION = 1
 
     def __init__(self, module, fwd="q4", bwd="q8", micro_batches=1, schedule="1f1b", group=None, seed=None,
-                 max_samples=None, tap=None):
+                 max_samples=None, tap=None, link_bandwidth=None, link_latency=0.0):
         if not dist.is_initialized():
             raise RuntimeError("pipezip: torch.distributed is not initialised (dist.init_process_group first)")
         if schedule not in SCHEDULES:
@@ -115,6 +119,11 @@ class Stage:
         self.inbound, self.outbound = _Counter(), _Counter()
         self.steps = 0
         self.tap = tap
+        emulate = link_bandwidth is not None or link_latency
+        # sender ends (each direction's own queue) and the receiving waits
+        self._link_fwd = Link(link_bandwidth, link_latency) if emulate else None
+        self._link_bwd = Link(link_bandwidth, link_latency) if emulate else None
+        self._link_rx = Link(link_bandwidth, link_latency) if emulate else None
 
     # -- the schedule -----------------------------------------------------
     def _peer(self, r):
@@ -128,14 +137,15 @@ class Stage:
         if self.first:
             x = x_in[m]
         else:
-            x, n = recv(self._peer(self.rank - 1), self.codecs["in_" + kind + "_rx"], group=self.group, like=self._like)
+            x, n = recv(self._peer(self.rank - 1), self.codecs["in_" + kind + "_rx"], group=self.group, like=self._like,
+                        link=self._link_rx)
             _count(self.inbound, "fwd" if training else "eval", x, x, n, False)
             if training:
                 x.requires_grad_(True)
         y = self.module(x)
         if not self.last:
             h = isend(y, self._peer(self.rank + 1), self.codecs["out_" + kind + "_tx"], group=self.group,
-                      ids=None if ids is None else ids[m])
+                      ids=None if ids is None else ids[m], link=self._link_fwd)
             self._pending.append(h)
             _count(self.outbound, "fwd" if training else "eval", y, y, h.bytes, False)
             if self.tap is not None:
@@ -147,12 +157,12 @@ class Stage:
         if self.last:
             losses[m].backward()
         else:
-            g, n = recv(self._peer(self.rank + 1), self.codecs["out_bwd_rx"], group=self.group, like=y)
+            g, n = recv(self._peer(self.rank + 1), self.codecs["out_bwd_rx"], group=self.group, like=y, link=self._link_rx)
             _count(self.outbound, "bwd", g, g, n, False)
             y.backward(g.reshape(y.shape))
         if not self.first:
             h = isend(x.grad, self._peer(self.rank - 1), self.codecs["in_bwd_tx"], group=self.group,
-                      ids=None if ids is None else ids[m])
+                      ids=None if ids is None else ids[m], link=self._link_bwd)
             self._pending.append(h)
             _count(self.inbound, "bwd", x.grad, x.grad, h.bytes, False)
             if self.tap is not None:
@@ -212,6 +222,10 @@ class Stage:
         if not self.last:
             return None
         return sum(outs) / M if loss_fn is not None else torch.cat(outs)
+
+    def waited(self):
+        """seconds this stage waited for frames on emulated links"""
+        return self._link_rx.waited if self._link_rx is not None else 0.0
 
     def _param_like(self):
         for p in self.module.parameters():

@@ -35,7 +35,7 @@ import torch.distributed as dist
 
 from . import Codec, Error, empty, _as_f32
 
-__all__ = ["Boundary", "compress", "send", "isend", "recv", "Stage"]
+__all__ = ["Boundary", "compress", "send", "isend", "recv", "recv_frame", "Link", "Stage"]
 
 
 class _Side:
@@ -258,53 +258,119 @@ class _Sent:
         return all(w.is_completed() for w in self._works)
 
 
-def _frame_message(codec, tensor, ids, group):
+class Link:
+    """An emulated link one way: frames leave the sender one after another
+    at `bandwidth` bits per second and arrive `latency` seconds later.
+    The sender stamps each frame's arrival time (depart(nbytes)); the
+    receiver waits until then (arrive(t)). Both ends must share a clock
+    (one machine, or synchronised clocks). bandwidth: bits/s or a string
+    "200mbit", "1gbit", "10kbit"; latency: seconds or "50ms", "2s"."""
+
+    def __init__(self, bandwidth=None, latency=0.0, clock=None, sleep=None):
+        import time
+        self.bandwidth = _rate(bandwidth) if bandwidth is not None else None
+        self.latency = _seconds(latency)
+        self.clock, self.sleep = clock or time.time, sleep or time.sleep
+        self.free = 0.0  # when the sender's end is free for the next frame
+        self.waited = 0.0
+
+    def depart(self, nbytes):
+        """the arrival time of a frame of nbytes sent now"""
+        start = max(self.clock(), self.free)
+        self.free = start + (8.0 * nbytes / self.bandwidth if self.bandwidth else 0.0)
+        return self.free + self.latency
+
+    def arrive(self, at):
+        """wait until `at` (a time depart() gave)"""
+        now = self.clock()
+        if at > now:
+            self.sleep(at - now)
+            self.waited += at - now
+
+
+_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+
+
+def _rate(v):
+    import re
+    m = re.fullmatch(r"\s*([0-9.]+(?:e[+-]?[0-9]+)?)\s*(bit|kbit|mbit|gbit)?\s*", str(v).lower())
+    try:
+        r = float(m.group(1)) * _UNITS[m.group(2) or "bit"] if m else None
+    except ValueError:
+        r = None
+    if r is None or not r > 0:
+        raise ValueError(f"pipezip: link bandwidth '{v}': expected a positive rate in bits per second such as 200mbit, "
+                         "1gbit or 1e8")
+    return r
+
+
+def _seconds(v):
+    if isinstance(v, (int, float)):
+        s = float(v)
+    else:
+        t = str(v).strip().lower()
+        try:
+            s = float(t[:-2]) / 1e3 if t.endswith("ms") else float(t[:-1]) if t.endswith("s") else float(t)
+        except ValueError:
+            raise ValueError(f"pipezip: link latency '{v}': expected seconds such as 50ms or 0.05") from None
+    if not s >= 0:
+        raise ValueError(f"pipezip: link latency {v} must not be negative")
+    return s
+
+
+def _frame_message(codec, tensor, ids, group, link):
     frame, _ = _encode(codec, tensor, ids)
     dev = _wire(group)
-    head = torch.tensor([len(frame)], dtype=torch.int64, device=dev)
+    at = link.depart(len(frame)) if link is not None else 0.0
+    # the header: the frame's length and its arrival time on an emulated link (ns; 0: none)
+    head = torch.tensor([len(frame), int(at * 1e9)], dtype=torch.int64, device=dev)
     body = torch.from_numpy(frame)
     if dev.type != "cpu":
         body = body.to(dev)
     return head, body, frame
 
 
-def isend(tensor, dst, codec, group=None, ids=None, tag=0):
+def isend(tensor, dst, codec, group=None, ids=None, tag=0, link=None):
     """Send tensor to rank dst as codec's frame without waiting: two
-    messages (its length, an int64; its bytes). Returns a handle whose
-    wait() returns the frame's length."""
-    head, body, frame = _frame_message(codec, tensor, ids, group)
+    messages (a header of two int64: the frame's length and, over an
+    emulated Link, its arrival time; then its bytes). Returns a handle
+    whose wait() returns the frame's length."""
+    head, body, frame = _frame_message(codec, tensor, ids, group, link)
     works = [dist.isend(head, dst, group=group, tag=tag), dist.isend(body, dst, group=group, tag=tag)]
     return _Sent(works, (head, body), frame)
 
 
-def send(tensor, dst, codec, group=None, ids=None, tag=0):
+def send(tensor, dst, codec, group=None, ids=None, tag=0, link=None):
     """Send tensor to rank dst as codec's frame (blocking); returns its length."""
-    return isend(tensor, dst, codec, group=group, ids=ids, tag=tag).wait()
+    return isend(tensor, dst, codec, group=group, ids=ids, tag=tag, link=link).wait()
 
 
 _FRAME_MAX = 1 << 34
 
 
-def recv_frame(src, group=None, tag=0):
-    """The next frame from rank src, as bytes (undecoded)."""
+def recv_frame(src, group=None, tag=0, link=None):
+    """The next frame from rank src, as bytes (undecoded); over an emulated
+    Link, not before its arrival time."""
     dev = _wire(group)
-    head = torch.empty(1, dtype=torch.int64, device=dev)
+    head = torch.empty(2, dtype=torch.int64, device=dev)
     dist.recv(head, src, group=group, tag=tag)
-    n = int(head[0])
+    n, at = int(head[0]), int(head[1])
     if not 64 <= n <= _FRAME_MAX:
         raise _mismatch(f"pipezip: rank {src} announced a frame of {n} bytes; not a pipezip frame message")
     body = torch.empty(n, dtype=torch.uint8, device=dev)
     dist.recv(body, src, group=group, tag=tag)
+    if link is not None and at:
+        link.arrive(at / 1e9)
     return body.cpu().numpy().tobytes()
 
 
-def recv(src, codec, group=None, tag=0, like=None, out=None):
+def recv(src, codec, group=None, tag=0, like=None, out=None, link=None):
     """Receive a frame from rank src and decode it with codec (this end's
     receiver: a frame of another spec raises pipezip.Error naming both).
     Returns a float32 tensor of the frame's shape (on like's device and in
     its dtype when like is given; into out when given), and the frame's
     length: (tensor, nbytes)."""
-    frame = recv_frame(src, group=group, tag=tag)
+    frame = recv_frame(src, group=group, tag=tag, link=link)
     if out is not None:
         codec.decode(frame, out=out)
         return out, len(frame)

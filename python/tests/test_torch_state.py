@@ -176,6 +176,38 @@ class Checkpoints(unittest.TestCase):
         self.assertIn("ef21(q4)", str(e.exception))
 
 
+@unittest.skipIf(torch is None, "torch is not installed")
+class EmulatedLink(unittest.TestCase):
+    """pipezip.torch.Link on a clock of its own (no real time): frames
+    leave one after another at the link's rate and arrive a latency later;
+    the receiver waits only for what is still on the wire."""
+
+    def test_frames_queue_and_arrive(self):
+        now = [10.0]
+        slept = []
+        link = pzt.Link("8mbit", "50ms", clock=lambda: now[0], sleep=lambda s: slept.append(s))
+        # 1 MB at 8 Mbit/s: 1 s on the wire; the second frame waits for the first
+        self.assertAlmostEqual(link.depart(1_000_000), 10.0 + 1.0 + 0.05)
+        self.assertAlmostEqual(link.depart(500_000), 10.0 + 1.5 + 0.05)
+        now[0] = 11.0
+        link.arrive(11.05)
+        now[0] = 12.0
+        link.arrive(11.55)  # already there: no wait
+        self.assertEqual(len(slept), 1)
+        self.assertAlmostEqual(slept[0], 0.05)
+        now[0] = 20.0  # an idle link starts from now
+        self.assertAlmostEqual(link.depart(125), 20.0 + 1000 / 8e6 + 0.05)
+
+    def test_bad_settings_are_refused(self):
+        for bw in ("fast", "-1mbit", "0", "mbit"):
+            with self.assertRaises(ValueError):
+                pzt.Link(bw)
+        with self.assertRaises(ValueError):
+            pzt.Link("1gbit", "soon")
+        self.assertEqual(pzt.Link("1.5gbit").bandwidth, 1.5e9)
+        self.assertEqual(pzt.Link(1e8, 0.01).latency, 0.01)
+
+
 class Mismatch(unittest.TestCase):
     def test_stateful_receiver_refuses_another_specs_frames(self):
         x = np.random.default_rng(0).standard_normal((8, 32)).astype(np.float32)
