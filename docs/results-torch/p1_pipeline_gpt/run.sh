@@ -3,9 +3,12 @@
 # The sweep behind docs/PYTHON.md's pipeline result: examples/torch_pipeline_gpt.py
 # under torchrun, 4 stages (gpt-tiny, KJV), 1000 steps, seeds 1-3, compressed
 # (q4:per=token / q8) and uncompressed (none / none); then results.csv.
-# From the repository root, after a build: bash docs/results-torch/p1_pipeline_gpt/run.sh OUT_DIR
+# From the repository root, after a build: bash docs/results-torch/p1_pipeline_gpt/run.sh OUT_DIR [STEPS]
+# (p2_pipeline_gpt_epoch: STEPS=1889, one epoch, --eval-every 500)
 set -euo pipefail
-out="${1:?usage: run.sh OUT_DIR}"
+out="${1:?usage: run.sh OUT_DIR [STEPS]}"
+steps="${2:-1000}"
+every=250; [ "$steps" -gt 1000 ] && every=500
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 mkdir -p "$out/runs"
@@ -15,7 +18,7 @@ for seed in 1 2 3; do
     id="seed${seed}_$(echo "$1" | tr ':=' '__')_$2"
     [ -f "$out/runs/$id/summary.json" ] && continue
     PYTHONPATH="$root/python" torchrun --standalone --nproc_per_node 4 -r 1 -t 1 \
-      "$root/examples/torch_pipeline_gpt.py" --fwd "$1" --bwd "$2" --seed "$seed" --steps 1000 --eval-every 250 \
+      "$root/examples/torch_pipeline_gpt.py" --fwd "$1" --bwd "$2" --seed "$seed" --steps "$steps" --eval-every "$every" \
       --data-dir "$root/data" --out "$out/runs/$id" > "$out/$id.log" 2>&1
   done
 done
