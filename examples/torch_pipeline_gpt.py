@@ -213,8 +213,9 @@ def main():
                   link_bandwidth=a.link_bandwidth, link_latency=a.link_latency)
     tie = dist.new_group([0, S - 1]) if S > 1 else None
     tied = (part.wte.weight if part.first else part.head) if S > 1 and (part.first or part.last) else None
-    decay = [p for n, p in part.named_parameters() if p.dim() == 2 and "wte" not in n and "wpe" not in n and n != "head"]
-    rest = [p for n, p in part.named_parameters() if not (p.dim() == 2 and "wte" not in n and "wpe" not in n and n != "head")]
+    dense = {n: p.dim() == 2 and "wte" not in n and "wpe" not in n and n != "head" for n, p in part.named_parameters()}
+    decay = [p for n, p in part.named_parameters() if dense[n]]
+    rest = [p for n, p in part.named_parameters() if not dense[n]]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay}, {"params": rest, "weight_decay": 0.0}],
                             lr=a.lr)
     warm = max(1, int(a.warmup * a.steps))
@@ -279,7 +280,7 @@ def main():
         print(f"finished: gpt:layers={a.layers},d={a.d},heads={a.heads},ctx={a.ctx} in {S} stages ({a.schedule}, "
               f"{a.micro_batches} micro-batches), {a.steps} steps in {time.time() - t0:.0f}s")
         print(f"validation loss {v:.4f} through the compressed boundaries, {vp:.4f} uncompressed")
-        if a.link_bandwidth or float(stage._link_rx.latency if stage._link_rx else 0):
+        if stage.links_emulated:
             print(f"links emulated at {a.link_bandwidth or 'unlimited'}, {a.link_latency} latency: "
                   f"the last stage waited {stage.waited():.1f}s for frames on the wire")
         if rows:

@@ -140,6 +140,7 @@ _value_name = _fn("pz_frame_value_name", ctypes.c_char_p, ctypes.c_int, ctypes.c
 _field_values = _fn("pz_frame_field_values", ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int)
 _FIELD_COUNT = 6  # PZ_FRAME_FIELD_COUNT
 _FIELD_OPTION = 2  # PZ_FIELD_OPTION
+_FIELD_WRAPPER = 5  # PZ_FIELD_WRAPPER
 _set_threads = _fn("pz_set_threads", None, ctypes.c_int)
 _libc.free.argtypes, _libc.free.restype = [ctypes.c_void_p], None
 
@@ -460,11 +461,12 @@ def decode(frame, out=None):
     """Decode any stateless frame (whatever its codec) into out or a new
     float32 array of its shape; a stateful frame (ef21, aqsgd) needs its
     receiver, a Codec of its spec."""
-    w = inspect(frame)["wrapper"]
-    if w in ("ef21", "aqsgd"):
+    ptr, n, keep = _frame_buffer(frame)
+    w = _value_name(_FIELD_WRAPPER, ctypes.c_uint8.from_address(ptr.value + 30).value) if n >= 64 else None
+    w = w.decode() if w else None
+    if w in ("ef21", "aqsgd"):  # (the header's wrapper byte, FORMAT.md; the decode checks the rest)
         raise ValueError(f"pipezip: a frame of wrapper {w} holds what its receiver's state adds to; "
                          "decode it with that receiver (a Codec of the sender's spec)")
-    ptr, n, keep = _frame_buffer(frame)
     nd, shp = ctypes.c_int(), (ctypes.c_int64 * 4)()
     if out is None:
         shape = _header_shape(ptr, n)

@@ -29,7 +29,7 @@ import torch
 import torch.distributed as dist
 
 from . import Codec
-from .torch import Link, _Counter, _Side, _count, _mismatch, isend, recv
+from .torch import Link, _Counter, _Side, _count, _mismatch, _seconds, isend, recv
 
 __all__ = ["Stage", "SCHEDULES", "schedule_order"]
 
@@ -119,7 +119,7 @@ class Stage:
         self.inbound, self.outbound = _Counter(), _Counter()
         self.steps = 0
         self.tap = tap
-        emulate = link_bandwidth is not None or link_latency
+        emulate = self.links_emulated = link_bandwidth is not None or _seconds(link_latency) > 0
         # sender ends (each direction's own queue) and the receiving waits
         self._link_fwd = Link(link_bandwidth, link_latency) if emulate else None
         self._link_bwd = Link(link_bandwidth, link_latency) if emulate else None
@@ -277,10 +277,10 @@ class Stage:
     def load_state_dict(self, state):
         if not isinstance(state, dict) or state.get("version") != self._STATE_VERSION:
             raise _mismatch("pipezip: not a Stage.state_dict()")
-        for k in ("rank", "stages", "fwd", "bwd"):
-            if state[k] != getattr(self, {"fwd": "fwd_specs", "bwd": "bwd_specs"}.get(k, k)):
-                raise _mismatch(f"pipezip: the saved stage's {k} is {state[k]!r}, this one's is "
-                                f"{getattr(self, {'fwd': 'fwd_specs', 'bwd': 'bwd_specs'}.get(k, k))!r}")
+        mine = {"rank": self.rank, "stages": self.stages, "fwd": self.fwd_specs, "bwd": self.bwd_specs}
+        for k, v in mine.items():
+            if state[k] != v:
+                raise _mismatch(f"pipezip: the saved stage's {k} is {state[k]!r}, this one's is {v!r}")
         for k, c in self.codecs.items():
             c.load_state(state["codecs"][k])
         for name, c in (("in", self.inbound), ("out", self.outbound)):

@@ -66,7 +66,7 @@ class _Counter:
 
 
 def _encode(tx, t, ids):
-    """t (any device, any float dtype) as tx's frame: (uint8 array, host float32 array)"""
+    """t (any device, any float dtype) as tx's frame (a uint8 array)"""
     if t.dtype not in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
         raise TypeError(f"pipezip: a boundary carries floating tensors, got {t.dtype}")
     x = t.detach()
@@ -75,18 +75,21 @@ def _encode(tx, t, ids):
     a = _as_f32(x)
     buf = empty(tx.max_frame_bytes(a.shape), np.uint8)
     n = tx.encode_into(a, buf, ids=ids)
-    return buf[:n], a
+    return buf[:n]
+
+
+def _to_like(host, like):
+    """a float32 host tensor on like's device (non-blocking from pinned memory) and in its dtype"""
+    if like.device.type != "cpu":
+        host = host.to(like.device, non_blocking=host.is_pinned())
+    return host if like.dtype == torch.float32 else host.to(like.dtype)
 
 
 def _decode_like(rx, frame, shape, like):
     """frame decoded by rx into a tensor of `shape` on like's device and dtype"""
-    pinned = like.device.type == "cuda"
-    host = torch.empty(int(np.prod(shape, dtype=np.int64)), dtype=torch.float32, pin_memory=pinned)
+    host = torch.empty(int(np.prod(shape, dtype=np.int64)), dtype=torch.float32, pin_memory=like.device.type == "cuda")
     rx.decode(frame, out=host)
-    y = host.reshape(shape)
-    if like.device.type != "cpu":
-        y = y.to(like.device, non_blocking=pinned)
-    return y if like.dtype == torch.float32 else y.to(like.dtype)
+    return _to_like(host.reshape(shape), like)
 
 
 def _count(counter, side, t, y, n, measure):
@@ -105,7 +108,7 @@ def _count(counter, side, t, y, n, measure):
 def _through(link, t, ids, counter, side, measure, tap=None):
     """t through link = (sender, receiver) Codecs; counted on counter.<side>"""
     tx, rx = link
-    frame, _ = _encode(tx, t, ids)
+    frame = _encode(tx, t, ids)
     if tap is not None:
         tap(side, bytes(frame))
     y = _decode_like(rx, frame, t.shape, t)
@@ -319,7 +322,7 @@ def _seconds(v):
 
 
 def _frame_message(codec, tensor, ids, group, link):
-    frame, _ = _encode(codec, tensor, ids)
+    frame = _encode(codec, tensor, ids)
     dev = _wire(group)
     at = link.depart(len(frame)) if link is not None else 0.0
     # the header: the frame's length and its arrival time on an emulated link (ns; 0: none)
@@ -375,12 +378,7 @@ def recv(src, codec, group=None, tag=0, like=None, out=None, link=None):
         codec.decode(frame, out=out)
         return out, len(frame)
     y = torch.from_numpy(codec.decode(frame))
-    if like is not None:
-        if like.device.type != "cpu":
-            y = y.to(like.device)
-        if like.dtype != torch.float32:
-            y = y.to(like.dtype)
-    return y, len(frame)
+    return (y if like is None else _to_like(y, like)), len(frame)
 
 
 def __getattr__(name):  # pipezip.torch.Stage is pipezip.pipeline.Stage (imported on use: it imports this)

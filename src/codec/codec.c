@@ -267,34 +267,27 @@ pz_status pz_frame_validate(const uint8_t *frame, size_t len) {
     return st;
 }
 
-static const char *pz_name_or(const pz_name *t, int v) {
-    const char *n = pz_name_of(t, v);
-    return n ? n : "?";
-}
-
-/* A frame's codec in a spec's words, from its header ("ef21(q8,per=tensor)",
- * "topk,k=12,per=sample+zstd"): what a mismatch error names. */
+/* A frame's codec in a spec's words, from its header and the frame's
+ * vocabulary ("ef21(q8,per=tensor)", "topk,k=12,per=sample,...+zstd"):
+ * what a mismatch error names. */
 static void describe_frame(const frame_header *h, char *buf, size_t cap) {
-    const wrapper_kind *w = wrapper_by_wire(h->wrapper);
-    char base[128];
+    char base[128]; /* the longest (every field, every option bit, the longest names) is about 110 characters */
     int n = h->fam == &codec_quant ? snprintf(base, sizeof base, "q%d", h->bits) : snprintf(base, sizeof base, "%s", h->fam->name);
-    if (h->fam != &codec_quant && (h->fam->fields & PZ_FRAME_USES_BITS))
-        n += snprintf(base + n, sizeof base - (size_t)n, ",bits=%d", h->bits);
+#define ADD(...) (n += snprintf(base + n, sizeof base - (size_t)n, __VA_ARGS__))
+    if (h->fam != &codec_quant && (h->fam->fields & PZ_FRAME_USES_BITS)) ADD(",bits=%d", h->bits);
     if (h->fam->fields & (PZ_FRAME_USES_K | PZ_FRAME_USES_RANK))
-        n += snprintf(base + n, sizeof base - (size_t)n, ",%s=%u", h->fam->fields & PZ_FRAME_USES_RANK ? "rank" : "k", h->k);
-    if (h->fam->fields & PZ_FRAME_USES_GRANULARITY)
-        n += snprintf(base + n, sizeof base - (size_t)n, ",per=%s", gran_name(h->gran));
+        ADD(",%s=%u", h->fam->fields & PZ_FRAME_USES_RANK ? "rank" : "k", h->k);
+    if (h->fam->fields & PZ_FRAME_USES_GRANULARITY) ADD(",per=%s", gran_name(h->gran));
     if (h->fam->fields & PZ_FRAME_USES_VALUES) {
-        if (h->value_type == VAL_QUANT) n += snprintf(base + n, sizeof base - (size_t)n, ",values=q%d", h->value_bits);
-        else n += snprintf(base + n, sizeof base - (size_t)n, ",values=%s", pz_name_or(frame_value_types, h->value_type));
+        if (h->value_type == VAL_QUANT) ADD(",values=q%d", h->value_bits);
+        else ADD(",values=%s", frame_value_text(PZ_FIELD_VALUE_TYPE, h->value_type));
     }
-    if (h->fam->fields & PZ_FRAME_USES_INDEX)
-        n += snprintf(base + n, sizeof base - (size_t)n, ",index=%s", pz_name_or(frame_index_codings, h->index_coding));
-    for (int i = 0; i < frame_option_count; i++)
-        if (h->options & frame_options[i].bit) n += snprintf(base + n, sizeof base - (size_t)n, ",%s", frame_options[i].name);
+    if (h->fam->fields & PZ_FRAME_USES_INDEX) ADD(",index=%s", frame_value_text(PZ_FIELD_INDEX_CODING, h->index_coding));
+    for (int bit = 1; bit <= OPT_ALL; bit <<= 1)
+        if (h->options & bit) ADD(",%s", frame_value_text(PZ_FIELD_OPTION, bit));
+#undef ADD
     const char *z = h->flags & FLAG_ZSTD ? "+zstd" : "";
-    if (h->wrapper == WRAP_AQSGD_WARMUP) snprintf(buf, cap, "aqsgd warm-up (%s)", base);
-    else if (w) snprintf(buf, cap, "%s(%s%s)", w->name, base, z);
+    if (h->wrapper != WRAP_NONE) snprintf(buf, cap, "%s(%s%s)", frame_value_text(PZ_FIELD_WRAPPER, h->wrapper), base, z);
     else snprintf(buf, cap, "%s%s", base, z);
 }
 

@@ -49,10 +49,7 @@ const frame_option frame_options[] = {
 };
 const int frame_option_count = (int)(sizeof frame_options / sizeof *frame_options);
 
-const char *gran_name(int g) {
-    const char *n = pz_name_of(frame_granularities, g);
-    return n ? n : "?";
-}
+const char *gran_name(int g) { return frame_value_text(PZ_FIELD_GRANULARITY, g); }
 
 /* ---- public: the vocabulary by field ---------------------------------------- */
 
@@ -93,6 +90,11 @@ const char *pz_frame_value_name(pz_frame_field f, int v) {
         return t ? pz_name_of(t, v) : NULL;
     }
     }
+}
+
+const char *frame_value_text(pz_frame_field f, int v) {
+    const char *n = pz_frame_value_name(f, v);
+    return n ? n : "?";
 }
 
 int pz_frame_field_values(pz_frame_field f, int *values, int cap) {

@@ -29,5 +29,8 @@ extern const int frame_option_count;
 
 /* A granularity's name, "?" for a value the format does not define. */
 const char *gran_name(int gran);
+/* Any field's value name (pz_frame_value_name), "?" for a value the format
+ * does not define. */
+const char *frame_value_text(pz_frame_field field, int value);
 
 #endif
