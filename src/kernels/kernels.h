@@ -91,6 +91,18 @@ void avgpool2d_backward(float *dinp, const float *dout, int B, int C, int H, int
 void global_avgpool_forward(float *out, const float *inp, int B, int C, int HW);
 void global_avgpool_backward(float *dinp, const float *dout, int B, int C, int HW);
 
+/* ---- matrix product -----------------------------------------------------
+ * C (M, N) = alpha op(A) op(B) + beta C + bias (N, added to every row; may
+ * be NULL), row-major, op(X) = X^T when tX is nonzero; beta 0 does not read
+ * C. pipezip's own AVX-512 or AVX2 kernels (kernels/gemm.c), or the BLAS on
+ * other CPUs or with PZ_GEMM_KERNELS=blas. Runs on pz_get_threads()
+ * threads, or on one inside a parallel region; the same bits whatever the
+ * thread count. */
+void pz_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+             float beta, float *C, int ldc, const float *bias);
+/* the kernels pz_gemm runs ("avx512", "avx2" or "blas") and who chose them */
+pz_conv_info pz_gemm_get_info(void);
+
 /* ---- linear: out (B, OC) = inp (B, C) @ weight (OC, C)^T + bias (OC) ------- */
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int B, int C, int OC);
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,

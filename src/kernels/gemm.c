@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* gemm.c — pz_gemm: the dense layers' and attention's matrix products.
+ * pipezip's own kernels (gemm_impl.h) in an AVX-512 or an AVX2 + FMA build,
+ * chosen once per process from the CPU's features (or PZ_GEMM_KERNELS:
+ * avx512, avx2, blas); a CPU without AVX2 + FMA runs the BLAS. The
+ * product does not depend on the thread count (gemm_impl.h), nor, for its
+ * own kernels, on the BLAS library or OPENBLAS_CORETYPE. */
+#include "kernels.h"
+#include "blas.h"
+#include "gemm.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const pz_gemm_ops gemm_avx512 = {"avx512", pz_gemm_avx512};
+static const pz_gemm_ops gemm_avx2 = {"avx2", pz_gemm_avx2};
+
+static const pz_gemm_ops *gemm_for(unsigned features, const char *want) {
+    if (want && !strcmp(want, "blas")) return NULL;
+    if (want && !strcmp(want, "avx512") && (features & PZ_CPU_AVX512)) return &gemm_avx512;
+    if (want && !strcmp(want, "avx2") && (features & PZ_CPU_AVX2_FMA)) return &gemm_avx2;
+    if (features & PZ_CPU_AVX512) return &gemm_avx512;
+    if (features & PZ_CPU_AVX2_FMA) return &gemm_avx2;
+    return NULL;
+}
+
+static int chosen_by_user;
+static const pz_gemm_ops *gemm_ops(void) {
+    static int chosen;
+    static const pz_gemm_ops *ops;
+    if (!chosen) { /* racing first callers compute the same answer */
+        const char *want = getenv("PZ_GEMM_KERNELS");
+        if (want && !*want) want = NULL;
+        const pz_gemm_ops *o = gemm_for(pz_cpu_features(), want);
+        if (want && strcmp(want, "blas") && strcmp(want, "avx2") && strcmp(want, "avx512"))
+            fprintf(stderr, "pipezip: PZ_GEMM_KERNELS='%s' is not blas, avx2 or avx512; choosing by CPU\n", want);
+        else if (want && strcmp(want, "blas") && (!o || strcmp(o->name, want)))
+            fprintf(stderr, "pipezip: PZ_GEMM_KERNELS=%s: this CPU lacks it; choosing by CPU\n", want);
+        else if (want)
+            chosen_by_user = 1;
+        ops = o;
+        chosen = 1;
+    }
+    return ops;
+}
+
+pz_conv_info pz_gemm_get_info(void) {
+    const pz_gemm_ops *now = gemm_ops(), *best = gemm_for(pz_cpu_features(), NULL);
+    pz_conv_info i = {now ? now->name : "blas", chosen_by_user ? "user" : "pipezip", now != best};
+    return i;
+}
+
+void pz_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+             float beta, float *C, int ldc, const float *bias) {
+    const pz_gemm_ops *ops = gemm_ops();
+    /* one thread inside a parallel region, or for a product too small to share */
+    const int threads = omp_in_parallel() || (double)M * N * K < 262144.0 ? 1 : pz_get_threads();
+    if (ops) {
+        ops->gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, threads);
+        return;
+    }
+    pz_blas_prepare();
+    float b = beta;
+    if (bias) { /* C = beta C + bias first, then the product added */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = (beta != 0.0f ? beta * C[(size_t)i * ldc + j] : 0.0f) + bias[j];
+        b = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B,
+                ldb, b, C, ldc);
+}

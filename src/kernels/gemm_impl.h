@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/* gemm_impl.h — the GEMM's one source, included by each ISA's build with
+ * GM_SUFFIX, GM_V (floats a vector), GM_MR (rows of a tile) and the vector
+ * macros defined.
+ *
+ * The BLIS structure (Van Zee & van de Geijn, 2015): op(B) is packed a
+ * block of KC rows at a time into panels of NR = 2 vectors of columns
+ * (each k's NR values together), op(A) a block of MC rows into panels of
+ * MR rows (each k's MR values together), both zero-padded at the edges, so
+ * the transposes are paid once, in the packing, and the micro-kernel reads
+ * both operands in order. The micro-kernel keeps an MR x NR tile of C in
+ * registers (AVX-512: 14 x 32, 28 of the 32 vector registers; AVX2: 6 x 16,
+ * 12 of 16) and for each k broadcasts MR values of A against two vectors of
+ * B: 2 MR fused multiply-adds per 2 loads and MR broadcasts.
+ *
+ * Threads share the packing of each B block and then take contiguous runs
+ * of A's row blocks. Every element of C is summed by one thread over k in
+ * order (KC blocks in order, each k in order within), so the result is the
+ * same bits whatever the number of threads. */
+#include "gemm.h"
+
+#include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GM_CAT2(a, b) a##_##b
+#define GM_CAT(a, b) GM_CAT2(a, b)
+#define GM_NAME(n) GM_CAT(n, GM_SUFFIX)
+#define GM_NR (2 * GM_V)
+#define GM_KC 256
+#define GM_MC_MAX (24 * GM_MR)
+#define GM_NC 2048
+
+/* scratch kept per OS thread (stages run on threads of their own, each with
+ * its own team), freed when the thread ends */
+typedef struct {
+    float *p;
+    size_t cap;
+} GM_NAME(gm_buf);
+static pthread_key_t GM_NAME(gm_key)[2];
+static pthread_once_t GM_NAME(gm_once) = PTHREAD_ONCE_INIT;
+static void GM_NAME(gm_free)(void *b) {
+    GM_NAME(gm_buf) *g = b;
+    free(g->p);
+    free(g);
+}
+static void GM_NAME(gm_keys)(void) {
+    pthread_key_create(&GM_NAME(gm_key)[0], GM_NAME(gm_free));
+    pthread_key_create(&GM_NAME(gm_key)[1], GM_NAME(gm_free));
+}
+/* n floats, 64-byte aligned, of this thread's scratch `which` (NULL when out of memory) */
+static float *GM_NAME(gm_scratch)(int which, size_t n) {
+    pthread_once(&GM_NAME(gm_once), GM_NAME(gm_keys));
+    GM_NAME(gm_buf) *g = pthread_getspecific(GM_NAME(gm_key)[which]);
+    if (!g) {
+        g = calloc(1, sizeof *g);
+        if (!g) return NULL;
+        pthread_setspecific(GM_NAME(gm_key)[which], g);
+    }
+    if (g->cap < n) {
+        free(g->p);
+        g->p = aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64);
+        g->cap = g->p ? n : 0;
+    }
+    return g->p;
+}
+
+/* ---- packing ------------------------------------------------------------ */
+/* op(A) rows [i0, i0 + mc), k [k0, k0 + kc) into panels of MR rows: panel p
+ * holds, for each k, rows p MR .. p MR + MR - 1 (zeros past mc) */
+static void GM_NAME(pack_a)(float *restrict dst, int ta, const float *A, int lda, int i0, int mc, int k0, int kc) {
+    for (int p = 0; p < mc; p += GM_MR) {
+        const int mr = mc - p < GM_MR ? mc - p : GM_MR;
+        float *d = dst + (size_t)p * kc;
+        if (ta) { /* A^T: A(i, k) = A[k lda + i], each k's rows contiguous */
+            for (int k = 0; k < kc; k++) {
+                const float *s = A + (size_t)(k0 + k) * lda + i0 + p;
+                for (int i = 0; i < mr; i++) d[(size_t)k * GM_MR + i] = s[i];
+                for (int i = mr; i < GM_MR; i++) d[(size_t)k * GM_MR + i] = 0.0f;
+            }
+        } else {
+            for (int i = 0; i < mr; i++) {
+                const float *s = A + (size_t)(i0 + p + i) * lda + k0;
+                for (int k = 0; k < kc; k++) d[(size_t)k * GM_MR + i] = s[k];
+            }
+            for (int i = mr; i < GM_MR; i++)
+                for (int k = 0; k < kc; k++) d[(size_t)k * GM_MR + i] = 0.0f;
+        }
+    }
+}
+
+/* op(B) k [k0, k0 + kc), columns [j0 + q NR, ...) for the panels [q0, q1)
+ * of the block of nc columns: panel q holds, for each k, NR columns */
+static void GM_NAME(pack_b)(float *restrict dst, int tb, const float *B, int ldb, int k0, int kc, int j0, int nc, int q0,
+                            int q1) {
+    for (int q = q0; q < q1; q++) {
+        const int j = q * GM_NR, nr = nc - j < GM_NR ? nc - j : GM_NR;
+        float *d = dst + (size_t)j * kc;
+        if (!tb) { /* B(k, j) = B[k ldb + j]: each k's columns contiguous */
+            for (int k = 0; k < kc; k++) {
+                const float *s = B + (size_t)(k0 + k) * ldb + j0 + j;
+                if (nr == GM_NR) vstore(d + (size_t)k * GM_NR, vload(s)), vstore(d + (size_t)k * GM_NR + GM_V, vload(s + GM_V));
+                else {
+                    for (int c = 0; c < nr; c++) d[(size_t)k * GM_NR + c] = s[c];
+                    for (int c = nr; c < GM_NR; c++) d[(size_t)k * GM_NR + c] = 0.0f;
+                }
+            }
+        } else { /* B^T: B(k, j) = B[j ldb + k] */
+            for (int c = 0; c < nr; c++) {
+                const float *s = B + (size_t)(j0 + j + c) * ldb + k0;
+                for (int k = 0; k < kc; k++) d[(size_t)k * GM_NR + c] = s[k];
+            }
+            for (int c = nr; c < GM_NR; c++)
+                for (int k = 0; k < kc; k++) d[(size_t)k * GM_NR + c] = 0.0f;
+        }
+    }
+}
+
+/* ---- the micro-kernel ----------------------------------------------------
+ * acc = a (MR x kc panel) . b (kc x NR panel); then C = alpha acc + beta C
+ * + bias on the first k block (beta 0: C not read), C += alpha acc on the
+ * later ones. A whole tile is written in place; an edge tile (m < MR or
+ * n < NR) goes through a full tile on the stack. */
+static inline void GM_NAME(kernel)(int kc, const float *restrict a, const float *restrict b, float *c, int ldc, int m,
+                                   int n, int first, float alpha, float beta, const float *bias) {
+    vec acc[GM_MR][2];
+#pragma GCC unroll 16
+    for (int i = 0; i < GM_MR; i++) acc[i][0] = vzero(), acc[i][1] = vzero();
+    for (int k = 0; k < kc; k++) {
+        const vec b0 = vload(b), b1 = vload(b + GM_V);
+#pragma GCC unroll 16
+        for (int i = 0; i < GM_MR; i++) {
+            const vec ai = vset1(a[i]);
+            acc[i][0] = vfma(ai, b0, acc[i][0]);
+            acc[i][1] = vfma(ai, b1, acc[i][1]);
+        }
+        a += GM_MR, b += GM_NR;
+    }
+    const vec va = vset1(alpha);
+    if (m == GM_MR && n == GM_NR) {
+        const vec vb = vset1(beta);
+        const vec bias0 = first && bias ? vload(bias) : vzero(), bias1 = first && bias ? vload(bias + GM_V) : vzero();
+#pragma GCC unroll 16
+        for (int i = 0; i < GM_MR; i++) {
+            float *r = c + (size_t)i * ldc;
+            vec v0 = vmul(va, acc[i][0]), v1 = vmul(va, acc[i][1]);
+            if (!first) v0 = vadd(vload(r), v0), v1 = vadd(vload(r + GM_V), v1);
+            else {
+                if (beta != 0.0f) v0 = vfma(vb, vload(r), v0), v1 = vfma(vb, vload(r + GM_V), v1);
+                if (bias) v0 = vadd(v0, bias0), v1 = vadd(v1, bias1);
+            }
+            vstore(r, v0), vstore(r + GM_V, v1);
+        }
+        return;
+    }
+    float t[GM_MR * GM_NR];
+#pragma GCC unroll 16
+    for (int i = 0; i < GM_MR; i++) vstore(t + i * GM_NR, vmul(va, acc[i][0])), vstore(t + i * GM_NR + GM_V, vmul(va, acc[i][1]));
+    for (int i = 0; i < m; i++) {
+        float *r = c + (size_t)i * ldc;
+        const float *s = t + i * GM_NR;
+        if (!first)
+            for (int j = 0; j < n; j++) r[j] = r[j] + s[j];
+        else
+            for (int j = 0; j < n; j++) {
+                float v = s[j];
+                if (beta != 0.0f) v = beta * r[j] + v;
+                if (bias) v = v + bias[j];
+                r[j] = v;
+            }
+    }
+}
+
+void GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                      float beta, float *C, int ldc, const float *bias, int threads) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) { /* no products: C = beta C + bias */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                float v = beta != 0.0f ? beta * C[(size_t)i * ldc + j] : 0.0f;
+                C[(size_t)i * ldc + j] = bias ? v + bias[j] : v;
+            }
+        return;
+    }
+    if (threads < 1) threads = 1;
+    /* row blocks: a multiple of the team, each at most GM_MC_MAX rows */
+    const int panels = (M + GM_MR - 1) / GM_MR;
+    int per = (panels + threads - 1) / threads; /* panels per thread */
+    if (per < 1) per = 1;
+    const int most = GM_MC_MAX / GM_MR, runs = (per + most - 1) / most; /* blocks per thread */
+    const int mc_panels = (per + runs - 1) / runs;
+    const int MC = mc_panels * GM_MR;
+    const int nblocks = (M + MC - 1) / MC;
+    if (threads > nblocks) threads = nblocks;
+    const int nc_max = N < GM_NC ? N : GM_NC, kc_max = K < GM_KC ? K : GM_KC;
+    const size_t bsize = (size_t)((nc_max + GM_NR - 1) / GM_NR) * GM_NR * kc_max;
+    float *bp = GM_NAME(gm_scratch)(0, bsize);
+    if (!bp) abort(); /* a few MiB: out of memory here is fatal, as in BLAS */
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        float *ap = GM_NAME(gm_scratch)(1, (size_t)MC * kc_max);
+        if (!ap) abort();
+        for (int j0 = 0; j0 < N; j0 += GM_NC) {
+            const int nc = N - j0 < GM_NC ? N - j0 : GM_NC, nq = (nc + GM_NR - 1) / GM_NR;
+            for (int k0 = 0; k0 < K; k0 += GM_KC) {
+                const int kc = K - k0 < GM_KC ? K - k0 : GM_KC, first = k0 == 0;
+#pragma omp for schedule(static)
+                for (int q = 0; q < nq; q++) GM_NAME(pack_b)(bp, tb, B, ldb, k0, kc, j0, nc, q, q + 1);
+                /* (implicit barrier: the block is packed) */
+#pragma omp for schedule(static)
+                for (int blk = 0; blk < nblocks; blk++) {
+                    const int i0 = blk * MC, mc = M - i0 < MC ? M - i0 : MC;
+                    GM_NAME(pack_a)(ap, ta, A, lda, i0, mc, k0, kc);
+                    for (int q = 0; q < nq; q++) {
+                        const int j = q * GM_NR, nr = nc - j < GM_NR ? nc - j : GM_NR;
+                        for (int p = 0; p < mc; p += GM_MR)
+                            GM_NAME(kernel)(kc, ap + (size_t)p * kc, bp + (size_t)j * kc, C + (size_t)(i0 + p) * ldc + j0 + j,
+                                            ldc, mc - p < GM_MR ? mc - p : GM_MR, nr, first, alpha, beta,
+                                            bias ? bias + j0 + j : NULL);
+                    }
+                }
+                /* (implicit barrier: the B block may be repacked) */
+            }
+        }
+    }
+}

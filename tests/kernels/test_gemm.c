@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* test_gemm.c — pipezip's GEMM (kernels/gemm_impl.h) against the
+ * definition in double precision, for every build this CPU runs (AVX-512,
+ * AVX2): all four transposes, alpha and beta (beta 0 must not read C: it
+ * holds NaN there), a bias, leading dimensions wider than the matrix,
+ * shapes that reach every edge (one row, one column, sizes that are not
+ * multiples of the tiles, K past one packed block and past several, N past
+ * one column block). Then what the design promises: the thread count never
+ * changes a bit; pz_gemm routes to the build chosen from the CPU's
+ * features. */
+#include "../test.h"
+#include "base/base.h"
+#include "kernels/gemm.h"
+#include "kernels/kernels.h"
+
+typedef void (*gemm_fn)(int, int, int, int, int, float, const float *, int, const float *, int, float, float *, int,
+                        const float *, int);
+
+static float urand(uint64_t *s) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((*s >> 40) / 16777216.0) - 0.5f;
+}
+
+/* one product, on 1 and on 3 threads: each element within 2e-6 of the sum
+ * of its terms' magnitudes (float32 rounding over K fused terms) of the
+ * double-precision definition, and the two runs the same bits */
+static void one(const char *isa, gemm_fn f, int ta, int tb, int M, int N, int K, float alpha, float beta, int use_bias,
+                int pad, uint64_t seed) {
+    const int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+    const size_t na = (size_t)lda * (ta ? K : M), nb = (size_t)ldb * (tb ? N : K), nc = (size_t)ldc * M;
+    float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4), *C3 = malloc(nc * 4), *C0 = malloc(nc * 4),
+          *bias = malloc((size_t)N * 4);
+    for (size_t i = 0; i < na; i++) A[i] = urand(&seed);
+    for (size_t i = 0; i < nb; i++) B[i] = urand(&seed);
+    for (size_t i = 0; i < nc; i++) C0[i] = beta != 0.0f ? urand(&seed) : NAN;
+    for (int j = 0; j < N; j++) bias[j] = urand(&seed);
+    memcpy(C, C0, nc * 4), memcpy(C3, C0, nc * 4);
+    f(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, use_bias ? bias : NULL, 1);
+    f(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C3, ldc, use_bias ? bias : NULL, 3);
+    int miss = 0, same = 1, pads = 1;
+    for (int i = 0; i < M; i++) {
+        same &= memcmp(C + (size_t)i * ldc, C3 + (size_t)i * ldc, (size_t)N * 4) == 0;
+        for (int j = N; j < ldc; j++) pads &= isnan(C0[(size_t)i * ldc + j]) ? isnan(C[(size_t)i * ldc + j]) : C[(size_t)i * ldc + j] == C0[(size_t)i * ldc + j];
+        for (int j = 0; j < N; j++) {
+            double s = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                const double a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+                const double b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+                s += a * b, mag += fabs(a * b);
+            }
+            const double old = beta != 0.0f ? (double)beta * C0[(size_t)i * ldc + j] : 0.0;
+            const double want = alpha * s + old + (use_bias ? bias[j] : 0.0), got = C[(size_t)i * ldc + j];
+            if (!(fabs(got - want) <= 2e-6 * (fabs(alpha) * mag + fabs(old) + 1.0))) {
+                if (miss < 3) fprintf(stderr, "  %s ta%d tb%d %dx%dx%d [%d,%d]: got %.9g want %.9g\n", isa, ta, tb, M, N, K, i, j, got, want);
+                miss++;
+            }
+        }
+    }
+    CHECK(miss == 0, "%s ta%d tb%d %dx%dx%d alpha %g beta %g bias %d: %d values off", isa, ta, tb, M, N, K, alpha, beta, use_bias, miss);
+    CHECK(same, "%s ta%d tb%d %dx%dx%d: 1 and 3 threads differ", isa, ta, tb, M, N, K);
+    CHECK(pads, "%s ta%d tb%d %dx%dx%d: wrote outside the N columns of C", isa, ta, tb, M, N, K);
+    free(A), free(B), free(C), free(C3), free(C0), free(bias);
+}
+
+static void build(const char *isa, gemm_fn f) {
+    static const int shapes[][3] = {
+        {1, 1, 1},     {1, 37, 5},    {29, 1, 7},    {14, 32, 256},  {15, 33, 257},  {6, 16, 8},
+        {7, 17, 300},  {100, 70, 513}, {64, 96, 32}, {300, 45, 600}, {45, 2100, 40}, {13, 31, 1},
+    };
+    uint64_t seed = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int t = 0; t < 4; t++) {
+            const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            one(isa, f, t & 1, t >> 1, M, N, K, 1.0f, 0.0f, 0, 0, seed++);
+            one(isa, f, t & 1, t >> 1, M, N, K, 0.37f, 1.0f, 1, 3, seed++);
+            one(isa, f, t & 1, t >> 1, M, N, K, -2.0f, 0.5f, 0, 1, seed++);
+            one(isa, f, t & 1, t >> 1, M, N, K, 1.0f, 0.0f, 1, 2, seed++);
+        }
+}
+
+int main(void) {
+    const unsigned feat = pz_cpu_features();
+    if (feat & PZ_CPU_AVX512) build("avx512", pz_gemm_avx512);
+    else printf("this CPU lacks AVX-512: its build not run\n");
+    if (feat & PZ_CPU_AVX2_FMA) build("avx2", pz_gemm_avx2);
+    else printf("this CPU lacks AVX2 + FMA: its build not run\n");
+    /* pz_gemm: the chosen kernels, by the features */
+    const pz_conv_info gi = pz_gemm_get_info();
+    const char *want = feat & PZ_CPU_AVX512 ? "avx512" : feat & PZ_CPU_AVX2_FMA ? "avx2" : "blas";
+    CHECK(!strcmp(gi.name, want) && !gi.generic, "pz_gemm runs %s on a CPU that would choose %s", gi.name, want);
+    /* and its result is that build's */
+    if (strcmp(gi.name, "blas")) {
+        enum { M = 50, N = 40, K = 300 };
+        float *A = malloc(M * K * 4), *B = malloc(K * N * 4), *C = malloc(M * N * 4), *D = malloc(M * N * 4);
+        uint64_t s = 9;
+        for (int i = 0; i < M * K; i++) A[i] = urand(&s);
+        for (int i = 0; i < K * N; i++) B[i] = urand(&s);
+        pz_set_threads(2);
+        pz_gemm(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N, NULL);
+        (feat & PZ_CPU_AVX512 ? pz_gemm_avx512 : pz_gemm_avx2)(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, D, N, NULL, 1);
+        CHECK(!memcmp(C, D, M * N * 4), "pz_gemm differs from the %s build", gi.name);
+        free(A), free(B), free(C), free(D);
+    }
+    TEST_DONE();
+}
