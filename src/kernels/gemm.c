@@ -57,10 +57,7 @@ void pz_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, i
     const pz_gemm_ops *ops = gemm_ops();
     /* one thread inside a parallel region, or for a product too small to share */
     const int threads = omp_in_parallel() || (double)M * N * K < 262144.0 ? 1 : pz_get_threads();
-    if (ops) {
-        ops->gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, threads);
-        return;
-    }
+    if (ops && ops->gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, threads) == 0) return;
     pz_blas_prepare();
     float b = beta;
     if (bias) { /* C = beta C + bias first, then the product added */

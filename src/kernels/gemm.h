@@ -10,13 +10,15 @@ typedef struct pz_gemm_ops {
     const char *name; /* "avx512", "avx2" */
     /* C (M, N) = alpha * op(A) . op(B) + beta * C + bias (N, broadcast over
      * rows; NULL for none), row-major; op(X) = X^T when tX. beta 0 does not
-     * read C. threads: the team to run on (1 inside a parallel region). */
-    void (*gemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+     * read C. threads: the team to run on (1 inside a parallel region).
+     * Returns 0, or -1 when out of memory for its packing buffers (C
+     * untouched). */
+    int (*gemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                  float beta, float *C, int ldc, const float *bias, int threads);
 } pz_gemm_ops;
 
 #define PZ_GEMM_DECLARE(isa)                                                                                           \
-    void pz_gemm_##isa(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,     \
+    int pz_gemm_##isa(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,     \
                        int ldb, float beta, float *C, int ldc, const float *bias, int threads);
 PZ_GEMM_DECLARE(avx512)
 PZ_GEMM_DECLARE(avx2)

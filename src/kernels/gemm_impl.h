@@ -172,16 +172,16 @@ static inline void GM_NAME(kernel)(int kc, const float *restrict a, const float 
     }
 }
 
-void GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                       float beta, float *C, int ldc, const float *bias, int threads) {
-    if (M <= 0 || N <= 0) return;
+    if (M <= 0 || N <= 0) return 0;
     if (K <= 0) { /* no products: C = beta C + bias */
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) {
                 float v = beta != 0.0f ? beta * C[(size_t)i * ldc + j] : 0.0f;
                 C[(size_t)i * ldc + j] = bias ? v + bias[j] : v;
             }
-        return;
+        return 0;
     }
     if (threads < 1) threads = 1;
     /* row blocks: a multiple of the team, each at most GM_MC_MAX rows */
@@ -195,12 +195,12 @@ void GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const fl
     if (threads > nblocks) threads = nblocks;
     const int nc_max = N < GM_NC ? N : GM_NC, kc_max = K < GM_KC ? K : GM_KC;
     const size_t bsize = (size_t)((nc_max + GM_NR - 1) / GM_NR) * GM_NR * kc_max;
-    float *bp = GM_NAME(gm_scratch)(0, bsize);
-    if (!bp) abort(); /* a few MiB: out of memory here is fatal, as in BLAS */
+    const size_t asize = (size_t)MC * kc_max;
+    float *bp = GM_NAME(gm_scratch)(0, bsize), *aps = GM_NAME(gm_scratch)(1, asize * threads);
+    if (!bp || !aps) return -1; /* out of memory: the caller runs the BLAS */
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
-        float *ap = GM_NAME(gm_scratch)(1, (size_t)MC * kc_max);
-        if (!ap) abort();
+        float *ap = aps + asize * omp_get_thread_num();
         for (int j0 = 0; j0 < N; j0 += GM_NC) {
             const int nc = N - j0 < GM_NC ? N - j0 : GM_NC, nq = (nc + GM_NR - 1) / GM_NR;
             for (int k0 = 0; k0 < K; k0 += GM_KC) {
@@ -224,4 +224,5 @@ void GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const fl
             }
         }
     }
+    return 0;
 }

@@ -233,17 +233,22 @@ static const pz_layer_ops *fused_with_relu(const pz_seq *s, int i, int to) {
     return ops->forward_relu && ops->backward_relu ? ops : NULL;
 }
 
+static int profiling;
+void pz_nn_profile(int on) { profiling = on; }
+
 void pz_seq_forward(pz_seq *s, int from, int to, const float *x, int B, int train) {
     for (int i = from; i < to; i++) {
         pz_layer *l = &s->layers[i];
+        const double t0 = profiling ? pz_now() : 0.0;
         const pz_layer_ops *fused = fused_with_relu(s, i, to);
         if (fused) { /* act[i] is not written: nothing reads it */
             fused->forward_relu(l, x, s->act[i + 1], B, train);
             x = s->act[++i];
-            continue;
+        } else {
+            pz_layer_ops_of(l->kind)->forward(l, x, s->act[i], B, train);
+            x = s->act[i];
         }
-        pz_layer_ops_of(l->kind)->forward(l, x, s->act[i], B, train);
-        x = s->act[i];
+        if (profiling) l->prof_s[0] += pz_now() - t0;
     }
 }
 
@@ -258,7 +263,9 @@ void pz_seq_backward(pz_seq *s, int from, int to, const float *x, const float *d
             const float *in = i > from ? s->act[i - 1] : x;
             float *din = i > from ? s->grad[which] : dx;
             pz_layer *l = &s->layers[i];
+            const double t0 = profiling ? pz_now() : 0.0;
             pz_layer_ops_of(l->kind)->backward_relu(l, in, s->act[i + 1], dy, din, B);
+            if (profiling) l->prof_s[1] += pz_now() - t0;
             dy = din;
             which ^= 1;
             continue;
@@ -266,7 +273,9 @@ void pz_seq_backward(pz_seq *s, int from, int to, const float *x, const float *d
         const float *in = i > from ? s->act[i - 1] : x;
         float *din = i > from ? s->grad[which] : dx;
         pz_layer *l = &s->layers[i];
+        const double t0 = profiling ? pz_now() : 0.0;
         pz_layer_ops_of(l->kind)->backward(l, in, s->act[i], dy, din, B);
+        if (profiling) l->prof_s[1] += pz_now() - t0;
         dy = din;
         which ^= 1;
     }
@@ -296,3 +305,4 @@ static void share_seq(pz_seq *s, const pz_model *dst, const pz_model *src) {
 void pz_model_share(pz_model *dst, const pz_model *src) { share_seq(&dst->net, dst, src); }
 
 pz_conv_info pz_nn_conv_info(void) { return pz_conv_get_info(); }
+pz_conv_info pz_nn_gemm_info(void) { return pz_gemm_get_info(); }

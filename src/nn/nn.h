@@ -73,6 +73,7 @@ typedef struct {
     pz_seq *main, *shortcut;           /* block; group and residual: main */
     pz_subspace *sub;                  /* subspace lift, and an embedding in one (k = K): the model's */
     float *dz, *dmain;                 /* block, residual: gradient buffers (B_max, in or out) */
+    double prof_s[2];                  /* seconds spent forward and backward while profiling (pz_nn_profile) */
 } pz_layer;
 
 struct pz_seq {
@@ -206,6 +207,11 @@ void pz_model_describe(const pz_model *m, FILE *out);
  * output; writes the gradient of x into dx (skipped when dx is NULL) and
  * accumulates parameter gradients. */
 void pz_seq_forward(pz_seq *s, int from, int to, const float *x, int B, int train);
+/* Profiling: while on, every layer's forward and backward add their wall
+ * seconds to its prof_s[0] and prof_s[1] (a container's include its
+ * layers'); off costs one branch a layer. Process-wide: `pipezip bench
+ * train --profile`. */
+void pz_nn_profile(int on);
 void pz_seq_backward(pz_seq *s, int from, int to, const float *x, const float *dy, float *dx, int B);
 const float *pz_model_logits(const pz_model *m);
 void pz_model_zero_grad(pz_model *m);
@@ -278,5 +284,7 @@ int32_t pz_sample_logits(const float *logits, int V, float temperature, int top_
 
 /* The convolution kernels every conv layer runs (kernels/conv.c's choice) */
 pz_conv_info pz_nn_conv_info(void);
+/* the matrix-product kernels the dense layers run (kernels/gemm.c) */
+pz_conv_info pz_nn_gemm_info(void);
 
 #endif

@@ -11,7 +11,17 @@
 typedef struct {
     const char *model, *input; /* a preset; an image model's input "1x28x28" or "3x32x32" */
     int batch, threads, warmup, repeat, json;
+    int profile; /* also time each layer (per step, over `repeat` more steps) */
 } bench_train_options;
+/* The FMA peak (tool/peak.c): single-precision GFLOP/s in the CPU's widest
+ * vectors, on one thread and on `threads`, medians of 5 short runs. */
+typedef struct {
+    const char *isa; /* "AVX-512", "AVX2+FMA", or "none" (then 0) */
+    double core_gflops, team_gflops;
+    int threads;
+} bench_peak;
+bench_peak tool_fma_peak(int threads);
+
 /* prints the result (text or a JSON line) to out, warnings to stderr; 0 or an exit code */
 int tool_bench_train(const bench_train_options *o, FILE *out);
 

@@ -10,6 +10,68 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- the per-layer profile ------------------------------------------------
+ * Rows by layer name, summed over the blocks that share it (h.0's and
+ * h.3's "attn.c_attn" are one row); a container's own work (a residual's
+ * add, a group's copy) is its time less its layers'. */
+typedef struct {
+    char name[64];
+    const char *kind;
+    double s[2];   /* forward, backward seconds over the profiled steps */
+    double flops;  /* counted FLOPs of one step (forward 2 x MACs, backward 4 x) */
+} prof_row;
+
+typedef struct {
+    prof_row *rows;
+    int n, cap;
+} prof_table;
+
+static prof_row *prof_row_for(prof_table *t, const char *name, const char *kind) {
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->rows[i].name, name)) return &t->rows[i];
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 32;
+        t->rows = pz_xrealloc(t->rows, sizeof *t->rows * (size_t)t->cap);
+    }
+    prof_row *r = &t->rows[t->n++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->kind = kind;
+    return r;
+}
+
+static void prof_collect(prof_table *t, const pz_seq *s, int B) {
+    for (int i = 0; i < s->n; i++) {
+        const pz_layer *l = &s->layers[i];
+        const pz_seq *kid = l->main;
+        if (!kid) {
+            prof_row *r = prof_row_for(t, l->name, pz_layer_kind_name(l->kind));
+            r->s[0] += l->prof_s[0], r->s[1] += l->prof_s[1], r->flops += 6.0 * (double)l->macs * B;
+            continue;
+        }
+        double inner[2] = {0, 0};
+        int64_t inner_macs = 0;
+        for (int k = 0; k < kid->n; k++)
+            inner[0] += kid->layers[k].prof_s[0], inner[1] += kid->layers[k].prof_s[1], inner_macs += kid->layers[k].macs;
+        if (l->shortcut)
+            for (int k = 0; k < l->shortcut->n; k++)
+                inner[0] += l->shortcut->layers[k].prof_s[0], inner[1] += l->shortcut->layers[k].prof_s[1],
+                    inner_macs += l->shortcut->layers[k].macs;
+        const char *kind = pz_layer_kind_name(l->kind);
+        if (l->kind != PZ_LAYER_GROUP || l->prof_s[0] - inner[0] > 0) {
+            /* blocks' own rows are "h.N" by name: shared as "block" */
+            char name[64];
+            snprintf(name, sizeof name, "(%s %s)", l->kind == PZ_LAYER_GROUP ? "block" : l->name,
+                     l->kind == PZ_LAYER_RESIDUAL ? "add" : l->kind == PZ_LAYER_GROUP ? "copy" : "itself");
+            prof_row *r = prof_row_for(t, name, kind);
+            r->s[0] += l->prof_s[0] - inner[0], r->s[1] += l->prof_s[1] - inner[1];
+            r->flops += 6.0 * (double)(l->macs - inner_macs) * B;
+        }
+        prof_collect(t, kid, B);
+        if (l->shortcut) prof_collect(t, l->shortcut, B);
+    }
+}
+
 int tool_bench_train(const bench_train_options *o, FILE *out) {
     const char *model = o->model, *input = o->input;
     const int batch = o->batch, warmup = o->warmup, repeat = o->repeat;
@@ -47,22 +109,75 @@ int tool_bench_train(const bench_train_options *o, FILE *out) {
         if (i >= warmup) t[i - warmup] = pz_now() - t0;
     }
     const double med = pz_median(t, repeat), lo = t[0], hi = t[repeat - 1];
+    /* counted FLOPs of a step: 2 per multiply-accumulate forward, twice
+     * that backward (attention counts its whole T x T square, as MFU does) */
+    int64_t macs = 0;
+    for (int i = 0; i < m.net.n; i++) macs += m.net.layers[i].macs;
+    const double step_flops = 6.0 * (double)macs * batch;
+    const bench_peak peak = tool_fma_peak(pz_get_threads());
+    const double gflops = step_flops / med / 1e9, frac = peak.team_gflops > 0 ? gflops / peak.team_gflops : 0.0;
+    /* the profile: `repeat` more steps, each phase and layer timed */
+    prof_table pt = {0};
+    double phase[3] = {0, 0, 0}; /* zeroing gradients, loss, optimizer */
+    if (o->profile) {
+        pz_nn_profile(1);
+        for (int i = 0; i < repeat; i++) {
+            double t0 = pz_now();
+            pz_model_zero_grad(&m);
+            phase[0] += pz_now() - t0;
+            pz_seq_forward(&m.net, 0, m.net.n, x, batch, 1);
+            t0 = pz_now();
+            pz_model_loss(&m, m.dlogits, NULL, pz_model_logits(&m), y, batch);
+            phase[1] += pz_now() - t0;
+            pz_seq_backward(&m.net, 0, m.net.n, x, m.dlogits, NULL, batch);
+            t0 = pz_now();
+            pz_optim_step(&opt, m.params, m.grads, 0.01f);
+            phase[2] += pz_now() - t0;
+        }
+        pz_nn_profile(0);
+        prof_collect(&pt, &m.net, batch);
+        static const char *const names[3] = {"(zero gradients)", "(loss)", "(optimizer)"};
+        for (int k = 0; k < 3; k++) prof_row_for(&pt, names[k], "step")->s[0] = phase[k];
+        for (int k = 0; k < pt.n; k++) pt.rows[k].s[0] /= repeat, pt.rows[k].s[1] /= repeat;
+    }
     /* what ran: the BLAS, its kernels and who chose them */
     const pz_blas_info bi = pz_blas_get_info();
-    const pz_conv_info ci = pz_nn_conv_info();
+    const pz_conv_info ci = pz_nn_conv_info(), gi = pz_nn_gemm_info();
     if (o->json)
         fprintf(out, "{\"bench\": \"train\", \"model\": \"%s\", \"input\": \"%s\", \"batch\": %d, \"threads\": %d, "
                "\"repeat\": %d, \"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"samples_per_s\": %.1f, "
                "\"tokens_per_s\": %.1f, "
                "\"blas\": \"%s\", \"blas_core\": \"%s\", \"blas_core_chosen_by\": \"%s\", \"blas_generic\": %s, "
-               "\"conv_kernels\": \"%s\", \"conv_kernels_chosen_by\": \"%s\", \"conv_generic\": %s}\n",
+               "\"conv_kernels\": \"%s\", \"conv_kernels_chosen_by\": \"%s\", \"conv_generic\": %s, "
+               "\"gemm_kernels\": \"%s\", \"gemm_kernels_chosen_by\": \"%s\", "
+               "\"step_gflop\": %.4f, \"gflops\": %.2f, \"peak_isa\": \"%s\", \"peak_gflops_core\": %.2f, "
+               "\"peak_gflops\": %.2f, \"fraction_of_peak\": %.4f",
                model, input, batch, pz_get_threads(), repeat, 1e3 * med, 1e3 * lo, 1e3 * hi, batch / med,
                lm ? batch * per / med : 0.0, bi.library, bi.core, bi.source, bi.generic ? "true" : "false", ci.name,
-               ci.source, ci.generic ? "true" : "false");
-    else {
+               ci.source, ci.generic ? "true" : "false", gi.name, gi.source, step_flops / 1e9, gflops, peak.isa,
+               peak.core_gflops, peak.team_gflops, frac);
+    if (o->json) {
+        if (o->profile) {
+            fprintf(out, ", \"profile\": [");
+            for (int k = 0; k < pt.n; k++)
+                fprintf(out, "%s{\"layer\": \"%s\", \"kind\": \"%s\", \"forward_ms\": %.4f, \"backward_ms\": %.4f, \"gflop\": %.4f}",
+                        k ? ", " : "", pt.rows[k].name, pt.rows[k].kind, 1e3 * pt.rows[k].s[0], 1e3 * pt.rows[k].s[1],
+                        pt.rows[k].flops / 1e9);
+            fprintf(out, "]");
+        }
+        fprintf(out, "}\n");
+    } else {
         fprintf(out, "pipezip bench train: %s, input %s, batch %d, %d threads: median %.2f ms/step (min %.2f, max %.2f, %d steps), %.0f %s/s\n",
                model, input, batch, pz_get_threads(), 1e3 * med, 1e3 * lo, 1e3 * hi, repeat, batch * per / med,
                lm ? "tokens" : "samples");
+        if (peak.team_gflops > 0)
+            fprintf(out, "  %.2f GFLOP a step (counted: 6 x MACs x batch) at %.1f GFLOP/s = %.0f%% of the FMA peak measured now "
+                         "(%s: %.1f GFLOP/s on %d thread%s, %.1f on one)\n",
+                    step_flops / 1e9, gflops, 100.0 * frac, peak.isa, peak.team_gflops, peak.threads, peak.threads == 1 ? "" : "s",
+                    peak.core_gflops);
+        fprintf(out, "  matrix products: %s\n",
+                !strcmp(gi.name, "blas") ? "the BLAS (this CPU lacks AVX2 and FMA, or PZ_GEMM_KERNELS=blas)"
+                : !strcmp(gi.name, "avx512") ? "pipezip's AVX-512 kernels" : "pipezip's AVX2 kernels");
         fprintf(out, "  BLAS: %s; kernels %s, chosen by %s%s%s%s\n", bi.library, bi.core,
                !strcmp(bi.source, "pipezip") ? "pipezip from the CPU's features" : !strcmp(bi.source, "user") ? "OPENBLAS_CORETYPE" : bi.source,
                bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? " (OpenBLAS itself chose " : "",
@@ -76,6 +191,25 @@ int tool_bench_train(const bench_train_options *o, FILE *out) {
         else
             fprintf(out, "  convolutions: pipezip's direct %s kernels (1x1 and under 32 taps: im2col + BLAS), chosen by %s\n",
                    !strcmp(ci.name, "avx512") ? "AVX-512" : "AVX2", !strcmp(ci.source, "user") ? "PZ_CONV_KERNELS" : "the CPU's features");
+        if (o->profile) {
+            double total = 0;
+            for (int k = 0; k < pt.n; k++) total += pt.rows[k].s[0] + pt.rows[k].s[1];
+            fprintf(out, "\n  profile, ms per step (mean of %d more steps; rows summed over the blocks):\n", repeat);
+            fprintf(out, "    %-22s %-10s %9s %9s %9s %6s %9s %6s\n", "layer", "kind", "forward", "backward", "total", "share",
+                    "GFLOP/s", "%peak");
+            for (int k = 0; k < pt.n; k++) {
+                const prof_row *r = &pt.rows[k];
+                const double s = r->s[0] + r->s[1];
+                char rate[16] = "", pk[16] = "";
+                if (r->flops > 0 && s > 0) {
+                    snprintf(rate, sizeof rate, "%.1f", r->flops / s / 1e9);
+                    if (peak.team_gflops > 0) snprintf(pk, sizeof pk, "%.0f%%", 100.0 * r->flops / s / 1e9 / peak.team_gflops);
+                }
+                fprintf(out, "    %-22s %-10s %9.3f %9.3f %9.3f %5.1f%% %9s %6s\n", r->name, r->kind, 1e3 * r->s[0], 1e3 * r->s[1],
+                        1e3 * s, total > 0 ? 100.0 * s / total : 0.0, rate, pk);
+            }
+            fprintf(out, "    %-22s %-10s %9s %9s %9.3f\n", "all", "", "", "", 1e3 * total);
+        }
     }
     if (bi.generic)
         fprintf(stderr, "pipezip bench train: warning: the BLAS runs its %s kernels, which do not use this CPU's vector units "
@@ -85,7 +219,7 @@ int tool_bench_train(const bench_train_options *o, FILE *out) {
         fprintf(stderr, "pipezip bench train: warning: the convolutions run the %s kernels, which do not use all of this "
                         "CPU's vector units (PZ_CONV_KERNELS=%s; unset it to let pipezip choose)\n",
                 ci.name, ci.name);
-    free(t), free(x), free(y);
+    free(pt.rows), free(t), free(x), free(y);
     pz_optim_free(&opt);
     pz_model_free(&m);
     return 0;

@@ -20,6 +20,11 @@ static inline void *pz_xcalloc(size_t n, size_t sz) {
     if (!p) fprintf(stderr, "pipezip: out of memory allocating %zu x %zu bytes\n", n, sz), exit(2);
     return p;
 }
+static inline void *pz_xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) fprintf(stderr, "pipezip: out of memory allocating %zu bytes\n", n), exit(2);
+    return q;
+}
 /* 64-byte aligned, zeroed floats (free with free()) */
 static inline float *pz_xfloats(size_t n) {
     float *p = pz_floats_try(n);

@@ -13,7 +13,7 @@
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
 
-typedef void (*gemm_fn)(int, int, int, int, int, float, const float *, int, const float *, int, float, float *, int,
+typedef int (*gemm_fn)(int, int, int, int, int, float, const float *, int, const float *, int, float, float *, int,
                         const float *, int);
 
 static float urand(uint64_t *s) {
