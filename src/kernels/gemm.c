@@ -10,9 +10,47 @@
 #include "gemm.h"
 
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- scratch kept per OS thread ---------------------------------------------
+ * Pipeline stages run on threads of their own, each with its own OpenMP
+ * team, so scratch cannot be indexed by OpenMP's thread number: each OS
+ * thread keeps its own slots (a pthread key), freed when the thread ends. */
+enum { SLOTS = 4 };
+typedef struct {
+    float *p[SLOTS];
+    size_t cap[SLOTS];
+} scratch;
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static void scratch_free(void *v) {
+    scratch *s = v;
+    for (int i = 0; i < SLOTS; i++) free(s->p[i]);
+    free(s);
+}
+static void scratch_init(void) { pthread_key_create(&scratch_key, scratch_free); }
+
+float *pz_thread_scratch(int slot, size_t n) {
+    if (slot < 0 || slot >= SLOTS) return NULL;
+    pthread_once(&scratch_once, scratch_init);
+    scratch *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s || pthread_setspecific(scratch_key, s)) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (s->cap[slot] < n) {
+        free(s->p[slot]);
+        s->p[slot] = aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64);
+        s->cap[slot] = s->p[slot] ? n : 0;
+    }
+    return s->p[slot];
+}
 
 static const pz_gemm_ops gemm_avx512 = {"avx512", pz_gemm_avx512};
 static const pz_gemm_ops gemm_avx2 = {"avx2", pz_gemm_avx2};

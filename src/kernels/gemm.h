@@ -17,6 +17,10 @@ typedef struct pz_gemm_ops {
                  float beta, float *C, int ldc, const float *bias, int threads);
 } pz_gemm_ops;
 
+#include <stddef.h>
+/* n floats of this OS thread's scratch `slot` (kernels.h) */
+float *pz_thread_scratch(int slot, size_t n);
+
 #define PZ_GEMM_DECLARE(isa)                                                                                           \
     int pz_gemm_##isa(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,     \
                        int ldb, float beta, float *C, int ldc, const float *bias, int threads);

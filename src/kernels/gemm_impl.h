@@ -20,9 +20,7 @@
 #include "gemm.h"
 
 #include <omp.h>
-#include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
+#include <stddef.h>
 
 #define GM_CAT2(a, b) a##_##b
 #define GM_CAT(a, b) GM_CAT2(a, b)
@@ -31,40 +29,6 @@
 #define GM_KC 256
 #define GM_MC_MAX (24 * GM_MR)
 #define GM_NC 2048
-
-/* scratch kept per OS thread (stages run on threads of their own, each with
- * its own team), freed when the thread ends */
-typedef struct {
-    float *p;
-    size_t cap;
-} GM_NAME(gm_buf);
-static pthread_key_t GM_NAME(gm_key)[2];
-static pthread_once_t GM_NAME(gm_once) = PTHREAD_ONCE_INIT;
-static void GM_NAME(gm_free)(void *b) {
-    GM_NAME(gm_buf) *g = b;
-    free(g->p);
-    free(g);
-}
-static void GM_NAME(gm_keys)(void) {
-    pthread_key_create(&GM_NAME(gm_key)[0], GM_NAME(gm_free));
-    pthread_key_create(&GM_NAME(gm_key)[1], GM_NAME(gm_free));
-}
-/* n floats, 64-byte aligned, of this thread's scratch `which` (NULL when out of memory) */
-static float *GM_NAME(gm_scratch)(int which, size_t n) {
-    pthread_once(&GM_NAME(gm_once), GM_NAME(gm_keys));
-    GM_NAME(gm_buf) *g = pthread_getspecific(GM_NAME(gm_key)[which]);
-    if (!g) {
-        g = calloc(1, sizeof *g);
-        if (!g) return NULL;
-        pthread_setspecific(GM_NAME(gm_key)[which], g);
-    }
-    if (g->cap < n) {
-        free(g->p);
-        g->p = aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64);
-        g->cap = g->p ? n : 0;
-    }
-    return g->p;
-}
 
 /* ---- packing ------------------------------------------------------------ */
 /* op(A) rows [i0, i0 + mc), k [k0, k0 + kc) into panels of MR rows: panel p
@@ -172,6 +136,57 @@ static inline void GM_NAME(kernel)(int kc, const float *restrict a, const float 
     }
 }
 
+#ifndef GM_JOB_DEFINED
+#define GM_JOB_DEFINED
+typedef struct {
+    int ta, tb, M, N, K;
+    float alpha;
+    const float *A;
+    int lda;
+    const float *B;
+    int ldb;
+    float beta;
+    float *C;
+    int ldc;
+    const float *bias;
+    int MC, nblocks;
+    float *bp, *aps;
+    size_t asize;
+} gm_job;
+#endif
+
+/* thread t of n: its share of each B block's packing, then its run of A's
+ * row blocks; barriers only in a team of its own (n > 1) */
+static void GM_NAME(run)(const gm_job *g, int t, int n) {
+    float *ap = g->aps + g->asize * t;
+    const int MC = g->MC, M = g->M, N = g->N, K = g->K;
+    const int b0 = (int)((long)g->nblocks * t / n), b1 = (int)((long)g->nblocks * (t + 1) / n);
+    for (int j0 = 0; j0 < N; j0 += GM_NC) {
+        const int nc = N - j0 < GM_NC ? N - j0 : GM_NC, nq = (nc + GM_NR - 1) / GM_NR;
+        for (int k0 = 0; k0 < K; k0 += GM_KC) {
+            const int kc = K - k0 < GM_KC ? K - k0 : GM_KC, first = k0 == 0;
+            GM_NAME(pack_b)(g->bp, g->tb, g->B, g->ldb, k0, kc, j0, nc, (int)((long)nq * t / n), (int)((long)nq * (t + 1) / n));
+            if (n > 1) {
+#pragma omp barrier
+            }
+            for (int blk = b0; blk < b1; blk++) {
+                const int i0 = blk * MC, mc = M - i0 < MC ? M - i0 : MC;
+                GM_NAME(pack_a)(ap, g->ta, g->A, g->lda, i0, mc, k0, kc);
+                for (int q = 0; q < nq; q++) {
+                    const int j = q * GM_NR, nr = nc - j < GM_NR ? nc - j : GM_NR;
+                    for (int p = 0; p < mc; p += GM_MR)
+                        GM_NAME(kernel)(kc, ap + (size_t)p * kc, g->bp + (size_t)j * kc, g->C + (size_t)(i0 + p) * g->ldc + j0 + j,
+                                        g->ldc, mc - p < GM_MR ? mc - p : GM_MR, nr, first, g->alpha, g->beta,
+                                        g->bias ? g->bias + j0 + j : NULL);
+                }
+            }
+            if (n > 1) { /* the B block may be repacked */
+#pragma omp barrier
+            }
+        }
+    }
+}
+
 int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                       float beta, float *C, int ldc, const float *bias, int threads) {
     if (M <= 0 || N <= 0) return 0;
@@ -196,33 +211,13 @@ int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const flo
     const int nc_max = N < GM_NC ? N : GM_NC, kc_max = K < GM_KC ? K : GM_KC;
     const size_t bsize = (size_t)((nc_max + GM_NR - 1) / GM_NR) * GM_NR * kc_max;
     const size_t asize = (size_t)MC * kc_max;
-    float *bp = GM_NAME(gm_scratch)(0, bsize), *aps = GM_NAME(gm_scratch)(1, asize * threads);
+    float *bp = pz_thread_scratch(0, bsize), *aps = pz_thread_scratch(1, asize * threads);
     if (!bp || !aps) return -1; /* out of memory: the caller runs the BLAS */
-#pragma omp parallel num_threads(threads) if (threads > 1)
-    {
-        float *ap = aps + asize * omp_get_thread_num();
-        for (int j0 = 0; j0 < N; j0 += GM_NC) {
-            const int nc = N - j0 < GM_NC ? N - j0 : GM_NC, nq = (nc + GM_NR - 1) / GM_NR;
-            for (int k0 = 0; k0 < K; k0 += GM_KC) {
-                const int kc = K - k0 < GM_KC ? K - k0 : GM_KC, first = k0 == 0;
-#pragma omp for schedule(static)
-                for (int q = 0; q < nq; q++) GM_NAME(pack_b)(bp, tb, B, ldb, k0, kc, j0, nc, q, q + 1);
-                /* (implicit barrier: the block is packed) */
-#pragma omp for schedule(static)
-                for (int blk = 0; blk < nblocks; blk++) {
-                    const int i0 = blk * MC, mc = M - i0 < MC ? M - i0 : MC;
-                    GM_NAME(pack_a)(ap, ta, A, lda, i0, mc, k0, kc);
-                    for (int q = 0; q < nq; q++) {
-                        const int j = q * GM_NR, nr = nc - j < GM_NR ? nc - j : GM_NR;
-                        for (int p = 0; p < mc; p += GM_MR)
-                            GM_NAME(kernel)(kc, ap + (size_t)p * kc, bp + (size_t)j * kc, C + (size_t)(i0 + p) * ldc + j0 + j,
-                                            ldc, mc - p < GM_MR ? mc - p : GM_MR, nr, first, alpha, beta,
-                                            bias ? bias + j0 + j : NULL);
-                    }
-                }
-                /* (implicit barrier: the B block may be repacked) */
-            }
-        }
+    const gm_job job = {ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, MC, nblocks, bp, aps, asize};
+    if (threads == 1) GM_NAME(run)(&job, 0, 1); /* no team: this may be one thread of a parallel region */
+    else {
+#pragma omp parallel num_threads(threads)
+        GM_NAME(run)(&job, omp_get_thread_num(), threads);
     }
     return 0;
 }

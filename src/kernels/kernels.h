@@ -101,6 +101,10 @@ void global_avgpool_backward(float *dinp, const float *dout, int B, int C, int H
 void pz_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
              float beta, float *C, int ldc, const float *bias);
 /* the kernels pz_gemm runs ("avx512", "avx2" or "blas") and who chose them */
+/* n floats of this OS thread's scratch number `slot` (0 to 3; 0 and 1 are
+ * pz_gemm's own), 64-byte aligned, kept for the thread's life and freed
+ * when it ends; NULL when out of memory */
+float *pz_thread_scratch(int slot, size_t n);
 pz_conv_info pz_gemm_get_info(void);
 
 /* ---- linear: out (B, OC) = inp (B, C) @ weight (OC, C)^T + bias (OC) ------- */
@@ -112,8 +116,8 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
  * embedding: out (B, T, C) = wte (V, C)[tok] + wpe (T, C)[t]; tok holds token
  * ids as exact floats. layernorm: per row, saves mean and rstd (N) for
  * backward. gelu: tanh form. attention: causal multi-head over qkv (B, T,
- * 3C) -> out (B, T, C), saving att (B, NH, T, T); backward needs a workspace
- * of attention_workspace_floats(T) and overwrites all of dqkv. */
+ * 3C) -> out (B, T, C), tile by tile, saving each query's log-sum-exp lse
+ * (B, NH, T); backward overwrites all of dqkv. */
 void embedding_forward(float *out, const float *tok, const float *wte, const float *wpe, int B, int T, int C, int V);
 void embedding_backward(float *dwte, float *dwpe, const float *dout, const float *tok, int B, int T, int C, int V);
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b, int N,
@@ -122,10 +126,8 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, co
                         const float *rstd, const float *w, int N, int C);
 void gelu_forward(float *out, const float *inp, size_t n);
 void gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
-size_t attention_workspace_floats(int T);
-void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
-void attention_backward(float *dqkv, float *ws, const float *dout, const float *qkv, const float *att, int B, int T,
-                        int C, int NH);
+void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH);
+void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse, int B, int T, int C, int NH);
 
 /* ---- softmax cross-entropy, mean over the batch -----------------------------
  * Returns the mean loss; dlogits (may be NULL) = (softmax - onehot) / B;

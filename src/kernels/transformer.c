@@ -6,7 +6,6 @@
  * gradients and overwrites input gradients. Every reduction runs in a fixed
  * order whatever the thread count, so a run is reproducible bit for bit. */
 #include "kernels.h"
-#include "blas.h"
 
 #include <math.h>
 #include <omp.h>
@@ -148,68 +147,149 @@ void gelu_backward(float *dinp, const float *dout, const float *inp, size_t n) {
 
 /* ---- causal multi-head self-attention ------------------------------------------
  * qkv (B, T, 3C): per position q | k | v, head h the hs = C / NH columns
- * starting at h * hs of each. att (B, NH, T, T): the softmax of the scaled
- * scores, zero above the diagonal (saved for backward). out (B, T, C). */
-size_t attention_workspace_floats(int T) { return (size_t)pz_get_threads() * T * T; }
+ * starting at h * hs of each. out (B, T, C). lse (B, NH, T): each query's
+ * log-sum-exp of its scaled scores, all that is saved for backward.
+ *
+ * Tile by tile (FlashAttention's recomputation, Dao et al. 2022, with whole
+ * rows: T fits a tile's row): for each (sample, head) and each block of
+ * ATT_BQ queries, the scores against the keys up to the block's last query
+ * only (the causal triangle and the block's diagonal square, never the
+ * T x T matrix), the softmax of each row, then the weighted values;
+ * backward recomputes the block's probabilities from the saved
+ * log-sum-exp. The products are pz_gemm on one thread each, (sample, head)
+ * pairs over the threads; each pair's keys' and values' gradients are
+ * summed over its query blocks in order, so the bits do not depend on the
+ * thread count. */
+enum { ATT_BQ = 42 }; /* queries a block: 3 AVX-512 tiles of rows, 7 AVX2 */
 
-void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH) {
-    pz_blas_prepare();
+/* exp(x) for x <= 0 in plain float arithmetic the vectoriser takes (as
+ * tanh_gelu: Cody-Waite, the Cephes polynomial, 2^n from the bits); below
+ * -87 it is 0's neighbour 2^-126 times the polynomial, never a NaN */
+static inline float exp_neg(float x) {
+    x = x < -87.0f ? -87.0f : x > 0.0f ? 0.0f : x;
+    const float t = x * 1.44269504088896341f + 12582912.0f;
+    const float n = t - 12582912.0f;
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    union {
+        float f;
+        uint32_t u;
+    } bt = {t}, sc;
+    sc.u = (bt.u + 127u) << 23; /* 2^n, n in [-126, 0] */
+    return p * sc.f;
+}
+
+/* head h of sample b's rows of width hs, gathered from a row stride ld:
+ * rows (T, hs) into r, and their transpose (hs, T) into rt when not NULL */
+static void gather_head(float *restrict r, float *restrict rt, const float *src, int ld, int T, int hs) {
+    for (int t = 0; t < T; t++) memcpy(r + (size_t)t * hs, src + (size_t)t * ld, sizeof(float) * (size_t)hs);
+    if (rt)
+        for (int t = 0; t < T; t++)
+            for (int c = 0; c < hs; c++) rt[(size_t)c * T + t] = r[(size_t)t * hs + c];
+}
+
+void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for schedule(static) num_threads(pz_get_threads())
-    for (int bh = 0; bh < B * NH; bh++) {
-        const int b = bh / NH, h = bh % NH;
-        const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
-        float *a = att + (size_t)bh * T * T;
-        /* scores (T, T) = scale * q (T, hs) . k^T */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3, k, C3, 0.0f, a, T);
-        for (int i = 0; i < T; i++) {
-            float *r = a + (size_t)i * T;
-            float mx = r[0];
-            for (int j = 1; j <= i; j++) mx = r[j] > mx ? r[j] : mx;
-            double s = 0.0;
-            for (int j = 0; j <= i; j++) r[j] = expf(r[j] - mx), s += r[j];
-            const float inv = (float)(1.0 / s);
-            for (int j = 0; j <= i; j++) r[j] *= inv;
-            for (int j = i + 1; j < T; j++) r[j] = 0.0f;
+    const size_t th = (size_t)T * hs;
+#pragma omp parallel num_threads(pz_get_threads())
+    {
+        /* the block's scores, and the head's queries, keys^T and values, contiguous */
+        float *S = pz_thread_scratch(2, (size_t)ATT_BQ * T), *Q = pz_thread_scratch(3, 3 * th), *KT = Q + th, *V = KT + th;
+#pragma omp for schedule(static)
+        for (int bh = 0; bh < B * NH; bh++) {
+            const int b = bh / NH, h = bh % NH;
+            const float *q = qkv + (size_t)b * T * C3 + h * hs;
+            float *o = out + (size_t)b * T * C + h * hs, *L = lse + (size_t)bh * T;
+            gather_head(Q, NULL, q, C3, T, hs);
+            gather_head(V, KT, q + C, C3, T, hs); /* keys: V holds them for now */
+            gather_head(V, NULL, q + 2 * C, C3, T, hs);
+            for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
+                const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
+                /* S (nq, nk) = scale Q[i0..] . K[0..nk)^T */
+                pz_gemm(0, 0, nq, nk, hs, scale, Q + (size_t)i0 * hs, hs, KT, T, 0.0f, S, nk, NULL);
+                for (int r = 0; r < nq; r++) {
+                    float *sr = S + (size_t)r * nk;
+                    const int n = i0 + r + 1; /* keys 0..i */
+                    float mx = sr[0];
+                    for (int j = 1; j < n; j++) mx = sr[j] > mx ? sr[j] : mx;
+                    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+                    for (int j = 0; j < n; j++) {
+                        const float e = exp_neg(sr[j] - mx);
+                        sr[j] = e, sum += e;
+                    }
+                    const float inv = 1.0f / sum;
+#pragma omp simd
+                    for (int j = 0; j < n; j++) sr[j] *= inv;
+                    for (int j = n; j < nk; j++) sr[j] = 0.0f;
+                    L[i0 + r] = mx + logf(sum);
+                }
+                /* out[i0..] (nq, hs) = P (nq, nk) . V[0..nk) */
+                pz_gemm(0, 0, nq, hs, nk, 1.0f, S, nk, V, hs, 0.0f, o + (size_t)i0 * C, C, NULL);
+            }
         }
-        /* out_h (T, hs) = att (T, T) . v (T, hs) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, v, C3, 0.0f,
-                    out + (size_t)b * T * C + h * hs, C);
     }
 }
 
-void attention_backward(float *dqkv, float *ws, const float *dout, const float *qkv, const float *att, int B, int T,
-                        int C, int NH) {
-    pz_blas_prepare();
+void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse, int B, int T, int C, int NH) {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
+    const size_t th = (size_t)T * hs;
 #pragma omp parallel num_threads(pz_get_threads())
     {
-        float *da = ws + (size_t)omp_get_thread_num() * T * T;
+        float *P = pz_thread_scratch(2, 2 * (size_t)ATT_BQ * T), *dS = P + (size_t)ATT_BQ * T;
+        float *Q = pz_thread_scratch(3, 6 * th), *K = Q + th, *KT = K + th, *V = KT + th, *VT = V + th, *dY = VT + th;
 #pragma omp for schedule(static)
         for (int bh = 0; bh < B * NH; bh++) {
             const int b = bh / NH, h = bh % NH;
             const size_t off = (size_t)b * T * C3 + h * hs;
-            const float *q = qkv + off, *k = q + C, *v = q + 2 * C;
+            const float *L = lse + (size_t)bh * T;
             float *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
-            const float *a = att + (size_t)bh * T * T, *dy = dout + (size_t)b * T * C + h * hs;
-            /* datt (T, T) = dy (T, hs) . v^T; dv (T, hs) = att^T . dy */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dy, C, v, C3, 0.0f, da, T);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, dy, C, 0.0f, dv, C3);
-            /* through the softmax: dscore = att * (datt - sum_j att * datt) */
-            for (int i = 0; i < T; i++) {
-                const float *ar = a + (size_t)i * T;
-                float *dr = da + (size_t)i * T;
-                double s = 0.0;
-                for (int j = 0; j <= i; j++) s += (double)ar[j] * dr[j];
-                const float sf = (float)s;
-                for (int j = 0; j <= i; j++) dr[j] = ar[j] * (dr[j] - sf);
-                for (int j = i + 1; j < T; j++) dr[j] = 0.0f;
+            gather_head(Q, NULL, qkv + off, C3, T, hs);
+            gather_head(K, KT, qkv + off + C, C3, T, hs);
+            gather_head(V, VT, qkv + off + 2 * C, C3, T, hs);
+            gather_head(dY, NULL, dout + (size_t)b * T * C + h * hs, C, T, hs);
+            for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
+                const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
+                const float *Qb = Q + (size_t)i0 * hs, *dYb = dY + (size_t)i0 * hs;
+                /* P: the block's probabilities again, exp(scale Q K^T - lse) */
+                pz_gemm(0, 0, nq, nk, hs, scale, Qb, hs, KT, T, 0.0f, P, nk, NULL);
+                /* dP (nq, nk) = dY[i0..] . V[0..nk)^T */
+                pz_gemm(0, 0, nq, nk, hs, 1.0f, dYb, hs, VT, T, 0.0f, dS, nk, NULL);
+                for (int r = 0; r < nq; r++) {
+                    float *p = P + (size_t)r * nk, *d = dS + (size_t)r * nk;
+                    const int n = i0 + r + 1;
+                    const float l = L[i0 + r];
+                    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+                    for (int j = 0; j < n; j++) {
+                        const float e = exp_neg(p[j] - l);
+                        p[j] = e, dot += e * d[j];
+                    }
+                    /* through the softmax: dS = P (dP - sum_j P dP) */
+#pragma omp simd
+                    for (int j = 0; j < n; j++) d[j] = p[j] * (d[j] - dot);
+                    for (int j = n; j < nk; j++) p[j] = 0.0f, d[j] = 0.0f;
+                }
+                /* dq[i0..] = scale dS . K[0..nk); dk[0..nk) += scale dS^T . Q[i0..];
+                 * dv[0..nk) += P^T . dY[i0..] (rows below i0 add to what
+                 * earlier blocks wrote; the block's own rows start from 0) */
+                pz_gemm(0, 0, nq, hs, nk, scale, dS, nk, K, hs, 0.0f, dq + (size_t)i0 * C3, C3, NULL);
+                if (i0) {
+                    pz_gemm(1, 0, i0, hs, nq, scale, dS, nk, Qb, hs, 1.0f, dk, C3, NULL);
+                    pz_gemm(1, 0, i0, hs, nq, 1.0f, P, nk, dYb, hs, 1.0f, dv, C3, NULL);
+                }
+                pz_gemm(1, 0, nq, hs, nq, scale, dS + i0, nk, Qb, hs, 0.0f, dk + (size_t)i0 * C3, C3, NULL);
+                pz_gemm(1, 0, nq, hs, nq, 1.0f, P + i0, nk, dYb, hs, 0.0f, dv + (size_t)i0 * C3, C3, NULL);
             }
-            /* dq = scale * dscore . k; dk = scale * dscore^T . q */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, da, T, k, C3, 0.0f, dq, C3);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, da, T, q, C3, 0.0f, dk, C3);
         }
     }
 }

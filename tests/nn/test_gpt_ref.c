@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_gpt_ref.c — the transformer layers and a whole GPT against PyTorch
  * (tests/ref/gpt.bin, made by tests/ref/gen_ref.py): LayerNorm, GELU, causal
- * attention and the embeddings forward and backward; then a 2-block GPT's
+ * attention (and, against double precision, over many query tiles) and
+ * the embeddings forward and backward; then a 2-block GPT's
  * logits, loss, every gradient and its parameters after each of two AdamW
  * steps (decay on the dense matrices only), at 1 and 2 threads; and a 2-thread run equal bit for bit to
  * itself. */
@@ -20,6 +21,62 @@ static void close_to(const char *what, const float *got, const ref_tensor *want,
     float mx = 0.0f;
     for (size_t i = 0; i < want->n; i++) mx = fmaxf(mx, fabsf(want->data[i]));
     check_close(what, got, want->data, want->n, rel * mx, 10 * rel);
+}
+
+/* Attention over many query blocks (T = 100: blocks of 42, 42 and 16;
+ * head size 5, no multiple of a vector) against the definition in double
+ * precision: softmax(q k^T / sqrt(hs)) v under the causal mask, and its
+ * gradient for a random dy; and the same bits on 1 and 2 threads. */
+static void attention_tiles(void) {
+    enum { B = 2, T = 100, NH = 3, HS = 5, C = NH * HS, C3 = 3 * C };
+    const size_t nqkv = (size_t)B * T * C3, ny = (size_t)B * T * C;
+    float *qkv = zeros(nqkv), *dy = zeros(ny), *y = zeros(ny), *lse = zeros((size_t)B * NH * T), *dq = zeros(nqkv),
+          *dq2 = zeros(nqkv), *y2 = zeros(ny);
+    float *wy = zeros(ny), *wd = zeros(nqkv);
+    uint64_t s = 3;
+    for (size_t i = 0; i < nqkv; i++) s = s * 6364136223846793005ULL + 1, qkv[i] = (float)((s >> 40) / 16777216.0) * 4.0f - 2.0f;
+    for (size_t i = 0; i < ny; i++) s = s * 6364136223846793005ULL + 1, dy[i] = (float)((s >> 40) / 16777216.0) - 0.5f;
+    const double sc = 1.0 / sqrt((double)HS);
+    double p[T], dp[T];
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < T; i++) {
+                const float *q = qkv + ((size_t)b * T + i) * C3 + h * HS;
+                double mx = -1e300, sum = 0, dot = 0;
+                for (int j = 0; j <= i; j++) {
+                    const float *k = qkv + ((size_t)b * T + j) * C3 + C + h * HS;
+                    double d = 0;
+                    for (int c = 0; c < HS; c++) d += (double)q[c] * k[c];
+                    p[j] = d * sc, mx = p[j] > mx ? p[j] : mx;
+                }
+                for (int j = 0; j <= i; j++) p[j] = exp(p[j] - mx), sum += p[j];
+                const float *g = dy + ((size_t)b * T + i) * C + h * HS;
+                for (int j = 0; j <= i; j++) {
+                    p[j] /= sum;
+                    const float *v = qkv + ((size_t)b * T + j) * C3 + 2 * C + h * HS;
+                    dp[j] = 0;
+                    for (int c = 0; c < HS; c++) wy[((size_t)b * T + i) * C + h * HS + c] += (float)(p[j] * v[c]), dp[j] += (double)g[c] * v[c];
+                    dot += p[j] * dp[j];
+                }
+                for (int j = 0; j <= i; j++) {
+                    const double ds = p[j] * (dp[j] - dot) * sc;
+                    float *dqr = wd + ((size_t)b * T + i) * C3 + h * HS, *dkr = wd + ((size_t)b * T + j) * C3 + C + h * HS,
+                          *dvr = wd + ((size_t)b * T + j) * C3 + 2 * C + h * HS;
+                    const float *k = qkv + ((size_t)b * T + j) * C3 + C + h * HS;
+                    for (int c = 0; c < HS; c++)
+                        dqr[c] += (float)(ds * k[c]), dkr[c] += (float)(ds * q[c]), dvr[c] += (float)(p[j] * g[c]);
+                }
+            }
+    pz_set_threads(1);
+    attention_forward(y, lse, qkv, B, T, C, NH);
+    attention_backward(dq, dy, qkv, lse, B, T, C, NH);
+    close_to("attention forward, T 100", y, &(ref_tensor){.data = wy, .n = ny}, 2e-5f);
+    close_to("attention dqkv, T 100", dq, &(ref_tensor){.data = wd, .n = nqkv}, 2e-5f);
+    pz_set_threads(2);
+    attention_forward(y2, lse, qkv, B, T, C, NH);
+    attention_backward(dq2, dy, qkv, lse, B, T, C, NH);
+    CHECK(!memcmp(y, y2, ny * 4) && !memcmp(dq, dq2, nqkv * 4), "attention differs on 1 and 2 threads");
+    free(qkv), free(dy), free(y), free(lse), free(dq), free(dq2), free(y2), free(wy), free(wd);
 }
 
 static void layers(void) {
@@ -47,19 +104,25 @@ static void layers(void) {
     { /* causal attention, 2 heads */
         ref_tensor *qkv = R("attention.qkv"), *want = R("attention.y");
         const int B = qkv->dims[0], T = qkv->dims[1], C = qkv->dims[2] / 3, NH = 2;
-        float *y = zeros(want->n), *att = zeros((size_t)B * NH * T * T), *dq = zeros(qkv->n);
-        float *ws = pz_xfloats(attention_workspace_floats(T));
-        attention_forward(y, att, qkv->data, B, T, C, NH);
+        float *y = zeros(want->n), *y2 = zeros(want->n), *lse = zeros((size_t)B * NH * T), *dq = zeros(qkv->n);
+        attention_forward(y, lse, qkv->data, B, T, C, NH);
         close_to("attention forward", y, want, 1e-5f);
+        /* causal: the last position's keys and values changed, every
+         * earlier output stays the same bits */
+        float *qkv2 = zeros(qkv->n);
+        memcpy(qkv2, qkv->data, qkv->n * sizeof(float));
+        for (int b = 0; b < B; b++)
+            for (int c = C; c < 3 * C; c++) qkv2[((size_t)b * T + T - 1) * 3 * C + c] += 1.5f;
+        attention_forward(y2, lse, qkv2, B, T, C, NH);
         int causal = 1;
-        for (int bh = 0; bh < B * NH; bh++)
-            for (int i = 0; i < T; i++)
-                for (int j = i + 1; j < T; j++) causal &= att[((size_t)bh * T + i) * T + j] == 0.0f;
-        CHECK(causal, "attention weights above the diagonal are not zero");
-        attention_backward(dq, ws, R("attention.dy")->data, qkv->data, att, B, T, C, NH);
+        for (int b = 0; b < B; b++) causal &= !memcmp(y + (size_t)b * T * C, y2 + (size_t)b * T * C, (size_t)(T - 1) * C * sizeof(float));
+        CHECK(causal, "an earlier position's output depends on a later key or value");
+        attention_forward(y, lse, qkv->data, B, T, C, NH);
+        attention_backward(dq, R("attention.dy")->data, qkv->data, lse, B, T, C, NH);
         close_to("attention dqkv", dq, R("attention.dqkv"), 1e-5f);
-        free(y), free(att), free(dq), free(ws);
+        free(y), free(y2), free(lse), free(dq), free(qkv2);
     }
+    attention_tiles();
     { /* embeddings (a token repeated within a sequence and across them) */
         ref_tensor *tok = R("embedding.tok"), *wte = R("embedding.wte"), *wpe = R("embedding.wpe");
         const int B = tok->dims[0], T = tok->dims[1], V = wte->dims[0], C = wte->dims[1];

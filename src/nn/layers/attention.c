@@ -17,8 +17,8 @@ pz_status pz_add_attention(pz_seq *s, const char *name, int heads) {
     if (!l) return PZ_ERR_NOMEM;
     l->heads = heads;
     l->out = pz_shape_seq(in.d[0], C);
-    /* scores and weighted values: 2 T^2 C per sample (the full square; the
-     * causal half is what counts, but the GEMMs compute it all) */
+    /* scores and weighted values: 2 T^2 C per sample, the full square as
+     * MFU counts it (the kernels compute about the causal half) */
     l->macs = 2 * (int64_t)in.d[0] * in.d[0] * C;
     return PZ_OK;
 }
@@ -26,8 +26,7 @@ pz_status pz_add_attention(pz_seq *s, const char *name, int heads) {
 static void attention_alloc(pz_layer *l, layer_alloc *a) {
     const int T = l->in.d[0];
     if (!a->active) return; /* outside the stage's range: never runs */
-    l->saved = nn_floats(a, (size_t)a->B * l->heads * T * T);
-    l->ws = nn_floats(a, attention_workspace_floats(T));
+    l->saved = nn_floats(a, (size_t)a->B * l->heads * T); /* each query's log-sum-exp */
 }
 
 static void attention_fwd(pz_layer *l, const float *x, float *y, int B, int train) {
@@ -37,7 +36,7 @@ static void attention_fwd(pz_layer *l, const float *x, float *y, int B, int trai
 
 static void attention_bwd(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
     (void)y;
-    if (dx) attention_backward(dx, l->ws, dy, x, l->saved, B, l->in.d[0], l->out.d[1], l->heads);
+    if (dx) attention_backward(dx, dy, x, l->saved, B, l->in.d[0], l->out.d[1], l->heads);
 }
 
 static void attention_detail(const pz_layer *l, char *buf, size_t cap) { snprintf(buf, cap, "%d heads, causal", l->heads); }
