@@ -26,7 +26,9 @@
 #define GM_CAT(a, b) GM_CAT2(a, b)
 #define GM_NAME(n) GM_CAT(n, GM_SUFFIX)
 #define GM_NR (2 * GM_V)
+#ifndef GM_KC
 #define GM_KC 256
+#endif
 #define GM_MC_MAX (24 * GM_MR)
 #define GM_NC 2048
 

@@ -37,21 +37,26 @@ void embedding_backward(float *dwte, float *dwpe, const float *dout, const float
     }
 }
 
-/* ---- LayerNorm over the last dimension --------------------------------------- */
+/* ---- LayerNorm over the last dimension ---------------------------------------
+ * Per row: the mean, then the variance about it (two passes), in float
+ * vectors; the sums' order is fixed by the vector width, not the threads. */
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b, int N,
                        int C, float eps) {
 #pragma omp parallel for schedule(static) num_threads(pz_get_threads()) if ((size_t)N * C > 32768)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
-        double s = 0.0;
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
         for (int c = 0; c < C; c++) s += x[c];
-        const double m = s / C;
-        double v = 0.0;
+        const float m = s / (float)C;
+        float v = 0.0f;
+#pragma omp simd reduction(+ : v)
         for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
-        const float rs = (float)(1.0 / sqrt(v / C + eps)), mf = (float)m;
+        const float rs = 1.0f / sqrtf(v / (float)C + eps);
         float *y = out + (size_t)n * C;
-        for (int c = 0; c < C; c++) y[c] = (x[c] - mf) * rs * w[c] + b[c];
-        mean[n] = mf, rstd[n] = rs;
+#pragma omp simd
+        for (int c = 0; c < C; c++) y[c] = (x[c] - m) * rs * w[c] + b[c];
+        mean[n] = m, rstd[n] = rs;
     }
 }
 
@@ -64,18 +69,20 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, co
             const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
             const float m = mean[n], rs = rstd[n];
             /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = w * dy */
-            double sg = 0.0, sgx = 0.0;
+            float sg = 0.0f, sgx = 0.0f;
+#pragma omp simd reduction(+ : sg, sgx)
             for (int c = 0; c < C; c++) {
                 const float g = w[c] * dy[c], xh = (x[c] - m) * rs;
-                sg += g, sgx += (double)g * xh;
+                sg += g, sgx += g * xh;
             }
-            const float mg = (float)(sg / C), mgx = (float)(sgx / C);
+            const float mg = sg / (float)C, mgx = sgx / (float)C;
             float *dx = dinp + (size_t)n * C;
+#pragma omp simd
             for (int c = 0; c < C; c++) dx[c] = rs * (w[c] * dy[c] - mg - (x[c] - m) * rs * mgx);
         }
     }
     /* parameter gradients by blocks of channels, rows in order */
-    enum { CB = 16 };
+    enum { CB = 64 };
 #pragma omp parallel for schedule(static) num_threads(T) if ((size_t)N * C > 32768)
     for (int c0 = 0; c0 < C; c0 += CB) {
         const int c1 = c0 + CB < C ? c0 + CB : C;
@@ -83,6 +90,7 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, co
         for (int n = 0; n < N; n++) {
             const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
             const float m = mean[n], rs = rstd[n];
+#pragma omp simd
             for (int c = c0; c < c1; c++) sw[c - c0] += dy[c] * ((x[c] - m) * rs), sb[c - c0] += dy[c];
         }
         for (int c = c0; c < c1; c++) dw[c] += sw[c - c0], db[c] += sb[c - c0];

@@ -64,11 +64,17 @@ void pz_optim_step(pz_optim *o, float *p, const float *g, float lr) {
         const float step = lr / bc1, sq_bc2 = sqrtf(bc2);
         const uint8_t *dec = o->decay;
         const float keep = 1.0f - lr * o->weight_decay;
+        float *restrict m = o->m, *restrict v = o->v;
+        /* one pass, vectorised (the decay a select, not a branch; sqrt
+         * without errno: -fno-math-errno), elements over the threads: the
+         * same arithmetic per element as one at a time, so the same bits */
+#pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 262144)
         for (int64_t i = 0; i < n; i++) {
-            if (!dec || dec[i]) p[i] *= keep; /* decoupled (Loshchilov & Hutter) */
-            o->m[i] = b1 * o->m[i] + (1.0f - b1) * g[i];
-            o->v[i] = b2 * o->v[i] + (1.0f - b2) * g[i] * g[i];
-            p[i] -= step * o->m[i] / (sqrtf(o->v[i]) / sq_bc2 + eps);
+            const float pi = p[i] * (!dec || dec[i] ? keep : 1.0f); /* decoupled (Loshchilov & Hutter) */
+            const float mi = b1 * m[i] + (1.0f - b1) * g[i];
+            const float vi = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+            m[i] = mi, v[i] = vi;
+            p[i] = pi - step * mi / (sqrtf(vi) / sq_bc2 + eps);
         }
     }
 }
