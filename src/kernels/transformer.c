@@ -6,6 +6,7 @@
  * gradients and overwrites input gradients. Every reduction runs in a fixed
  * order whatever the thread count, so a run is reproducible bit for bit. */
 #include "kernels.h"
+#include "fastmath.h"
 
 #include <math.h>
 #include <omp.h>
@@ -170,30 +171,6 @@ void gelu_backward(float *dinp, const float *dout, const float *inp, size_t n) {
  * thread count. */
 enum { ATT_BQ = 42 }; /* queries a block: 3 AVX-512 tiles of rows, 7 AVX2 */
 
-/* exp(x) for x <= 0 in plain float arithmetic the vectoriser takes (as
- * tanh_gelu: Cody-Waite, the Cephes polynomial, 2^n from the bits); below
- * -87 it is 0's neighbour 2^-126 times the polynomial, never a NaN */
-static inline float exp_neg(float x) {
-    x = x < -87.0f ? -87.0f : x > 0.0f ? 0.0f : x;
-    const float t = x * 1.44269504088896341f + 12582912.0f;
-    const float n = t - 12582912.0f;
-    float r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    union {
-        float f;
-        uint32_t u;
-    } bt = {t}, sc;
-    sc.u = (bt.u + 127u) << 23; /* 2^n, n in [-126, 0] */
-    return p * sc.f;
-}
-
 /* head h of sample b's rows of width hs, gathered from a row stride ld:
  * rows (T, hs) into r, and their transpose (hs, T) into rt when not NULL */
 static void gather_head(float *restrict r, float *restrict rt, const float *src, int ld, int T, int hs) {
@@ -231,7 +208,7 @@ void attention_forward(float *out, float *lse, const float *qkv, int B, int T, i
                     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
                     for (int j = 0; j < n; j++) {
-                        const float e = exp_neg(sr[j] - mx);
+                        const float e = pz_exp_neg(sr[j] - mx);
                         sr[j] = e, sum += e;
                     }
                     const float inv = 1.0f / sum;
@@ -279,7 +256,7 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
                     float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
                     for (int j = 0; j < n; j++) {
-                        const float e = exp_neg(p[j] - l);
+                        const float e = pz_exp_neg(p[j] - l);
                         p[j] = e, dot += e * d[j];
                     }
                     /* through the softmax: dS = P (dP - sum_j P dP) */

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* fastmath.h — elementwise functions in plain float arithmetic that the
+ * vectoriser takes (libm's are scalar calls). Internal to kernels. */
+#ifndef PZ_FASTMATH_H
+#define PZ_FASTMATH_H
+
+#include <stdint.h>
+
+/* exp(x) for x <= 0 in plain float arithmetic the vectoriser takes (as
+ * tanh_gelu: Cody-Waite, the Cephes polynomial, 2^n from the bits); below
+ * -87 it is 0's neighbour 2^-126 times the polynomial, never a NaN */
+static inline float pz_exp_neg(float x) {
+    x = x < -87.0f ? -87.0f : x > 0.0f ? 0.0f : x;
+    const float t = x * 1.44269504088896341f + 12582912.0f;
+    const float n = t - 12582912.0f;
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    union {
+        float f;
+        uint32_t u;
+    } bt = {t}, sc;
+    sc.u = (bt.u + 127u) << 23; /* 2^n, n in [-126, 0] */
+    return p * sc.f;
+}
+
+#endif
