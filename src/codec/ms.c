@@ -7,6 +7,9 @@
 #include "sparse.h"
 
 #include <math.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +132,20 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     return PZ_OK;
 }
 
+/* bit j set where c[j] == L, j < 64 */
+static inline uint64_t marks64(const uint8_t *c, int L) {
+#ifdef __AVX2__
+    const __m256i l = _mm256_set1_epi8((char)L);
+    const uint32_t lo = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(const void *)c), l));
+    const uint32_t hi = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(c + 32)), l));
+    return lo | (uint64_t)hi << 32;
+#else
+    uint64_t m = 0;
+    for (int j = 0; j < 64; j++) m |= (uint64_t)(c[j] == L) << j;
+    return m;
+#endif
+}
+
 static pz_status decode(const frame_header *h, const codec_io *io, const units *u, float *x) {
     const pz_codec_kernels *k = io->k;
     const int64_t U = u->U, m = u->m, kk = h->k, n = u->n;
@@ -147,36 +164,55 @@ static pz_status decode(const frame_header *h, const codec_io *io, const units *
     b += 4 * U;
     PZ_TRY(read_values(k, h->value_type, h->value_bits, b, U, kk, vals, io->sc));
     b += vbytes;
-    uint8_t *codes = scratch_get(io->sc, SC_CODES, (size_t)n), *neg = scratch_get(io->sc, SC_NEG, (size_t)n);
-    if (!codes || !neg) return pz_fail(PZ_ERR_NOMEM, "out of memory for %lld MS codes", (long long)n);
-    bits_read(k, b, (size_t)n, bb, codes);
-    b += bits_bytes((uint64_t)n, bb);
-    if (is_signed) bits_read(k, b, (size_t)n, 1, neg);
-    else memset(neg, 0, (size_t)n);
-    for (int64_t un = 0; un < U && !st; un++) {
-        float T;
-        memcpy(&T, tmins + 4 * un, 4);
-        if (!isfinite(T) || T < 0.0f) {
-            st = frame_error(PZ_FRAME_PAYLOAD, "Top_min %g of unit %lld", T, (long long)un);
-            break;
-        }
-        const float step = T / (float)L;
-        /* every element as a code below Top_min (vectorises), then the
-         * kept values in order where the code is L */
-        const uint8_t *cu = codes + un * m, *nu = neg + un * m;
-        float *xu = x + un * m;
-        for (int64_t i = 0; i < m; i++) {
-            const float v = (float)cu[i] * step;
-            xu[i] = nu[i] ? -v : v;
-        }
-        int64_t next = 0;
-        for (int64_t i = 0; i < m; i++)
-            if (cu[i] == L) {
-                if (next == kk) { next++; break; }
-                xu[i] = vals[un * kk + next++];
+    const uint8_t *code_bits = b, *sign_bits = b + bits_bytes((uint64_t)n, bb);
+    /* chunk by chunk, in cache: the chunk's codes and signs unpacked (a
+     * chunk starts on a multiple of 8 elements, so on a byte of both
+     * sections), every element as a code below its unit's Top_min
+     * (vectorises), then the kept values in order where the code is L,
+     * found 64 codes at a time */
+    enum { MCH = 4096 };
+    uint8_t codes[MCH], neg[MCH];
+    int64_t un = -1, next = 0;
+    float step = 0.0f;
+    for (int64_t c0 = 0; c0 < n && !st; c0 += MCH) {
+        const int64_t c1 = n - c0 < MCH ? n : c0 + MCH;
+        bits_read(k, code_bits + (size_t)(c0 / 8) * bb, (size_t)(c1 - c0), bb, codes);
+        if (is_signed) bits_read(k, sign_bits + c0 / 8, (size_t)(c1 - c0), 1, neg);
+        else memset(neg, 0, (size_t)(c1 - c0));
+        for (int64_t i = c0; i < c1 && !st;) {
+            if (un < 0 || i == (un + 1) * m) { /* a unit starts */
+                un = i / m, next = 0;
+                float T;
+                memcpy(&T, tmins + 4 * un, 4);
+                if (!isfinite(T) || T < 0.0f) {
+                    st = frame_error(PZ_FRAME_PAYLOAD, "Top_min %g of unit %lld", T, (long long)un);
+                    break;
+                }
+                step = T / (float)L;
             }
-        if (next != kk) st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld marks %s %lld kept values", (long long)un,
-                                         next < kk ? "fewer than" : "more than", (long long)kk);
+            const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
+            const uint8_t *cu = codes + (i - c0), *nu = neg + (i - c0);
+            float *xu = x + i;
+            const int64_t len = end - i;
+            for (int64_t j = 0; j < len; j++) {
+                const float v = (float)cu[j] * step;
+                xu[j] = nu[j] ? -v : v;
+            }
+            for (int64_t j0 = 0; j0 < len && next <= kk; j0 += 64) {
+                uint64_t marks = len - j0 >= 64 ? marks64(cu + j0, L) : 0;
+                if (len - j0 < 64)
+                    for (int64_t j = j0; j < len; j++) marks |= (uint64_t)(cu[j] == L) << (j - j0);
+                while (marks) { /* the marked positions, lowest first */
+                    if (next == kk) { next++; break; }
+                    xu[j0 + __builtin_ctzll(marks)] = vals[un * kk + next++];
+                    marks &= marks - 1;
+                }
+            }
+            i = end;
+            if (end == (un + 1) * m && next != kk)
+                st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld marks %s %lld kept values", (long long)un,
+                                 next < kk ? "fewer than" : "more than", (long long)kk);
+        }
     }
     return st;
 }
