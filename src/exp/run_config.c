@@ -62,7 +62,7 @@ static int config_fields(const pz_run_plan *p, pz_field *f, char *seed_buf) {
     /* the environment that chooses kernels or threads, as it was */
     static char env[1024];
     static const char *const vars[] = {"OMP_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "PZ_CONV_KERNELS",
-                                       "PZ_CODEC_KERNELS", NULL};
+                                       "PZ_GEMM_KERNELS", "PZ_CODEC_KERNELS", NULL};
     size_t used = 0;
     env[0] = 0;
     for (int i = 0; vars[i]; i++) {
@@ -81,6 +81,9 @@ static int config_fields(const pz_run_plan *p, pz_field *f, char *seed_buf) {
     const pz_conv_info ci = pz_nn_conv_info();
     f[n++] = PZ_STR("conv_kernels", ci.name);
     f[n++] = PZ_STR("conv_kernels_chosen_by", ci.source);
+    const pz_conv_info gi = pz_nn_gemm_info();
+    f[n++] = PZ_STR("gemm_kernels", gi.name);
+    f[n++] = PZ_STR("gemm_kernels_chosen_by", gi.source);
     f[n++] = PZ_NUM("stages", p->stages);
     f[n++] = PZ_STR("cuts", run_plan_str(p, PZ_SET_CUTS));
     /* a budget chooses the codecs as it runs (budget.jsonl) */

@@ -334,7 +334,8 @@ static pz_status copy_file(const char *from, const char *to) {
  * the kernels are chosen by CPU (OpenBLAS's core type, pipezip's
  * convolution kernels). A sweep records what its first finished run used
  * in DIR/kernels.json and gives later runs (a resumed sweep, another
- * machine) the same, through OPENBLAS_CORETYPE and PZ_CONV_KERNELS, so that
+ * machine) the same, through OPENBLAS_CORETYPE, PZ_CONV_KERNELS and
+ * PZ_GEMM_KERNELS, so that
  * one sweep never mixes kernels; [sweep] blas-core / conv-kernels choose
  * them outright, and the variables set by the user win over both. */
 static int core_runs_here(const char *core) {
@@ -358,6 +359,16 @@ static void apply_kernel(const char *var, const char *want, const char *from, in
         fprintf(stderr, "sweep: %s says OpenBLAS core %s, which this CPU cannot run: the runs choose their own (their numbers will differ)\n", from,
                 want);
         return;
+    }
+    if (!strcmp(var, "PZ_GEMM_KERNELS") && strcmp(want, "blas")) {
+        /* pipezip's avx2 and avx512 products give the same bits: either that this CPU has */
+        const unsigned f = pz_cpu_features();
+        if (f & PZ_CPU_AVX512) snprintf(use, sizeof use, "%s", want);
+        else if (f & PZ_CPU_AVX2_FMA) snprintf(use, sizeof use, "avx2");
+        else {
+            fprintf(stderr, "sweep: %s says matrix-product kernels %s, which need AVX2: the runs use the BLAS (their numbers will differ)\n", from, want);
+            return;
+        }
     }
     if (!strcmp(var, "PZ_CONV_KERNELS") && strcmp(want, "im2col")) {
         /* avx2 and avx512 give the same bits: either that this CPU has */
@@ -385,11 +396,12 @@ static pz_status record_kernels(const char *dir, const plan *pl) {
         snprintf(run, sizeof run, "%s/runs/%s/config.json", dir, pl->pts[p].id);
         char *t = pz_slurp(run);
         if (!t) continue;
-        static const char *keys[] = {"blas_core", "conv_kernels", "cpu", "blas", "git_commit", "version"};
-        pz_field f[8];
-        char vals[6][512];
+        static const char *keys[] = {"blas_core", "conv_kernels", "gemm_kernels", "cpu", "blas", "git_commit", "version"};
+        pz_field f[9];
+        char vals[7][512];
         int n = 0;
-        for (int k = 0; k < 6; k++) {
+        for (int k = 0; k < 7; k++) {
+            if (k == 2 && !strstr(t, "\"gemm_kernels\"")) continue; /* a run made before pipezip had its own */
             vals[k][0] = 0;
             pz_json_str(t, keys[k], vals[k], sizeof vals[k]);
             f[n++] = PZ_STR(keys[k], vals[k]);
@@ -407,12 +419,13 @@ static pz_status record_kernels(const char *dir, const plan *pl) {
 
 static void apply_kernels(const char *dir, const plan *pl, int quiet) {
     const char *core = pz_ini_get(&pl->ini, "sweep", "blas-core"), *conv = pz_ini_get(&pl->ini, "sweep", "conv-kernels");
-    char path[4300], rec_core[128] = "", rec_conv[64] = "";
+    char path[4300], rec_core[128] = "", rec_conv[64] = "", rec_gemm[64] = "";
     snprintf(path, sizeof path, "%s/kernels.json", dir);
     char *t = pz_slurp(path);
     if (t) {
         pz_json_str(t, "blas_core", rec_core, sizeof rec_core);
         pz_json_str(t, "conv_kernels", rec_conv, sizeof rec_conv);
+        pz_json_str(t, "gemm_kernels", rec_gemm, sizeof rec_gemm);
         free(t);
     }
     char from[4400];
@@ -427,6 +440,10 @@ static void apply_kernels(const char *dir, const plan *pl, int quiet) {
     else if (rec_conv[0]) {
         snprintf(from, sizeof from, "%s, the kernels this sweep's runs used", path);
         apply_kernel("PZ_CONV_KERNELS", rec_conv, from, quiet);
+    }
+    if (rec_gemm[0]) {
+        snprintf(from, sizeof from, "%s, the kernels this sweep's runs used", path);
+        apply_kernel("PZ_GEMM_KERNELS", rec_gemm, from, quiet);
     }
 }
 

@@ -6,8 +6,8 @@
  * shapes that reach every edge (one row, one column, sizes that are not
  * multiples of the tiles, K past one packed block and past several, N past
  * one column block). Then what the design promises: the thread count never
- * changes a bit; pz_gemm routes to the build chosen from the CPU's
- * features. */
+ * changes a bit; the AVX-512 and AVX2 builds give the same bits; pz_gemm
+ * routes to the build chosen from the CPU's features. */
 #include "../test.h"
 #include "base/base.h"
 #include "kernels/gemm.h"
@@ -84,6 +84,28 @@ int main(void) {
     else printf("this CPU lacks AVX-512: its build not run\n");
     if (feat & PZ_CPU_AVX2_FMA) build("avx2", pz_gemm_avx2);
     else printf("this CPU lacks AVX2 + FMA: its build not run\n");
+    /* the two builds give the same bits: each element is one chain of
+     * fused multiply-adds over k in order, whatever the vector width */
+    if ((feat & PZ_CPU_AVX512) && (feat & PZ_CPU_AVX2_FMA)) {
+        static const int sh[][3] = {{300, 45, 600}, {15, 33, 257}, {100, 70, 513}};
+        int same = 1;
+        for (int s = 0; s < 3; s++)
+            for (int t = 0; t < 4; t++) {
+                const int M = sh[s][0], N = sh[s][1], K = sh[s][2], ta = t & 1, tb = t >> 1;
+                float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4), *C5 = malloc((size_t)M * N * 4),
+                      *C2 = malloc((size_t)M * N * 4), *bias = malloc((size_t)N * 4);
+                uint64_t r = 77 + (uint64_t)s * 4 + (uint64_t)t;
+                for (int i = 0; i < M * K; i++) A[i] = urand(&r);
+                for (int i = 0; i < K * N; i++) B[i] = urand(&r);
+                for (int i = 0; i < M * N; i++) C5[i] = C2[i] = urand(&r);
+                for (int i = 0; i < N; i++) bias[i] = urand(&r);
+                pz_gemm_avx512(ta, tb, M, N, K, 0.37f, A, ta ? M : K, B, tb ? K : N, 1.0f, C5, N, bias, 2);
+                pz_gemm_avx2(ta, tb, M, N, K, 0.37f, A, ta ? M : K, B, tb ? K : N, 1.0f, C2, N, bias, 1);
+                same &= !memcmp(C5, C2, (size_t)M * N * 4);
+                free(A), free(B), free(C5), free(C2), free(bias);
+            }
+        CHECK(same, "the AVX-512 and AVX2 builds give different bits");
+    }
     /* pz_gemm: the chosen kernels, by the features */
     const pz_conv_info gi = pz_gemm_get_info();
     const char *want = feat & PZ_CPU_AVX512 ? "avx512" : feat & PZ_CPU_AVX2_FMA ? "avx2" : "blas";
