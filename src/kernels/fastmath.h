@@ -6,12 +6,11 @@
 
 #include <stdint.h>
 
-/* exp(x) for x <= 0 in plain float arithmetic the vectoriser takes (as
- * tanh_gelu: Cody-Waite, the Cephes polynomial, 2^n from the bits); below
- * -87 it is 0's neighbour 2^-126 times the polynomial, never a NaN */
-static inline float pz_exp_neg(float x) {
-    x = x < -87.0f ? -87.0f : x > 0.0f ? 0.0f : x;
-    const float t = x * 1.44269504088896341f + 12582912.0f;
+/* exp(x) for x in [-87, 88]: Cody-Waite reduction to r in [-ln2/2,
+ * ln2/2], the Cephes degree-6 polynomial and 2^n from the exponent bits
+ * (no float to int conversion); the same arithmetic for every element */
+static inline float pz_exp_core(float x) {
+    const float t = x * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: n = round(x / ln 2) in its low bits */
     const float n = t - 12582912.0f;
     float r = x - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
@@ -26,8 +25,12 @@ static inline float pz_exp_neg(float x) {
         float f;
         uint32_t u;
     } bt = {t}, sc;
-    sc.u = (bt.u + 127u) << 23; /* 2^n, n in [-126, 0] */
+    sc.u = (bt.u + 127u) << 23; /* 2^n, n in [-126, 127] */
     return p * sc.f;
 }
+
+/* exp(x) for x <= 0; below -87 it is 0's neighbour 2^-126 times the
+ * polynomial, never a NaN */
+static inline float pz_exp_neg(float x) { return pz_exp_core(x < -87.0f ? -87.0f : x > 0.0f ? 0.0f : x); }
 
 #endif

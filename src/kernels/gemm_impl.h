@@ -138,8 +138,6 @@ static inline void GM_NAME(kernel)(int kc, const float *restrict a, const float 
     }
 }
 
-#ifndef GM_JOB_DEFINED
-#define GM_JOB_DEFINED
 typedef struct {
     int ta, tb, M, N, K;
     float alpha;
@@ -155,7 +153,6 @@ typedef struct {
     float *bp, *aps;
     size_t asize;
 } gm_job;
-#endif
 
 /* thread t of n: its share of each B block's packing, then its run of A's
  * row blocks; barriers only in a team of its own (n > 1) */

@@ -104,31 +104,13 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, co
 /* tanh(u) for GELU, in plain float arithmetic the vectoriser turns into
  * AVX2 (libm's tanhf is a scalar call and was 28% of a gpt-tiny step):
  * tanh(u) = (e - 1) / (e + 1), e = exp(2u) for |u| <= 9 (beyond, tanh is
- * +-1 in float; below |u| = 0.02 its series), exp by Cody-Waite reduction to r in [-ln2/2, ln2/2], the
- * Cephes degree-6 polynomial and 2^n from the exponent bits (no float to
- * int conversion). Absolute error about 1e-7: GELU moves by less than
+ * +-1 in float; below |u| = 0.02 its series), exp by fastmath.h's
+ * pz_exp_core. Absolute error about 1e-7: GELU moves by less than
  * |x| * 1e-7. The same arithmetic for every element, so the result does
  * not depend on which lane or thread computes it. */
 static inline float tanh_gelu(float u) {
     u = u > 9.0f ? 9.0f : u < -9.0f ? -9.0f : u;
-    const float x = 2.0f * u;
-    const float t = x * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: n = round(x / ln 2) in its low bits */
-    const float n = t - 12582912.0f;
-    float r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    union {
-        float f;
-        uint32_t u;
-    } bt = {t}, sc;
-    sc.u = (bt.u + 127u) << 23; /* 2^n, n in [-26, 26] */
-    const float e = p * sc.f;
+    const float e = pz_exp_core(2.0f * u);
     /* near 0, e - 1 cancels: the series u - u^3/3 + 2u^5/15 instead */
     const float u2 = u * u, series = u * (1.0f + u2 * (-1.0f / 3.0f + u2 * (2.0f / 15.0f)));
     const float q = (e - 1.0f) / (e + 1.0f); /* both computed: a select, not a branch, so the loop vectorises */

@@ -68,8 +68,8 @@ typedef struct {
     float *run_mean, *run_var;         /* bn: into the model's buffer array */
     float *mean, *rstd;                /* bn: batch statistics saved for backward (C) */
     int32_t *argmax;                   /* maxpool: (B_max, out) */
-    float *ws;                         /* conv: im2col workspace; attention: its backward's */
-    float *saved;                      /* attention: the softmax (B_max, heads, T, T) */
+    float *ws;                         /* conv: im2col workspace; tied head: its gradient */
+    float *saved;                      /* attention: each query's log-sum-exp (B_max, heads, T) */
     pz_seq *main, *shortcut;           /* block; group and residual: main */
     pz_subspace *sub;                  /* subspace lift, and an embedding in one (k = K): the model's */
     float *dz, *dmain;                 /* block, residual: gradient buffers (B_max, in or out) */

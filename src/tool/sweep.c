@@ -360,23 +360,16 @@ static void apply_kernel(const char *var, const char *want, const char *from, in
                 want);
         return;
     }
-    if (!strcmp(var, "PZ_GEMM_KERNELS") && strcmp(want, "blas")) {
-        /* pipezip's avx2 and avx512 products give the same bits: either that this CPU has */
+    /* pipezip's own convolution or matrix-product kernels: the avx2 and
+     * avx512 builds give the same bits, so either that this CPU has */
+    const int conv = !strcmp(var, "PZ_CONV_KERNELS"), gemm = !strcmp(var, "PZ_GEMM_KERNELS");
+    if ((conv && strcmp(want, "im2col")) || (gemm && strcmp(want, "blas"))) {
         const unsigned f = pz_cpu_features();
         if (f & PZ_CPU_AVX512) snprintf(use, sizeof use, "%s", want);
         else if (f & PZ_CPU_AVX2_FMA) snprintf(use, sizeof use, "avx2");
         else {
-            fprintf(stderr, "sweep: %s says matrix-product kernels %s, which need AVX2: the runs use the BLAS (their numbers will differ)\n", from, want);
-            return;
-        }
-    }
-    if (!strcmp(var, "PZ_CONV_KERNELS") && strcmp(want, "im2col")) {
-        /* avx2 and avx512 give the same bits: either that this CPU has */
-        const unsigned f = pz_cpu_features();
-        if (f & PZ_CPU_AVX512) snprintf(use, sizeof use, "%s", want);
-        else if (f & PZ_CPU_AVX2_FMA) snprintf(use, sizeof use, "avx2");
-        else {
-            fprintf(stderr, "sweep: %s says convolution kernels %s, which need AVX2: the runs use im2col (their numbers will differ)\n", from, want);
+            fprintf(stderr, "sweep: %s says %s kernels %s, which need AVX2: the runs use %s (their numbers will differ)\n", from,
+                    conv ? "convolution" : "matrix-product", want, conv ? "im2col" : "the BLAS");
             return;
         }
     }
