@@ -185,8 +185,9 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
      * infinity anywhere in the input (one vector pass; quantization and MS
      * also catch what a wrapper's state adds, inside their own passes). The
      * float formats (none, fp16, bf16) carry them as IEEE 754 does. */
-    /* quantization finds them in its min/max pass anyway: counted only when it fails */
-    const int own_check = c->d.p.fam == &codec_quant;
+    /* quantization finds them in its min/max pass, TopK, randomized TopK
+     * and MS in their selection's pass: counted only when encode fails */
+    const int own_check = c->d.p.fam->checks_finite;
     const size_t bad = n && !c->d.p.fam->plain_payload && !own_check ? c->k->count_nonfinite(x, (size_t)n) : 0;
     if (bad) return not_finite(c, bad, n);
     float *t = codec_tmp(c, n);

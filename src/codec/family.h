@@ -53,6 +53,8 @@ typedef struct codec_family {
     const char *help;      /* one line: what it is and what it costs */
     int lossless;          /* decodes to exactly the input */
     int plain_payload;     /* the payload is one plain array (the CRC is checked while converting) */
+    int checks_finite;     /* encode refuses a NaN or infinity in its input within its own passes
+                            * (PZ_ERR_ARG): pz_codec_encode counts them only when it fails */
     int fraction;          /* the spec starts with a kept fraction: name:F,... (2: with a count, lowrank:R) */
     unsigned fields;       /* PZ_FRAME_USES_*: the header fields its frames set */
     int option_mask;       /* OPT_* bits its frames may carry */

@@ -50,7 +50,7 @@ static pz_status chunk_codes(const pz_codec_kernels *k, const float *x, const un
             return pz_fail(PZ_ERR_ARG, "cannot encode with ms: the tensor holds NaN (or infinities beside infinite kept values)");
         k->negative(x + i, (size_t)(end - i), neg + (i - c0));
         if (t->ths[un].only) { /* take the kept elements here, in order */
-            const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, 0, cidx, cval);
+            const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, 0, cidx, cval, NULL);
             for (size_t j = 0; j < cn; j++) {
                 const float a = fabsf(cval[j]);
                 if (a == T) {
@@ -252,6 +252,7 @@ static void canonical(const codec_params *p, char *buf, size_t cap) {
 }
 
 const codec_family codec_ms = {
+    .checks_finite = 1,
     .name = "ms", .wire_id = 7, .fraction = 1, .option_mask = OPT_SIGNED,
     .fields = PZ_FRAME_USES_BITS | PZ_FRAME_USES_GRANULARITY | PZ_FRAME_USES_K | PZ_FRAME_USES_VALUES,
     .usage = "ms:F[,bits=2,per=tensor|sample,auto|signed|unsigned,values=fp32|fp16|bf16|qB]",

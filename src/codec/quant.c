@@ -311,6 +311,7 @@ static void canonical(const codec_params *p, char *buf, size_t cap) {
 }
 
 const codec_family codec_quant = {
+    .checks_finite = 1,
     .name = "quant", .wire_id = 3, .fields = PZ_FRAME_USES_BITS | PZ_FRAME_USES_GRANULARITY,
     .option_mask = OPT_SYM | OPT_STOCH | OPT_ROT | OPT_BYTES,
     .usage = "qB[:asym|sym,nearest|stoch,per=tensor|sample|channel|token,rot,bytes]",

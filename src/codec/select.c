@@ -108,13 +108,35 @@ pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, i
  * hundred lines read instead of thousands. */
 static void sample_keys(const float *x, int64_t m, int S, int by_value, float *sample) {
     const uint64_t win = (uint64_t)m / (S / 16);
+    const int lines = S / 16;
+    /* the places first (into the sample's own room: 16 floats per line, a
+     * place needs 8 bytes), each line prefetched a few lines ahead: the
+     * lines are far apart, so each is a cache (and TLB) miss and the loads
+     * alone would wait for them one at a time */
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)m;
-    for (int j = 0; j < S / 16; j++) {
-        h = h * 6364136223846793005ull + 1442695040888963407ull;
-        const uint64_t off = ((h >> 32) * (win - 15)) >> 32; /* uniform in [0, win - 16] */
-        const float *xs = x + (uint64_t)j * win + off;
-        for (int e = 0; e < 16; e++) sample[16 * j + e] = key_of(xs[e], by_value);
+    enum { AHEAD = 16 };
+    uint64_t at[AHEAD];
+    for (int j = 0; j < lines + AHEAD; j++) {
+        if (j < lines) {
+            h = h * 6364136223846793005ull + 1442695040888963407ull;
+            const uint64_t off = ((h >> 32) * (win - 15)) >> 32; /* uniform in [0, win - 16] */
+            at[j % AHEAD] = (uint64_t)j * win + off;
+            __builtin_prefetch(x + at[j % AHEAD]);
+            __builtin_prefetch(x + at[j % AHEAD] + 15);
+        }
+        const int q = j - AHEAD + 1;
+        if (q < 0) continue;
+        if (q >= lines) break;
+        const float *xs = x + at[q % AHEAD];
+        for (int e = 0; e < 16; e++) sample[16 * q + e] = key_of(xs[e], by_value);
     }
+}
+
+/* The passes that read a whole unit also check, in the same pass, that it
+ * is finite (a NaN is never kept, but TopK, randomized TopK and MS refuse
+ * it as every lossy codec does: pz_codec_encode names the count). */
+static pz_status unit_not_finite(int64_t m) {
+    return pz_fail(PZ_ERR_ARG, "cannot select the top k: the unit of %lld values holds a NaN or an infinity", (long long)m);
 }
 
 /* Dense, a list wanted: one pass takes every candidate (key >= t_lo), the
@@ -124,11 +146,16 @@ static void sample_keys(const float *x, int64_t m, int S, int by_value, float *s
  * still usable, or 0 for all of x). */
 static int dense_list(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value, float t_lo, float t_hi,
                       uint32_t *idx, float *vals, float *keys, float *tmp, int64_t *c, pz_status *st) {
-    *c = (int64_t)k->select_ge(x, (size_t)m, t_lo, by_value, idx, vals);
+    unsigned bad = 0;
+    *c = (int64_t)k->select_ge(x, (size_t)m, t_lo, by_value, idx, vals, &bad);
+    if (bad) {
+        *st = unit_not_finite(m);
+        return 1;
+    }
     /* the band's values into keys (positions into tmp, unused) */
     uint32_t *pos = (uint32_t *)(void *)tmp;
     size_t above_sz = 0;
-    const int64_t nb = (int64_t)k->select_band(vals, (size_t)*c, t_lo, t_hi, by_value, &above_sz, pos, keys);
+    const int64_t nb = (int64_t)k->select_band(vals, (size_t)*c, t_lo, t_hi, by_value, &above_sz, pos, keys, NULL);
     const int64_t above = (int64_t)above_sz;
     if (!(above < kk && above + nb >= kk)) {
         if (*c < kk) *c = 0;
@@ -140,7 +167,7 @@ static int dense_list(const pz_codec_kernels *k, const float *x, int64_t m, int6
     const float T = band_threshold(keys, nb, above, kk, tmp, &ties, &equal);
     int64_t out = 0;
     if (ties == equal) { /* every key >= T is kept: one more vector pass */
-        out = (int64_t)k->select_ge(vals, (size_t)*c, T, by_value, pos, keys);
+        out = (int64_t)k->select_ge(vals, (size_t)*c, T, by_value, pos, keys, NULL);
         for (int64_t o = 0; o < out && out == kk; o++) idx[o] = idx[pos[o]]; /* pos[o] >= o: in place */
         if (out == kk) memcpy(vals, keys, sizeof(float) * (size_t)kk);
     } else {
@@ -151,11 +178,17 @@ static int dense_list(const pz_codec_kernels *k, const float *x, int64_t m, int6
 }
 
 /* Dense, a threshold wanted (the caller takes the elements in its own
- * pass): the band alone decides it. 1 when it did. */
+ * pass): the band alone decides it. 1 when it did (or found x not finite:
+ * *st set). */
 static int dense_threshold(const pz_codec_kernels *k, const float *x, int64_t m, int64_t kk, int by_value, float t_lo, float t_hi,
-                           uint32_t *idx, float *vals, float *keys, float *tmp, topk_threshold *th) {
+                           uint32_t *idx, float *vals, float *keys, float *tmp, topk_threshold *th, pz_status *st) {
     size_t n_hi = 0;
-    const int64_t band = (int64_t)k->select_band(x, (size_t)m, t_lo, t_hi, by_value, &n_hi, idx, vals);
+    unsigned bad = 0;
+    const int64_t band = (int64_t)k->select_band(x, (size_t)m, t_lo, t_hi, by_value, &n_hi, idx, vals, &bad);
+    if (bad) {
+        *st = unit_not_finite(m);
+        return 1;
+    }
     if (!((int64_t)n_hi < kk && (int64_t)n_hi + band >= kk)) return 0;
     for (int64_t j = 0; j < band; j++) keys[j] = by_value ? vals[j] : fabsf(vals[j]);
     int64_t ties, equal;
@@ -191,10 +224,12 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
     if (th) th->only = 0;
     if (kk <= 0) return PZ_OK;
     if (kk >= m) {
+        if (k->count_nonfinite(x, (size_t)m)) return unit_not_finite(m);
         for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i, vals[i] = x[i];
         return PZ_OK;
     }
     int64_t c = 0;
+    int checked = 0; /* a pass has checked that x is finite */
     if (m >= 4096) {
         /* a threshold from S samples, a few standard deviations below the
          * expected k-th largest so it keeps >= k; big tensors: a bigger
@@ -212,24 +247,29 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
             /* dense (>= 5%): the k-th largest lies between two sampled thresholds */
             const float t_lo = radix_select_desc(sample, S, (int64_t)(r + margin), stmp);
             const float t_hi = r - margin >= 0 ? radix_select_desc(sample, S, (int64_t)(r - margin), stmp) : INFINITY;
+            pz_status st = PZ_OK;
             if (!th && t_lo > -INFINITY) {
-                pz_status st = PZ_OK;
                 if (dense_list(k, x, m, kk, by_value, t_lo, t_hi, idx, vals, keys, tmp, &c, &st)) return st;
-                sampled = 1;
-            } else if (th && t_lo > -INFINITY && dense_threshold(k, x, m, kk, by_value, t_lo, t_hi, idx, vals, keys, tmp, th)) {
-                return PZ_OK;
+                sampled = checked = 1;
+            } else if (th && t_lo > -INFINITY) {
+                if (dense_threshold(k, x, m, kk, by_value, t_lo, t_hi, idx, vals, keys, tmp, th, &st)) return st;
+                checked = 1;
             }
         }
         const double rank = r + margin;
         if (!sampled && rank < S) {
             const float t = radix_select_desc(sample, S, (int64_t)rank, stmp);
             if (t > -INFINITY) {
-                c = (int64_t)k->select_ge(x, (size_t)m, t, by_value, idx, vals);
+                unsigned bad = 0;
+                c = (int64_t)k->select_ge(x, (size_t)m, t, by_value, idx, vals, &bad);
+                if (bad) return unit_not_finite(m);
+                checked = 1;
                 if (c < kk) c = 0; /* the sample misjudged: exact fallback */
             }
         }
     }
     if (c == 0) {
+        if (!checked && k->count_nonfinite(x, (size_t)m)) return unit_not_finite(m);
         for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i, vals[i] = x[i];
         c = m;
     }

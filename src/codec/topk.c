@@ -99,7 +99,7 @@ static pz_status encode_bitmap_from_thresholds(const codec_params *p, const code
                     cn = k->select_ge_bits(x + i, (size_t)(end - i), T, by_value, bitmap + i / 8, room ? dst : cval);
                 } else {
                     k->ge_flags(x + i, (size_t)(end - i), T, by_value, flags + (i - c0));
-                    cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, room ? dst : cval);
+                    cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, room ? dst : cval, NULL);
                 }
                 if (next + (int64_t)cn > kk) {
                                         return pz_fail(PZ_ERR_STATE, "top-k kept more than %lld in unit %lld (internal error)", (long long)kk, (long long)un);
@@ -109,7 +109,7 @@ static pz_status encode_bitmap_from_thresholds(const codec_params *p, const code
                 i = end;
                 continue;
             }
-            const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, cval);
+            const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, cval, NULL);
             memset(flags + (i - c0), 0, (size_t)(end - i));
             for (size_t j = 0; j < cn; j++) { /* drop ties beyond k, keep the order */
                 const float v = cval[j], key = by_value ? v : fabsf(v);
@@ -134,6 +134,38 @@ static pz_status encode_bitmap_from_thresholds(const codec_params *p, const code
     return PZ_OK;
 }
 
+/* the delta varints of lists pos (kk per unit) into o, stopping once they
+ * would take `limit` bytes or more; returns their bytes, or `limit` when it
+ * stopped. One pass: a gap below 128 (the common case) is a byte. */
+static size_t put_deltas(uint8_t *o, const uint32_t *pos, int64_t U, int64_t kk, size_t limit) {
+    size_t b = 0;
+    for (int64_t un = 0; un < U; un++) {
+        const uint32_t *pp = pos + un * kk;
+        uint32_t prev = (uint32_t)-1; /* the first gap is the position itself */
+        int64_t j = 0;
+        while (j < kk) {
+            /* a run of one-byte gaps, bounded so the limit is checked per run */
+            const int64_t e = kk - j < 256 ? kk : j + 256;
+            if (b + 5 * (size_t)(e - j) < limit) {
+                for (; j < e; j++) {
+                    const uint32_t g = pp[j] - prev - 1;
+                    prev = pp[j];
+                    if (g < 0x80) o[b++] = (uint8_t)g;
+                    else b += varint_put(o + b, g);
+                }
+            } else {
+                for (; j < e; j++) {
+                    const uint32_t g = pp[j] - prev - 1;
+                    prev = pp[j];
+                    if (b + varint_len(g) >= limit) return limit;
+                    b += varint_put(o + b, g);
+                }
+            }
+        }
+    }
+    return b;
+}
+
 /* the index section (the smaller of a bitmap and delta varints unless the
  * spec forced one) and the values of lists pos/vals */
 static pz_status write_index_and_values(const codec_params *p, const codec_io *io, const units *u, int64_t kk, const uint32_t *pos,
@@ -142,18 +174,17 @@ static pz_status write_index_and_values(const codec_params *p, const codec_io *i
     h->value_type = p->value_type;
     h->value_bits = p->value_type == VAL_QUANT ? p->value_bits : 0;
     uint8_t *o = body;
-    /* a varint is at least a byte: with k >= n/8 the bitmap wins without counting */
+    /* a varint is at least a byte: with k >= n/8 the bitmap wins without
+     * counting; else the varints are written, and the bitmap replaces them
+     * if they come to its size (a tie goes to the bitmap) */
     const size_t bitmap = bits_bytes((uint64_t)n, 1);
     int coding = p->index_coding;
-    if (coding == IDX_AUTO) {
-        size_t delta = 0;
-        if ((size_t)(U * kk) < bitmap)
-            for (int64_t un = 0; un < U; un++)
-                for (int64_t j = 0; j < kk; j++) {
-                    const uint32_t pp = pos[un * kk + j];
-                    delta += varint_len(j ? pp - pos[un * kk + j - 1] - 1 : pp);
-                }
-        coding = (size_t)(U * kk) < bitmap && delta < bitmap ? IDX_DELTA : IDX_BITMAP;
+    if (coding == IDX_AUTO) coding = (size_t)(U * kk) < bitmap ? IDX_DELTA : IDX_BITMAP;
+    size_t delta = 0;
+    if (coding == IDX_DELTA) {
+        const size_t limit = p->index_coding == IDX_AUTO ? bitmap : SIZE_MAX;
+        delta = put_deltas(o, pos, U, kk, limit);
+        if (delta >= limit) coding = IDX_BITMAP;
     }
     h->index_coding = coding;
     if (coding == IDX_BITMAP) {
@@ -165,11 +196,7 @@ static pz_status write_index_and_values(const codec_params *p, const codec_io *i
             }
         o += bitmap;
     } else {
-        for (int64_t un = 0; un < U; un++)
-            for (int64_t j = 0; j < kk; j++) {
-                const uint32_t pp = pos[un * kk + j];
-                o += varint_put(o, j ? pp - pos[un * kk + j - 1] - 1 : pp);
-            }
+        o += delta;
     }
     PZ_TRY(write_values(io->k, p->value_type, h->value_bits, vals, U, kk, o, io->sc));
     o += value_bytes(p->value_type, h->value_bits, U, U * kk);
@@ -433,6 +460,7 @@ static void canonical_randtopk(const codec_params *p, char *buf, size_t cap) {
 }
 
 const codec_family codec_topk = {
+    .checks_finite = 1,
     .name = "topk", .wire_id = 4, .fraction = 1, .option_mask = OPT_BYVALUE,
     .fields = PZ_FRAME_USES_GRANULARITY | PZ_FRAME_USES_K | PZ_FRAME_USES_VALUES | PZ_FRAME_USES_INDEX,
     .usage = "topk:F[,per=sample|tensor,by=magnitude|value,values=fp32|fp16|bf16|qB,index=auto|bitmap|delta]",
@@ -452,6 +480,7 @@ const codec_family codec_randk = {
 };
 
 const codec_family codec_randtopk = {
+    .checks_finite = 1,
     .name = "randtopk", .wire_id = 6, .fraction = 1,
     .fields = PZ_FRAME_USES_GRANULARITY | PZ_FRAME_USES_K | PZ_FRAME_USES_VALUES | PZ_FRAME_USES_INDEX,
     .usage = "randtopk:F[,alpha=0.1,per=...,values=...,index=...]",

@@ -42,13 +42,14 @@ typedef struct {
     void (*f32_to_bf16)(const float *x, size_t n, uint16_t *h);
     void (*bf16_to_f32)(const uint16_t *h, size_t n, float *x);
     /* positions i with |x[i]| >= t (by_value: x[i] >= t), ascending, into idx
-     * and their values into vals; returns the count */
-    size_t (*select_ge)(const float *x, size_t n, float t, int by_value, uint32_t *idx, float *vals);
+     * and their values into vals; returns the count. *nonfinite |= 1 when
+     * some x[i] is NaN or infinite (in the same pass; NULL: not wanted) */
+    size_t (*select_ge)(const float *x, size_t n, float t, int by_value, uint32_t *idx, float *vals, unsigned *nonfinite);
     /* *n_hi = count of keys >= hi; the positions and values of the keys in
      * [lo, hi) into idx/vals, ascending; returns their count (key = |x|, or
-     * x when by_value) */
+     * x when by_value); *nonfinite as select_ge's */
     size_t (*select_band)(const float *x, size_t n, float lo, float hi, int by_value, size_t *n_hi, uint32_t *idx,
-                          float *vals);
+                          float *vals, unsigned *nonfinite);
     uint32_t (*crc32c)(uint32_t crc, const void *data, size_t n);
     /* h = fp16 (bf16 when bf16) of x, as f32_to_f16/f32_to_bf16; returns
      * crc32c(0, h, 2n) */

@@ -500,28 +500,34 @@ static inline void compress_store(uint32_t *idx, float *vals, __mmask16 m, __m51
 #endif
 
 static size_t K(select_ge)(const float *restrict x, size_t n, float t, int by_value, uint32_t *restrict idx,
-                          float *restrict vals) {
+                          float *restrict vals, unsigned *nonfinite) {
     size_t c = 0, i = 0;
+    unsigned bad = 0;
 #ifdef PZ_USE_AVX512
     /* compress-store the positions and values that pass, 16 at a time */
-    const __m512 vt = _mm512_set1_ps(t);
+    const __m512 vt = _mm512_set1_ps(t), vmax = _mm512_set1_ps(3.40282347e38f);
     const __m512i step = _mm512_set1_epi32(16);
     __m512i pos = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __mmask16 nf = 0;
     for (; i + 16 <= n; i += 16) {
-        const __m512 v = _mm512_loadu_ps(x + i);
-        const __m512 key = by_value ? v : _mm512_abs_ps(v);
+        const __m512 v = _mm512_loadu_ps(x + i), a = _mm512_abs_ps(v);
+        const __m512 key = by_value ? v : a;
         const __mmask16 m = _mm512_cmp_ps_mask(key, vt, _CMP_GE_OQ);
+        nf |= _mm512_cmp_ps_mask(a, vmax, _CMP_NLE_UQ); /* NaN or infinite */
         compress_store(idx + c, vals + c, m, pos, v);
         c += (size_t)__builtin_popcount(m);
         pos = _mm512_add_epi32(pos, step);
     }
+    bad = nf != 0;
 #endif
     /* branch-free compaction: always write, advance by the predicate */
     for (; i < n; i++) {
         idx[c] = (uint32_t)i;
         vals[c] = x[i];
         c += (by_value ? x[i] : fabsf(x[i])) >= t;
+        bad |= !(fabsf(x[i]) <= 3.40282347e38f);
     }
+    if (nonfinite) *nonfinite |= bad;
     return c;
 }
 
@@ -571,22 +577,26 @@ static size_t K(select_ge_bits)(const float *restrict x, size_t n, float t, int 
 }
 
 static size_t K(select_band)(const float *restrict x, size_t n, float lo, float hi, int by_value, size_t *n_hi,
-                            uint32_t *restrict idx, float *restrict vals) {
+                            uint32_t *restrict idx, float *restrict vals, unsigned *nonfinite) {
     size_t c = 0, above = 0, i = 0;
+    unsigned bad = 0;
 #ifdef PZ_USE_AVX512
-    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi), vmax = _mm512_set1_ps(3.40282347e38f);
     const __m512i step = _mm512_set1_epi32(16);
     __m512i pos = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __mmask16 nf = 0;
     for (; i + 16 <= n; i += 16) {
-        const __m512 v = _mm512_loadu_ps(x + i);
-        const __m512 key = by_value ? v : _mm512_abs_ps(v);
+        const __m512 v = _mm512_loadu_ps(x + i), a = _mm512_abs_ps(v);
+        const __m512 key = by_value ? v : a;
         const __mmask16 mh = _mm512_cmp_ps_mask(key, vhi, _CMP_GE_OQ);
         const __mmask16 mb = _mm512_cmp_ps_mask(key, vlo, _CMP_GE_OQ) & (__mmask16)~mh;
+        nf |= _mm512_cmp_ps_mask(a, vmax, _CMP_NLE_UQ); /* NaN or infinite */
         above += (size_t)__builtin_popcount(mh);
         compress_store(idx + c, vals + c, mb, pos, v);
         c += (size_t)__builtin_popcount(mb);
         pos = _mm512_add_epi32(pos, step);
     }
+    bad = nf != 0;
 #endif
     for (; i < n; i++) {
         const float key = by_value ? x[i] : fabsf(x[i]);
@@ -595,8 +605,10 @@ static size_t K(select_band)(const float *restrict x, size_t n, float lo, float 
         idx[c] = (uint32_t)i;
         vals[c] = x[i];
         c += (key >= lo) & !h;
+        bad |= !(fabsf(x[i]) <= 3.40282347e38f);
     }
     *n_hi = above;
+    if (nonfinite) *nonfinite |= bad;
     return c;
 }
 

@@ -769,7 +769,38 @@ static void test_specs(void) {
     }
 }
 
+/* a NaN or an infinity anywhere in a large tensor is refused by every
+ * lossy codec with the count, whichever selection path found it (TopK's
+ * sparse, dense-list and dense-threshold passes, MS, randomized TopK, a
+ * wrapper's), and the float formats carry it */
+static void test_nonfinite(void) {
+    const int64_t B = 3, m = 100000, n = B * m, shape[] = {B, m};
+    float *x = malloc(sizeof(float) * n);
+    const char *specs[] = {"q4", "q4:sym", "topk:0.01", "topk:0.1", "topk:0.3", "topk:0.6", "topk:0.1,by=value", "topk:0.01,per=tensor",
+                           "topk:0.3,per=tensor", "randtopk:0.1", "randk:0.1", "ms:0.01,bits=2", "ms:0.3,bits=2", "ef(topk:0.1)",
+                           "ef21(topk:0.3)", "topk:1"};
+    const int64_t places[] = {0, m / 2 + 3, n - 1, 2 * m - 5};
+    for (size_t si = 0; si < sizeof specs / sizeof *specs; si++)
+        for (int pl = 0; pl < 4; pl++) {
+            fill_gradient_like(x, n, 40 + (uint64_t)pl);
+            const float bad = pl & 1 ? NAN : (pl & 2 ? -INFINITY : INFINITY);
+            x[places[pl]] = bad;
+            pz_codec *tx = NULL;
+            CHECK(pz_codec_create(&tx, specs[si]) == PZ_OK, "%s: %s", specs[si], pz_last_error());
+            if (!tx) continue;
+            size_t cap = pz_codec_max_frame_bytes(tx, 2, shape), len = 0;
+            uint8_t *f = malloc(cap);
+            const pz_status st = pz_codec_encode(tx, x, 2, shape, NULL, f, cap, &len, NULL);
+            CHECK(st == PZ_ERR_ARG && strstr(pz_last_error(), "not finite (1 of its 300000 values"),
+                  "%s refuses a %g at %lld: status %d, %s", specs[si], bad, (long long)places[pl], st, pz_last_error());
+            free(f);
+            pz_codec_free(tx);
+        }
+    free(x);
+}
+
 int main(void) {
+    test_nonfinite();
     test_none_and_halves();
     test_quant();
     test_topk();

@@ -112,8 +112,12 @@ static void compare(const pz_codec_kernels *ref, const pz_codec_kernels *k) {
                         NOTE(k->half_decode(hs, n, ys, bf) != want || !same_bits(ya, ys, 4 * n), "half_decode");
                     }
             for (int bv = 0; bv < 2; bv++) {
-                const size_t na = ref->select_ge(x, n, 2.0f, bv, ia, va), nb = k->select_ge(x, n, 2.0f, bv, ib, vb);
+                /* the selection's pass also says whether x is finite */
+                const unsigned want_nf = ref->count_nonfinite(x, n) != 0;
+                unsigned nfa = 0, nfb = 0;
+                const size_t na = ref->select_ge(x, n, 2.0f, bv, ia, va, &nfa), nb = k->select_ge(x, n, 2.0f, bv, ib, vb, &nfb);
                 NOTE(na != nb || !same_bits(ia, ib, 4 * na) || !same_bits(va, vb, 4 * na), "select_ge");
+                NOTE(nfa != want_nf || nfb != want_nf, "select_ge's non-finite flag");
                 /* the bitmap form: bit i set exactly at the positions select_ge
                  * names, the same values, spare bits of the last byte 0 */
                 memset(pb, 0xA5, (n + 7) / 8 + 2);
@@ -122,6 +126,21 @@ static void compare(const pz_codec_kernels *ref, const pz_codec_kernels *k) {
                 for (size_t j = 0; j < na; j++) pa[ia[j] / 8] |= (uint8_t)(1u << (ia[j] % 8));
                 NOTE(nbits != na || !same_bits(pa, pb, (n + 7) / 8) || !same_bits(va, vb, 4 * na) || pb[(n + 7) / 8] != 0xA5,
                      "select_ge_bits");
+                size_t ha_n = 0, hb_n = 0;
+                nfa = nfb = 0;
+                const size_t ba = ref->select_band(x, n, 1.0f, 3.0f, bv, &ha_n, ia, va, &nfa);
+                const size_t bb = k->select_band(x, n, 1.0f, 3.0f, bv, &hb_n, ib, vb, &nfb);
+                NOTE(ba != bb || ha_n != hb_n || !same_bits(ia, ib, 4 * ba) || !same_bits(va, vb, 4 * ba), "select_band");
+                NOTE(nfa != want_nf || nfb != want_nf, "select_band's non-finite flag");
+                if (n) { /* one infinity, at the last place (the tail of any vector loop) */
+                    const float keep = x[n - 1];
+                    x[n - 1] = -INFINITY;
+                    nfa = nfb = 0;
+                    ref->select_ge(x, n, 2.0f, bv, ia, va, &nfa), k->select_ge(x, n, 2.0f, bv, ib, vb, &nfb);
+                    ref->select_band(x, n, 1.0f, 3.0f, bv, &ha_n, ia, va, &nfa), k->select_band(x, n, 1.0f, 3.0f, bv, &hb_n, ib, vb, &nfb);
+                    NOTE(nfa != 1 || nfb != 1, "the non-finite flag of a last infinity");
+                    x[n - 1] = keep;
+                }
             }
             NOTE(ref->crc32c(0, x, 4 * n) != k->crc32c(0, x, 4 * n), "crc32c");
             if (bad) {
