@@ -34,18 +34,53 @@ static inline uint32_t ordered_bits(float f) {
  * ordered bit patterns: a histogram per digit, the keys of the chosen bucket
  * copied to tmp so later digits see only those. No sorting, no
  * data-dependent branches in the counting. Few keys: 8-bit digits (small
- * histograms); many: 11-bit digits (fewer passes). */
-static float radix_select_desc(const float *keys, int64_t c, int64_t r, float *tmp) {
+ * histograms); many: 11-bit digits (fewer passes). The first `known` bits
+ * of every key's pattern may be given (`prefix`: keys from a narrow band
+ * share them): the digits start below them. A key that does not share them
+ * is seen in the first pass, which then starts again from the top. */
+static float radix_select_known(const pz_codec_kernels *k, const float *keys, int64_t c, int64_t r, float *tmp, int known, uint32_t prefix) {
     const int w = c < 32768 ? 8 : 11;
-    uint32_t prefix = 0;
+    if (known <= 0 || known >= 32) known = 0, prefix = 0;
+    const uint32_t known_mask = known ? ~((1u << (32 - known)) - 1) : 0;
+    prefix &= known_mask;
+    const int64_t r0 = r;
     const float *src = keys;
     int64_t n = c;
-    for (int sh = 32 - w; ; sh = sh > w ? sh - w : 0) {
+    for (int top = 32 - known;;) {
         uint32_t hist[2048];
-        const int width = sh + w > 32 ? 32 - sh : w;
+        const int width = top < w ? top : w, sh = top - width;
         const uint32_t bmask = (1u << width) - 1;
-        memset(hist, 0, sizeof(uint32_t) * (bmask + 1));
-        for (int64_t j = 0; j < n; j++) hist[(ordered_bits(src[j]) >> sh) & bmask]++;
+        uint32_t stray = 0;
+        if (width <= 8) {
+            /* four histograms, merged after: keys that share a bucket (most
+             * do, in a narrow band) would otherwise wait on each other's
+             * increments */
+            uint32_t h4[4][256];
+            memset(h4, 0, sizeof h4);
+            int64_t j = 0;
+            for (; j + 4 <= n; j += 4) {
+                const uint32_t o0 = ordered_bits(src[j]), o1 = ordered_bits(src[j + 1]);
+                const uint32_t o2 = ordered_bits(src[j + 2]), o3 = ordered_bits(src[j + 3]);
+                h4[0][(o0 >> sh) & bmask]++, h4[1][(o1 >> sh) & bmask]++;
+                h4[2][(o2 >> sh) & bmask]++, h4[3][(o3 >> sh) & bmask]++;
+                stray |= ((o0 ^ prefix) | (o1 ^ prefix) | (o2 ^ prefix) | (o3 ^ prefix)) & known_mask;
+            }
+            for (; j < n; j++) {
+                const uint32_t o = ordered_bits(src[j]);
+                h4[0][(o >> sh) & bmask]++;
+                stray |= (o ^ prefix) & known_mask;
+            }
+            for (uint32_t b = 0; b <= bmask; b++) hist[b] = h4[0][b] + h4[1][b] + h4[2][b] + h4[3][b];
+        } else {
+            memset(hist, 0, sizeof(uint32_t) * (bmask + 1));
+            for (int64_t j = 0; j < n; j++) {
+                const uint32_t o = ordered_bits(src[j]);
+                hist[(o >> sh) & bmask]++;
+                stray |= (o ^ prefix) & known_mask;
+            }
+        }
+        if (stray) /* the given bits were not shared: from the top */
+            return radix_select_known(k, keys, c, r0, tmp, 0, 0);
         int64_t above = 0;
         int b = (int)bmask;
         for (; b > 0 && above + hist[b] <= r; b--) above += hist[b];
@@ -53,20 +88,19 @@ static float radix_select_desc(const float *keys, int64_t c, int64_t r, float *t
         prefix |= (uint32_t)b << sh;
         if (sh == 0) break;
         /* keep the keys whose bits so far match the prefix */
-        const uint32_t keep_mask = ~((1u << sh) - 1);
-        int64_t m = 0;
-        for (int64_t j = 0; j < n; j++) {
-            tmp[m] = src[j];
-            m += (ordered_bits(src[j]) & keep_mask) == prefix;
-        }
+        n = (int64_t)k->keep_pattern(src, (size_t)n, ~((1u << sh) - 1), prefix, tmp);
         src = tmp;
-        n = m;
+        top = sh;
     }
     /* back from ordered bits to the float */
     const uint32_t u = prefix & 0x80000000u ? prefix ^ 0x80000000u : ~prefix;
     float f;
     memcpy(&f, &u, 4);
     return f;
+}
+
+static float radix_select_desc(const pz_codec_kernels *k, const float *keys, int64_t c, int64_t r, float *tmp) {
+    return radix_select_known(k, keys, c, r, tmp, 0, 0);
 }
 
 /* Keep, in place and in order, the candidates whose key beats T and the
@@ -88,8 +122,14 @@ static int64_t keep_above(uint32_t *idx, float *vals, int64_t c, float T, int64_
  * sampled thresholds, `above` keys lie above the band, kk are wanted. T is
  * the kk-th largest overall; *ties = how many keys equal to T are kept,
  * *equal = how many there are in the band. */
-static float band_threshold(const float *keys, int64_t nb, int64_t above, int64_t kk, float *tmp, int64_t *ties, int64_t *equal) {
-    const float T = radix_select_desc(keys, nb, kk - 1 - above, tmp);
+static float band_threshold(const pz_codec_kernels *k, const float *keys, int64_t nb, int64_t above, int64_t kk, float lo, float hi, float *tmp, int64_t *ties,
+                            int64_t *equal) {
+    /* keys in [lo, hi) share the leading bits of the patterns of lo and of
+     * the pattern just below hi (a zero bound as -0, the lowest pattern
+     * that compares equal to it) */
+    const uint32_t ol = ordered_bits(lo == 0.0f ? -0.0f : lo), oh = ordered_bits(hi == 0.0f ? -0.0f : hi);
+    const int known = oh > ol ? (ol ^ (oh - 1)) ? __builtin_clz(ol ^ (oh - 1)) : 32 : 0;
+    const float T = radix_select_known(k, keys, nb, kk - 1 - above, tmp, known, ol);
     int64_t greater = above, eq = 0;
     for (int64_t j = 0; j < nb; j++) greater += keys[j] > T, eq += keys[j] == T;
     *ties = kk - greater, *equal = eq;
@@ -164,7 +204,7 @@ static int dense_list(const pz_codec_kernels *k, const float *x, int64_t m, int6
     if (!by_value)
         for (int64_t j = 0; j < nb; j++) keys[j] = fabsf(keys[j]);
     int64_t ties, equal;
-    const float T = band_threshold(keys, nb, above, kk, tmp, &ties, &equal);
+    const float T = band_threshold(k, keys, nb, above, kk, t_lo, t_hi, tmp, &ties, &equal);
     int64_t out = 0;
     if (ties == equal) { /* every key >= T is kept: one more vector pass */
         out = (int64_t)k->select_ge(vals, (size_t)*c, T, by_value, pos, keys, NULL);
@@ -184,7 +224,7 @@ static int dense_threshold(const pz_codec_kernels *k, const float *x, int64_t m,
                            uint32_t *idx, float *vals, float *keys, float *tmp, topk_threshold *th, pz_status *st) {
     size_t n_hi = 0;
     unsigned bad = 0;
-    const int64_t band = (int64_t)k->select_band(x, (size_t)m, t_lo, t_hi, by_value, &n_hi, idx, vals, &bad);
+    const int64_t band = (int64_t)k->select_band(x, (size_t)m, t_lo, t_hi, by_value, &n_hi, NULL, vals, &bad);
     if (bad) {
         *st = unit_not_finite(m);
         return 1;
@@ -192,7 +232,7 @@ static int dense_threshold(const pz_codec_kernels *k, const float *x, int64_t m,
     if (!((int64_t)n_hi < kk && (int64_t)n_hi + band >= kk)) return 0;
     for (int64_t j = 0; j < band; j++) keys[j] = by_value ? vals[j] : fabsf(vals[j]);
     int64_t ties, equal;
-    const float T = band_threshold(keys, band, (int64_t)n_hi, kk, tmp, &ties, &equal);
+    const float T = band_threshold(k, keys, band, (int64_t)n_hi, kk, t_lo, t_hi, tmp, &ties, &equal);
     th->only = 1, th->T = T, th->ties = ties, th->extra = equal - ties;
     return 1;
 }
@@ -200,12 +240,12 @@ static int dense_threshold(const pz_codec_kernels *k, const float *x, int64_t m,
 /* The exact k largest among c candidates (idx, vals), in place: the k-th
  * key by radix selection, then a branch-free compaction that keeps what
  * beats it and the first ties (lower index first). */
-static pz_status exact_select(uint32_t *idx, float *vals, float *keys, float *tmp, int64_t c, int64_t kk, int by_value) {
+static pz_status exact_select(const pz_codec_kernels *k, uint32_t *idx, float *vals, float *keys, float *tmp, int64_t c, int64_t kk, int by_value) {
     if (by_value)
         for (int64_t j = 0; j < c; j++) keys[j] = vals[j] != vals[j] ? -INFINITY : vals[j];
     else
         for (int64_t j = 0; j < c; j++) keys[j] = vals[j] != vals[j] ? -INFINITY : fabsf(vals[j]);
-    const float T = radix_select_desc(keys, c, kk - 1, tmp);
+    const float T = radix_select_desc(k, keys, c, kk - 1, tmp);
     int64_t greater = 0;
     for (int64_t j = 0; j < c; j++) greater += keys[j] > T;
     int64_t ties = kk - greater, out = 0;
@@ -245,8 +285,8 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
         int sampled = 0; /* c holds candidates from a sampled threshold (or 0: the sample misjudged) */
         if (kk * 20 >= m && r + margin < S) {
             /* dense (>= 5%): the k-th largest lies between two sampled thresholds */
-            const float t_lo = radix_select_desc(sample, S, (int64_t)(r + margin), stmp);
-            const float t_hi = r - margin >= 0 ? radix_select_desc(sample, S, (int64_t)(r - margin), stmp) : INFINITY;
+            const float t_lo = radix_select_desc(k, sample, S, (int64_t)(r + margin), stmp);
+            const float t_hi = r - margin >= 0 ? radix_select_desc(k, sample, S, (int64_t)(r - margin), stmp) : INFINITY;
             pz_status st = PZ_OK;
             if (!th && t_lo > -INFINITY) {
                 if (dense_list(k, x, m, kk, by_value, t_lo, t_hi, idx, vals, keys, tmp, &c, &st)) return st;
@@ -258,7 +298,7 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
         }
         const double rank = r + margin;
         if (!sampled && rank < S) {
-            const float t = radix_select_desc(sample, S, (int64_t)rank, stmp);
+            const float t = radix_select_desc(k, sample, S, (int64_t)rank, stmp);
             if (t > -INFINITY) {
                 unsigned bad = 0;
                 c = (int64_t)k->select_ge(x, (size_t)m, t, by_value, idx, vals, &bad);
@@ -273,7 +313,7 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
         for (int64_t i = 0; i < m; i++) idx[i] = (uint32_t)i, vals[i] = x[i];
         c = m;
     }
-    return exact_select(idx, vals, keys, tmp, c, kk, by_value);
+    return exact_select(k, idx, vals, keys, tmp, c, kk, by_value);
 }
 
 /* k of m positions, a uniformly random k-subset, ascending: Floyd's
@@ -297,8 +337,8 @@ pz_status sample_positions(pz_rng *r, int64_t m, int64_t k, uint32_t *out) {
     return PZ_OK;
 }
 
-pz_status select_units(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, int thresholds, unit_tops *t) {
-    const int64_t U = u->U, m = u->m, n = u->n;
+pz_status unit_tops_get(const codec_io *io, const units *u, int64_t kk, int thresholds, unit_tops *t) {
+    const int64_t U = u->U, n = u->n;
     codec_scratch *sc = io->sc;
     memset(t, 0, sizeof *t);
     t->pos = scratch_get(sc, SC_POS, sizeof(uint32_t) * (size_t)(U * kk + 1));
@@ -312,16 +352,28 @@ pz_status select_units(const codec_io *io, const float *x, const units *u, int64
         free(t->ths), t->ths = NULL;
         return pz_fail(PZ_ERR_NOMEM, "out of memory selecting the top %lld of %lld units", (long long)kk, (long long)U);
     }
+    return PZ_OK;
+}
+
+pz_status select_unit(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, unit_tops *t, int64_t un) {
+    const int64_t m = u->m;
+    uint32_t *idx = t->idx + un * m;
+    float *cv = t->cvals + un * m;
+    PZ_TRY(topk_select(io->k, x + un * m, m, kk, by_value, idx, cv, t->keys + un * m, t->tmp + un * m, t->ths ? &t->ths[un] : NULL));
+    if (!(t->ths && t->ths[un].only)) {
+        memcpy(t->pos + un * kk, idx, sizeof(uint32_t) * (size_t)kk);
+        memcpy(t->vals + un * kk, cv, sizeof(float) * (size_t)kk);
+    }
+    return PZ_OK;
+}
+
+pz_status select_units(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, int thresholds, unit_tops *t) {
+    const int64_t U = u->U, n = u->n;
+    PZ_TRY(unit_tops_get(io, u, kk, thresholds, t));
     pz_status st = PZ_OK;
 #pragma omp parallel for schedule(dynamic) if (U > 1 && n > (1 << 16))
     for (int64_t un = 0; un < U; un++) {
-        uint32_t *idx = t->idx + un * m;
-        float *cv = t->cvals + un * m;
-        pz_status s = topk_select(io->k, x + un * m, m, kk, by_value, idx, cv, t->keys + un * m, t->tmp + un * m, t->ths ? &t->ths[un] : NULL);
-        if (s == PZ_OK && !(t->ths && t->ths[un].only)) {
-            memcpy(t->pos + un * kk, idx, sizeof(uint32_t) * (size_t)kk);
-            memcpy(t->vals + un * kk, cv, sizeof(float) * (size_t)kk);
-        }
+        const pz_status s = select_unit(io, x, u, kk, by_value, t, un);
         if (s) {
 #pragma omp critical
             st = s;

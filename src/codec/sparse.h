@@ -43,6 +43,10 @@ typedef struct {
     topk_threshold *ths;
 } unit_tops;
 pz_status select_units(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, int thresholds, unit_tops *t);
+/* select_units in parts: the scratch (ths allocated when `thresholds`),
+ * then unit un's selection (one unit per call, any order, any thread) */
+pz_status unit_tops_get(const codec_io *io, const units *u, int64_t kk, int thresholds, unit_tops *t);
+pz_status select_unit(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, unit_tops *t, int64_t un);
 /* a unit that came back with a threshold gets its list (pos, vals) */
 pz_status unit_list_from_threshold(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, unit_tops *t,
                                    int64_t un);

@@ -54,7 +54,8 @@ static pz_status randtopk_positions(pz_rng *r, const uint32_t *top, int64_t m, i
 /* ---- encode --------------------------------------------------------------- */
 
 /* TopK from thresholds (every unit came back with one), the index section
- * certainly a bitmap: per chunk of the flattened tensor, a flag per element
+ * certainly a bitmap, units not starting on bytes of it (else
+ * encode_bitmap_by_unit): per chunk of the flattened tensor, a flag per element
  * (key >= T), the ties beyond k cleared, the flags packed into the bitmap and
  * the kept values compressed, all in cache */
 static pz_status encode_bitmap_from_thresholds(const codec_params *p, const codec_io *io, const float *x, const units *u, int64_t kk,
@@ -130,6 +131,101 @@ static pz_status encode_bitmap_from_thresholds(const codec_params *p, const code
     }
     if (!direct_f32) PZ_TRY(write_values(k, p->value_type, h->value_bits, vals, U, kk, values_at, io->sc));
     *body_len = (size_t)(values_at - body) + vbytes;
+    if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
+    return PZ_OK;
+}
+
+static pz_status write_index_and_values(const codec_params *p, const codec_io *io, const units *u, int64_t kk, const uint32_t *pos,
+                                        const float *vals, uint8_t *body, size_t cap, size_t *body_len, frame_header *h);
+
+/* One unit's part of the bitmap, and its kept values, from its threshold:
+ * chunk by chunk in cache, right after the unit's selection read it (so x
+ * comes from the cache, not memory). The unit starts on a byte of the
+ * bitmap; its values go to vdst + un * kk. */
+static pz_status unit_bits_from_threshold(const pz_codec_kernels *k, const float *x, const units *u, int64_t kk, int by_value,
+                                          topk_threshold *th, int64_t un, uint8_t *bitmap, float *vdst) {
+    enum { TCH = 4096 };
+    const int64_t m = u->m, start = un * m, stop = start + m;
+    const float T = th->T;
+    float *dst = vdst + un * kk;
+    int64_t next = 0;
+    for (int64_t i = start; i < stop; i += TCH) {
+        const int64_t len = stop - i < TCH ? stop - i : TCH;
+        uint8_t *bits = bitmap + i / 8;
+        float cval[TCH];
+        if (th->extra == 0) { /* every key >= T is kept: bits and values straight */
+            const int room = kk - next >= len;
+            const size_t cn = k->select_ge_bits(x + i, (size_t)len, T, by_value, bits, room ? dst + next : cval);
+            if (next + (int64_t)cn > kk) break;
+            if (!room) memcpy(dst + next, cval, sizeof(float) * cn);
+            next += (int64_t)cn;
+            continue;
+        }
+        uint8_t flags[TCH];
+        uint32_t cidx[TCH];
+        const size_t cn = k->select_ge(x + i, (size_t)len, T, by_value, cidx, cval, NULL);
+        memset(flags, 0, (size_t)len);
+        for (size_t j = 0; j < cn; j++) { /* drop ties beyond k, keep the order */
+            const float v = cval[j], key = by_value ? v : fabsf(v);
+            if (key == T) {
+                if (th->ties <= 0) continue;
+                th->ties--;
+            }
+            if (next == kk) { next++; break; }
+            dst[next++] = v;
+            flags[cidx[j]] = 1;
+        }
+        if (next > kk) break;
+        bits_write(k, bits, flags, (size_t)len, 1);
+    }
+    if (next != kk)
+        return pz_fail(PZ_ERR_STATE, "top-k kept %lld, not %lld, in unit %lld (internal error)", (long long)next, (long long)kk, (long long)un);
+    return PZ_OK;
+}
+
+/* TopK, the index section certainly a bitmap and every unit starting on a
+ * byte of it: unit by unit, the selection and then, while the unit is in
+ * the cache, its bits and values from the threshold. A unit that comes back
+ * with a list (the sample misjudged) turns the frame into lists for all. */
+static pz_status encode_bitmap_by_unit(const codec_params *p, const codec_io *io, const float *x, const units *u, int64_t kk, uint8_t *body,
+                                       size_t cap, size_t *body_len, frame_header *h) {
+    const int64_t U = u->U, n = u->n;
+    const int by_value = (p->options & OPT_BYVALUE) != 0;
+    unit_tops t;
+    PZ_TRY(unit_tops_get(io, u, kk, 1, &t));
+    h->index_coding = IDX_BITMAP;
+    h->value_type = p->value_type;
+    h->value_bits = p->value_type == VAL_QUANT ? p->value_bits : 0;
+    uint8_t *values_at = body + bits_bytes((uint64_t)n, 1);
+    /* fp32 values go straight into the frame when their section starts on
+     * a float's alignment (the bitmap before it has any number of bytes) */
+    float *vdst = p->value_type == VAL_F32 && ((uintptr_t)values_at & 3) == 0 ? (float *)(void *)values_at : t.vals;
+    pz_status st = PZ_OK;
+    int lists = 0;
+#pragma omp parallel for schedule(dynamic) if (U > 1 && n > (1 << 16))
+    for (int64_t un = 0; un < U; un++) {
+        pz_status s = select_unit(io, x, u, kk, by_value, &t, un);
+        if (!s && t.ths[un].only) s = unit_bits_from_threshold(io->k, x, u, kk, by_value, &t.ths[un], un, body, vdst);
+        else if (!s) {
+#pragma omp atomic write
+            lists = 1;
+        }
+        if (s) {
+#pragma omp critical
+            st = s;
+        }
+    }
+    if (!st && lists) { /* lists for all; the body is written again */
+        for (int64_t un = 0; un < U && !st; un++)
+            if (t.ths[un].only) st = unit_list_from_threshold(io, x, u, kk, by_value, &t, un);
+        free(t.ths);
+        PZ_TRY(st);
+        return write_index_and_values(p, io, u, kk, t.pos, t.vals, body, cap, body_len, h);
+    }
+    free(t.ths);
+    PZ_TRY(st);
+    if (vdst == t.vals) PZ_TRY(write_values(io->k, p->value_type, h->value_bits, t.vals, U, kk, values_at, io->sc));
+    *body_len = (size_t)(values_at - body) + value_bytes(p->value_type, h->value_bits, U, U * kk);
     if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
     return PZ_OK;
 }
@@ -214,6 +310,7 @@ static pz_status encode_topk(const codec_params *p, const codec_io *io, const fl
     /* when the index section is certainly a bitmap, dense units may come
      * back with thresholds, taken in one chunked pass */
     const int bitmap_certain = p->index_coding == IDX_BITMAP || (p->index_coding == IDX_AUTO && (size_t)(U * kk) >= bits_bytes((uint64_t)n, 1));
+    if (bitmap_certain && (U == 1 || u->m % 8 == 0)) return encode_bitmap_by_unit(p, io, x, u, kk, body, cap, body_len, h);
     unit_tops t;
     PZ_TRY(select_units(io, x, u, kk, by_value, bitmap_certain, &t));
     pz_status st = PZ_OK;

@@ -43,11 +43,13 @@ typedef struct {
     void (*bf16_to_f32)(const uint16_t *h, size_t n, float *x);
     /* positions i with |x[i]| >= t (by_value: x[i] >= t), ascending, into idx
      * and their values into vals; returns the count. *nonfinite |= 1 when
-     * some x[i] is NaN or infinite (in the same pass; NULL: not wanted) */
+     * some x[i] is NaN or infinite (in the same pass; NULL: not wanted).
+     * The compacting kernels (select_ge, select_band, select_ge_bits,
+     * keep_pattern) may write past the count: their outputs need room for n. */
     size_t (*select_ge)(const float *x, size_t n, float t, int by_value, uint32_t *idx, float *vals, unsigned *nonfinite);
     /* *n_hi = count of keys >= hi; the positions and values of the keys in
      * [lo, hi) into idx/vals, ascending; returns their count (key = |x|, or
-     * x when by_value); *nonfinite as select_ge's */
+     * x when by_value; idx NULL: the values alone); *nonfinite as select_ge's */
     size_t (*select_band)(const float *x, size_t n, float lo, float hi, int by_value, size_t *n_hi, uint32_t *idx,
                           float *vals, unsigned *nonfinite);
     uint32_t (*crc32c)(uint32_t crc, const void *data, size_t n);
@@ -63,6 +65,10 @@ typedef struct {
     /* x = lo + code * step for n codes of b = 1, 2, 4 or 8 bits as pack
      * writes them: unpack and dequant in one pass */
     void (*dequant_packed)(const uint8_t *in, size_t n, int b, float lo, float step, float *x);
+    /* the floats whose order-preserving pattern (bits ^ (sign ? ~0 :
+     * 0x80000000)) & mask == want, in order, into dst (may be src); returns
+     * their count (TopK's radix selection) */
+    size_t (*keep_pattern)(const float *src, size_t n, uint32_t mask, uint32_t want, float *dst);
 } pz_codec_kernels;
 
 const pz_codec_kernels *pz_codec_kernels_scalar(void);

@@ -487,14 +487,15 @@ static uint32_t K(half_decode)(const uint16_t *restrict h, size_t n, float *rest
 }
 
 #ifdef PZ_USE_AVX512
-/* the lanes of m, packed to the front of a register, then stored with a mask
- * of as many lanes: the compress-to-memory instruction is microcoded and
- * many times slower on some CPUs (AMD Zen 4) */
-static inline void compress_store_ps(float *vals, __mmask16 m, __m512 v) {
-    _mm512_mask_storeu_ps(vals, (__mmask16)((1u << __builtin_popcount(m)) - 1), _mm512_maskz_compress_ps(m, v));
-}
+/* the lanes of m, packed to the front of a register, stored whole (the
+ * lanes past the packed ones are left for the next store to overwrite): the
+ * compress-to-memory instruction is microcoded and many times slower on some
+ * CPUs (AMD Zen 4), and a masked store costs more than a plain one. So the
+ * destination needs room for every element read: the compacting kernels
+ * write at most n entries whatever they keep. */
+static inline void compress_store_ps(float *vals, __mmask16 m, __m512 v) { _mm512_storeu_ps(vals, _mm512_maskz_compress_ps(m, v)); }
 static inline void compress_store(uint32_t *idx, float *vals, __mmask16 m, __m512i pos, __m512 v) {
-    _mm512_mask_storeu_epi32(idx, (__mmask16)((1u << __builtin_popcount(m)) - 1), _mm512_maskz_compress_epi32(m, pos));
+    _mm512_storeu_si512(idx, _mm512_maskz_compress_epi32(m, pos));
     compress_store_ps(vals, m, v);
 }
 #endif
@@ -592,7 +593,8 @@ static size_t K(select_band)(const float *restrict x, size_t n, float lo, float 
         const __mmask16 mb = _mm512_cmp_ps_mask(key, vlo, _CMP_GE_OQ) & (__mmask16)~mh;
         nf |= _mm512_cmp_ps_mask(a, vmax, _CMP_NLE_UQ); /* NaN or infinite */
         above += (size_t)__builtin_popcount(mh);
-        compress_store(idx + c, vals + c, mb, pos, v);
+        if (idx) compress_store(idx + c, vals + c, mb, pos, v);
+        else compress_store_ps(vals + c, mb, v);
         c += (size_t)__builtin_popcount(mb);
         pos = _mm512_add_epi32(pos, step);
     }
@@ -602,13 +604,40 @@ static size_t K(select_band)(const float *restrict x, size_t n, float lo, float 
         const float key = by_value ? x[i] : fabsf(x[i]);
         const int h = key >= hi;
         above += h;
-        idx[c] = (uint32_t)i;
+        if (idx) idx[c] = (uint32_t)i;
         vals[c] = x[i];
         c += (key >= lo) & !h;
         bad |= !(fabsf(x[i]) <= 3.40282347e38f);
     }
     *n_hi = above;
     if (nonfinite) *nonfinite |= bad;
+    return c;
+}
+
+/* The floats of src whose order-preserving bit pattern (the sign flipped
+ * for positives, all bits for negatives), masked by mask, equals want, in
+ * order, into dst; returns their count. dst may be src (each vector is
+ * loaded before any store reaches it). */
+static size_t K(keep_pattern)(const float *src, size_t n, uint32_t mask, uint32_t want, float *dst) {
+    size_t c = 0, i = 0;
+#ifdef PZ_USE_AVX512
+    const __m512i vmask = _mm512_set1_epi32((int)mask), vwant = _mm512_set1_epi32((int)want);
+    const __m512i top = _mm512_set1_epi32((int)0x80000000u);
+    for (; i + 16 <= n; i += 16) {
+        const __m512i u = _mm512_loadu_si512(src + i);
+        const __m512i o = _mm512_xor_si512(u, _mm512_or_si512(_mm512_srai_epi32(u, 31), top));
+        const __mmask16 m = _mm512_cmpeq_epi32_mask(_mm512_and_si512(o, vmask), vwant);
+        compress_store_ps(dst + c, m, _mm512_castsi512_ps(u));
+        c += (size_t)__builtin_popcount(m);
+    }
+#endif
+    for (; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, src + i, 4);
+        const uint32_t o = u ^ ((uint32_t)((int32_t)u >> 31) | 0x80000000u);
+        dst[c] = src[i];
+        c += (o & mask) == want;
+    }
     return c;
 }
 
@@ -673,4 +702,5 @@ static const pz_codec_kernels K(table) = {
     .half_decode = K(half_decode),
     .select_ge_bits = K(select_ge_bits),
     .dequant_packed = K(dequant_packed),
+    .keep_pattern = K(keep_pattern),
 };

@@ -142,6 +142,19 @@ static void compare(const pz_codec_kernels *ref, const pz_codec_kernels *k) {
                     x[n - 1] = keep;
                 }
             }
+            { /* radix selection's filter: a few masks and patterns, out of place and in place */
+                const uint32_t masks[3] = {0xFF000000u, 0xFFFFF800u, 0xFFFFFFFFu};
+                for (int mi = 0; mi < 3; mi++) {
+                    uint32_t u;
+                    memcpy(&u, x + n / 3, 4);
+                    const uint32_t want = (u ^ ((uint32_t)((int32_t)u >> 31) | 0x80000000u)) & masks[mi];
+                    const size_t ka = ref->keep_pattern(x, n, masks[mi], want, va), kb = k->keep_pattern(x, n, masks[mi], want, vb);
+                    NOTE(ka != kb || !same_bits(va, vb, 4 * ka) || (n && !ka), "keep_pattern");
+                    memcpy(ya, x, 4 * n);
+                    const size_t kc = k->keep_pattern(ya, n, masks[mi], want, ya);
+                    NOTE(kc != ka || !same_bits(ya, va, 4 * ka), "keep_pattern in place");
+                }
+            }
             NOTE(ref->crc32c(0, x, 4 * n) != k->crc32c(0, x, 4 * n), "crc32c");
             if (bad) {
                 fprintf(stderr, "  %s differs from scalar at n=%zu awkward=%d (first: %s)\n", k->name, n, awk, first_bad);
