@@ -82,7 +82,7 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     h->value_bits = p->value_type == VAL_QUANT ? p->value_bits : 0;
     const size_t vbytes = value_bytes(p->value_type, h->value_bits, U, U * kk);
     unit_tops t;
-    PZ_TRY(select_units(io, x, u, kk, 0, 1, &t));
+    PZ_TRY(select_units(io, x, u, kk, 0, SEL_THRESHOLDS, &t));
     uint8_t *o = body;
     const int b = p->bits, L = (1 << b) - 1;
     h->bits = b;

@@ -206,10 +206,8 @@ static int dense_list(const pz_codec_kernels *k, const float *x, int64_t m, int6
     int64_t ties, equal;
     const float T = band_threshold(k, keys, nb, above, kk, t_lo, t_hi, tmp, &ties, &equal);
     int64_t out = 0;
-    if (ties == equal) { /* every key >= T is kept: one more vector pass */
-        out = (int64_t)k->select_ge(vals, (size_t)*c, T, by_value, pos, keys, NULL);
-        for (int64_t o = 0; o < out && out == kk; o++) idx[o] = idx[pos[o]]; /* pos[o] >= o: in place */
-        if (out == kk) memcpy(vals, keys, sizeof(float) * (size_t)kk);
+    if (ties == equal) { /* every key >= T is kept: one more vector pass, in place */
+        out = (int64_t)k->compact_ge(idx, vals, (size_t)*c, T, by_value);
     } else {
         out = keep_above(idx, vals, *c, T, ties, by_value);
     }
@@ -337,7 +335,8 @@ pz_status sample_positions(pz_rng *r, int64_t m, int64_t k, uint32_t *out) {
     return PZ_OK;
 }
 
-pz_status unit_tops_get(const codec_io *io, const units *u, int64_t kk, int thresholds, unit_tops *t) {
+pz_status unit_tops_get(const codec_io *io, const units *u, int64_t kk, int flags, unit_tops *t) {
+    const int thresholds = (flags & SEL_THRESHOLDS) != 0;
     const int64_t U = u->U, n = u->n;
     codec_scratch *sc = io->sc;
     memset(t, 0, sizeof *t);
@@ -352,6 +351,7 @@ pz_status unit_tops_get(const codec_io *io, const units *u, int64_t kk, int thre
         free(t->ths), t->ths = NULL;
         return pz_fail(PZ_ERR_NOMEM, "out of memory selecting the top %lld of %lld units", (long long)kk, (long long)U);
     }
+    t->in_place = (flags & SEL_IN_PLACE) != 0;
     return PZ_OK;
 }
 
@@ -360,16 +360,16 @@ pz_status select_unit(const codec_io *io, const float *x, const units *u, int64_
     uint32_t *idx = t->idx + un * m;
     float *cv = t->cvals + un * m;
     PZ_TRY(topk_select(io->k, x + un * m, m, kk, by_value, idx, cv, t->keys + un * m, t->tmp + un * m, t->ths ? &t->ths[un] : NULL));
-    if (!(t->ths && t->ths[un].only)) {
+    if (!(t->ths && t->ths[un].only) && !t->in_place) {
         memcpy(t->pos + un * kk, idx, sizeof(uint32_t) * (size_t)kk);
         memcpy(t->vals + un * kk, cv, sizeof(float) * (size_t)kk);
     }
     return PZ_OK;
 }
 
-pz_status select_units(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, int thresholds, unit_tops *t) {
+pz_status select_units(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, int flags, unit_tops *t) {
     const int64_t U = u->U, n = u->n;
-    PZ_TRY(unit_tops_get(io, u, kk, thresholds, t));
+    PZ_TRY(unit_tops_get(io, u, kk, flags, t));
     pz_status st = PZ_OK;
 #pragma omp parallel for schedule(dynamic) if (U > 1 && n > (1 << 16))
     for (int64_t un = 0; un < U; un++) {
@@ -387,6 +387,7 @@ pz_status unit_list_from_threshold(const codec_io *io, const float *x, const uni
                                    int64_t un) {
     const int64_t m = u->m;
     PZ_TRY(topk_positions(io->k, x + un * m, m, kk, by_value, t->idx + un * m, t->cvals + un * m, t->keys + un * m, t->tmp + un * m));
+    if (t->in_place) return PZ_OK;
     memcpy(t->pos + un * kk, t->idx + un * m, sizeof(uint32_t) * (size_t)kk);
     memcpy(t->vals + un * kk, t->cvals + un * m, sizeof(float) * (size_t)kk);
     return PZ_OK;

@@ -32,20 +32,24 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
 
 /* The top kk of every unit of x. Each unit gets a list — positions (unit-
  * relative, ascending) in pos[un*kk ..] and their values in vals[un*kk ..],
- * the selection's own list also left in idx[un*m ..] — or, when `thresholds`
- * and the unit is dense, only a threshold: ths[un].only. pos, vals and idx
- * come from the scratch; ths is allocated (U entries) when `thresholds`,
- * else NULL: release it with free(). */
+ * the selection's own list also left in idx[un*m ..] (values in
+ * cvals[un*m ..]) — or, with SEL_THRESHOLDS and a dense unit, only a
+ * threshold: ths[un].only. With SEL_IN_PLACE the lists stay in idx and
+ * cvals only (not copied to pos and vals). pos, vals, idx and cvals come
+ * from the scratch; ths is allocated (U entries) with SEL_THRESHOLDS, else
+ * NULL: release it with free(). */
+enum { SEL_THRESHOLDS = 1, SEL_IN_PLACE = 2 };
 typedef struct {
     uint32_t *pos, *idx;
     float *vals;
     float *keys, *tmp, *cvals; /* the selection's scratch (n each) */
     topk_threshold *ths;
+    int in_place;
 } unit_tops;
-pz_status select_units(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, int thresholds, unit_tops *t);
-/* select_units in parts: the scratch (ths allocated when `thresholds`),
- * then unit un's selection (one unit per call, any order, any thread) */
-pz_status unit_tops_get(const codec_io *io, const units *u, int64_t kk, int thresholds, unit_tops *t);
+pz_status select_units(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, int flags, unit_tops *t);
+/* select_units in parts: the scratch (flags as select_units'), then unit
+ * un's selection (one unit per call, any order, any thread) */
+pz_status unit_tops_get(const codec_io *io, const units *u, int64_t kk, int flags, unit_tops *t);
 pz_status select_unit(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, unit_tops *t, int64_t un);
 /* a unit that came back with a threshold gets its list (pos, vals) */
 pz_status unit_list_from_threshold(const codec_io *io, const float *x, const units *u, int64_t kk, int by_value, unit_tops *t,

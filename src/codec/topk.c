@@ -136,7 +136,22 @@ static pz_status encode_bitmap_from_thresholds(const codec_params *p, const code
 }
 
 static pz_status write_index_and_values(const codec_params *p, const codec_io *io, const units *u, int64_t kk, const uint32_t *pos,
-                                        const float *vals, uint8_t *body, size_t cap, size_t *body_len, frame_header *h);
+                                        const float *vals, int64_t stride, uint8_t *body, size_t cap, size_t *body_len, frame_header *h);
+
+/* the lists of selection t (SEL_IN_PLACE: unit un's in idx/cvals at
+ * un * m) as index and values sections; values other than fp32 are gathered
+ * unit-major first */
+static pz_status write_lists(const codec_params *p, const codec_io *io, const units *u, int64_t kk, unit_tops *t, uint8_t *body,
+                             size_t cap, size_t *body_len, frame_header *h) {
+    if (!t->in_place) return write_index_and_values(p, io, u, kk, t->pos, t->vals, kk, body, cap, body_len, h);
+    const int64_t U = u->U, m = u->m;
+    if (p->value_type != VAL_F32 && kk != m) {
+        for (int64_t un = 0; un < U; un++) memcpy(t->vals + un * kk, t->cvals + un * m, sizeof(float) * (size_t)kk);
+        for (int64_t un = 0; un < U; un++) memcpy(t->pos + un * kk, t->idx + un * m, sizeof(uint32_t) * (size_t)kk);
+        return write_index_and_values(p, io, u, kk, t->pos, t->vals, kk, body, cap, body_len, h);
+    }
+    return write_index_and_values(p, io, u, kk, t->idx, t->cvals, m, body, cap, body_len, h);
+}
 
 /* One unit's part of the bitmap, and its kept values, from its threshold:
  * chunk by chunk in cache, right after the unit's selection read it (so x
@@ -192,7 +207,7 @@ static pz_status encode_bitmap_by_unit(const codec_params *p, const codec_io *io
     const int64_t U = u->U, n = u->n;
     const int by_value = (p->options & OPT_BYVALUE) != 0;
     unit_tops t;
-    PZ_TRY(unit_tops_get(io, u, kk, 1, &t));
+    PZ_TRY(unit_tops_get(io, u, kk, SEL_THRESHOLDS | SEL_IN_PLACE, &t));
     h->index_coding = IDX_BITMAP;
     h->value_type = p->value_type;
     h->value_bits = p->value_type == VAL_QUANT ? p->value_bits : 0;
@@ -220,7 +235,7 @@ static pz_status encode_bitmap_by_unit(const codec_params *p, const codec_io *io
             if (t.ths[un].only) st = unit_list_from_threshold(io, x, u, kk, by_value, &t, un);
         free(t.ths);
         PZ_TRY(st);
-        return write_index_and_values(p, io, u, kk, t.pos, t.vals, body, cap, body_len, h);
+        return write_lists(p, io, u, kk, &t, body, cap, body_len, h);
     }
     free(t.ths);
     PZ_TRY(st);
@@ -230,13 +245,13 @@ static pz_status encode_bitmap_by_unit(const codec_params *p, const codec_io *io
     return PZ_OK;
 }
 
-/* the delta varints of lists pos (kk per unit) into o, stopping once they
+/* the delta varints of lists pos (kk per unit, unit un's at un * stride) into o, stopping once they
  * would take `limit` bytes or more; returns their bytes, or `limit` when it
  * stopped. One pass: a gap below 128 (the common case) is a byte. */
-static size_t put_deltas(uint8_t *o, const uint32_t *pos, int64_t U, int64_t kk, size_t limit) {
+static size_t put_deltas(uint8_t *o, const uint32_t *pos, int64_t stride, int64_t U, int64_t kk, size_t limit) {
     size_t b = 0;
     for (int64_t un = 0; un < U; un++) {
-        const uint32_t *pp = pos + un * kk;
+        const uint32_t *pp = pos + un * stride;
         uint32_t prev = (uint32_t)-1; /* the first gap is the position itself */
         int64_t j = 0;
         while (j < kk) {
@@ -263,9 +278,10 @@ static size_t put_deltas(uint8_t *o, const uint32_t *pos, int64_t U, int64_t kk,
 }
 
 /* the index section (the smaller of a bitmap and delta varints unless the
- * spec forced one) and the values of lists pos/vals */
+ * spec forced one) and the values of lists pos/vals (kk per unit, unit un's
+ * at un * stride; a stride other than kk only with fp32 values) */
 static pz_status write_index_and_values(const codec_params *p, const codec_io *io, const units *u, int64_t kk, const uint32_t *pos,
-                                        const float *vals, uint8_t *body, size_t cap, size_t *body_len, frame_header *h) {
+                                        const float *vals, int64_t stride, uint8_t *body, size_t cap, size_t *body_len, frame_header *h) {
     const int64_t U = u->U, m = u->m, n = u->n;
     h->value_type = p->value_type;
     h->value_bits = p->value_type == VAL_QUANT ? p->value_bits : 0;
@@ -279,7 +295,7 @@ static pz_status write_index_and_values(const codec_params *p, const codec_io *i
     size_t delta = 0;
     if (coding == IDX_DELTA) {
         const size_t limit = p->index_coding == IDX_AUTO ? bitmap : SIZE_MAX;
-        delta = put_deltas(o, pos, U, kk, limit);
+        delta = put_deltas(o, pos, stride, U, kk, limit);
         if (delta >= limit) coding = IDX_BITMAP;
     }
     h->index_coding = coding;
@@ -287,14 +303,17 @@ static pz_status write_index_and_values(const codec_params *p, const codec_io *i
         memset(o, 0, bitmap);
         for (int64_t un = 0; un < U; un++)
             for (int64_t j = 0; j < kk; j++) {
-                const uint64_t g = (uint64_t)un * m + pos[un * kk + j];
+                const uint64_t g = (uint64_t)un * m + pos[un * stride + j];
                 o[g >> 3] |= (uint8_t)(1u << (g & 7));
             }
         o += bitmap;
     } else {
         o += delta;
     }
-    PZ_TRY(write_values(io->k, p->value_type, h->value_bits, vals, U, kk, o, io->sc));
+    if (stride == kk) PZ_TRY(write_values(io->k, p->value_type, h->value_bits, vals, U, kk, o, io->sc));
+    else if (p->value_type == VAL_F32)
+        for (int64_t un = 0; un < U; un++) memcpy(o + 4 * (size_t)(un * kk), vals + un * stride, sizeof(float) * (size_t)kk);
+    else return pz_fail(PZ_ERR_STATE, "values of lists with a stride (internal error)");
     o += value_bytes(p->value_type, h->value_bits, U, U * kk);
     *body_len = (size_t)(o - body);
     if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
@@ -312,7 +331,7 @@ static pz_status encode_topk(const codec_params *p, const codec_io *io, const fl
     const int bitmap_certain = p->index_coding == IDX_BITMAP || (p->index_coding == IDX_AUTO && (size_t)(U * kk) >= bits_bytes((uint64_t)n, 1));
     if (bitmap_certain && (U == 1 || u->m % 8 == 0)) return encode_bitmap_by_unit(p, io, x, u, kk, body, cap, body_len, h);
     unit_tops t;
-    PZ_TRY(select_units(io, x, u, kk, by_value, bitmap_certain, &t));
+    PZ_TRY(select_units(io, x, u, kk, by_value, (bitmap_certain ? SEL_THRESHOLDS : 0) | SEL_IN_PLACE, &t));
     pz_status st = PZ_OK;
     if (bitmap_certain) {
         int all_only = 1;
@@ -328,7 +347,7 @@ static pz_status encode_topk(const codec_params *p, const codec_io *io, const fl
         free(t.ths);
         PZ_TRY(st);
     }
-    return write_index_and_values(p, io, u, kk, t.pos, t.vals, body, cap, body_len, h);
+    return write_lists(p, io, u, kk, &t, body, cap, body_len, h);
 }
 
 static pz_status encode_randtopk(const codec_params *p, const codec_io *io, const float *x, const units *u, uint64_t seed, uint8_t *body,
@@ -345,7 +364,7 @@ static pz_status encode_randtopk(const codec_params *p, const codec_io *io, cons
             PZ_TRY(randtopk_positions(&r, t.idx + un * m, m, kk, p->alpha, t.pos + un * kk));
             for (int64_t j = 0; j < kk; j++) t.vals[un * kk + j] = x[un * m + t.pos[un * kk + j]];
         }
-    return write_index_and_values(p, io, u, kk, t.pos, t.vals, body, cap, body_len, h);
+    return write_index_and_values(p, io, u, kk, t.pos, t.vals, kk, body, cap, body_len, h);
 }
 
 static pz_status encode_randk(const codec_params *p, const codec_io *io, const float *x, const units *u, uint64_t seed, uint8_t *body,

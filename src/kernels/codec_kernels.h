@@ -69,6 +69,9 @@ typedef struct {
      * 0x80000000)) & mask == want, in order, into dst (may be src); returns
      * their count (TopK's radix selection) */
     size_t (*keep_pattern)(const float *src, size_t n, uint32_t mask, uint32_t want, float *dst);
+    /* in place: the pairs (idx[i], vals[i]) whose key (|vals[i]|, or vals[i]
+     * when by_value) is >= t, in order, to the front; returns their count */
+    size_t (*compact_ge)(uint32_t *idx, float *vals, size_t n, float t, int by_value);
 } pz_codec_kernels;
 
 const pz_codec_kernels *pz_codec_kernels_scalar(void);

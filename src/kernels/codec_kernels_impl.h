@@ -614,6 +614,30 @@ static size_t K(select_band)(const float *restrict x, size_t n, float lo, float 
     return c;
 }
 
+/* In place: the pairs (idx[i], vals[i]) whose key (|vals[i]|, or vals[i]
+ * when by_value) is >= t, in order, to the front of idx and vals; returns
+ * their count */
+static size_t K(compact_ge)(uint32_t *idx, float *vals, size_t n, float t, int by_value) {
+    size_t c = 0, i = 0;
+#ifdef PZ_USE_AVX512
+    const __m512 vt = _mm512_set1_ps(t);
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(vals + i);
+        const __m512i p = _mm512_loadu_si512(idx + i);
+        const __mmask16 m = _mm512_cmp_ps_mask(by_value ? v : _mm512_abs_ps(v), vt, _CMP_GE_OQ);
+        compress_store(idx + c, vals + c, m, p, v);
+        c += (size_t)__builtin_popcount(m);
+    }
+#endif
+    for (; i < n; i++) {
+        const uint32_t p = idx[i];
+        const float v = vals[i];
+        idx[c] = p, vals[c] = v;
+        c += (by_value ? v : fabsf(v)) >= t;
+    }
+    return c;
+}
+
 /* The floats of src whose order-preserving bit pattern (the sign flipped
  * for positives, all bits for negatives), masked by mask, equals want, in
  * order, into dst; returns their count. dst may be src (each vector is
@@ -703,4 +727,5 @@ static const pz_codec_kernels K(table) = {
     .select_ge_bits = K(select_ge_bits),
     .dequant_packed = K(dequant_packed),
     .keep_pattern = K(keep_pattern),
+    .compact_ge = K(compact_ge),
 };

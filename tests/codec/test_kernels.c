@@ -142,6 +142,15 @@ static void compare(const pz_codec_kernels *ref, const pz_codec_kernels *k) {
                     x[n - 1] = keep;
                 }
             }
+            for (int bv = 0; bv < 2; bv++) { /* compact_ge: in place, the pairs that pass */
+                for (size_t j = 0; j < n; j++) ia[j] = (uint32_t)(7 * j + 1), ib[j] = ia[j];
+                memcpy(va, x, 4 * n), memcpy(vb, x, 4 * n);
+                const size_t ka = ref->compact_ge(ia, va, n, 1.5f, bv), kb = k->compact_ge(ib, vb, n, 1.5f, bv);
+                size_t want = 0, okp = 1;
+                for (size_t j = 0; j < n; j++)
+                    if ((bv ? x[j] : fabsf(x[j])) >= 1.5f) okp &= want < ka && ia[want] == 7 * j + 1 && same_bits(&va[want], &x[j], 4), want++;
+                NOTE(ka != want || !okp || kb != ka || !same_bits(ia, ib, 4 * ka) || !same_bits(va, vb, 4 * ka), "compact_ge");
+            }
             { /* radix selection's filter: a few masks and patterns, out of place and in place */
                 const uint32_t masks[3] = {0xFF000000u, 0xFFFFF800u, 0xFFFFFFFFu};
                 for (int mi = 0; mi < 3; mi++) {
