@@ -7,9 +7,6 @@
 #include "sparse.h"
 
 #include <math.h>
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,27 +129,14 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     return PZ_OK;
 }
 
-/* bit j set where c[j] == L, j < 64 */
-static inline uint64_t marks64(const uint8_t *c, int L) {
-#ifdef __AVX2__
-    const __m256i l = _mm256_set1_epi8((char)L);
-    const uint32_t lo = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(const void *)c), l));
-    const uint32_t hi = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(c + 32)), l));
-    return lo | (uint64_t)hi << 32;
-#else
-    uint64_t m = 0;
-    for (int j = 0; j < 64; j++) m |= (uint64_t)(c[j] == L) << j;
-    return m;
-#endif
-}
-
 static pz_status decode(const frame_header *h, const codec_io *io, const units *u, float *x) {
     const pz_codec_kernels *k = io->k;
     const int64_t U = u->U, m = u->m, kk = h->k, n = u->n;
     PZ_TRY(sparse_check_k(h, u));
     if (h->bits < 1 || h->bits > 8) return frame_error(PZ_FRAME_PARAM, "MS code width %d is not in 1..8", h->bits);
     const size_t vbytes = value_bytes(h->value_type, h->value_bits, U, U * kk);
-    float *vals = scratch_get(io->sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 1));
+    /* 16 floats of room past the values: the placing kernel reads a vector */
+    float *vals = scratch_get(io->sc, SC_VALS, sizeof(float) * (size_t)(U * kk + 16));
     if (!vals) return pz_fail(PZ_ERR_NOMEM, "out of memory for %lld values", (long long)(U * kk));
     const uint8_t *b = h->body;
     pz_status st = PZ_OK;
@@ -167,9 +151,9 @@ static pz_status decode(const frame_header *h, const codec_io *io, const units *
     const uint8_t *code_bits = b, *sign_bits = b + bits_bytes((uint64_t)n, bb);
     /* chunk by chunk, in cache: the chunk's codes and signs unpacked (a
      * chunk starts on a multiple of 8 elements, so on a byte of both
-     * sections), every element as a code below its unit's Top_min
-     * (vectorises), then the kept values in order where the code is L,
-     * found 64 codes at a time */
+     * sections), the marks (code L) counted against the unit's kept
+     * values, then every element placed in one vector pass (ms_place):
+     * code * Top_min / L with its sign, or the next kept value where marked */
     enum { MCH = 4096 };
     uint8_t codes[MCH], neg[MCH];
     int64_t un = -1, next = 0;
@@ -192,22 +176,14 @@ static pz_status decode(const frame_header *h, const codec_io *io, const units *
             }
             const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
             const uint8_t *cu = codes + (i - c0), *nu = neg + (i - c0);
-            float *xu = x + i;
             const int64_t len = end - i;
-            for (int64_t j = 0; j < len; j++) {
-                const float v = (float)cu[j] * step;
-                xu[j] = nu[j] ? -v : v;
+            /* the marks are counted first: they must not outrun the unit's values */
+            const int64_t marks = (int64_t)k->count_eq(cu, (size_t)len, L);
+            if (next + marks > kk) {
+                st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld marks more than %lld kept values", (long long)un, (long long)kk);
+                break;
             }
-            for (int64_t j0 = 0; j0 < len && next <= kk; j0 += 64) {
-                uint64_t marks = len - j0 >= 64 ? marks64(cu + j0, L) : 0;
-                if (len - j0 < 64)
-                    for (int64_t j = j0; j < len; j++) marks |= (uint64_t)(cu[j] == L) << (j - j0);
-                while (marks) { /* the marked positions, lowest first */
-                    if (next == kk) { next++; break; }
-                    xu[j0 + __builtin_ctzll(marks)] = vals[un * kk + next++];
-                    marks &= marks - 1;
-                }
-            }
+            next += (int64_t)k->ms_place(cu, nu, (size_t)len, L, step, vals + un * kk + next, x + i);
             i = end;
             if (end == (un + 1) * m && next != kk)
                 st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld marks %s %lld kept values", (long long)un,

@@ -248,14 +248,23 @@ static void K(unpack)(const uint8_t *restrict in, size_t n, int b, uint8_t *rest
             for (int i = 0; i < 8; i++) codes[8 * j + i] = (in[j] >> i) & 1;
         return;
     }
-    const uint64_t mask = (1u << b) - 1;
-    for (size_t g = 0; g < n / 8; g++) {
-        const uint8_t *p = in + (size_t)b * g;
-        uint64_t v = 0;
-        for (int j = 0; j < b; j++) v |= (uint64_t)p[j] << (8 * j);
-        uint8_t *c = codes + 8 * g;
-        for (int j = 0; j < 8; j++) c[j] = (uint8_t)((v >> (j * b)) & mask);
+    /* 3, 5, 6, 7 bits: 8 codes from b bytes, the width a constant in each
+     * case so the loops unroll */
+#define UNPACK_GROUPS(B)                                                                                                   \
+    for (size_t g = 0; g < n / 8; g++) {                                                                                   \
+        const uint8_t *p = in + (size_t)(B) * g;                                                                           \
+        uint64_t v = 0;                                                                                                    \
+        for (int j = 0; j < (B); j++) v |= (uint64_t)p[j] << (8 * j);                                                      \
+        uint8_t *c = codes + 8 * g;                                                                                        \
+        for (int j = 0; j < 8; j++) c[j] = (uint8_t)((v >> (j * (B))) & ((1u << (B)) - 1));                               \
     }
+    switch (b) {
+    case 3: UNPACK_GROUPS(3) return;
+    case 5: UNPACK_GROUPS(5) return;
+    case 6: UNPACK_GROUPS(6) return;
+    default: UNPACK_GROUPS(7) return;
+    }
+#undef UNPACK_GROUPS
 }
 
 /* IEEE binary16 with round-to-nearest-even, exact for every input (inf,
@@ -614,6 +623,45 @@ static size_t K(select_band)(const float *restrict x, size_t n, float lo, float 
     return c;
 }
 
+/* MS's decode of n elements: x[i] = vals[next++] where codes[i] == L (in
+ * order), else code * step, negated where neg[i]; returns how many values
+ * it took. The caller has checked that the marks do not outrun vals, and
+ * vals has 16 readable floats past the last one taken. */
+static size_t K(ms_place)(const uint8_t *restrict codes, const uint8_t *restrict neg, size_t n, int L, float step,
+                          const float *restrict vals, float *restrict x) {
+    size_t next = 0, i = 0;
+#ifdef PZ_USE_AVX512
+    const __m512 vstep = _mm512_set1_ps(step);
+    const __m128i vl = _mm_set1_epi8((char)L), zero = _mm_setzero_si128();
+    for (; i + 16 <= n; i += 16) {
+        const __m128i c8 = _mm_loadu_si128((const __m128i *)(const void *)(codes + i));
+        const __m128i s8 = _mm_loadu_si128((const __m128i *)(const void *)(neg + i));
+        const __mmask16 mark = _mm_cmpeq_epi8_mask(c8, vl), sgn = _mm_cmpneq_epi8_mask(s8, zero);
+        const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c8)), vstep);
+        const __m512i vi = _mm512_castps_si512(v); /* negation flips the sign bit: code 0 becomes -0.0 */
+        const __m512 sv = _mm512_castsi512_ps(_mm512_mask_xor_epi32(vi, sgn, vi, _mm512_set1_epi32((int)0x80000000u)));
+        const __m512 kept = _mm512_maskz_expand_ps(mark, _mm512_loadu_ps(vals + next));
+        _mm512_storeu_ps(x + i, _mm512_mask_blend_ps(mark, sv, kept));
+        next += (size_t)__builtin_popcount(mark);
+    }
+#endif
+    for (; i < n; i++) {
+        const float v = (float)codes[i] * step, sv = neg[i] ? -v : v;
+        const int mark = codes[i] == L;
+        x[i] = mark ? vals[next] : sv;
+        next += (size_t)mark;
+    }
+    return next;
+}
+
+/* how many of codes[0..n) equal L */
+static size_t K(count_eq)(const uint8_t *restrict codes, size_t n, int L) {
+    size_t c = 0;
+#pragma omp simd reduction(+ : c)
+    for (size_t i = 0; i < n; i++) c += codes[i] == (uint8_t)L;
+    return c;
+}
+
 /* In place: the pairs (idx[i], vals[i]) whose key (|vals[i]|, or vals[i]
  * when by_value) is >= t, in order, to the front of idx and vals; returns
  * their count */
@@ -728,4 +776,6 @@ static const pz_codec_kernels K(table) = {
     .dequant_packed = K(dequant_packed),
     .keep_pattern = K(keep_pattern),
     .compact_ge = K(compact_ge),
+    .ms_place = K(ms_place),
+    .count_eq = K(count_eq),
 };
