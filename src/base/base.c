@@ -307,35 +307,6 @@ pz_rng pz_rng_split(const pz_rng *parent, uint64_t stream) {
     return r;
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t pz_rng_u64(pz_rng *r) {
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-uint32_t pz_rng_below(pz_rng *r, uint32_t n) {
-    /* Lemire's multiply-shift with rejection: exactly uniform */
-    uint64_t m = (uint64_t)(uint32_t)(pz_rng_u64(r) >> 32) * n;
-    uint32_t l = (uint32_t)m;
-    if (l < n) {
-        uint32_t t = (uint32_t)(-n) % n;
-        while (l < t) {
-            m = (uint64_t)(uint32_t)(pz_rng_u64(r) >> 32) * n;
-            l = (uint32_t)m;
-        }
-    }
-    return (uint32_t)(m >> 32);
-}
-
 float pz_rng_uniform(pz_rng *r) { return (float)(pz_rng_u64(r) >> 40) * (1.0f / 16777216.0f); }
 
 float pz_rng_normal(pz_rng *r) {

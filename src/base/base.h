@@ -105,8 +105,32 @@ typedef struct { uint64_t s[4]; } pz_rng;
 
 void pz_rng_seed(pz_rng *r, uint64_t seed);
 pz_rng pz_rng_split(const pz_rng *parent, uint64_t stream);
-uint64_t pz_rng_u64(pz_rng *r);
-uint32_t pz_rng_below(pz_rng *r, uint32_t n);   /* uniform in [0, n) */
+/* the next 64 bits (inline: the codecs draw millions of positions) */
+static inline uint64_t pz_rng_u64(pz_rng *r) {
+    uint64_t *s = r->s;
+    const uint64_t x = s[1] * 5, result = ((x << 7) | (x >> 57)) * 9;
+    const uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = (s[3] << 45) | (s[3] >> 19);
+    return result;
+}
+/* uniform in [0, n): Lemire's multiply-shift with rejection, exactly uniform */
+static inline uint32_t pz_rng_below(pz_rng *r, uint32_t n) {
+    uint64_t m = (uint64_t)(uint32_t)(pz_rng_u64(r) >> 32) * n;
+    uint32_t l = (uint32_t)m;
+    if (l < n) {
+        const uint32_t t = (uint32_t)(-n) % n;
+        while (l < t) {
+            m = (uint64_t)(uint32_t)(pz_rng_u64(r) >> 32) * n;
+            l = (uint32_t)m;
+        }
+    }
+    return (uint32_t)(m >> 32);
+}
 float pz_rng_uniform(pz_rng *r);                /* uniform in [0, 1) */
 float pz_rng_normal(pz_rng *r);                 /* standard normal */
 

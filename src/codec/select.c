@@ -316,21 +316,34 @@ pz_status topk_select(const pz_codec_kernels *k, const float *x, int64_t m, int6
 
 /* k of m positions, a uniformly random k-subset, ascending: Floyd's
  * algorithm (for j = m-k .. m-1: t = below(j+1); take t, or j if t is taken)
- * on a bitmap, then the bitmap read in order. O(k) draws plus m/64 words. */
+ * on a bitmap, then the bitmap read in order. O(k) draws plus m/64 words.
+ * The take is branch-free (a collision is as likely as not late in a dense
+ * draw). bits: (m + 63) / 64 zeroed words, left holding the subset. */
+void sample_bits(pz_rng *r, int64_t m, int64_t k, uint64_t *bits) {
+    for (int64_t j = m - k; j < m; j++) {
+        const uint32_t t = pz_rng_below(r, (uint32_t)(j + 1));
+        const uint64_t taken = (bits[t >> 6] >> (t & 63)) & 1u;
+        const uint64_t at = taken ? (uint64_t)j : t;
+        bits[at >> 6] |= 1ull << (at & 63);
+    }
+}
+
+/* the set bits of bits[0..words) in order, as positions, into out; returns
+ * their count */
+int64_t bits_positions(const uint64_t *bits, int64_t words, uint32_t *out) {
+    int64_t c = 0;
+    for (int64_t w = 0; w < words; w++)
+        for (uint64_t v = bits[w]; v; v &= v - 1) out[c++] = (uint32_t)(w * 64 + __builtin_ctzll(v));
+    return c;
+}
+
 pz_status sample_positions(pz_rng *r, int64_t m, int64_t k, uint32_t *out) {
     if (k <= 0) return PZ_OK;
     const int64_t words = (m + 63) / 64;
     uint64_t *bits = calloc((size_t)words, sizeof(uint64_t));
     if (!bits) return pz_fail(PZ_ERR_NOMEM, "out of memory drawing %lld of %lld positions", (long long)k, (long long)m);
-    for (int64_t j = m - k; j < m; j++) {
-        const uint32_t t = pz_rng_below(r, (uint32_t)(j + 1));
-        const uint64_t bit = 1ull << (t & 63);
-        if (bits[t >> 6] & bit) bits[j >> 6] |= 1ull << (j & 63);
-        else bits[t >> 6] |= bit;
-    }
-    int64_t c = 0;
-    for (int64_t w = 0; w < words; w++)
-        for (uint64_t v = bits[w]; v; v &= v - 1) out[c++] = (uint32_t)(w * 64 + __builtin_ctzll(v));
+    sample_bits(r, m, k, bits);
+    bits_positions(bits, words, out);
     free(bits);
     return PZ_OK;
 }

@@ -58,6 +58,11 @@ pz_status unit_list_from_threshold(const codec_io *io, const float *x, const uni
 /* k of m positions, a uniformly random k-subset, ascending (FORMAT.md's
  * randk draw: Floyd's algorithm over Lemire's bounded draws) */
 pz_status sample_positions(pz_rng *r, int64_t m, int64_t k, uint32_t *out);
+/* the same draw as a bitmap: bits ((m + 63) / 64 zeroed words) gets the
+ * subset's bits */
+void sample_bits(pz_rng *r, int64_t m, int64_t k, uint64_t *bits);
+/* the set bits of bits[0..words) in order, as positions; returns the count */
+int64_t bits_positions(const uint64_t *bits, int64_t words, uint32_t *out);
 
 /* ---- the values section (values.c) --------------------------------------- */
 

@@ -11,43 +11,54 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the bitmap words randtopk_positions works in */
+static size_t randtopk_words(int64_t m, int64_t k) { return (size_t)((k + 63) / 64 + (m - k + 63) / 64 + (m + 63) / 64); }
+
 /* Zheng et al.'s randomized TopK: k draws without replacement, each top-k
  * position weighted (1-alpha)/k, each other alpha/(m-k). Within a class the
  * weights are equal, so the draw is: how many come from the top class (a
- * sequential urn), then uniform subsets of each class. */
-static pz_status randtopk_positions(pz_rng *r, const uint32_t *top, int64_t m, int64_t k, double alpha, uint32_t *out) {
+ * sequential urn), then uniform subsets of each class. top: the top-k
+ * positions, ascending; out: the k drawn, ascending. */
+static pz_status randtopk_positions(pz_rng *r, const uint32_t *top, int64_t m, int64_t k, double alpha, uint64_t *words, uint32_t *out) {
     const double wt = (1.0 - alpha) / (double)k, wo = m > k ? alpha / (double)(m - k) : 0.0;
     int64_t a = k, b = m - k, from_top = 0;
+    /* draw t takes from the top with probability pt = a wt / (a wt + b wo)
+     * for the a top and b other positions left. Both possible next pt are
+     * computed before the draw decides between them, so the divisions
+     * overlap instead of waiting on each draw (the same doubles) */
+    double pt = a * wt / (a * wt + b * wo);
     for (int64_t t = 0; t < k; t++) {
-        const double pt = a * wt / (a * wt + b * wo);
+        double next[2] = {a * wt / (a * wt + (b - 1) * wo), (a - 1) * wt / ((a - 1) * wt + b * wo)}; /* other, top */
+        __asm__ volatile("" : : "m"(next)); /* both computed before the draw (else the compiler sinks them into a branch) */
         const double u = (double)(pz_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
-        if (u < pt) from_top++, a--;
-        else b--;
+        const int64_t took = u < pt;
+        from_top += took, a -= took, b -= 1 - took;
+        pt = next[took];
     }
     const int64_t need = k - from_top;
-    uint32_t *ranks_top = malloc(sizeof(uint32_t) * (size_t)(k + 1));
-    uint32_t *ranks_other = malloc(sizeof(uint32_t) * (size_t)(need + 1));
-    pz_status st = !ranks_top || !ranks_other ? pz_fail(PZ_ERR_NOMEM, "out of memory drawing randomized top-k positions") : PZ_OK;
-    if (!st) st = sample_positions(r, k, from_top, ranks_top);    /* which of the top positions */
-    if (!st) st = sample_positions(r, m - k, need, ranks_other);  /* which of the others, by rank */
-    if (st) {
-        free(ranks_top), free(ranks_other);
-        return st;
-    }
-    /* merge: the q-th other position is q plus the top positions before it */
-    int64_t ti = 0, a_i = 0, b_i = 0, o = 0;
-    while (a_i < from_top || b_i < need) {
-        int64_t other = -1;
-        if (b_i < need) {
-            const int64_t q = ranks_other[b_i];
-            while (ti < k && (int64_t)top[ti] <= q + ti) ti++;
-            other = q + ti;
+    /* which of the top positions, then which of the others by rank (the
+     * same draws as sample_positions), as bitmaps in `words` (zeroed here) */
+    const int64_t wt_n = (k + 63) / 64, wo_n = (m - k + 63) / 64, wr_n = (m + 63) / 64;
+    uint64_t *tb = words, *ob = tb + wt_n, *rb = ob + wo_n;
+    memset(words, 0, sizeof(uint64_t) * (size_t)(wt_n + wo_n + wr_n));
+    sample_bits(r, k, from_top, tb);
+    sample_bits(r, m - k, need, ob);
+    /* the union in position order: a chosen top is top[i]; the q-th other
+     * position is q plus the top positions before it */
+    for (int64_t w = 0; w < wt_n; w++)
+        for (uint64_t v = tb[w]; v; v &= v - 1) {
+            const uint32_t p = top[w * 64 + __builtin_ctzll(v)];
+            rb[p >> 6] |= 1ull << (p & 63);
         }
-        const int64_t tp = a_i < from_top ? (int64_t)top[ranks_top[a_i]] : -1;
-        if (other < 0 || (tp >= 0 && tp < other)) out[o++] = (uint32_t)tp, a_i++;
-        else out[o++] = (uint32_t)other, b_i++;
-    }
-    free(ranks_top), free(ranks_other);
+    int64_t ti = 0;
+    for (int64_t w = 0; w < wo_n; w++)
+        for (uint64_t v = ob[w]; v; v &= v - 1) {
+            const int64_t q = w * 64 + __builtin_ctzll(v);
+            while (ti < k && (int64_t)top[ti] <= q + ti) ti++;
+            const uint64_t p = (uint64_t)(q + ti);
+            rb[p >> 6] |= 1ull << (p & 63);
+        }
+    bits_positions(rb, wr_n, out);
     return PZ_OK;
 }
 
@@ -355,15 +366,31 @@ static pz_status encode_randtopk(const codec_params *p, const codec_io *io, cons
     const int64_t U = u->U, m = u->m, kk = kept_per_unit(p->fraction, m);
     h->k = (uint32_t)kk;
     unit_tops t;
-    PZ_TRY(select_units(io, x, u, kk, 0, 0, &t));
-    if (kk < m)
-        for (int64_t un = 0; un < U; un++) {
-            /* the draw from unit un's own stream, among its top list */
+    PZ_TRY(unit_tops_get(io, u, kk, 0, &t));
+    const size_t uw = randtopk_words(m, kk);
+    uint64_t *words = scratch_get(io->sc, SC_CODES, sizeof(uint64_t) * uw * (size_t)(U ? U : 1));
+    if (!words) return pz_fail(PZ_ERR_NOMEM, "out of memory drawing randomized top-k positions");
+    /* unit by unit: its top list, then the draw from its own stream among
+     * that list and the values gathered, while the unit is in cache */
+    pz_status st = PZ_OK;
+#pragma omp parallel for schedule(dynamic) if (U > 1 && u->n > (1 << 16))
+    for (int64_t un = 0; un < U; un++) {
+        pz_status s = select_unit(io, x, u, kk, 0, &t, un);
+        if (!s && kk < m) {
             pz_rng r;
             pz_rng_seed(&r, seed ^ (uint64_t)un);
-            PZ_TRY(randtopk_positions(&r, t.idx + un * m, m, kk, p->alpha, t.pos + un * kk));
-            for (int64_t j = 0; j < kk; j++) t.vals[un * kk + j] = x[un * m + t.pos[un * kk + j]];
+            s = randtopk_positions(&r, t.idx + un * m, m, kk, p->alpha, words + uw * (size_t)un, t.pos + un * kk);
+            const uint32_t *pu = t.pos + un * kk;
+            const float *xu = x + un * m;
+            float *vu = t.vals + un * kk;
+            for (int64_t j = 0; j < kk && !s; j++) vu[j] = xu[pu[j]];
         }
+        if (s) {
+#pragma omp critical
+            st = s;
+        }
+    }
+    PZ_TRY(st);
     return write_index_and_values(p, io, u, kk, t.pos, t.vals, kk, body, cap, body_len, h);
 }
 
