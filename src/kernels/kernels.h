@@ -128,6 +128,11 @@ void gelu_forward(float *out, const float *inp, size_t n);
 void gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
 void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH);
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse, int B, int T, int C, int NH);
+/* one (sample b, head h) pair without any scratch memory: what the two above
+ * fall back to where a thread cannot get its tiles' scratch (agrees with
+ * them to rounding) */
+void attention_forward_direct(float *out, float *lse, const float *qkv, int b, int h, int T, int C, int NH);
+void attention_backward_direct(float *dqkv, const float *dout, const float *qkv, const float *lse, int b, int h, int T, int C, int NH);
 
 /* ---- softmax cross-entropy, mean over the batch -----------------------------
  * Returns the mean loss; dlogits (may be NULL) = (softmax - onehot) / B;

@@ -162,6 +162,74 @@ static void gather_head(float *restrict r, float *restrict rt, const float *src,
             for (int c = 0; c < hs; c++) rt[(size_t)c * T + t] = r[(size_t)t * hs + c];
 }
 
+/* ---- the same attention without scratch memory --------------------------------
+ * For (sample, head) pairs whose thread could not get its scratch (out of
+ * memory): query by query, straight from qkv, no buffer at all (two
+ * passes over the keys: the row's max, then the sums). The same math in
+ * another order: it agrees with the tiled kernels to rounding, not bit for
+ * bit; it only runs where those could not. */
+void attention_forward_direct(float *out, float *lse, const float *qkv, int b, int h, int T, int C, int NH) {
+    const int hs = C / NH, C3 = 3 * C;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const float *base = qkv + (size_t)b * T * C3 + h * hs;
+    float *L = lse + ((size_t)b * NH + h) * T;
+    for (int i = 0; i < T; i++) {
+        const float *q = base + (size_t)i * C3;
+        float *o = out + ((size_t)b * T + i) * C + h * hs;
+        float mx = -INFINITY;
+        for (int j = 0; j <= i; j++) {
+            const float *k = base + (size_t)j * C3 + C;
+            float d = 0.0f;
+            for (int c = 0; c < hs; c++) d += q[c] * k[c];
+            mx = fmaxf(mx, d * scale);
+        }
+        float sum = 0.0f;
+        for (int c = 0; c < hs; c++) o[c] = 0.0f;
+        for (int j = 0; j <= i; j++) {
+            const float *k = base + (size_t)j * C3 + C, *v = base + (size_t)j * C3 + 2 * C;
+            float d = 0.0f;
+            for (int c = 0; c < hs; c++) d += q[c] * k[c];
+            const float e = pz_exp_neg(d * scale - mx);
+            sum += e;
+            for (int c = 0; c < hs; c++) o[c] += e * v[c];
+        }
+        const float inv = 1.0f / sum;
+        for (int c = 0; c < hs; c++) o[c] *= inv;
+        L[i] = mx + logf(sum);
+    }
+}
+
+void attention_backward_direct(float *dqkv, const float *dout, const float *qkv, const float *lse, int b, int h, int T, int C, int NH) {
+    const int hs = C / NH, C3 = 3 * C;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const size_t off = (size_t)b * T * C3 + h * hs;
+    const float *base = qkv + off, *L = lse + ((size_t)b * NH + h) * T;
+    float *dbase = dqkv + off;
+    for (int t = 0; t < T; t++) /* the keys' and values' gradients are sums over the queries */
+        for (int c = 0; c < hs; c++) dbase[(size_t)t * C3 + C + c] = 0.0f, dbase[(size_t)t * C3 + 2 * C + c] = 0.0f;
+    for (int i = 0; i < T; i++) {
+        const float *q = base + (size_t)i * C3, *g = dout + ((size_t)b * T + i) * C + h * hs;
+        float *dq = dbase + (size_t)i * C3;
+        /* D = sum_j P_ij dP_ij, dP_ij = g . v_j */
+        float D = 0.0f;
+        for (int j = 0; j <= i; j++) {
+            const float *k = base + (size_t)j * C3 + C, *v = base + (size_t)j * C3 + 2 * C;
+            float d = 0.0f, dp = 0.0f;
+            for (int c = 0; c < hs; c++) d += q[c] * k[c], dp += g[c] * v[c];
+            D += pz_exp_neg(d * scale - L[i]) * dp;
+        }
+        for (int c = 0; c < hs; c++) dq[c] = 0.0f;
+        for (int j = 0; j <= i; j++) {
+            const float *k = base + (size_t)j * C3 + C, *v = base + (size_t)j * C3 + 2 * C;
+            float *dk = dbase + (size_t)j * C3 + C, *dv = dbase + (size_t)j * C3 + 2 * C;
+            float d = 0.0f, dp = 0.0f;
+            for (int c = 0; c < hs; c++) d += q[c] * k[c], dp += g[c] * v[c];
+            const float p = pz_exp_neg(d * scale - L[i]), ds = p * (dp - D) * scale;
+            for (int c = 0; c < hs; c++) dq[c] += ds * k[c], dk[c] += ds * q[c], dv[c] += p * g[c];
+        }
+    }
+}
+
 void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
@@ -173,6 +241,10 @@ void attention_forward(float *out, float *lse, const float *qkv, int B, int T, i
 #pragma omp for schedule(static)
         for (int bh = 0; bh < B * NH; bh++) {
             const int b = bh / NH, h = bh % NH;
+            if (!S || !Q) { /* out of memory for the tiles */
+                attention_forward_direct(out, lse, qkv, b, h, T, C, NH);
+                continue;
+            }
             const float *q = qkv + (size_t)b * T * C3 + h * hs;
             float *o = out + (size_t)b * T * C + h * hs, *L = lse + (size_t)bh * T;
             gather_head(Q, NULL, q, C3, T, hs);
@@ -217,6 +289,10 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
 #pragma omp for schedule(static)
         for (int bh = 0; bh < B * NH; bh++) {
             const int b = bh / NH, h = bh % NH;
+            if (!P || !Q) { /* out of memory for the tiles */
+                attention_backward_direct(dqkv, dout, qkv, lse, b, h, T, C, NH);
+                continue;
+            }
             const size_t off = (size_t)b * T * C3 + h * hs;
             const float *L = lse + (size_t)bh * T;
             float *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;

@@ -76,6 +76,17 @@ static void attention_tiles(void) {
     attention_forward(y2, lse, qkv, B, T, C, NH);
     attention_backward(dq2, dy, qkv, lse, B, T, C, NH);
     CHECK(!memcmp(y, y2, ny * 4) && !memcmp(dq, dq2, nqkv * 4), "attention differs on 1 and 2 threads");
+    /* the fallback without scratch memory (out of memory for the tiles): the
+     * same values to rounding, the log-sum-exp the backward needs included */
+    float *lse2 = zeros((size_t)B * NH * T);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) attention_forward_direct(y2, lse2, qkv, b, h, T, C, NH);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) attention_backward_direct(dq2, dy, qkv, lse2, b, h, T, C, NH);
+    close_to("attention forward without scratch", y2, &(ref_tensor){.data = wy, .n = ny}, 2e-5f);
+    close_to("attention dqkv without scratch", dq2, &(ref_tensor){.data = wd, .n = nqkv}, 2e-5f);
+    close_to("attention log-sum-exp without scratch", lse2, &(ref_tensor){.data = lse, .n = (size_t)B * NH * T}, 2e-5f);
+    free(lse2);
     free(qkv), free(dy), free(y), free(lse), free(dq), free(dq2), free(y2), free(wy), free(wd);
 }
 
