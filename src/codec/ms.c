@@ -150,19 +150,18 @@ static pz_status decode(const frame_header *h, const codec_io *io, const units *
     b += vbytes;
     const uint8_t *code_bits = b, *sign_bits = b + bits_bytes((uint64_t)n, bb);
     /* chunk by chunk, in cache: the chunk's codes and signs unpacked (a
-     * chunk starts on a multiple of 8 elements, so on a byte of both
-     * sections), the marks (code L) counted against the unit's kept
-     * values, then every element placed in one vector pass (ms_place):
-     * code * Top_min / L with its sign, or the next kept value where marked */
+     * chunk starts on a multiple of 8 elements, so on a byte of the
+     * codes), the marks (code L) counted against the unit's kept values,
+     * then every element placed in one vector pass (ms_place): code *
+     * Top_min / L with its sign (read from the packed sign bits), or the
+     * next kept value where marked */
     enum { MCH = 4096 };
-    uint8_t codes[MCH], neg[MCH];
+    uint8_t codes[MCH];
     int64_t un = -1, next = 0;
     float step = 0.0f;
     for (int64_t c0 = 0; c0 < n && !st; c0 += MCH) {
         const int64_t c1 = n - c0 < MCH ? n : c0 + MCH;
         bits_read(k, code_bits + (size_t)(c0 / 8) * bb, (size_t)(c1 - c0), bb, codes);
-        if (is_signed) bits_read(k, sign_bits + c0 / 8, (size_t)(c1 - c0), 1, neg);
-        else memset(neg, 0, (size_t)(c1 - c0));
         for (int64_t i = c0; i < c1 && !st;) {
             if (un < 0 || i == (un + 1) * m) { /* a unit starts */
                 un = i / m, next = 0;
@@ -175,7 +174,7 @@ static pz_status decode(const frame_header *h, const codec_io *io, const units *
                 step = T / (float)L;
             }
             const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
-            const uint8_t *cu = codes + (i - c0), *nu = neg + (i - c0);
+            const uint8_t *cu = codes + (i - c0);
             const int64_t len = end - i;
             /* the marks are counted first: they must not outrun the unit's values */
             const int64_t marks = (int64_t)k->count_eq(cu, (size_t)len, L);
@@ -183,7 +182,7 @@ static pz_status decode(const frame_header *h, const codec_io *io, const units *
                 st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld marks more than %lld kept values", (long long)un, (long long)kk);
                 break;
             }
-            next += (int64_t)k->ms_place(cu, nu, (size_t)len, L, step, vals + un * kk + next, x + i);
+            next += (int64_t)k->ms_place(cu, is_signed ? sign_bits : NULL, (size_t)i, (size_t)len, L, step, vals + un * kk + next, x + i);
             i = end;
             if (end == (un + 1) * m && next != kk)
                 st = frame_error(PZ_FRAME_PAYLOAD, "unit %lld marks %s %lld kept values", (long long)un,

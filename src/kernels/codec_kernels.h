@@ -73,9 +73,10 @@ typedef struct {
      * when by_value) is >= t, in order, to the front; returns their count */
     size_t (*compact_ge)(uint32_t *idx, float *vals, size_t n, float t, int by_value);
     /* MS's decode: x[i] = vals[next++] where codes[i] == L (in order), else
-     * codes[i] * step, negated where neg[i]; returns how many values it
-     * took (vals needs 16 readable floats past the last taken) */
-    size_t (*ms_place)(const uint8_t *codes, const uint8_t *neg, size_t n, int L, float step, const float *vals, float *x);
+     * codes[i] * step, negated where bit s0 + i of the packed signs is set
+     * (NULL: no signs); returns how many values it took (vals needs 16
+     * readable floats past the last taken) */
+    size_t (*ms_place)(const uint8_t *codes, const uint8_t *signs, size_t s0, size_t n, int L, float step, const float *vals, float *x);
     /* how many of codes[0..n) equal L */
     size_t (*count_eq)(const uint8_t *codes, size_t n, int L);
 } pz_codec_kernels;

@@ -624,31 +624,41 @@ static size_t K(select_band)(const float *restrict x, size_t n, float lo, float 
 }
 
 /* MS's decode of n elements: x[i] = vals[next++] where codes[i] == L (in
- * order), else code * step, negated where neg[i]; returns how many values
- * it took. The caller has checked that the marks do not outrun vals, and
- * vals has 16 readable floats past the last one taken. */
-static size_t K(ms_place)(const uint8_t *restrict codes, const uint8_t *restrict neg, size_t n, int L, float step,
+ * order), else code * step, negated where sign bit s0 + i of signs is set
+ * (LSB first; signs NULL: none); returns how many values it took. The
+ * caller has checked that the marks do not outrun vals, and vals has 16
+ * readable floats past the last one taken. */
+static size_t K(ms_place)(const uint8_t *restrict codes, const uint8_t *restrict signs, size_t s0, size_t n, int L, float step,
                           const float *restrict vals, float *restrict x) {
     size_t next = 0, i = 0;
 #ifdef PZ_USE_AVX512
     const __m512 vstep = _mm512_set1_ps(step);
-    const __m128i vl = _mm_set1_epi8((char)L), zero = _mm_setzero_si128();
+    const __m128i vl = _mm_set1_epi8((char)L);
+    const __m512i sbit = _mm512_set1_epi32((int)0x80000000u);
+    const unsigned r = (unsigned)(s0 & 7); /* i steps by 16: the bit offset within a byte stays */
     for (; i + 16 <= n; i += 16) {
         const __m128i c8 = _mm_loadu_si128((const __m128i *)(const void *)(codes + i));
-        const __m128i s8 = _mm_loadu_si128((const __m128i *)(const void *)(neg + i));
-        const __mmask16 mark = _mm_cmpeq_epi8_mask(c8, vl), sgn = _mm_cmpneq_epi8_mask(s8, zero);
-        const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c8)), vstep);
-        const __m512i vi = _mm512_castps_si512(v); /* negation flips the sign bit: code 0 becomes -0.0 */
-        const __m512 sv = _mm512_castsi512_ps(_mm512_mask_xor_epi32(vi, sgn, vi, _mm512_set1_epi32((int)0x80000000u)));
+        const __mmask16 mark = _mm_cmpeq_epi8_mask(c8, vl);
+        __mmask16 sgn = 0;
+        if (signs) { /* 16 sign bits from bit s0 + i: 2 bytes, a third when s0 is not on a byte (all inside the section) */
+            const uint8_t *sb = signs + ((s0 + i) >> 3);
+            uint16_t lo;
+            memcpy(&lo, sb, 2);
+            const uint32_t w = r ? (uint32_t)lo | (uint32_t)sb[2] << 16 : lo;
+            sgn = (__mmask16)(w >> r);
+        }
+        const __m512i v = _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c8)), vstep));
+        const __m512 sv = _mm512_castsi512_ps(_mm512_mask_xor_epi32(v, sgn, v, sbit)); /* code 0 negated is -0.0 */
         const __m512 kept = _mm512_maskz_expand_ps(mark, _mm512_loadu_ps(vals + next));
         _mm512_storeu_ps(x + i, _mm512_mask_blend_ps(mark, sv, kept));
         next += (size_t)__builtin_popcount(mark);
     }
 #endif
     for (; i < n; i++) {
-        const float v = (float)codes[i] * step, sv = neg[i] ? -v : v;
+        const float v = (float)codes[i] * step;
+        const int neg = signs ? (signs[(s0 + i) >> 3] >> ((s0 + i) & 7)) & 1 : 0;
         const int mark = codes[i] == L;
-        x[i] = mark ? vals[next] : sv;
+        x[i] = mark ? vals[next] : neg ? -v : v;
         next += (size_t)mark;
     }
     return next;

@@ -151,17 +151,26 @@ static void compare(const pz_codec_kernels *ref, const pz_codec_kernels *k) {
                     if ((bv ? x[j] : fabsf(x[j])) >= 1.5f) okp &= want < ka && ia[want] == 7 * j + 1 && same_bits(&va[want], &x[j], 4), want++;
                 NOTE(ka != want || !okp || kb != ka || !same_bits(ia, ib, 4 * ka) || !same_bits(va, vb, 4 * ka), "compact_ge");
             }
-            { /* MS's placing: codes 0..3 (3 marks a kept value), signs */
-                for (size_t j = 0; j < n; j++) ca[j] = (uint8_t)((j * 7 + j / 5) % 4), cb[j] = (uint8_t)(j % 3 == 0);
+            for (size_t s0 = 0; s0 <= 5; s0 += 5) { /* MS's placing: codes 0..3 (3 marks a kept value), packed signs from bit s0 */
+                uint8_t *sg = pb; /* the signs, packed LSB first */
+                memset(sg, 0, (n + s0 + 7) / 8 + 1);
+                for (size_t j = 0; j < n; j++) {
+                    ca[j] = (uint8_t)((j * 7 + j / 5) % 4);
+                    if (j % 3 == 0) sg[(j + s0) / 8] |= (uint8_t)(1u << ((j + s0) % 8));
+                }
                 const size_t want = ref->count_eq(ca, n, 3);
                 for (size_t j = 0; j < want + 16; j++) va[j] = 100.0f + (float)j;
-                const size_t ta = ref->ms_place(ca, cb, n, 3, 0.25f, va, ya), tb = k->ms_place(ca, cb, n, 3, 0.25f, va, yb);
-                size_t nx = 0, okp = 1;
-                for (size_t j = 0; j < n; j++) {
-                    const float e = ca[j] == 3 ? va[nx++] : (cb[j] ? -0.25f : 0.25f) * (float)ca[j];
-                    okp &= same_bits(&ya[j], &e, 4);
+                for (int withs = 0; withs < 2; withs++) {
+                    const uint8_t *sp = withs ? sg : NULL;
+                    const size_t ta = ref->ms_place(ca, sp, s0, n, 3, 0.25f, va, ya), tb = k->ms_place(ca, sp, s0, n, 3, 0.25f, va, yb);
+                    size_t nx = 0, okp = 1;
+                    for (size_t j = 0; j < n; j++) {
+                        const float e = ca[j] == 3 ? va[nx++] : (withs && j % 3 == 0 ? -0.25f : 0.25f) * (float)ca[j];
+                        okp &= same_bits(&ya[j], &e, 4);
+                    }
+                    NOTE(k->count_eq(ca, n, 3) != want || ta != want || tb != want || nx != want || !okp || !same_bits(ya, yb, 4 * n),
+                         "ms_place");
                 }
-                NOTE(k->count_eq(ca, n, 3) != want || ta != want || tb != want || nx != want || !okp || !same_bits(ya, yb, 4 * n), "ms_place");
             }
             { /* radix selection's filter: a few masks and patterns, out of place and in place */
                 const uint32_t masks[3] = {0xFF000000u, 0xFFFFF800u, 0xFFFFFFFFu};
