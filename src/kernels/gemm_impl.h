@@ -33,6 +33,47 @@
 #define GM_NC 2048
 
 /* ---- packing ------------------------------------------------------------ */
+#if GM_V == 16 && defined(__AVX512F__)
+/* rows r[0..16) (each 16 floats from its pointer) transposed: out[k] holds
+ * element k of every row (AVX-512 shuffles: 2-, 4-, 8- and 16-lane steps) */
+static inline void gm_transpose16(const __m512 r[16], __m512 out[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        const __m512 a = t[4 * i], b = t[4 * i + 1], c = t[4 * i + 2], d = t[4 * i + 3];
+        u[4 * i] = _mm512_shuffle_ps(a, c, 0x44), u[4 * i + 1] = _mm512_shuffle_ps(a, c, 0xEE);
+        u[4 * i + 2] = _mm512_shuffle_ps(b, d, 0x44), u[4 * i + 3] = _mm512_shuffle_ps(b, d, 0xEE);
+    }
+    /* u[4i + j] holds, in each 128-bit lane l, element 4l + j' of rows 4i..4i+3 */
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            const __m512 a = u[8 * i + j], b = u[8 * i + 4 + j];
+            t[8 * i + j] = _mm512_shuffle_f32x4(a, b, 0x88), t[8 * i + 4 + j] = _mm512_shuffle_f32x4(a, b, 0xDD);
+        }
+    for (int j = 0; j < 8; j++) {
+        const __m512 a = t[j], b = t[8 + j];
+        out[j] = _mm512_shuffle_f32x4(a, b, 0x88), out[8 + j] = _mm512_shuffle_f32x4(a, b, 0xDD);
+    }
+}
+
+/* rows src[i lds + k] for i < rows (<= 16), k < kc16 (a multiple of 16),
+ * stored transposed: dst[k w + i] (w >= rows lanes a k; lanes rows..15
+ * are zeros, written only where they fall inside the k's w) */
+static inline void gm_pack_transposed16(float *dst, int w, const float *src, size_t lds, int rows, int kc16) {
+    const __mmask16 keep = (__mmask16)(w >= 16 ? 0xFFFF : (1u << w) - 1);
+    for (int k = 0; k < kc16; k += 16) {
+        __m512 r[16], o[16];
+        for (int i = 0; i < 16; i++) r[i] = i < rows ? _mm512_loadu_ps(src + (size_t)i * lds + k) : _mm512_setzero_ps();
+        gm_transpose16(r, o);
+        for (int j = 0; j < 16; j++) _mm512_mask_storeu_ps(dst + (size_t)(k + j) * w, keep, o[j]);
+    }
+}
+#endif
+
+
 /* op(A) rows [i0, i0 + mc), k [k0, k0 + kc) into panels of MR rows: panel p
  * holds, for each k, rows p MR .. p MR + MR - 1 (zeros past mc) */
 static void GM_NAME(pack_a)(float *restrict dst, int ta, const float *A, int lda, int i0, int mc, int k0, int kc) {
@@ -46,12 +87,17 @@ static void GM_NAME(pack_a)(float *restrict dst, int ta, const float *A, int lda
                 for (int i = mr; i < GM_MR; i++) d[(size_t)k * GM_MR + i] = 0.0f;
             }
         } else {
+            int kv = 0; /* k below kv packed by vector transposes */
+#if GM_V == 16 && defined(__AVX512F__)
+            kv = kc & ~15;
+            gm_pack_transposed16(d, GM_MR, A + (size_t)(i0 + p) * lda + k0, (size_t)lda, mr, kv);
+#endif
             for (int i = 0; i < mr; i++) {
                 const float *s = A + (size_t)(i0 + p + i) * lda + k0;
-                for (int k = 0; k < kc; k++) d[(size_t)k * GM_MR + i] = s[k];
+                for (int k = kv; k < kc; k++) d[(size_t)k * GM_MR + i] = s[k];
             }
             for (int i = mr; i < GM_MR; i++)
-                for (int k = 0; k < kc; k++) d[(size_t)k * GM_MR + i] = 0.0f;
+                for (int k = kv; k < kc; k++) d[(size_t)k * GM_MR + i] = 0.0f;
         }
     }
 }
@@ -73,12 +119,19 @@ static void GM_NAME(pack_b)(float *restrict dst, int tb, const float *B, int ldb
                 }
             }
         } else { /* B^T: B(k, j) = B[j ldb + k] */
+            int kv = 0; /* k below kv packed by vector transposes, 16 columns at a time */
+#if GM_V == 16 && defined(__AVX512F__)
+            kv = kc & ~15;
+            for (int c0 = 0; c0 < GM_NR; c0 += 16)
+                gm_pack_transposed16(d + c0, GM_NR, B + (size_t)(j0 + j + c0) * ldb + k0, (size_t)ldb,
+                                     nr - c0 < 0 ? 0 : nr - c0 > 16 ? 16 : nr - c0, kv);
+#endif
             for (int c = 0; c < nr; c++) {
                 const float *s = B + (size_t)(j0 + j + c) * ldb + k0;
-                for (int k = 0; k < kc; k++) d[(size_t)k * GM_NR + c] = s[k];
+                for (int k = kv; k < kc; k++) d[(size_t)k * GM_NR + c] = s[k];
             }
             for (int c = nr; c < GM_NR; c++)
-                for (int k = 0; k < kc; k++) d[(size_t)k * GM_NR + c] = 0.0f;
+                for (int k = kv; k < kc; k++) d[(size_t)k * GM_NR + c] = 0.0f;
         }
     }
 }
