@@ -81,11 +81,17 @@ static void GM_NAME(pack_a)(float *restrict dst, int ta, const float *A, int lda
         const int mr = mc - p < GM_MR ? mc - p : GM_MR;
         float *d = dst + (size_t)p * kc;
         if (ta) { /* A^T: A(i, k) = A[k lda + i], each k's rows contiguous */
+#if GM_V == 16 && defined(__AVX512F__)
+            const __mmask16 in = (__mmask16)((1u << mr) - 1), out = (__mmask16)((1u << GM_MR) - 1);
+            for (int k = 0; k < kc; k++)
+                _mm512_mask_storeu_ps(d + (size_t)k * GM_MR, out, _mm512_maskz_loadu_ps(in, A + (size_t)(k0 + k) * lda + i0 + p));
+#else
             for (int k = 0; k < kc; k++) {
                 const float *s = A + (size_t)(k0 + k) * lda + i0 + p;
                 for (int i = 0; i < mr; i++) d[(size_t)k * GM_MR + i] = s[i];
                 for (int i = mr; i < GM_MR; i++) d[(size_t)k * GM_MR + i] = 0.0f;
             }
+#endif
         } else {
             int kv = 0; /* k below kv packed by vector transposes */
 #if GM_V == 16 && defined(__AVX512F__)
