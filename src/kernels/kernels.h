@@ -126,6 +126,11 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, co
                         const float *rstd, const float *w, int N, int C);
 void gelu_forward(float *out, const float *inp, size_t n);
 void gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
+/* their element loops per ISA (gelu_impl.h), chosen by gelu_forward/backward */
+void gelu_forward_avx2(float *out, const float *inp, size_t n);
+void gelu_backward_avx2(float *dinp, const float *dout, const float *inp, size_t n);
+void gelu_forward_avx512(float *out, const float *inp, size_t n);
+void gelu_backward_avx512(float *dinp, const float *dout, const float *inp, size_t n);
 void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH);
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse, int B, int T, int C, int NH);
 /* one (sample b, head h) pair without any scratch memory: what the two above

@@ -98,41 +98,36 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, co
     }
 }
 
-/* ---- GELU, tanh form (GPT-2) --------------------------------------------------- */
-#define GELU_K 0.7978845608028654f /* sqrt(2 / pi) */
+/* ---- GELU, tanh form (GPT-2) ---------------------------------------------------
+ * The element loops are gelu_impl.h's, built here (AVX2) and in
+ * gelu_avx512.c; the AVX-512 build runs where the matrix products run
+ * theirs (pz_gemm_get_info), so PZ_GEMM_KERNELS picks both. Threads take
+ * contiguous ranges; every element's arithmetic is the same whichever
+ * build, lane or thread computes it. */
+#define GELU_SUFFIX avx2
+#include "gelu_impl.h"
 
-/* tanh(u) for GELU, in plain float arithmetic the vectoriser turns into
- * AVX2 (libm's tanhf is a scalar call and was 28% of a gpt-tiny step):
- * tanh(u) = (e - 1) / (e + 1), e = exp(2u) for |u| <= 9 (beyond, tanh is
- * +-1 in float; below |u| = 0.02 its series), exp by fastmath.h's
- * pz_exp_core. Absolute error about 1e-7: GELU moves by less than
- * |x| * 1e-7. The same arithmetic for every element, so the result does
- * not depend on which lane or thread computes it. */
-static inline float tanh_gelu(float u) {
-    u = u > 9.0f ? 9.0f : u < -9.0f ? -9.0f : u;
-    const float e = pz_exp_core(2.0f * u);
-    /* near 0, e - 1 cancels: the series u - u^3/3 + 2u^5/15 instead */
-    const float u2 = u * u, series = u * (1.0f + u2 * (-1.0f / 3.0f + u2 * (2.0f / 15.0f)));
-    const float q = (e - 1.0f) / (e + 1.0f); /* both computed: a select, not a branch, so the loop vectorises */
-    return u2 < 4e-4f ? series : q;
-}
+static int gelu_wide(void) { return !strcmp(pz_gemm_get_info().name, "avx512"); }
 
 void gelu_forward(float *out, const float *inp, size_t n) {
-#pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 65536)
-    for (size_t i = 0; i < n; i++) {
-        const float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanh_gelu(GELU_K * (x + 0.044715f * x * x * x)));
+    const int wide = gelu_wide(), nt = n > 65536 ? pz_get_threads() : 1;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        const int t = omp_get_thread_num(), T = omp_get_num_threads();
+        const size_t a = n * (size_t)t / (size_t)T, b = n * (size_t)(t + 1) / (size_t)T;
+        if (wide) gelu_forward_avx512(out + a, inp + a, b - a);
+        else gelu_forward_avx2(out + a, inp + a, b - a);
     }
 }
 
 void gelu_backward(float *dinp, const float *dout, const float *inp, size_t n) {
-#pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 65536)
-    for (size_t i = 0; i < n; i++) {
-        const float x = inp[i];
-        const float u = GELU_K * (x + 0.044715f * x * x * x);
-        const float th = tanh_gelu(u), sech2 = 1.0f - th * th;
-        const float du = GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] = dout[i] * (0.5f * (1.0f + th) + 0.5f * x * sech2 * du);
+    const int wide = gelu_wide(), nt = n > 65536 ? pz_get_threads() : 1;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        const int t = omp_get_thread_num(), T = omp_get_num_threads();
+        const size_t a = n * (size_t)t / (size_t)T, b = n * (size_t)(t + 1) / (size_t)T;
+        if (wide) gelu_backward_avx512(dinp + a, dout + a, inp + a, b - a);
+        else gelu_backward_avx2(dinp + a, dout + a, inp + a, b - a);
     }
 }
 

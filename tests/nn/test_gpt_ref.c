@@ -90,6 +90,24 @@ static void attention_tiles(void) {
     free(qkv), free(dy), free(y), free(lse), free(dq), free(dq2), free(y2), free(wy), free(wd);
 }
 
+/* GELU's AVX-512 build gives the AVX2 build's bits (the same arithmetic
+ * per element), over the whole range its tanh sees (|u| up to past 9) */
+static void gelu_builds(void) {
+    if (!(pz_cpu_features() & PZ_CPU_AVX512)) return;
+    const size_t n = 1 << 20;
+    float *x = zeros(n), *a = zeros(n), *b = zeros(n), *d = zeros(n);
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t u = (uint32_t)(i * 2654435761u);
+        x[i] = ((float)(u >> 8) / 16777216.0f - 0.5f) * 30.0f, d[i] = 1.0f + x[i] * 0.01f;
+    }
+    x[0] = 0.0f, x[1] = -0.0f, x[2] = 1e-30f, x[3] = -1e-4f; /* the series' side of the select */
+    gelu_forward_avx2(a, x, n), gelu_forward_avx512(b, x, n);
+    CHECK(!memcmp(a, b, 4 * n), "GELU forward: the AVX-512 build differs from the AVX2 build");
+    gelu_backward_avx2(a, d, x, n), gelu_backward_avx512(b, d, x, n);
+    CHECK(!memcmp(a, b, 4 * n), "GELU backward: the AVX-512 build differs from the AVX2 build");
+    free(x), free(a), free(b), free(d);
+}
+
 static void layers(void) {
     { /* LayerNorm */
         ref_tensor *x = R("layernorm.x"), *w = R("layernorm.w"), *b = R("layernorm.b");
@@ -134,6 +152,7 @@ static void layers(void) {
         free(y), free(y2), free(lse), free(dq), free(qkv2);
     }
     attention_tiles();
+    gelu_builds();
     { /* embeddings (a token repeated within a sequence and across them) */
         ref_tensor *tok = R("embedding.tok"), *wte = R("embedding.wte"), *wpe = R("embedding.wpe");
         const int B = tok->dims[0], T = tok->dims[1], V = wte->dims[0], C = wte->dims[1];
