@@ -22,18 +22,13 @@ static size_t randtopk_words(int64_t m, int64_t k) { return (size_t)((k + 63) / 
 static pz_status randtopk_positions(pz_rng *r, const uint32_t *top, int64_t m, int64_t k, double alpha, uint64_t *words, uint32_t *out) {
     const double wt = (1.0 - alpha) / (double)k, wo = m > k ? alpha / (double)(m - k) : 0.0;
     int64_t a = k, b = m - k, from_top = 0;
-    /* draw t takes from the top with probability pt = a wt / (a wt + b wo)
-     * for the a top and b other positions left. Both possible next pt are
-     * computed before the draw decides between them, so the divisions
-     * overlap instead of waiting on each draw (the same doubles) */
-    double pt = a * wt / (a * wt + b * wo);
+    /* draw t takes from the top with probability a wt / (a wt + b wo) for
+     * the a top and b other positions left */
     for (int64_t t = 0; t < k; t++) {
-        double next[2] = {a * wt / (a * wt + (b - 1) * wo), (a - 1) * wt / ((a - 1) * wt + b * wo)}; /* other, top */
-        __asm__ volatile("" : : "m"(next)); /* both computed before the draw (else the compiler sinks them into a branch) */
+        const double pt = a * wt / (a * wt + b * wo);
         const double u = (double)(pz_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
-        const int64_t took = u < pt;
-        from_top += took, a -= took, b -= 1 - took;
-        pt = next[took];
+        if (u < pt) from_top++, a--;
+        else b--;
     }
     const int64_t need = k - from_top;
     /* which of the top positions, then which of the others by rank (the
