@@ -149,10 +149,9 @@ pz_status topk_positions(const pz_codec_kernels *k, const float *x, int64_t m, i
 static void sample_keys(const float *x, int64_t m, int S, int by_value, float *sample) {
     const uint64_t win = (uint64_t)m / (S / 16);
     const int lines = S / 16;
-    /* the places first (into the sample's own room: 16 floats per line, a
-     * place needs 8 bytes), each line prefetched a few lines ahead: the
-     * lines are far apart, so each is a cache (and TLB) miss and the loads
-     * alone would wait for them one at a time */
+    /* each line prefetched AHEAD lines before it is read (its place kept
+     * in a ring): the lines are far apart, so each is a cache (and TLB)
+     * miss, and the loads alone would wait for them one at a time */
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)m;
     enum { AHEAD = 16 };
     uint64_t at[AHEAD];
