@@ -157,6 +157,15 @@ enum { PZ_CPU_AVX2_FMA = 1, PZ_CPU_AVX512 = 2, PZ_CPU_AVX512_BF16 = 4, PZ_CPU_AM
 unsigned pz_cpu_features(void);
 /* "Intel(R) Xeon(R) Processor (family 6, model 207)" */
 const char *pz_cpu_name(void);
+/* A kernel family chosen by the CPU's features unless the variable `var`
+ * names one (avx512, avx2 or `fallback`, e.g. "im2col", "blas"):
+ * pz_kernels_wanted is the variable's value (NULL when unset or empty);
+ * after choosing `got` for it (its name; NULL for the fallback),
+ * pz_kernels_user_choice warns when `want` names none of them or the CPU
+ * lacks it (the choice was then the CPU's) and returns 1 when the user's
+ * choice stands. */
+const char *pz_kernels_wanted(const char *var);
+int pz_kernels_user_choice(const char *var, const char *fallback, const char *want, const char *got);
 /* The OpenBLAS core to select on a CPU with `features` where OpenBLAS chose
  * `current`, or NULL when current already uses them (pure: no side effect). */
 const char *pz_blas_core_for(const char *current, unsigned features);

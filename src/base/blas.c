@@ -27,6 +27,24 @@ static const char *blas_query(const char *name) {
     return f ? f() : NULL;
 }
 
+const char *pz_kernels_wanted(const char *var) {
+    const char *want = getenv(var);
+    return want && *want ? want : NULL;
+}
+
+int pz_kernels_user_choice(const char *var, const char *fallback, const char *want, const char *got) {
+    if (!want) return 0;
+    if (strcmp(want, fallback) && strcmp(want, "avx2") && strcmp(want, "avx512")) {
+        fprintf(stderr, "pipezip: %s='%s' is not %s, avx2 or avx512; choosing by CPU\n", var, want, fallback);
+        return 0;
+    }
+    if (strcmp(want, fallback) && (!got || strcmp(got, want))) {
+        fprintf(stderr, "pipezip: %s=%s: this CPU lacks it; choosing by CPU\n", var, want);
+        return 0;
+    }
+    return 1;
+}
+
 unsigned pz_cpu_features(void) {
     unsigned f = 0;
     __builtin_cpu_init();

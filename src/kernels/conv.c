@@ -39,15 +39,9 @@ static const pz_conv_direct_ops *direct_ops(void) {
     static int chosen;
     static const pz_conv_direct_ops *ops;
     if (!chosen) {
-        const char *want = getenv("PZ_CONV_KERNELS");
-        if (want && !*want) want = NULL;
+        const char *want = pz_kernels_wanted("PZ_CONV_KERNELS");
         ops = pz_conv_direct_for(pz_cpu_features(), want);
-        if (want && strcmp(want, "im2col") && strcmp(want, "avx2") && strcmp(want, "avx512"))
-            fprintf(stderr, "pipezip: PZ_CONV_KERNELS='%s' is not im2col, avx2 or avx512; choosing by CPU\n", want);
-        else if (want && strcmp(want, "im2col") && (!ops || strcmp(ops->name, want)))
-            fprintf(stderr, "pipezip: PZ_CONV_KERNELS=%s: this CPU lacks it; choosing by CPU\n", want);
-        else if (want)
-            chosen_by_user = 1;
+        chosen_by_user = pz_kernels_user_choice("PZ_CONV_KERNELS", "im2col", want, ops ? ops->name : NULL);
         chosen = 1;
     }
     return ops;

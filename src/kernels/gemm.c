@@ -68,16 +68,9 @@ static int chosen_by_user;
 static const pz_gemm_ops *chosen_ops;
 static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
 static void choose(void) {
-    const char *want = getenv("PZ_GEMM_KERNELS");
-    if (want && !*want) want = NULL;
-    const pz_gemm_ops *o = gemm_for(pz_cpu_features(), want);
-    if (want && strcmp(want, "blas") && strcmp(want, "avx2") && strcmp(want, "avx512"))
-        fprintf(stderr, "pipezip: PZ_GEMM_KERNELS='%s' is not blas, avx2 or avx512; choosing by CPU\n", want);
-    else if (want && strcmp(want, "blas") && (!o || strcmp(o->name, want)))
-        fprintf(stderr, "pipezip: PZ_GEMM_KERNELS=%s: this CPU lacks it; choosing by CPU\n", want);
-    else if (want)
-        chosen_by_user = 1;
-    chosen_ops = o;
+    const char *want = pz_kernels_wanted("PZ_GEMM_KERNELS");
+    chosen_ops = gemm_for(pz_cpu_features(), want);
+    chosen_by_user = pz_kernels_user_choice("PZ_GEMM_KERNELS", "blas", want, chosen_ops ? chosen_ops->name : NULL);
 }
 /* chosen once per process (stages on threads of their own all see one choice) */
 static const pz_gemm_ops *gemm_ops(void) {
