@@ -59,88 +59,6 @@ static pz_status randtopk_positions(pz_rng *r, const uint32_t *top, int64_t m, i
 
 /* ---- encode --------------------------------------------------------------- */
 
-/* TopK from thresholds (every unit came back with one), the index section
- * certainly a bitmap, units not starting on bytes of it (else
- * encode_bitmap_by_unit): per chunk of the flattened tensor, a flag per element
- * (key >= T), the ties beyond k cleared, the flags packed into the bitmap and
- * the kept values compressed, all in cache */
-static pz_status encode_bitmap_from_thresholds(const codec_params *p, const codec_io *io, const float *x, const units *u, int64_t kk,
-                                               unit_tops *t, uint8_t *body, size_t cap, size_t *body_len, frame_header *h) {
-    const pz_codec_kernels *k = io->k;
-    const int64_t U = u->U, m = u->m, n = u->n;
-    float *vals = t->vals;
-    h->index_coding = IDX_BITMAP;
-    h->value_type = p->value_type;
-    h->value_bits = p->value_type == VAL_QUANT ? p->value_bits : 0;
-    const int by_value = (p->options & OPT_BYVALUE) != 0;
-    uint8_t *bitmap = body;
-    const size_t vbytes = value_bytes(p->value_type, h->value_bits, U, U * kk);
-    /* fp32 values without ties beyond k go straight into the frame
-     * when their section starts on a float's alignment (the bitmap
-     * before it has any number of bytes) */
-    int no_extra = 1;
-    for (int64_t u2 = 0; u2 < U; u2++) no_extra &= t->ths[u2].extra == 0;
-    uint8_t *values_at = body + bits_bytes((uint64_t)n, 1);
-    uint8_t *direct_f32 = p->value_type == VAL_F32 && no_extra && ((uintptr_t)values_at & 3) == 0 ? values_at : NULL;
-    enum { TCH = 4096 };
-    int64_t un = 0, next = 0;
-    /* every unit starts on a byte of the bitmap and keeps every key
-     * >= its T: one pass writes bits and values (no flags) */
-    const int fused = no_extra && (U == 1 || m % 8 == 0);
-    for (int64_t c0 = 0; c0 < n; c0 += TCH) {
-        const int64_t c1 = n - c0 < TCH ? n : c0 + TCH;
-        uint8_t flags[TCH];
-        uint32_t cidx[TCH];
-        float cval[TCH];
-        for (int64_t i = c0; i < c1;) {
-            while ((un + 1) * m <= i) un++, next = 0;
-            const int64_t end = (un + 1) * m < c1 ? (un + 1) * m : c1;
-            const float T = t->ths[un].T;
-            if (t->ths[un].extra == 0) { /* every key >= T is kept: flags and values straight */
-                /* values compress straight into their place (the frame's
-                 * fp32 section, else vals) when the room is certain */
-                float *dst = direct_f32 ? (float *)(void *)(direct_f32 + 4 * (size_t)(un * kk + next)) : vals + un * kk + next;
-                const int room = kk - next >= end - i;
-                size_t cn;
-                if (fused) {
-                    cn = k->select_ge_bits(x + i, (size_t)(end - i), T, by_value, bitmap + i / 8, room ? dst : cval);
-                } else {
-                    k->ge_flags(x + i, (size_t)(end - i), T, by_value, flags + (i - c0));
-                    cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, room ? dst : cval, NULL);
-                }
-                if (next + (int64_t)cn > kk) {
-                                        return pz_fail(PZ_ERR_STATE, "top-k kept more than %lld in unit %lld (internal error)", (long long)kk, (long long)un);
-                }
-                if (!room) memcpy(dst, cval, sizeof(float) * cn);
-                next += (int64_t)cn;
-                i = end;
-                continue;
-            }
-            const size_t cn = k->select_ge(x + i, (size_t)(end - i), T, by_value, cidx, cval, NULL);
-            memset(flags + (i - c0), 0, (size_t)(end - i));
-            for (size_t j = 0; j < cn; j++) { /* drop ties beyond k, keep the order */
-                const float v = cval[j], key = by_value ? v : fabsf(v);
-                if (key == T) {
-                    if (t->ths[un].ties <= 0) continue;
-                    t->ths[un].ties--;
-                }
-                if (next == kk) { next++; break; }
-                vals[un * kk + next++] = v;
-                flags[i - c0 + cidx[j]] = 1;
-            }
-            if (next > kk) {
-                return pz_fail(PZ_ERR_STATE, "top-k kept more than %lld in unit %lld (internal error)", (long long)kk, (long long)un);
-            }
-            i = end;
-        }
-        if (!fused) bits_write(k, bitmap + c0 / 8, flags, (size_t)(c1 - c0), 1);
-    }
-    if (!direct_f32) PZ_TRY(write_values(k, p->value_type, h->value_bits, vals, U, kk, values_at, io->sc));
-    *body_len = (size_t)(values_at - body) + vbytes;
-    if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
-    return PZ_OK;
-}
-
 static pz_status write_index_and_values(const codec_params *p, const codec_io *io, const units *u, int64_t kk, const uint32_t *pos,
                                         const float *vals, int64_t stride, uint8_t *body, size_t cap, size_t *body_len, frame_header *h);
 
@@ -161,10 +79,12 @@ static pz_status write_lists(const codec_params *p, const codec_io *io, const un
 
 /* One unit's part of the bitmap, and its kept values, from its threshold:
  * chunk by chunk in cache, right after the unit's selection read it (so x
- * comes from the cache, not memory). The unit starts on a byte of the
- * bitmap; its values go to vdst + un * kk. */
+ * comes from the cache, not memory). Its values go to vdst + un * kk. When
+ * units start on bytes of the bitmap (flags NULL) the unit's bits are
+ * written here; else a flag per element goes to flags (the whole tensor's,
+ * packed by the caller). */
 static pz_status unit_bits_from_threshold(const pz_codec_kernels *k, const float *x, const units *u, int64_t kk, int by_value,
-                                          topk_threshold *th, int64_t un, uint8_t *bitmap, float *vdst) {
+                                          topk_threshold *th, int64_t un, uint8_t *bitmap, uint8_t *flags, float *vdst) {
     enum { TCH = 4096 };
     const int64_t m = u->m, start = un * m, stop = start + m;
     const float T = th->T;
@@ -172,20 +92,26 @@ static pz_status unit_bits_from_threshold(const pz_codec_kernels *k, const float
     int64_t next = 0;
     for (int64_t i = start; i < stop; i += TCH) {
         const int64_t len = stop - i < TCH ? stop - i : TCH;
-        uint8_t *bits = bitmap + i / 8;
         float cval[TCH];
-        if (th->extra == 0) { /* every key >= T is kept: bits and values straight */
+        uint32_t cidx[TCH];
+        uint8_t own[TCH], *fl = flags ? flags + i : own;
+        if (th->extra == 0) { /* every key >= T is kept: flags (or bits) and values straight */
             const int room = kk - next >= len;
-            const size_t cn = k->select_ge_bits(x + i, (size_t)len, T, by_value, bits, room ? dst + next : cval);
+            float *to = room ? dst + next : cval;
+            size_t cn;
+            if (flags) {
+                k->ge_flags(x + i, (size_t)len, T, by_value, fl);
+                cn = k->select_ge(x + i, (size_t)len, T, by_value, cidx, to, NULL);
+            } else {
+                cn = k->select_ge_bits(x + i, (size_t)len, T, by_value, bitmap + i / 8, to);
+            }
             if (next + (int64_t)cn > kk) break;
             if (!room) memcpy(dst + next, cval, sizeof(float) * cn);
             next += (int64_t)cn;
             continue;
         }
-        uint8_t flags[TCH];
-        uint32_t cidx[TCH];
         const size_t cn = k->select_ge(x + i, (size_t)len, T, by_value, cidx, cval, NULL);
-        memset(flags, 0, (size_t)len);
+        memset(fl, 0, (size_t)len);
         for (size_t j = 0; j < cn; j++) { /* drop ties beyond k, keep the order */
             const float v = cval[j], key = by_value ? v : fabsf(v);
             if (key == T) {
@@ -194,20 +120,21 @@ static pz_status unit_bits_from_threshold(const pz_codec_kernels *k, const float
             }
             if (next == kk) { next++; break; }
             dst[next++] = v;
-            flags[cidx[j]] = 1;
+            fl[cidx[j]] = 1;
         }
         if (next > kk) break;
-        bits_write(k, bits, flags, (size_t)len, 1);
+        if (!flags) bits_write(k, bitmap + i / 8, fl, (size_t)len, 1);
     }
     if (next != kk)
         return pz_fail(PZ_ERR_STATE, "top-k kept %lld, not %lld, in unit %lld (internal error)", (long long)next, (long long)kk, (long long)un);
     return PZ_OK;
 }
 
-/* TopK, the index section certainly a bitmap and every unit starting on a
- * byte of it: unit by unit, the selection and then, while the unit is in
- * the cache, its bits and values from the threshold. A unit that comes back
- * with a list (the sample misjudged) turns the frame into lists for all. */
+/* TopK, the index section certainly a bitmap: unit by unit, the selection
+ * and then, while the unit is in the cache, its bits and values from the
+ * threshold (units not starting on a byte of the bitmap leave flags, packed
+ * at the end). A unit that comes back with a list (the sample misjudged)
+ * turns the frame into lists for all. */
 static pz_status encode_bitmap_by_unit(const codec_params *p, const codec_io *io, const float *x, const units *u, int64_t kk, uint8_t *body,
                                        size_t cap, size_t *body_len, frame_header *h) {
     const int64_t U = u->U, n = u->n;
@@ -221,12 +148,17 @@ static pz_status encode_bitmap_by_unit(const codec_params *p, const codec_io *io
     /* fp32 values go straight into the frame when their section starts on
      * a float's alignment (the bitmap before it has any number of bytes) */
     float *vdst = p->value_type == VAL_F32 && ((uintptr_t)values_at & 3) == 0 ? (float *)(void *)values_at : t.vals;
+    uint8_t *flags = U == 1 || u->m % 8 == 0 ? NULL : scratch_get(io->sc, SC_NEG, (size_t)n);
+    if (U > 1 && u->m % 8 && !flags) {
+        free(t.ths);
+        return pz_fail(PZ_ERR_NOMEM, "out of memory for the flags of %lld elements", (long long)n);
+    }
     pz_status st = PZ_OK;
     int lists = 0;
 #pragma omp parallel for schedule(dynamic) if (U > 1 && n > (1 << 16))
     for (int64_t un = 0; un < U; un++) {
         pz_status s = select_unit(io, x, u, kk, by_value, &t, un);
-        if (!s && t.ths[un].only) s = unit_bits_from_threshold(io->k, x, u, kk, by_value, &t.ths[un], un, body, vdst);
+        if (!s && t.ths[un].only) s = unit_bits_from_threshold(io->k, x, u, kk, by_value, &t.ths[un], un, body, flags, vdst);
         else if (!s) {
 #pragma omp atomic write
             lists = 1;
@@ -245,6 +177,7 @@ static pz_status encode_bitmap_by_unit(const codec_params *p, const codec_io *io
     }
     free(t.ths);
     PZ_TRY(st);
+    if (flags) bits_write(io->k, body, flags, (size_t)n, 1);
     if (vdst == t.vals) PZ_TRY(write_values(io->k, p->value_type, h->value_bits, t.vals, U, kk, values_at, io->sc));
     *body_len = (size_t)(values_at - body) + value_bytes(p->value_type, h->value_bits, U, U * kk);
     if (*body_len > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
@@ -335,24 +268,9 @@ static pz_status encode_topk(const codec_params *p, const codec_io *io, const fl
     /* when the index section is certainly a bitmap, dense units may come
      * back with thresholds, taken in one chunked pass */
     const int bitmap_certain = p->index_coding == IDX_BITMAP || (p->index_coding == IDX_AUTO && (size_t)(U * kk) >= bits_bytes((uint64_t)n, 1));
-    if (bitmap_certain && (U == 1 || u->m % 8 == 0)) return encode_bitmap_by_unit(p, io, x, u, kk, body, cap, body_len, h);
+    if (bitmap_certain) return encode_bitmap_by_unit(p, io, x, u, kk, body, cap, body_len, h);
     unit_tops t;
-    PZ_TRY(select_units(io, x, u, kk, by_value, (bitmap_certain ? SEL_THRESHOLDS : 0) | SEL_IN_PLACE, &t));
-    pz_status st = PZ_OK;
-    if (bitmap_certain) {
-        int all_only = 1;
-        for (int64_t un = 0; un < U; un++) all_only &= t.ths[un].only;
-        if (all_only) {
-            st = encode_bitmap_from_thresholds(p, io, x, u, kk, &t, body, cap, body_len, h);
-            free(t.ths);
-            return st;
-        }
-        /* some unit came back with a list: lists for all */
-        for (int64_t un = 0; un < U && !st; un++)
-            if (t.ths[un].only) st = unit_list_from_threshold(io, x, u, kk, by_value, &t, un);
-        free(t.ths);
-        PZ_TRY(st);
-    }
+    PZ_TRY(select_units(io, x, u, kk, by_value, SEL_IN_PLACE, &t));
     return write_lists(p, io, u, kk, &t, body, cap, body_len, h);
 }
 

@@ -183,8 +183,8 @@ static int cmp_desc(const void *a, const void *b) {
 }
 
 static void test_topk(void) {
-    for (int big = 0; big < 2; big++) {
-        const int64_t B = 4, m = big ? 100000 : 997, n = B * m;
+    for (int big = 0; big < 3; big++) { /* 100003: units off the bitmap's bytes, on the sampled paths */
+        const int64_t B = 4, m = big == 2 ? 100003 : big ? 100000 : 997, n = B * m;
         const int64_t shape[] = {B, m};
         float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n), *mag = malloc(sizeof(float) * m);
         fill_gradient_like(x, n, 5 + big);
@@ -255,9 +255,9 @@ static void test_topk(void) {
         }
         free(x), free(y), free(mag);
     }
-    { /* many ties on large units (the sampled-threshold paths): values on
-       * 5 levels, so the k-th largest is shared by thousands */
-        const int64_t m = 50000, shape2[] = {2, m};
+    for (int odd = 0; odd < 2; odd++) { /* many ties on large units (the sampled-threshold paths): values on
+       * 5 levels, so the k-th largest is shared by thousands; 50001: units off the bitmap's bytes */
+        const int64_t m = odd ? 50001 : 50000, shape2[] = {2, m};
         float *x = malloc(sizeof(float) * 2 * m), *y = malloc(sizeof(float) * 2 * m);
         pz_rng r;
         pz_rng_seed(&r, 21);
