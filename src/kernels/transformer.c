@@ -148,15 +148,6 @@ void gelu_backward(float *dinp, const float *dout, const float *inp, size_t n) {
  * thread count. */
 enum { ATT_BQ = 42 }; /* queries a block: 3 AVX-512 tiles of rows, 7 AVX2 */
 
-/* head h of sample b's rows of width hs, gathered from a row stride ld:
- * rows (T, hs) into r, and their transpose (hs, T) into rt when not NULL */
-static void gather_head(float *restrict r, float *restrict rt, const float *src, int ld, int T, int hs) {
-    for (int t = 0; t < T; t++) memcpy(r + (size_t)t * hs, src + (size_t)t * ld, sizeof(float) * (size_t)hs);
-    if (rt)
-        for (int t = 0; t < T; t++)
-            for (int c = 0; c < hs; c++) rt[(size_t)c * T + t] = r[(size_t)t * hs + c];
-}
-
 /* ---- the same attention without scratch memory --------------------------------
  * For (sample, head) pairs whose thread could not get its scratch (out of
  * memory): query by query, straight from qkv, no buffer at all (two
@@ -228,31 +219,30 @@ void attention_backward_direct(float *dqkv, const float *dout, const float *qkv,
 void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
-    const size_t th = (size_t)T * hs;
 #pragma omp parallel num_threads(pz_get_threads())
     {
-        /* the block's scores, and the head's queries, keys^T and values, contiguous */
-        float *S = pz_thread_scratch(2, (size_t)ATT_BQ * T), *Q = pz_thread_scratch(3, 3 * th), *KT = Q + th, *V = KT + th;
+        float *S = pz_thread_scratch(2, (size_t)ATT_BQ * T); /* the block's scores */
 #pragma omp for schedule(static)
         for (int bh = 0; bh < B * NH; bh++) {
             const int b = bh / NH, h = bh % NH;
-            if (!S || !Q) { /* out of memory for the tiles */
+            if (!S) { /* out of memory for the tiles */
                 attention_forward_direct(out, lse, qkv, b, h, T, C, NH);
                 continue;
             }
-            const float *q = qkv + (size_t)b * T * C3 + h * hs;
+            /* the head's queries, keys and values in place, rows C3 apart:
+             * the products pack them */
+            const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
             float *o = out + (size_t)b * T * C + h * hs, *L = lse + (size_t)bh * T;
-            gather_head(Q, NULL, q, C3, T, hs);
-            gather_head(V, KT, q + C, C3, T, hs); /* keys: V holds them for now */
-            gather_head(V, NULL, q + 2 * C, C3, T, hs);
             for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
                 const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
+                float inv[ATT_BQ];
                 /* S (nq, nk) = scale Q[i0..] . K[0..nk)^T */
-                pz_gemm(0, 0, nq, nk, hs, scale, Q + (size_t)i0 * hs, hs, KT, T, 0.0f, S, nk, NULL);
+                pz_gemm(0, 1, nq, nk, hs, scale, q + (size_t)i0 * C3, C3, k, C3, 0.0f, S, nk, NULL);
                 for (int r = 0; r < nq; r++) {
                     float *sr = S + (size_t)r * nk;
                     const int n = i0 + r + 1; /* keys 0..i */
                     float mx = sr[0];
+#pragma omp simd reduction(max : mx)
                     for (int j = 1; j < n; j++) mx = sr[j] > mx ? sr[j] : mx;
                     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
@@ -260,14 +250,18 @@ void attention_forward(float *out, float *lse, const float *qkv, int B, int T, i
                         const float e = pz_exp_neg(sr[j] - mx);
                         sr[j] = e, sum += e;
                     }
-                    const float inv = 1.0f / sum;
-#pragma omp simd
-                    for (int j = 0; j < n; j++) sr[j] *= inv;
                     for (int j = n; j < nk; j++) sr[j] = 0.0f;
+                    inv[r] = 1.0f / sum;
                     L[i0 + r] = mx + logf(sum);
                 }
-                /* out[i0..] (nq, hs) = P (nq, nk) . V[0..nk) */
-                pz_gemm(0, 0, nq, hs, nk, 1.0f, S, nk, V, hs, 0.0f, o + (size_t)i0 * C, C, NULL);
+                /* out[i0..] (nq, hs) = P (nq, nk) . V[0..nk): the exponentials'
+                 * products, then each row over its sum */
+                pz_gemm(0, 0, nq, hs, nk, 1.0f, S, nk, v, C3, 0.0f, o + (size_t)i0 * C, C, NULL);
+                for (int r = 0; r < nq; r++) {
+                    float *orow = o + (size_t)(i0 + r) * C;
+#pragma omp simd
+                    for (int c = 0; c < hs; c++) orow[c] *= inv[r];
+                }
             }
         }
     }
@@ -276,32 +270,27 @@ void attention_forward(float *out, float *lse, const float *qkv, int B, int T, i
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse, int B, int T, int C, int NH) {
     const int hs = C / NH, C3 = 3 * C;
     const float scale = 1.0f / sqrtf((float)hs);
-    const size_t th = (size_t)T * hs;
 #pragma omp parallel num_threads(pz_get_threads())
     {
         float *P = pz_thread_scratch(2, 2 * (size_t)ATT_BQ * T), *dS = P + (size_t)ATT_BQ * T;
-        float *Q = pz_thread_scratch(3, 6 * th), *K = Q + th, *KT = K + th, *V = KT + th, *VT = V + th, *dY = VT + th;
 #pragma omp for schedule(static)
         for (int bh = 0; bh < B * NH; bh++) {
             const int b = bh / NH, h = bh % NH;
-            if (!P || !Q) { /* out of memory for the tiles */
+            if (!P) { /* out of memory for the tiles */
                 attention_backward_direct(dqkv, dout, qkv, lse, b, h, T, C, NH);
                 continue;
             }
             const size_t off = (size_t)b * T * C3 + h * hs;
             const float *L = lse + (size_t)bh * T;
+            const float *q = qkv + off, *k = q + C, *v = q + 2 * C, *dy = dout + (size_t)b * T * C + h * hs;
             float *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
-            gather_head(Q, NULL, qkv + off, C3, T, hs);
-            gather_head(K, KT, qkv + off + C, C3, T, hs);
-            gather_head(V, VT, qkv + off + 2 * C, C3, T, hs);
-            gather_head(dY, NULL, dout + (size_t)b * T * C + h * hs, C, T, hs);
             for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
                 const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
-                const float *Qb = Q + (size_t)i0 * hs, *dYb = dY + (size_t)i0 * hs;
+                const float *Qb = q + (size_t)i0 * C3, *dYb = dy + (size_t)i0 * C;
                 /* P: the block's probabilities again, exp(scale Q K^T - lse) */
-                pz_gemm(0, 0, nq, nk, hs, scale, Qb, hs, KT, T, 0.0f, P, nk, NULL);
+                pz_gemm(0, 1, nq, nk, hs, scale, Qb, C3, k, C3, 0.0f, P, nk, NULL);
                 /* dP (nq, nk) = dY[i0..] . V[0..nk)^T */
-                pz_gemm(0, 0, nq, nk, hs, 1.0f, dYb, hs, VT, T, 0.0f, dS, nk, NULL);
+                pz_gemm(0, 1, nq, nk, hs, 1.0f, dYb, C, v, C3, 0.0f, dS, nk, NULL);
                 for (int r = 0; r < nq; r++) {
                     float *p = P + (size_t)r * nk, *d = dS + (size_t)r * nk;
                     const int n = i0 + r + 1;
@@ -320,13 +309,13 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
                 /* dq[i0..] = scale dS . K[0..nk); dk[0..nk) += scale dS^T . Q[i0..];
                  * dv[0..nk) += P^T . dY[i0..] (rows below i0 add to what
                  * earlier blocks wrote; the block's own rows start from 0) */
-                pz_gemm(0, 0, nq, hs, nk, scale, dS, nk, K, hs, 0.0f, dq + (size_t)i0 * C3, C3, NULL);
+                pz_gemm(0, 0, nq, hs, nk, scale, dS, nk, k, C3, 0.0f, dq + (size_t)i0 * C3, C3, NULL);
                 if (i0) {
-                    pz_gemm(1, 0, i0, hs, nq, scale, dS, nk, Qb, hs, 1.0f, dk, C3, NULL);
-                    pz_gemm(1, 0, i0, hs, nq, 1.0f, P, nk, dYb, hs, 1.0f, dv, C3, NULL);
+                    pz_gemm(1, 0, i0, hs, nq, scale, dS, nk, Qb, C3, 1.0f, dk, C3, NULL);
+                    pz_gemm(1, 0, i0, hs, nq, 1.0f, P, nk, dYb, C, 1.0f, dv, C3, NULL);
                 }
-                pz_gemm(1, 0, nq, hs, nq, scale, dS + i0, nk, Qb, hs, 0.0f, dk + (size_t)i0 * C3, C3, NULL);
-                pz_gemm(1, 0, nq, hs, nq, 1.0f, P + i0, nk, dYb, hs, 0.0f, dv + (size_t)i0 * C3, C3, NULL);
+                pz_gemm(1, 0, nq, hs, nq, scale, dS + i0, nk, Qb, C3, 0.0f, dk + (size_t)i0 * C3, C3, NULL);
+                pz_gemm(1, 0, nq, hs, nq, 1.0f, P + i0, nk, dYb, C, 0.0f, dv + (size_t)i0 * C3, C3, NULL);
             }
         }
     }
