@@ -133,6 +133,11 @@ void gelu_forward_avx512(float *out, const float *inp, size_t n);
 void gelu_backward_avx512(float *dinp, const float *dout, const float *inp, size_t n);
 void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH);
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse, int B, int T, int C, int NH);
+/* their softmax row loops per ISA (softmax_impl.h), chosen by the two above */
+void softmax_rows_forward_avx2(float *S, float *inv, float *L, int nq, int nk, int i0);
+void softmax_rows_backward_avx2(float *P, float *dS, const float *L, int nq, int nk, int i0);
+void softmax_rows_forward_avx512(float *S, float *inv, float *L, int nq, int nk, int i0);
+void softmax_rows_backward_avx512(float *P, float *dS, const float *L, int nq, int nk, int i0);
 /* one (sample b, head h) pair without any scratch memory: what the two above
  * fall back to where a thread cannot get its tiles' scratch (agrees with
  * them to rounding) */

@@ -106,11 +106,14 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, co
  * build, lane or thread computes it. */
 #define GELU_SUFFIX avx2
 #include "gelu_impl.h"
+#define SM_SUFFIX avx2
+#include "softmax_impl.h"
 
-static int gelu_wide(void) { return !strcmp(pz_gemm_get_info().name, "avx512"); }
+/* whether the AVX-512 builds of the element and row loops run */
+static int wide_kernels(void) { return !strcmp(pz_gemm_get_info().name, "avx512"); }
 
 void gelu_forward(float *out, const float *inp, size_t n) {
-    const int wide = gelu_wide(), nt = n > 65536 ? pz_get_threads() : 1;
+    const int wide = wide_kernels(), nt = n > 65536 ? pz_get_threads() : 1;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         const int t = omp_get_thread_num(), T = omp_get_num_threads();
@@ -121,7 +124,7 @@ void gelu_forward(float *out, const float *inp, size_t n) {
 }
 
 void gelu_backward(float *dinp, const float *dout, const float *inp, size_t n) {
-    const int wide = gelu_wide(), nt = n > 65536 ? pz_get_threads() : 1;
+    const int wide = wide_kernels(), nt = n > 65536 ? pz_get_threads() : 1;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         const int t = omp_get_thread_num(), T = omp_get_num_threads();
@@ -217,7 +220,7 @@ void attention_backward_direct(float *dqkv, const float *dout, const float *qkv,
 }
 
 void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
-    const int hs = C / NH, C3 = 3 * C;
+    const int hs = C / NH, C3 = 3 * C, wide = wide_kernels();
     const float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel num_threads(pz_get_threads())
     {
@@ -238,22 +241,8 @@ void attention_forward(float *out, float *lse, const float *qkv, int B, int T, i
                 float inv[ATT_BQ];
                 /* S (nq, nk) = scale Q[i0..] . K[0..nk)^T */
                 pz_gemm(0, 1, nq, nk, hs, scale, q + (size_t)i0 * C3, C3, k, C3, 0.0f, S, nk, NULL);
-                for (int r = 0; r < nq; r++) {
-                    float *sr = S + (size_t)r * nk;
-                    const int n = i0 + r + 1; /* keys 0..i */
-                    float mx = sr[0];
-#pragma omp simd reduction(max : mx)
-                    for (int j = 1; j < n; j++) mx = sr[j] > mx ? sr[j] : mx;
-                    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-                    for (int j = 0; j < n; j++) {
-                        const float e = pz_exp_neg(sr[j] - mx);
-                        sr[j] = e, sum += e;
-                    }
-                    for (int j = n; j < nk; j++) sr[j] = 0.0f;
-                    inv[r] = 1.0f / sum;
-                    L[i0 + r] = mx + logf(sum);
-                }
+                if (wide) softmax_rows_forward_avx512(S, inv, L + i0, nq, nk, i0);
+                else softmax_rows_forward_avx2(S, inv, L + i0, nq, nk, i0);
                 /* out[i0..] (nq, hs) = P (nq, nk) . V[0..nk): the exponentials'
                  * products, then each row over its sum */
                 pz_gemm(0, 0, nq, hs, nk, 1.0f, S, nk, v, C3, 0.0f, o + (size_t)i0 * C, C, NULL);
@@ -268,7 +257,7 @@ void attention_forward(float *out, float *lse, const float *qkv, int B, int T, i
 }
 
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse, int B, int T, int C, int NH) {
-    const int hs = C / NH, C3 = 3 * C;
+    const int hs = C / NH, C3 = 3 * C, wide = wide_kernels();
     const float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel num_threads(pz_get_threads())
     {
@@ -291,21 +280,9 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
                 pz_gemm(0, 1, nq, nk, hs, scale, Qb, C3, k, C3, 0.0f, P, nk, NULL);
                 /* dP (nq, nk) = dY[i0..] . V[0..nk)^T */
                 pz_gemm(0, 1, nq, nk, hs, 1.0f, dYb, C, v, C3, 0.0f, dS, nk, NULL);
-                for (int r = 0; r < nq; r++) {
-                    float *p = P + (size_t)r * nk, *d = dS + (size_t)r * nk;
-                    const int n = i0 + r + 1;
-                    const float l = L[i0 + r];
-                    float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-                    for (int j = 0; j < n; j++) {
-                        const float e = pz_exp_neg(p[j] - l);
-                        p[j] = e, dot += e * d[j];
-                    }
-                    /* through the softmax: dS = P (dP - sum_j P dP) */
-#pragma omp simd
-                    for (int j = 0; j < n; j++) d[j] = p[j] * (d[j] - dot);
-                    for (int j = n; j < nk; j++) p[j] = 0.0f, d[j] = 0.0f;
-                }
+                /* P the probabilities, dS through the softmax: P (dP - sum_j P dP) */
+                if (wide) softmax_rows_backward_avx512(P, dS, L + i0, nq, nk, i0);
+                else softmax_rows_backward_avx2(P, dS, L + i0, nq, nk, i0);
                 /* dq[i0..] = scale dS . K[0..nk); dk[0..nk) += scale dS^T . Q[i0..];
                  * dv[0..nk) += P^T . dY[i0..] (rows below i0 add to what
                  * earlier blocks wrote; the block's own rows start from 0) */

@@ -108,6 +108,46 @@ static void gelu_builds(void) {
     free(x), free(a), free(b), free(d);
 }
 
+/* attention's softmax rows: the AVX-512 build gives the AVX2 build's bits
+ * (rows of 1 to 70 keys: whole 16-lane runs and tails), and both agree
+ * with double precision */
+static void softmax_builds(void) {
+    enum { NQ = 30, I0 = 40, NK = I0 + NQ };
+    float s[NQ * NK], a[NQ * NK], b[NQ * NK], da[NQ * NK], db[NQ * NK], ia[NQ], ib[NQ], la[NQ], lb[NQ];
+    for (int i = 0; i < NQ * NK; i++) {
+        const uint32_t u = (uint32_t)(i * 2654435761u);
+        s[i] = ((float)(u >> 8) / 16777216.0f - 0.5f) * 12.0f;
+    }
+    s[5] = 95.0f, s[NK + 3] = -200.0f; /* past the exponential's clamps once the max is subtracted */
+    for (int i0 = 0; i0 <= I0; i0 += I0) { /* rows of 1..30 keys, then 41..70 */
+        const int nk = i0 + NQ;
+        memcpy(a, s, sizeof s), memcpy(b, s, sizeof s);
+        softmax_rows_forward_avx2(a, ia, la, NQ, nk, i0);
+        int ok = 1;
+        for (int r = 0; r < NQ && ok; r++) { /* against double precision */
+            const int n = i0 + r + 1;
+            double mx = s[r * nk], sum = 0.0;
+            for (int j = 1; j < n; j++) mx = s[r * nk + j] > mx ? s[r * nk + j] : mx;
+            for (int j = 0; j < n; j++) sum += exp((double)s[r * nk + j] - mx);
+            ok = fabs(la[r] - (mx + log(sum))) <= 1e-5 * (1.0 + fabs(mx)) && fabs(ia[r] * sum - 1.0) < 1e-5;
+            for (int j = 0; j < nk && ok; j++) {
+                const double want = j < n ? exp((double)s[r * nk + j] - mx) : 0.0;
+                ok = fabs(a[r * nk + j] - want) <= 1e-6 * (want + 1e-30) + 1e-37;
+            }
+        }
+        CHECK(ok, "softmax rows (keys up to %d): the exponentials or sums differ from double precision", nk);
+        if (!(pz_cpu_features() & PZ_CPU_AVX512)) continue;
+        softmax_rows_forward_avx512(b, ib, lb, NQ, nk, i0);
+        CHECK(!memcmp(a, b, sizeof(float) * NQ * nk) && !memcmp(ia, ib, sizeof ia) && !memcmp(la, lb, sizeof la),
+              "softmax rows forward (keys up to %d): the AVX-512 build differs from the AVX2 build", nk);
+        for (int i = 0; i < NQ * nk; i++) da[i] = db[i] = s[(i * 7) % (NQ * nk)] * 0.1f;
+        memcpy(a, s, sizeof s), memcpy(b, s, sizeof s);
+        softmax_rows_backward_avx2(a, da, la, NQ, nk, i0), softmax_rows_backward_avx512(b, db, la, NQ, nk, i0);
+        CHECK(!memcmp(a, b, sizeof(float) * NQ * nk) && !memcmp(da, db, sizeof(float) * NQ * nk),
+              "softmax rows backward (keys up to %d): the AVX-512 build differs from the AVX2 build", nk);
+    }
+}
+
 static void layers(void) {
     { /* LayerNorm */
         ref_tensor *x = R("layernorm.x"), *w = R("layernorm.w"), *b = R("layernorm.b");
@@ -153,6 +193,7 @@ static void layers(void) {
     }
     attention_tiles();
     gelu_builds();
+    softmax_builds();
     { /* embeddings (a token repeated within a sequence and across them) */
         ref_tensor *tok = R("embedding.tok"), *wte = R("embedding.wte"), *wpe = R("embedding.wpe");
         const int B = tok->dims[0], T = tok->dims[1], V = wte->dims[0], C = wte->dims[1];
