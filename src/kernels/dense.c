@@ -15,24 +15,10 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
                      const float *weight, int B, int C, int OC) {
     if (dinp) /* dinp (B, C) = dout (B, OC) . W (OC, C) */
         pz_gemm(0, 0, B, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C, NULL);
-    /* dW (OC, C) += dout^T (OC, B) . inp (B, C) */
-    pz_gemm(1, 0, OC, C, B, 1.0f, dout, OC, inp, C, 1.0f, dweight, C, NULL);
-    if (dbias) {
-        /* each output's sum over the rows in row order, the outputs side by
-         * side (a vector of them at a time), in blocks of outputs over threads */
-        enum { OB = 256 };
-#pragma omp parallel for schedule(static) num_threads(pz_get_threads()) if ((size_t)B * OC > 65536)
-        for (int o0 = 0; o0 < OC; o0 += OB) {
-            const int o1 = o0 + OB < OC ? o0 + OB : OC;
-            float s[OB] = {0};
-            for (int b = 0; b < B; b++) {
-                const float *d = dout + (size_t)b * OC;
-#pragma omp simd
-                for (int o = o0; o < o1; o++) s[o - o0] += d[o];
-            }
-            for (int o = o0; o < o1; o++) dbias[o] += s[o - o0];
-        }
-    }
+    /* dW (OC, C) += dout^T (OC, B) . inp (B, C); dbias (OC) += each output's
+     * sum over the rows, in row order, taken as the product packs dout */
+    if (dbias) pz_gemm_rowsum(1, 0, OC, C, B, 1.0f, dout, OC, inp, C, 1.0f, dweight, C, NULL, dbias);
+    else pz_gemm(1, 0, OC, C, B, 1.0f, dout, OC, inp, C, 1.0f, dweight, C, NULL);
 }
 
 void relu_forward(float *out, const float *inp, size_t n) {

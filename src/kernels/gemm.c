@@ -84,12 +84,37 @@ pz_conv_info pz_gemm_get_info(void) {
     return i;
 }
 
-void pz_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-             float beta, float *C, int ldc, const float *bias) {
+/* each row of op(A) (M, K)'s sum over k, in k order from 0, added to asum */
+static void rows_sum(int ta, int M, int K, const float *A, int lda, float *asum) {
+    if (!ta) {
+        for (int i = 0; i < M; i++) {
+            float s = 0.0f;
+            for (int k = 0; k < K; k++) s += A[(size_t)i * lda + k];
+            asum[i] += s;
+        }
+        return;
+    }
+    /* A^T: rows side by side (a vector of them at a time), in blocks over threads */
+    enum { OB = 256 };
+#pragma omp parallel for schedule(static) num_threads(pz_get_threads()) if ((size_t)K * M > 65536 && !omp_in_parallel())
+    for (int o0 = 0; o0 < M; o0 += OB) {
+        const int o1 = o0 + OB < M ? o0 + OB : M;
+        float s[OB] = {0};
+        for (int k = 0; k < K; k++) {
+            const float *d = A + (size_t)k * lda;
+#pragma omp simd
+            for (int o = o0; o < o1; o++) s[o - o0] += d[o];
+        }
+        for (int o = o0; o < o1; o++) asum[o] += s[o - o0];
+    }
+}
+
+static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                 float beta, float *C, int ldc, const float *bias, float *asum) {
     const pz_gemm_ops *ops = gemm_ops();
     /* one thread inside a parallel region, or for a product too small to share */
     const int threads = omp_in_parallel() || (double)M * N * K < 262144.0 ? 1 : pz_get_threads();
-    if (ops && ops->gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, threads) == 0) return;
+    if (ops && ops->gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, asum, threads) == 0) return;
     pz_blas_prepare();
     float b = beta;
     if (bias) { /* C = beta C + bias first, then the product added */
@@ -99,4 +124,15 @@ void pz_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, i
     }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B,
                 ldb, b, C, ldc);
+    if (asum && M > 0) rows_sum(ta, M, K > 0 ? K : 0, A, lda, asum);
+}
+
+void pz_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+             float beta, float *C, int ldc, const float *bias) {
+    gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, NULL);
+}
+
+void pz_gemm_rowsum(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                    float beta, float *C, int ldc, const float *bias, float *asum) {
+    gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, asum);
 }

@@ -76,20 +76,32 @@ static inline void gm_pack_transposed16(float *dst, int w, const float *src, siz
 
 /* op(A) rows [i0, i0 + mc), k [k0, k0 + kc) into panels of MR rows: panel p
  * holds, for each k, rows p MR .. p MR + MR - 1 (zeros past mc) */
-static void GM_NAME(pack_a)(float *restrict dst, int ta, const float *A, int lda, int i0, int mc, int k0, int kc) {
+static void GM_NAME(pack_a)(float *restrict dst, int ta, const float *A, int lda, int i0, int mc, int k0, int kc,
+                            float *restrict rs) {
     for (int p = 0; p < mc; p += GM_MR) {
         const int mr = mc - p < GM_MR ? mc - p : GM_MR;
         float *d = dst + (size_t)p * kc;
         if (ta) { /* A^T: A(i, k) = A[k lda + i], each k's rows contiguous */
 #if GM_V == 16 && defined(__AVX512F__)
             const __mmask16 in = (__mmask16)((1u << mr) - 1), out = (__mmask16)((1u << GM_MR) - 1);
-            for (int k = 0; k < kc; k++)
-                _mm512_mask_storeu_ps(d + (size_t)k * GM_MR, out, _mm512_maskz_loadu_ps(in, A + (size_t)(k0 + k) * lda + i0 + p));
+            if (rs) { /* each row's sum, k in order, one lane a row */
+                __m512 sum = _mm512_maskz_loadu_ps(in, rs + p);
+                for (int k = 0; k < kc; k++) {
+                    const __m512 v = _mm512_maskz_loadu_ps(in, A + (size_t)(k0 + k) * lda + i0 + p);
+                    _mm512_mask_storeu_ps(d + (size_t)k * GM_MR, out, v);
+                    sum = _mm512_add_ps(sum, v);
+                }
+                _mm512_mask_storeu_ps(rs + p, in, sum);
+            } else
+                for (int k = 0; k < kc; k++)
+                    _mm512_mask_storeu_ps(d + (size_t)k * GM_MR, out, _mm512_maskz_loadu_ps(in, A + (size_t)(k0 + k) * lda + i0 + p));
 #else
             for (int k = 0; k < kc; k++) {
                 const float *s = A + (size_t)(k0 + k) * lda + i0 + p;
                 for (int i = 0; i < mr; i++) d[(size_t)k * GM_MR + i] = s[i];
                 for (int i = mr; i < GM_MR; i++) d[(size_t)k * GM_MR + i] = 0.0f;
+                if (rs)
+                    for (int i = 0; i < mr; i++) rs[p + i] += s[i];
             }
 #endif
         } else {
@@ -104,6 +116,13 @@ static void GM_NAME(pack_a)(float *restrict dst, int ta, const float *A, int lda
             }
             for (int i = mr; i < GM_MR; i++)
                 for (int k = kv; k < kc; k++) d[(size_t)k * GM_MR + i] = 0.0f;
+            if (rs) /* each row's sum, k in order */
+                for (int i = 0; i < mr; i++) {
+                    const float *s = A + (size_t)(i0 + p + i) * lda + k0;
+                    float sum = rs[p + i];
+                    for (int k = 0; k < kc; k++) sum += s[k];
+                    rs[p + i] = sum;
+                }
         }
     }
 }
@@ -208,6 +227,7 @@ typedef struct {
     float *C;
     int ldc;
     const float *bias;
+    float *asum, *rs; /* op(A)'s row sums: added to asum, summed in rs (NULL: none) */
     int MC, nblocks;
     float *bp, *aps;
     size_t asize;
@@ -219,6 +239,9 @@ static void GM_NAME(run)(const gm_job *g, int t, int n) {
     float *ap = g->aps + g->asize * t;
     const int MC = g->MC, M = g->M, N = g->N, K = g->K;
     const int b0 = (int)((long)g->nblocks * t / n), b1 = (int)((long)g->nblocks * (t + 1) / n);
+    const int r0 = b0 * MC, r1 = b1 * MC < M ? b1 * MC : M; /* this thread's rows of C */
+    if (g->rs)
+        for (int i = r0; i < r1; i++) g->rs[i] = 0.0f;
     for (int j0 = 0; j0 < N; j0 += GM_NC) {
         const int nc = N - j0 < GM_NC ? N - j0 : GM_NC, nq = (nc + GM_NR - 1) / GM_NR;
         for (int k0 = 0; k0 < K; k0 += GM_KC) {
@@ -229,7 +252,8 @@ static void GM_NAME(run)(const gm_job *g, int t, int n) {
             }
             for (int blk = b0; blk < b1; blk++) {
                 const int i0 = blk * MC, mc = M - i0 < MC ? M - i0 : MC;
-                GM_NAME(pack_a)(ap, g->ta, g->A, g->lda, i0, mc, k0, kc);
+                /* the row sums from the first column block's packing only */
+                GM_NAME(pack_a)(ap, g->ta, g->A, g->lda, i0, mc, k0, kc, g->rs && j0 == 0 ? g->rs + i0 : NULL);
                 for (int q = 0; q < nq; q++) {
                     const int j = q * GM_NR, nr = nc - j < GM_NR ? nc - j : GM_NR;
                     for (int p = 0; p < mc; p += GM_MR)
@@ -243,10 +267,12 @@ static void GM_NAME(run)(const gm_job *g, int t, int n) {
             }
         }
     }
+    if (g->rs)
+        for (int i = r0; i < r1; i++) g->asum[i] += g->rs[i];
 }
 
 int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-                      float beta, float *C, int ldc, const float *bias, int threads) {
+                      float beta, float *C, int ldc, const float *bias, float *asum, int threads) {
     if (M <= 0 || N <= 0) return 0;
     if (K <= 0) { /* no products: C = beta C + bias */
         for (int i = 0; i < M; i++)
@@ -254,6 +280,8 @@ int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const flo
                 float v = beta != 0.0f ? beta * C[(size_t)i * ldc + j] : 0.0f;
                 C[(size_t)i * ldc + j] = bias ? v + bias[j] : v;
             }
+        if (asum) /* rows of no elements: each sum 0 */
+            for (int i = 0; i < M; i++) asum[i] += 0.0f;
         return 0;
     }
     if (threads < 1) threads = 1;
@@ -270,8 +298,9 @@ int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const flo
     const size_t bsize = (size_t)((nc_max + GM_NR - 1) / GM_NR) * GM_NR * kc_max;
     const size_t asize = (size_t)MC * kc_max;
     float *bp = pz_thread_scratch(0, bsize), *aps = pz_thread_scratch(1, asize * threads);
-    if (!bp || !aps) return -1; /* out of memory: the caller runs the BLAS */
-    const gm_job job = {ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, MC, nblocks, bp, aps, asize};
+    float *rs = asum ? pz_thread_scratch(3, (size_t)M) : NULL;
+    if (!bp || !aps || (asum && !rs)) return -1; /* out of memory: the caller runs the BLAS */
+    const gm_job job = {ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, asum, rs, MC, nblocks, bp, aps, asize};
     if (threads == 1) GM_NAME(run)(&job, 0, 1); /* no team: this may be one thread of a parallel region */
     else {
 #pragma omp parallel num_threads(threads)

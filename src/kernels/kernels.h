@@ -100,9 +100,14 @@ void global_avgpool_backward(float *dinp, const float *dout, int B, int C, int H
  * thread count. */
 void pz_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
              float beta, float *C, int ldc, const float *bias);
+/* pz_gemm that also adds each row of op(A)'s sum over k (in k order from
+ * 0, the same bits as a plain loop) to asum (M): a dense layer's bias
+ * gradient from its weight gradient's product, read once */
+void pz_gemm_rowsum(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                    float beta, float *C, int ldc, const float *bias, float *asum);
 /* the kernels pz_gemm runs ("avx512", "avx2" or "blas") and who chose them */
-/* n floats of this OS thread's scratch number `slot` (0 to 3; 0 and 1 are
- * pz_gemm's own), 64-byte aligned, kept for the thread's life and freed
+/* n floats of this OS thread's scratch number `slot` (0 to 3; 0, 1 and 3
+ * are pz_gemm's own), 64-byte aligned, kept for the thread's life and freed
  * when it ends; NULL when out of memory */
 float *pz_thread_scratch(int slot, size_t n);
 pz_conv_info pz_gemm_get_info(void);

@@ -6,26 +6,39 @@
  * shapes that reach every edge (one row, one column, sizes that are not
  * multiples of the tiles, K past one packed block and past several, N past
  * one column block). Then what the design promises: the thread count never
- * changes a bit; the AVX-512 and AVX2 builds give the same bits; pz_gemm
- * routes to the build chosen from the CPU's features. */
+ * changes a bit; the AVX-512 and AVX2 builds give the same bits; the row
+ * sums of op(A) taken while packing are a plain loop's bits; pz_gemm routes
+ * to the build chosen from the CPU's features (or, run with
+ * PZ_GEMM_KERNELS=blas, to the BLAS, with the row sums its own pass). */
 #include "../test.h"
 #include "base/base.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
 
 typedef int (*gemm_fn)(int, int, int, int, int, float, const float *, int, const float *, int, float, float *, int,
-                        const float *, int);
+                        const float *, float *, int);
 
 static float urand(uint64_t *s) {
     *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
     return (float)((*s >> 40) / 16777216.0) - 0.5f;
 }
 
+/* each row of op(A)'s sum over k in order from 0, added to base: what the
+ * row sums must give, bit for bit */
+static void plain_rowsum(float *out, const float *base, int ta, int M, int K, const float *A, int lda) {
+    for (int i = 0; i < M; i++) {
+        float s = 0.0f;
+        for (int k = 0; k < K; k++) s += ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+        out[i] = base[i] + s;
+    }
+}
+
 /* one product, on 1 and on 3 threads: each element within 2e-6 of the sum
  * of its terms' magnitudes (float32 rounding over K fused terms) of the
- * double-precision definition, and the two runs the same bits */
+ * double-precision definition, and the two runs the same bits; with row
+ * sums asked for (rowsum), those a plain loop's bits */
 static void one(const char *isa, gemm_fn f, int ta, int tb, int M, int N, int K, float alpha, float beta, int use_bias,
-                int pad, uint64_t seed) {
+                int pad, int rowsum, uint64_t seed) {
     const int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
     const size_t na = (size_t)lda * (ta ? K : M), nb = (size_t)ldb * (tb ? N : K), nc = (size_t)ldc * M;
     float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4), *C3 = malloc(nc * 4), *C0 = malloc(nc * 4),
@@ -35,8 +48,16 @@ static void one(const char *isa, gemm_fn f, int ta, int tb, int M, int N, int K,
     for (size_t i = 0; i < nc; i++) C0[i] = beta != 0.0f ? urand(&seed) : NAN;
     for (int j = 0; j < N; j++) bias[j] = urand(&seed);
     memcpy(C, C0, nc * 4), memcpy(C3, C0, nc * 4);
-    f(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, use_bias ? bias : NULL, 1);
-    f(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C3, ldc, use_bias ? bias : NULL, 3);
+    float *base = malloc((size_t)M * 4), *s1 = malloc((size_t)M * 4), *s3 = malloc((size_t)M * 4), *sw = malloc((size_t)M * 4);
+    for (int i = 0; i < M; i++) base[i] = s1[i] = s3[i] = urand(&seed);
+    f(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, use_bias ? bias : NULL, rowsum ? s1 : NULL, 1);
+    f(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C3, ldc, use_bias ? bias : NULL, rowsum ? s3 : NULL, 3);
+    if (rowsum) {
+        plain_rowsum(sw, base, ta, M, K, A, lda);
+        CHECK(!memcmp(s1, sw, (size_t)M * 4) && !memcmp(s3, sw, (size_t)M * 4),
+              "%s ta%d tb%d %dx%dx%d: op(A)'s row sums differ from a plain loop's", isa, ta, tb, M, N, K);
+    }
+    free(base), free(s1), free(s3), free(sw);
     int miss = 0, same = 1, pads = 1;
     for (int i = 0; i < M; i++) {
         same &= memcmp(C + (size_t)i * ldc, C3 + (size_t)i * ldc, (size_t)N * 4) == 0;
@@ -71,10 +92,10 @@ static void build(const char *isa, gemm_fn f) {
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (int t = 0; t < 4; t++) {
             const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-            one(isa, f, t & 1, t >> 1, M, N, K, 1.0f, 0.0f, 0, 0, seed++);
-            one(isa, f, t & 1, t >> 1, M, N, K, 0.37f, 1.0f, 1, 3, seed++);
-            one(isa, f, t & 1, t >> 1, M, N, K, -2.0f, 0.5f, 0, 1, seed++);
-            one(isa, f, t & 1, t >> 1, M, N, K, 1.0f, 0.0f, 1, 2, seed++);
+            one(isa, f, t & 1, t >> 1, M, N, K, 1.0f, 0.0f, 0, 0, 0, seed++);
+            one(isa, f, t & 1, t >> 1, M, N, K, 0.37f, 1.0f, 1, 3, 1, seed++);
+            one(isa, f, t & 1, t >> 1, M, N, K, -2.0f, 0.5f, 0, 1, 0, seed++);
+            one(isa, f, t & 1, t >> 1, M, N, K, 1.0f, 0.0f, 1, 2, 1, seed++);
         }
 }
 
@@ -99,17 +120,21 @@ int main(void) {
                 for (int i = 0; i < K * N; i++) B[i] = urand(&r);
                 for (int i = 0; i < M * N; i++) C5[i] = C2[i] = urand(&r);
                 for (int i = 0; i < N; i++) bias[i] = urand(&r);
-                pz_gemm_avx512(ta, tb, M, N, K, 0.37f, A, ta ? M : K, B, tb ? K : N, 1.0f, C5, N, bias, 2);
-                pz_gemm_avx2(ta, tb, M, N, K, 0.37f, A, ta ? M : K, B, tb ? K : N, 1.0f, C2, N, bias, 1);
+                pz_gemm_avx512(ta, tb, M, N, K, 0.37f, A, ta ? M : K, B, tb ? K : N, 1.0f, C5, N, bias, NULL, 2);
+                pz_gemm_avx2(ta, tb, M, N, K, 0.37f, A, ta ? M : K, B, tb ? K : N, 1.0f, C2, N, bias, NULL, 1);
                 same &= !memcmp(C5, C2, (size_t)M * N * 4);
                 free(A), free(B), free(C5), free(C2), free(bias);
             }
         CHECK(same, "the AVX-512 and AVX2 builds give different bits");
     }
-    /* pz_gemm: the chosen kernels, by the features */
+    /* pz_gemm: the chosen kernels, by the features (or the BLAS when the
+     * environment asks for it) */
     const pz_conv_info gi = pz_gemm_get_info();
-    const char *want = feat & PZ_CPU_AVX512 ? "avx512" : feat & PZ_CPU_AVX2_FMA ? "avx2" : "blas";
-    CHECK(!strcmp(gi.name, want) && !gi.generic, "pz_gemm runs %s on a CPU that would choose %s", gi.name, want);
+    const char *env = getenv("PZ_GEMM_KERNELS");
+    const int blas = env && !strcmp(env, "blas");
+    const char *want = blas ? "blas" : feat & PZ_CPU_AVX512 ? "avx512" : feat & PZ_CPU_AVX2_FMA ? "avx2" : "blas";
+    CHECK(!strcmp(gi.name, want), "pz_gemm runs %s where %s is wanted", gi.name, want);
+    CHECK(blas || !gi.generic, "pz_gemm runs generic kernels unasked");
     /* and its result is that build's */
     if (strcmp(gi.name, "blas")) {
         enum { M = 50, N = 40, K = 300 };
@@ -119,8 +144,28 @@ int main(void) {
         for (int i = 0; i < K * N; i++) B[i] = urand(&s);
         pz_set_threads(2);
         pz_gemm(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N, NULL);
-        (feat & PZ_CPU_AVX512 ? pz_gemm_avx512 : pz_gemm_avx2)(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, D, N, NULL, 1);
+        (feat & PZ_CPU_AVX512 ? pz_gemm_avx512 : pz_gemm_avx2)(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, D, N, NULL, NULL, 1);
         CHECK(!memcmp(C, D, M * N * 4), "pz_gemm differs from the %s build", gi.name);
+        free(A), free(B), free(C), free(D);
+    }
+    /* pz_gemm_rowsum, whichever kernels run: the product as pz_gemm's, the
+     * row sums a plain loop's bits (a dense layer's weight and bias
+     * gradients: dout^T . inp, and dout's column sums) */
+    for (int ta = 0; ta <= 1; ta++) {
+        enum { M = 300, N = 70, K = 600 };
+        float *A = malloc(M * K * 4), *B = malloc(K * N * 4), *C = malloc(M * N * 4), *D = malloc(M * N * 4);
+        float base[M], got[M], wantv[M];
+        uint64_t s = 11 + (uint64_t)ta;
+        for (int i = 0; i < M * K; i++) A[i] = urand(&s);
+        for (int i = 0; i < K * N; i++) B[i] = urand(&s);
+        for (int i = 0; i < M * N; i++) C[i] = D[i] = urand(&s);
+        for (int i = 0; i < M; i++) base[i] = got[i] = urand(&s);
+        pz_set_threads(2);
+        pz_gemm(ta, 0, M, N, K, 1.0f, A, ta ? M : K, B, N, 1.0f, C, N, NULL);
+        pz_gemm_rowsum(ta, 0, M, N, K, 1.0f, A, ta ? M : K, B, N, 1.0f, D, N, NULL, got);
+        plain_rowsum(wantv, base, ta, M, K, A, ta ? M : K);
+        CHECK(!memcmp(C, D, M * N * 4), "pz_gemm_rowsum's product (ta %d) differs from pz_gemm's", ta);
+        CHECK(!memcmp(got, wantv, sizeof got), "pz_gemm_rowsum's row sums (ta %d, %s) differ from a plain loop's", ta, gi.name);
         free(A), free(B), free(C), free(D);
     }
     TEST_DONE();
