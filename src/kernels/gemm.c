@@ -52,8 +52,10 @@ float *pz_thread_scratch(int slot, size_t n) {
     return s->p[slot];
 }
 
-static const pz_gemm_ops gemm_avx512 = {"avx512", pz_gemm_avx512};
-static const pz_gemm_ops gemm_avx2 = {"avx2", pz_gemm_avx2};
+static const pz_gemm_ops gemm_avx512 = {"avx512", pz_gemm_avx512, PZ_GEMM_MR_AVX512, PZ_GEMM_NR_AVX512, pz_gemm_pack_a_avx512, pz_gemm_pack_b_avx512,
+                                        pz_gemm_tile_avx512};
+static const pz_gemm_ops gemm_avx2 = {"avx2", pz_gemm_avx2, PZ_GEMM_MR_AVX2, PZ_GEMM_NR_AVX2,
+                                      pz_gemm_pack_a_avx2, pz_gemm_pack_b_avx2, pz_gemm_tile_avx2};
 
 static const pz_gemm_ops *gemm_for(unsigned features, const char *want) {
     if (want && !strcmp(want, "blas")) return NULL;
@@ -77,6 +79,8 @@ static const pz_gemm_ops *gemm_ops(void) {
     pthread_once(&choose_once, choose);
     return chosen_ops;
 }
+
+const pz_gemm_ops *pz_gemm_kernels(void) { return gemm_ops(); }
 
 pz_conv_info pz_gemm_get_info(void) {
     const pz_gemm_ops *now = gemm_ops(), *best = gemm_for(pz_cpu_features(), NULL);

@@ -308,3 +308,21 @@ int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const flo
     }
     return 0;
 }
+
+/* ---- tiles: for a caller that packs its operands once and multiplies
+ * parts of them many times (attention). Layouts as above: pack_a's panel
+ * of rows p.. (p a multiple of MR) at dst + p kc, k's MR values at + k MR;
+ * pack_b's panel of columns q NR.. at dst + q NR kc, k's NR values at
+ * + k NR. A panel packed for kc values of k serves any first kc' <= kc. */
+void GM_NAME(pz_gemm_pack_a)(float *dst, int ta, const float *A, int lda, int mc, int kc) {
+    GM_NAME(pack_a)(dst, ta, A, lda, 0, mc, 0, kc, NULL);
+}
+
+void GM_NAME(pz_gemm_pack_b)(float *dst, int tb, const float *B, int ldb, int kc, int nc) {
+    GM_NAME(pack_b)(dst, tb, B, ldb, 0, kc, 0, nc, 0, (nc + GM_NR - 1) / GM_NR);
+}
+
+void GM_NAME(pz_gemm_tile)(int kc, const float *a, const float *b, float *c, int ldc, int m, int n, float alpha,
+                           float beta) {
+    GM_NAME(kernel)(kc, a, b, c, ldc, m, n, 1, alpha, beta, NULL);
+}

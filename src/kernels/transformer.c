@@ -7,6 +7,7 @@
  * order whatever the thread count, so a run is reproducible bit for bit. */
 #include "kernels.h"
 #include "fastmath.h"
+#include "gemm.h"
 
 #include <math.h>
 #include <omp.h>
@@ -142,13 +143,20 @@ void gelu_backward(float *dinp, const float *dout, const float *inp, size_t n) {
  * Tile by tile (FlashAttention's recomputation, Dao et al. 2022, with whole
  * rows: T fits a tile's row): for each (sample, head) and each block of
  * ATT_BQ queries, the scores against the keys up to the block's last query
- * only (the causal triangle and the block's diagonal square, never the
- * T x T matrix), the softmax of each row, then the weighted values;
- * backward recomputes the block's probabilities from the saved
- * log-sum-exp. The products are pz_gemm on one thread each, (sample, head)
- * pairs over the threads; each pair's keys' and values' gradients are
- * summed over its query blocks in order, so the bits do not depend on the
- * thread count. */
+ * only (the causal triangle and the block's diagonal, never the T x T
+ * matrix), the softmax of each row, then the weighted values; backward
+ * recomputes the block's probabilities from the saved log-sum-exp.
+ * (Sample, head) pairs go over the threads, each on one; each pair's keys'
+ * and values' gradients are summed over its query blocks in order, so the
+ * bits do not depend on the thread count.
+ *
+ * With pipezip's own matrix kernels (pz_gemm_kernels), a head's queries,
+ * keys and values are packed once into the kernels' panels, in each
+ * orientation its products need, and the products run tile by tile on
+ * them: a tile of queries meets only the keys up to its last query, and
+ * only the probabilities and score gradients are packed per block. With
+ * the BLAS, each block's products are pz_gemm calls on the head's rows in
+ * place. */
 enum { ATT_BQ = 42 }; /* queries a block: 3 AVX-512 tiles of rows, 7 AVX2 */
 
 /* ---- the same attention without scratch memory --------------------------------
@@ -219,39 +227,175 @@ void attention_backward_direct(float *dqkv, const float *dout, const float *qkv,
     }
 }
 
+/* ---- a head by tiles on packed panels ------------------------------------------ */
+static size_t up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+/* floats of scratch a head takes: forward (back 0) or backward */
+static size_t tiles_scratch(const pz_gemm_ops *g, int T, int hs, int back) {
+    const size_t mr = (size_t)g->mr, nr = (size_t)g->nr, Tm = up((size_t)T, mr), Tn = up((size_t)T, nr), hn = up((size_t)hs, nr);
+    const size_t bq = (size_t)ATT_BQ * T, bqp = up(ATT_BQ, mr) * T;
+    if (!back) return Tm * hs + Tn * hs + hn * T + bq + bqp; /* Q, K^T, V panels; scores; probabilities packed */
+    /* Q, dY as A; K^T, V^T, K, Q, dY as B; P, dS; dS and P packed as A, and dS^T, P^T */
+    return 2 * Tm * hs + 2 * Tn * hs + 3 * hn * T + 2 * bq + bqp + 2 * Tm * ATT_BQ;
+}
+
+/* the tiles of rows [r0, r0 + nq) (queries, r0 a multiple of mr) against
+ * columns (keys) up to each tile's last row: S (nq, nk) = alpha a . b over
+ * kc, a the rows' packed A panels (a + r hs... as packed), b the keys' B
+ * panels */
+static void causal_tiles(const pz_gemm_ops *g, float *S, int nk, const float *a, const float *b, int kc, int r0, int nq,
+                         float alpha) {
+    for (int p = 0; p < nq; p += g->mr) {
+        const int m = nq - p < g->mr ? nq - p : g->mr, keys = r0 + p + m; /* the tile's last query sees keys < keys */
+        for (int j = 0; j < keys; j += g->nr)
+            g->tile(kc, a + (size_t)(r0 + p) * kc, b + (size_t)j * kc, S + (size_t)p * nk + j, nk, m,
+                    keys - j < g->nr ? keys - j : g->nr, alpha, 0.0f);
+    }
+}
+
+/* C rows [0, nq) (ldc) = alpha P . B over each row tile's keys (r0 + p + m),
+ * P packed as A panels of nk values of k, B the B panels of hs columns
+ * packed over T values of k */
+static void rows_times(const pz_gemm_ops *g, float *Cm, int ldc, const float *Pp, int nk, const float *Bp, int T, int hs,
+                       int r0, int nq, float alpha) {
+    for (int p = 0; p < nq; p += g->mr) {
+        const int m = nq - p < g->mr ? nq - p : g->mr, keys = r0 + p + m;
+        for (int c = 0; c < hs; c += g->nr)
+            g->tile(keys, Pp + (size_t)p * nk, Bp + (size_t)c * T, Cm + (size_t)p * ldc + c, ldc, m,
+                    hs - c < g->nr ? hs - c : g->nr, alpha, 0.0f);
+    }
+}
+
+static void head_forward_tiles(const pz_gemm_ops *g, float *ws, float *o, float *L, const float *q, int T, int C, int hs,
+                               float scale, int wide) {
+    const int C3 = 3 * C;
+    const size_t Tm = up((size_t)T, (size_t)g->mr), Tn = up((size_t)T, (size_t)g->nr), hn = up((size_t)hs, (size_t)g->nr);
+    float *Qp = ws, *Kp = Qp + Tm * hs, *Vp = Kp + Tn * hs, *S = Vp + hn * T, *Pp = S + (size_t)ATT_BQ * T;
+    g->pack_a(Qp, 0, q, C3, T, hs);     /* Q (T, hs) */
+    g->pack_b(Kp, 1, q + C, C3, hs, T); /* K^T (hs, T) */
+    g->pack_b(Vp, 0, q + 2 * C, C3, T, hs); /* V (T, hs) */
+    for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
+        const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
+        float inv[ATT_BQ];
+        causal_tiles(g, S, nk, Qp, Kp, hs, i0, nq, scale); /* scale Q K^T */
+        if (wide) softmax_rows_forward_avx512(S, inv, L + i0, nq, nk, i0);
+        else softmax_rows_forward_avx2(S, inv, L + i0, nq, nk, i0);
+        g->pack_a(Pp, 0, S, nk, nq, nk);
+        rows_times(g, o + (size_t)i0 * C, C, Pp, nk, Vp, T, hs, i0, nq, 1.0f); /* P V */
+        for (int r = 0; r < nq; r++) {
+            float *orow = o + (size_t)(i0 + r) * C;
+#pragma omp simd
+            for (int c = 0; c < hs; c++) orow[c] *= inv[r];
+        }
+    }
+}
+
+static void head_backward_tiles(const pz_gemm_ops *g, float *ws, float *dq, const float *dy, const float *q,
+                                const float *L, int T, int C, int hs, float scale, int wide) {
+    const int C3 = 3 * C;
+    const size_t Tm = up((size_t)T, (size_t)g->mr), Tn = up((size_t)T, (size_t)g->nr), hn = up((size_t)hs, (size_t)g->nr);
+    float *Qa = ws, *dYa = Qa + Tm * hs, *KT = dYa + Tm * hs, *VT = KT + Tn * hs, *Kb = VT + Tn * hs, *Qb = Kb + hn * T,
+          *dYb = Qb + hn * T, *P = dYb + hn * T, *dS = P + (size_t)ATT_BQ * T, *Ap = dS + (size_t)ATT_BQ * T,
+          *dSt = Ap + up(ATT_BQ, (size_t)g->mr) * T, *Pt = dSt + Tm * ATT_BQ;
+    float *dk = dq + C, *dv = dq + 2 * C;
+    g->pack_a(Qa, 0, q, C3, T, hs);
+    g->pack_a(dYa, 0, dy, C, T, hs);
+    g->pack_b(KT, 1, q + C, C3, hs, T);
+    g->pack_b(VT, 1, q + 2 * C, C3, hs, T);
+    g->pack_b(Kb, 0, q + C, C3, T, hs);
+    g->pack_b(Qb, 0, q, C3, T, hs);
+    g->pack_b(dYb, 0, dy, C, T, hs);
+    for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
+        const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
+        causal_tiles(g, P, nk, Qa, KT, hs, i0, nq, scale);  /* the scores again */
+        causal_tiles(g, dS, nk, dYa, VT, hs, i0, nq, 1.0f); /* dP = dY V^T */
+        if (wide) softmax_rows_backward_avx512(P, dS, L + i0, nq, nk, i0);
+        else softmax_rows_backward_avx2(P, dS, L + i0, nq, nk, i0);
+        /* dq[i0..] = scale dS . K */
+        g->pack_a(Ap, 0, dS, nk, nq, nk);
+        rows_times(g, dq + (size_t)i0 * C3, C3, Ap, nk, Kb, T, hs, i0, nq, scale);
+        /* dk[0..nk) += scale dS^T . Q[i0..]; dv[0..nk) += P^T . dY[i0..]:
+         * rows below i0 add to what earlier blocks wrote, the block's own
+         * rows (i0 is a multiple of the tile's rows) start from 0 */
+        g->pack_a(dSt, 1, dS, nk, nk, nq);
+        g->pack_a(Pt, 1, P, nk, nk, nq);
+        for (int j = 0; j < nk; j += g->mr) {
+            const int m = nk - j < g->mr ? nk - j : g->mr;
+            const float beta = j < i0 ? 1.0f : 0.0f;
+            for (int c = 0; c < hs; c += g->nr) {
+                const int n = hs - c < g->nr ? hs - c : g->nr;
+                g->tile(nq, dSt + (size_t)j * nq, Qb + (size_t)c * T + (size_t)i0 * g->nr, dk + (size_t)j * C3 + c, C3, m, n,
+                        scale, beta);
+                g->tile(nq, Pt + (size_t)j * nq, dYb + (size_t)c * T + (size_t)i0 * g->nr, dv + (size_t)j * C3 + c, C3, m, n,
+                        1.0f, beta);
+            }
+        }
+    }
+}
+
+/* ---- a head by pz_gemm calls (the BLAS) ------------------------------------------ */
+static void head_forward_gemm(float *S, float *o, float *L, const float *q, int T, int C, int hs, float scale, int wide) {
+    const int C3 = 3 * C;
+    const float *k = q + C, *v = q + 2 * C; /* rows C3 apart, in place: the products pack them */
+    for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
+        const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
+        float inv[ATT_BQ];
+        pz_gemm(0, 1, nq, nk, hs, scale, q + (size_t)i0 * C3, C3, k, C3, 0.0f, S, nk, NULL);
+        if (wide) softmax_rows_forward_avx512(S, inv, L + i0, nq, nk, i0);
+        else softmax_rows_forward_avx2(S, inv, L + i0, nq, nk, i0);
+        pz_gemm(0, 0, nq, hs, nk, 1.0f, S, nk, v, C3, 0.0f, o + (size_t)i0 * C, C, NULL);
+        for (int r = 0; r < nq; r++) {
+            float *orow = o + (size_t)(i0 + r) * C;
+#pragma omp simd
+            for (int c = 0; c < hs; c++) orow[c] *= inv[r];
+        }
+    }
+}
+
+static void head_backward_gemm(float *P, float *dq, const float *dy, const float *q, const float *L, int T, int C, int hs,
+                               float scale, int wide) {
+    const int C3 = 3 * C;
+    const float *k = q + C, *v = q + 2 * C;
+    float *dS = P + (size_t)ATT_BQ * T, *dk = dq + C, *dv = dq + 2 * C;
+    for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
+        const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
+        const float *Qb = q + (size_t)i0 * C3, *dYb = dy + (size_t)i0 * C;
+        pz_gemm(0, 1, nq, nk, hs, scale, Qb, C3, k, C3, 0.0f, P, nk, NULL);
+        pz_gemm(0, 1, nq, nk, hs, 1.0f, dYb, C, v, C3, 0.0f, dS, nk, NULL);
+        if (wide) softmax_rows_backward_avx512(P, dS, L + i0, nq, nk, i0);
+        else softmax_rows_backward_avx2(P, dS, L + i0, nq, nk, i0);
+        pz_gemm(0, 0, nq, hs, nk, scale, dS, nk, k, C3, 0.0f, dq + (size_t)i0 * C3, C3, NULL);
+        if (i0) {
+            pz_gemm(1, 0, i0, hs, nq, scale, dS, nk, Qb, C3, 1.0f, dk, C3, NULL);
+            pz_gemm(1, 0, i0, hs, nq, 1.0f, P, nk, dYb, C, 1.0f, dv, C3, NULL);
+        }
+        pz_gemm(1, 0, nq, hs, nq, scale, dS + i0, nk, Qb, C3, 0.0f, dk + (size_t)i0 * C3, C3, NULL);
+        pz_gemm(1, 0, nq, hs, nq, 1.0f, P + i0, nk, dYb, C, 0.0f, dv + (size_t)i0 * C3, C3, NULL);
+    }
+}
+
+/* the tiles when pz_gemm runs pipezip's kernels and the block is a whole
+ * number of their row tiles; NULL for pz_gemm calls */
+static const pz_gemm_ops *attention_tiles(void) {
+    const pz_gemm_ops *g = pz_gemm_kernels();
+    return g && ATT_BQ % g->mr == 0 ? g : NULL;
+}
+
 void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
     const int hs = C / NH, C3 = 3 * C, wide = wide_kernels();
     const float scale = 1.0f / sqrtf((float)hs);
+    const pz_gemm_ops *g = attention_tiles();
 #pragma omp parallel num_threads(pz_get_threads())
     {
-        float *S = pz_thread_scratch(2, (size_t)ATT_BQ * T); /* the block's scores */
+        float *ws = pz_thread_scratch(2, g ? tiles_scratch(g, T, hs, 0) : (size_t)ATT_BQ * T);
 #pragma omp for schedule(static)
         for (int bh = 0; bh < B * NH; bh++) {
             const int b = bh / NH, h = bh % NH;
-            if (!S) { /* out of memory for the tiles */
-                attention_forward_direct(out, lse, qkv, b, h, T, C, NH);
-                continue;
-            }
-            /* the head's queries, keys and values in place, rows C3 apart:
-             * the products pack them */
-            const float *q = qkv + (size_t)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
+            const float *q = qkv + (size_t)b * T * C3 + h * hs;
             float *o = out + (size_t)b * T * C + h * hs, *L = lse + (size_t)bh * T;
-            for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
-                const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
-                float inv[ATT_BQ];
-                /* S (nq, nk) = scale Q[i0..] . K[0..nk)^T */
-                pz_gemm(0, 1, nq, nk, hs, scale, q + (size_t)i0 * C3, C3, k, C3, 0.0f, S, nk, NULL);
-                if (wide) softmax_rows_forward_avx512(S, inv, L + i0, nq, nk, i0);
-                else softmax_rows_forward_avx2(S, inv, L + i0, nq, nk, i0);
-                /* out[i0..] (nq, hs) = P (nq, nk) . V[0..nk): the exponentials'
-                 * products, then each row over its sum */
-                pz_gemm(0, 0, nq, hs, nk, 1.0f, S, nk, v, C3, 0.0f, o + (size_t)i0 * C, C, NULL);
-                for (int r = 0; r < nq; r++) {
-                    float *orow = o + (size_t)(i0 + r) * C;
-#pragma omp simd
-                    for (int c = 0; c < hs; c++) orow[c] *= inv[r];
-                }
-            }
+            if (!ws) attention_forward_direct(out, lse, qkv, b, h, T, C, NH); /* out of memory for the tiles */
+            else if (g) head_forward_tiles(g, ws, o, L, q, T, C, hs, scale, wide);
+            else head_forward_gemm(ws, o, L, q, T, C, hs, scale, wide);
         }
     }
 }
@@ -259,41 +403,18 @@ void attention_forward(float *out, float *lse, const float *qkv, int B, int T, i
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *lse, int B, int T, int C, int NH) {
     const int hs = C / NH, C3 = 3 * C, wide = wide_kernels();
     const float scale = 1.0f / sqrtf((float)hs);
+    const pz_gemm_ops *g = attention_tiles();
 #pragma omp parallel num_threads(pz_get_threads())
     {
-        float *P = pz_thread_scratch(2, 2 * (size_t)ATT_BQ * T), *dS = P + (size_t)ATT_BQ * T;
+        float *ws = pz_thread_scratch(2, g ? tiles_scratch(g, T, hs, 1) : 2 * (size_t)ATT_BQ * T);
 #pragma omp for schedule(static)
         for (int bh = 0; bh < B * NH; bh++) {
             const int b = bh / NH, h = bh % NH;
-            if (!P) { /* out of memory for the tiles */
-                attention_backward_direct(dqkv, dout, qkv, lse, b, h, T, C, NH);
-                continue;
-            }
             const size_t off = (size_t)b * T * C3 + h * hs;
-            const float *L = lse + (size_t)bh * T;
-            const float *q = qkv + off, *k = q + C, *v = q + 2 * C, *dy = dout + (size_t)b * T * C + h * hs;
-            float *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
-            for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
-                const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
-                const float *Qb = q + (size_t)i0 * C3, *dYb = dy + (size_t)i0 * C;
-                /* P: the block's probabilities again, exp(scale Q K^T - lse) */
-                pz_gemm(0, 1, nq, nk, hs, scale, Qb, C3, k, C3, 0.0f, P, nk, NULL);
-                /* dP (nq, nk) = dY[i0..] . V[0..nk)^T */
-                pz_gemm(0, 1, nq, nk, hs, 1.0f, dYb, C, v, C3, 0.0f, dS, nk, NULL);
-                /* P the probabilities, dS through the softmax: P (dP - sum_j P dP) */
-                if (wide) softmax_rows_backward_avx512(P, dS, L + i0, nq, nk, i0);
-                else softmax_rows_backward_avx2(P, dS, L + i0, nq, nk, i0);
-                /* dq[i0..] = scale dS . K[0..nk); dk[0..nk) += scale dS^T . Q[i0..];
-                 * dv[0..nk) += P^T . dY[i0..] (rows below i0 add to what
-                 * earlier blocks wrote; the block's own rows start from 0) */
-                pz_gemm(0, 0, nq, hs, nk, scale, dS, nk, k, C3, 0.0f, dq + (size_t)i0 * C3, C3, NULL);
-                if (i0) {
-                    pz_gemm(1, 0, i0, hs, nq, scale, dS, nk, Qb, C3, 1.0f, dk, C3, NULL);
-                    pz_gemm(1, 0, i0, hs, nq, 1.0f, P, nk, dYb, C, 1.0f, dv, C3, NULL);
-                }
-                pz_gemm(1, 0, nq, hs, nq, scale, dS + i0, nk, Qb, C3, 0.0f, dk + (size_t)i0 * C3, C3, NULL);
-                pz_gemm(1, 0, nq, hs, nq, 1.0f, P + i0, nk, dYb, C, 0.0f, dv + (size_t)i0 * C3, C3, NULL);
-            }
+            const float *dy = dout + (size_t)b * T * C + h * hs, *L = lse + (size_t)bh * T;
+            if (!ws) attention_backward_direct(dqkv, dout, qkv, lse, b, h, T, C, NH);
+            else if (g) head_backward_tiles(g, ws, dqkv + off, dy, qkv + off, L, T, C, hs, scale, wide);
+            else head_backward_gemm(ws, dqkv + off, dy, qkv + off, L, T, C, hs, scale, wide);
         }
     }
 }
