@@ -25,8 +25,9 @@ static void close_to(const char *what, const float *got, const ref_tensor *want,
 
 /* Attention over many query blocks (T = 100: blocks of 42, 42 and 16;
  * head size 5, no multiple of a vector; or T = 70, head size 40, past one
- * panel of the kernels' columns) against the definition in double
- * precision: softmax(q k^T / sqrt(hs)) v under the causal mask, and its
+ * panel of the kernels' columns; or head size 32, whole panels of them)
+ * against the definition in double precision: softmax(q k^T / sqrt(hs)) v
+ * under the causal mask, and its
  * gradient for a random dy; and the same bits on 1 and 2 threads. */
 static void attention_tiles(const int T, const int NH, const int HS) {
     const int B = 2, C = NH * HS, C3 = 3 * C;
@@ -194,6 +195,7 @@ static void layers(void) {
     }
     attention_tiles(100, 3, 5);
     attention_tiles(70, 2, 40);
+    attention_tiles(90, 2, 32);
     gelu_builds();
     softmax_builds();
     { /* embeddings (a token repeated within a sequence and across them) */
