@@ -11,6 +11,19 @@ void linear_forward(float *out, const float *inp, const float *weight, const flo
     pz_gemm(0, 1, B, OC, C, 1.0f, inp, C, weight, C, 0.0f, out, OC, bias);
 }
 
+void linear_forward_gelu(float *out, float *gout, const float *inp, const float *weight, const float *bias, int B, int C,
+                         int OC) {
+    pz_gemm_fused(0, 1, B, OC, C, 1.0f, inp, C, weight, C, 0.0f, out, OC, bias, &(pz_gemm_epi){PZ_EPI_GELU, gout, OC, NULL, 0});
+}
+
+void linear_backward_gelu(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                          const float *weight, const float *h, int B, int C, int OC) {
+    if (dinp) /* dinp (B, C) = (dout (B, OC) . W (OC, C)) GELU'(h) */
+        pz_gemm_fused(0, 0, B, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C, NULL,
+                      &(pz_gemm_epi){PZ_EPI_GELU_GRAD, NULL, 0, h, C});
+    linear_backward(NULL, dweight, dbias, dout, inp, weight, B, C, OC);
+}
+
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int B, int C, int OC) {
     if (dinp) /* dinp (B, C) = dout (B, OC) . W (OC, C) */

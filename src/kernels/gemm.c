@@ -114,11 +114,11 @@ static void rows_sum(int ta, int M, int K, const float *A, int lda, float *asum)
 }
 
 static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-                 float beta, float *C, int ldc, const float *bias, float *asum) {
+                 float beta, float *C, int ldc, const float *bias, float *asum, const pz_gemm_epi *epi) {
     const pz_gemm_ops *ops = gemm_ops();
     /* one thread inside a parallel region, or for a product too small to share */
     const int threads = omp_in_parallel() || (double)M * N * K < 262144.0 ? 1 : pz_get_threads();
-    if (ops && ops->gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, asum, threads) == 0) return;
+    if (ops && ops->gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, asum, epi, threads) == 0) return;
     pz_blas_prepare();
     float b = beta;
     if (bias) { /* C = beta C + bias first, then the product added */
@@ -129,14 +129,35 @@ static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B,
                 ldb, b, C, ldc);
     if (asum && M > 0) rows_sum(ta, M, K > 0 ? K : 0, A, lda, asum);
+    if (epi && epi->kind == PZ_EPI_GELU) /* row by row: C and out may have other strides */
+        for (int i = 0; i < M; i++) gelu_forward(epi->out + (size_t)i * epi->ldo, C + (size_t)i * ldc, (size_t)N);
+    else if (epi && epi->kind == PZ_EPI_GELU_GRAD) {
+        float *d = malloc(sizeof(float) * (size_t)(N > 0 ? N : 1));
+        for (int i = 0; d && i < M; i++) {
+            memcpy(d, C + (size_t)i * ldc, sizeof(float) * (size_t)N);
+            gelu_backward(C + (size_t)i * ldc, d, epi->h + (size_t)i * epi->ldh, (size_t)N);
+        }
+        if (!d) /* out of memory for a row: element by element, through one float */
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    const float v = C[(size_t)i * ldc + j];
+                    gelu_backward(C + (size_t)i * ldc + j, &v, epi->h + (size_t)i * epi->ldh + j, 1);
+                }
+        free(d);
+    }
 }
 
 void pz_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
              float beta, float *C, int ldc, const float *bias) {
-    gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, NULL);
+    gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, NULL, NULL);
+}
+
+void pz_gemm_fused(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                   float beta, float *C, int ldc, const float *bias, const pz_gemm_epi *epi) {
+    gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, NULL, epi);
 }
 
 void pz_gemm_rowsum(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                     float beta, float *C, int ldc, const float *bias, float *asum) {
-    gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, asum);
+    gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, asum, NULL);
 }

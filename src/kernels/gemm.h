@@ -6,6 +6,8 @@
 #ifndef PZ_GEMM_H
 #define PZ_GEMM_H
 
+#include "kernels.h" /* pz_gemm_epi */
+
 /* each build's tile: MR rows by NR = 2 vectors of columns */
 #define PZ_GEMM_MR_AVX512 14
 #define PZ_GEMM_NR_AVX512 32
@@ -17,11 +19,12 @@ typedef struct pz_gemm_ops {
     /* C (M, N) = alpha * op(A) . op(B) + beta * C + bias (N, broadcast over
      * rows; NULL for none), row-major; op(X) = X^T when tX. beta 0 does not
      * read C. asum (M; NULL for none): each row of op(A)'s sum over k, in k
-     * order from 0, added to it, from the packing's own reads. threads: the
+     * order from 0, added to it, from the packing's own reads. epi (NULL:
+     * none): what each tile of C gets once final (kernels.h). threads: the
      * team to run on (1 inside a parallel region). Returns 0, or -1 when
      * out of memory for its buffers (C and asum untouched). */
     int (*gemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-                 float beta, float *C, int ldc, const float *bias, float *asum, int threads);
+                 float beta, float *C, int ldc, const float *bias, float *asum, const pz_gemm_epi *epi, int threads);
     /* the same kernels a tile at a time, on packed operands (gemm_impl.h's
      * layouts), for callers that pack once and multiply parts many times:
      * op(A) (mc, kc) into panels of mr rows (mc rounded up to mr, times kc
@@ -44,7 +47,8 @@ float *pz_thread_scratch(int slot, size_t n);
 
 #define PZ_GEMM_DECLARE(isa)                                                                                           \
     int pz_gemm_##isa(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,     \
-                       int ldb, float beta, float *C, int ldc, const float *bias, float *asum, int threads);      \
+                       int ldb, float beta, float *C, int ldc, const float *bias, float *asum,                   \
+                       const pz_gemm_epi *epi, int threads);                                                     \
     void pz_gemm_pack_a_##isa(float *dst, int ta, const float *A, int lda, int mc, int kc);                          \
     void pz_gemm_pack_b_##isa(float *dst, int tb, const float *B, int ldb, int kc, int nc);                          \
     void pz_gemm_tile_##isa(int kc, const float *a, const float *b, float *c, int ldc, int m, int n, float alpha,    \

@@ -228,10 +228,29 @@ typedef struct {
     int ldc;
     const float *bias;
     float *asum, *rs; /* op(A)'s row sums: added to asum, summed in rs (NULL: none) */
+    const pz_gemm_epi *epi; /* NULL: none */
     int MC, nblocks;
     float *bp, *aps;
     size_t asize;
 } gm_job;
+
+/* the epilogue on C's rows [i, i + m), columns [j, j + n), final (a row
+ * block's, still in cache): the GELU builds the matrix products' build
+ * goes with (transformer.c), a row (or 512 columns of it) a call */
+static void GM_NAME(epilogue)(const pz_gemm_epi *e, float *C, int ldc, int i, int j, int m, int n) {
+    enum { W = 512 };
+    float d[W];
+    for (int r = i; r < i + m; r++)
+        for (int c0 = j; c0 < j + n; c0 += W) {
+            const int w = j + n - c0 < W ? j + n - c0 : W;
+            float *c = C + (size_t)r * ldc + c0;
+            if (e->kind == PZ_EPI_GELU) GM_CAT(gelu_forward, GM_SUFFIX)(e->out + (size_t)r * e->ldo + c0, c, (size_t)w);
+            else if (e->kind == PZ_EPI_GELU_GRAD) {
+                for (int q = 0; q < w; q++) d[q] = c[q];
+                GM_CAT(gelu_backward, GM_SUFFIX)(c, d, e->h + (size_t)r * e->ldh + c0, (size_t)w);
+            }
+        }
+}
 
 /* thread t of n: its share of each B block's packing, then its run of A's
  * row blocks; barriers only in a team of its own (n > 1) */
@@ -261,6 +280,8 @@ static void GM_NAME(run)(const gm_job *g, int t, int n) {
                                         g->ldc, mc - p < GM_MR ? mc - p : GM_MR, nr, first, g->alpha, g->beta,
                                         g->bias ? g->bias + j0 + j : NULL);
                 }
+                if (g->epi && k0 + kc == K) /* the row block's columns of this block, final */
+                    GM_NAME(epilogue)(g->epi, g->C, g->ldc, i0, j0, mc, nc);
             }
             if (n > 1) { /* the B block may be repacked */
 #pragma omp barrier
@@ -272,7 +293,8 @@ static void GM_NAME(run)(const gm_job *g, int t, int n) {
 }
 
 int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-                      float beta, float *C, int ldc, const float *bias, float *asum, int threads) {
+                      float beta, float *C, int ldc, const float *bias, float *asum, const pz_gemm_epi *epi,
+                      int threads) {
     if (M <= 0 || N <= 0) return 0;
     if (K <= 0) { /* no products: C = beta C + bias */
         for (int i = 0; i < M; i++)
@@ -282,6 +304,7 @@ int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const flo
             }
         if (asum) /* rows of no elements: each sum 0 */
             for (int i = 0; i < M; i++) asum[i] += 0.0f;
+        if (epi && epi->kind != PZ_EPI_NONE) GM_NAME(epilogue)(epi, C, ldc, 0, 0, M, N);
         return 0;
     }
     if (threads < 1) threads = 1;
@@ -300,7 +323,8 @@ int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const flo
     float *bp = pz_thread_scratch(0, bsize), *aps = pz_thread_scratch(1, asize * threads);
     float *rs = asum ? pz_thread_scratch(3, (size_t)M) : NULL;
     if (!bp || !aps || (asum && !rs)) return -1; /* out of memory: the caller runs the BLAS */
-    const gm_job job = {ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, asum, rs, MC, nblocks, bp, aps, asize};
+    const gm_job job = {ta,   tb,  M, N,  K,  alpha,  A,  lda,     B,  ldb, beta, C, ldc, bias, asum, rs,
+                        epi && epi->kind != PZ_EPI_NONE ? epi : NULL, MC, nblocks, bp, aps, asize};
     if (threads == 1) GM_NAME(run)(&job, 0, 1); /* no team: this may be one thread of a parallel region */
     else {
 #pragma omp parallel num_threads(threads)

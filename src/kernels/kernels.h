@@ -100,6 +100,21 @@ void global_avgpool_backward(float *dinp, const float *dout, int B, int C, int H
  * thread count. */
 void pz_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
              float beta, float *C, int ldc, const float *bias);
+/* what a product does with each element of C once it is final: nothing;
+ * write GELU(C) to out (C kept: a dense layer's output and the GELU's after
+ * it); or C = C GELU'(h) (a dense layer's input gradient through the GELU
+ * before it, h the GELU's input). Bit for bit gelu_forward/gelu_backward
+ * after the product. */
+typedef enum { PZ_EPI_NONE, PZ_EPI_GELU, PZ_EPI_GELU_GRAD } pz_epi_kind;
+typedef struct pz_gemm_epi {
+    pz_epi_kind kind;
+    float *out; /* PZ_EPI_GELU: (M, N), row stride ldo */
+    int ldo;
+    const float *h; /* PZ_EPI_GELU_GRAD: (M, N), row stride ldh */
+    int ldh;
+} pz_gemm_epi;
+void pz_gemm_fused(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                   float beta, float *C, int ldc, const float *bias, const pz_gemm_epi *epi);
 /* pz_gemm that also adds each row of op(A)'s sum over k (in k order from
  * 0, the same bits as a plain loop) to asum (M): a dense layer's bias
  * gradient from its weight gradient's product, read once */
@@ -116,6 +131,15 @@ pz_conv_info pz_gemm_get_info(void);
 void linear_forward(float *out, const float *inp, const float *weight, const float *bias, int B, int C, int OC);
 void linear_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int B, int C, int OC);
+/* the linear layer and the GELU after it: out the layer's output, gout
+ * GELU(out), in one pass (the product's epilogue) */
+void linear_forward_gelu(float *out, float *gout, const float *inp, const float *weight, const float *bias, int B, int C,
+                         int OC);
+/* linear_backward with the GELU before the layer folded in: dinp is the
+ * GELU's input gradient, (dout W) GELU'(h), h (B, C) the GELU's input and
+ * inp its output */
+void linear_backward_gelu(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                          const float *weight, const float *h, int B, int C, int OC);
 
 /* ---- transformer (GPT-2) layers over N = B*T rows of C ----------------------
  * embedding: out (B, T, C) = wte (V, C)[tok] + wpe (T, C)[t]; tok holds token

@@ -42,6 +42,15 @@ typedef struct pz_layer_ops {
      * y and dy are the ReLU's output and its gradient. NULL: never fused. */
     void (*forward_relu)(pz_layer *l, const float *x, float *y, int B, int train);
     void (*backward_relu)(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B);
+    /* A dense layer and the GELU after it, forward in one pass: h the
+     * layer's own output (GELU's backward needs it), y the GELU's. And,
+     * backward, the GELU before the layer folded into the layer's input
+     * gradient: x the GELU's output (the layer's input), h its input, dx
+     * the GELU's input gradient. Bit for bit the layers one at a time
+     * (pz_seq_forward and pz_seq_backward use them when both run). NULL:
+     * never fused. */
+    void (*forward_gelu)(pz_layer *l, const float *x, float *h, float *y, int B, int train);
+    void (*backward_gelu)(pz_layer *l, const float *x, const float *h, const float *dy, float *dx, int B);
     /* Nested lists (a residual block's paths); returns how many. NULL: 0. */
     int (*children)(const pz_layer *l, pz_seq *kids[2]);
     /* The kind's settings in a few characters ("3x3 s2 p1"); NULL: none. */

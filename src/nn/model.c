@@ -233,6 +233,20 @@ static const pz_layer_ops *fused_with_relu(const pz_seq *s, int i, int to) {
     return ops->forward_relu && ops->backward_relu ? ops : NULL;
 }
 
+/* layer i and the GELU at i + 1 run as one forward (both inside [from, to)) */
+static const pz_layer_ops *gelu_after(const pz_seq *s, int i, int to) {
+    if (i + 1 >= to || s->layers[i + 1].kind != PZ_LAYER_GELU) return NULL;
+    const pz_layer_ops *ops = pz_layer_ops_of(s->layers[i].kind);
+    return ops->forward_gelu ? ops : NULL;
+}
+
+/* layer i and the GELU at i - 1 run as one backward (both inside [from, to)) */
+static const pz_layer_ops *gelu_before(const pz_seq *s, int i, int from) {
+    if (i - 1 < from || s->layers[i - 1].kind != PZ_LAYER_GELU) return NULL;
+    const pz_layer_ops *ops = pz_layer_ops_of(s->layers[i].kind);
+    return ops->backward_gelu ? ops : NULL;
+}
+
 static int profiling;
 void pz_nn_profile(int on) { profiling = on; }
 
@@ -240,9 +254,12 @@ void pz_seq_forward(pz_seq *s, int from, int to, const float *x, int B, int trai
     for (int i = from; i < to; i++) {
         pz_layer *l = &s->layers[i];
         const double t0 = profiling ? pz_now() : 0.0;
-        const pz_layer_ops *fused = fused_with_relu(s, i, to);
+        const pz_layer_ops *fused = fused_with_relu(s, i, to), *gelu = fused ? NULL : gelu_after(s, i, to);
         if (fused) { /* act[i] is not written: nothing reads it */
             fused->forward_relu(l, x, s->act[i + 1], B, train);
+            x = s->act[++i];
+        } else if (gelu) { /* act[i] written too: the GELU's backward reads it */
+            gelu->forward_gelu(l, x, s->act[i], s->act[i + 1], B, train);
             x = s->act[++i];
         } else {
             pz_layer_ops_of(l->kind)->forward(l, x, s->act[i], B, train);
@@ -268,6 +285,22 @@ void pz_seq_backward(pz_seq *s, int from, int to, const float *x, const float *d
             if (profiling) l->prof_s[1] += pz_now() - t0;
             dy = din;
             which ^= 1;
+            continue;
+        }
+        const pz_layer_ops *gelu = gelu_before(s, i, from);
+        if (gelu) {
+            /* the layer and the GELU at i - 1: the GELU's input gradient in
+             * one pass, into the buffer the layer's own step would have used
+             * (the GELU's would be dy's); the next layer then takes the other */
+            pz_layer *l = &s->layers[i];
+            const float *h = i - 1 > from ? s->act[i - 2] : x; /* the GELU's input */
+            float *din = i - 1 > from ? s->grad[which] : dx;
+            const double t0 = profiling ? pz_now() : 0.0;
+            gelu->backward_gelu(l, s->act[i - 1], h, dy, din, B);
+            if (profiling) l->prof_s[1] += pz_now() - t0;
+            dy = din;
+            which ^= 1;
+            i--;
             continue;
         }
         const float *in = i > from ? s->act[i - 1] : x;

@@ -209,6 +209,11 @@ int tool_bench_train(const bench_train_options *o, FILE *out) {
                         1e3 * s, total > 0 ? 100.0 * s / total : 0.0, rate, pk);
             }
             fprintf(out, "    %-22s %-10s %9s %9s %9.3f\n", "all", "", "", "", 1e3 * total);
+            int fused = 0;
+            for (int k = 0; k < pt.n; k++) fused |= pt.rows[k].s[0] + pt.rows[k].s[1] == 0.0 && pt.rows[k].flops > 0;
+            if (fused)
+                fprintf(out, "  (a row at 0 runs fused with a neighbour, its time in theirs: a GELU in the dense layers "
+                             "around it, a ReLU in the layer before it)\n");
         }
     }
     if (bi.generic)

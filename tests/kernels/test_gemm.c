@@ -16,7 +16,7 @@
 #include "kernels/kernels.h"
 
 typedef int (*gemm_fn)(int, int, int, int, int, float, const float *, int, const float *, int, float, float *, int,
-                        const float *, float *, int);
+                        const float *, float *, const pz_gemm_epi *, int);
 
 static float urand(uint64_t *s) {
     *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -50,8 +50,8 @@ static void one(const char *isa, gemm_fn f, int ta, int tb, int M, int N, int K,
     memcpy(C, C0, nc * 4), memcpy(C3, C0, nc * 4);
     float *base = malloc((size_t)M * 4), *s1 = malloc((size_t)M * 4), *s3 = malloc((size_t)M * 4), *sw = malloc((size_t)M * 4);
     for (int i = 0; i < M; i++) base[i] = s1[i] = s3[i] = urand(&seed);
-    f(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, use_bias ? bias : NULL, rowsum ? s1 : NULL, 1);
-    f(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C3, ldc, use_bias ? bias : NULL, rowsum ? s3 : NULL, 3);
+    f(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, use_bias ? bias : NULL, rowsum ? s1 : NULL, NULL, 1);
+    f(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C3, ldc, use_bias ? bias : NULL, rowsum ? s3 : NULL, NULL, 3);
     if (rowsum) {
         plain_rowsum(sw, base, ta, M, K, A, lda);
         CHECK(!memcmp(s1, sw, (size_t)M * 4) && !memcmp(s3, sw, (size_t)M * 4),
@@ -83,6 +83,52 @@ static void one(const char *isa, gemm_fn f, int ta, int tb, int M, int N, int K,
     free(A), free(B), free(C), free(C3), free(C0), free(bias);
 }
 
+/* the epilogues: the product then GELU (its output elsewhere, C kept), or
+ * C times GELU' of h, bit for bit the product followed by gelu_forward or
+ * gelu_backward, on 1 and 3 threads, for shapes with edges, several k
+ * blocks (the epilogue only after the last) and two column blocks */
+static void epilogues(const char *isa, gemm_fn f) {
+    static const int shapes[][3] = {{1, 1, 1}, {15, 33, 257}, {100, 70, 600}, {45, 2100, 40}, {30, 64, 5}};
+    uint64_t seed = 99;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int t = 0; t < 4; t++) {
+            const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ta = t & 1, tb = t >> 1, ldc = N + 3;
+            const size_t nc = (size_t)M * ldc;
+            float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4), *bias = malloc((size_t)N * 4);
+            float *C = malloc(nc * 4), *W = malloc(nc * 4), *G = malloc(nc * 4), *H = malloc(nc * 4), *D = malloc(nc * 4);
+            for (int i = 0; i < M * K; i++) A[i] = urand(&seed) * 6.0f;
+            for (int i = 0; i < K * N; i++) B[i] = urand(&seed);
+            for (int j = 0; j < N; j++) bias[j] = urand(&seed);
+            for (size_t i = 0; i < nc; i++) H[i] = urand(&seed) * 8.0f, G[i] = W[i] = D[i] = NAN;
+            for (int threads = 1; threads <= 3; threads += 2) {
+                /* forward: C = A B + bias, G = GELU(C) */
+                const pz_gemm_epi fwd = {PZ_EPI_GELU, G, ldc, NULL, 0};
+                f(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, ldc, bias, NULL, &fwd, threads);
+                f(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, 0.0f, W, ldc, bias, NULL, NULL, threads);
+                int same = 1;
+                for (int i = 0; i < M; i++) {
+                    gelu_forward(D + (size_t)i * ldc, W + (size_t)i * ldc, (size_t)N);
+                    same &= !memcmp(C + (size_t)i * ldc, W + (size_t)i * ldc, (size_t)N * 4) &&
+                            !memcmp(G + (size_t)i * ldc, D + (size_t)i * ldc, (size_t)N * 4);
+                }
+                CHECK(same, "%s ta%d tb%d %dx%dx%d, %d threads: the GELU epilogue differs from the product then GELU", isa,
+                      ta, tb, M, N, K, threads);
+                /* backward: C = (A B) GELU'(H) */
+                const pz_gemm_epi bwd = {PZ_EPI_GELU_GRAD, NULL, 0, H, ldc};
+                f(ta, tb, M, N, K, 0.5f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, ldc, NULL, NULL, &bwd, threads);
+                f(ta, tb, M, N, K, 0.5f, A, ta ? M : K, B, tb ? K : N, 0.0f, W, ldc, NULL, NULL, NULL, threads);
+                same = 1;
+                for (int i = 0; i < M; i++) {
+                    gelu_backward(D + (size_t)i * ldc, W + (size_t)i * ldc, H + (size_t)i * ldc, (size_t)N);
+                    same &= !memcmp(C + (size_t)i * ldc, D + (size_t)i * ldc, (size_t)N * 4);
+                }
+                CHECK(same, "%s ta%d tb%d %dx%dx%d, %d threads: the GELU gradient epilogue differs from the product then "
+                      "gelu_backward", isa, ta, tb, M, N, K, threads);
+            }
+            free(A), free(B), free(bias), free(C), free(W), free(G), free(H), free(D);
+        }
+}
+
 static void build(const char *isa, gemm_fn f) {
     static const int shapes[][3] = {
         {1, 1, 1},     {1, 37, 5},    {29, 1, 7},    {14, 32, 256},  {15, 33, 257},  {6, 16, 8},
@@ -101,9 +147,9 @@ static void build(const char *isa, gemm_fn f) {
 
 int main(void) {
     const unsigned feat = pz_cpu_features();
-    if (feat & PZ_CPU_AVX512) build("avx512", pz_gemm_avx512);
+    if (feat & PZ_CPU_AVX512) build("avx512", pz_gemm_avx512), epilogues("avx512", pz_gemm_avx512);
     else printf("this CPU lacks AVX-512: its build not run\n");
-    if (feat & PZ_CPU_AVX2_FMA) build("avx2", pz_gemm_avx2);
+    if (feat & PZ_CPU_AVX2_FMA) build("avx2", pz_gemm_avx2), epilogues("avx2", pz_gemm_avx2);
     else printf("this CPU lacks AVX2 + FMA: its build not run\n");
     /* the two builds give the same bits: each element is one chain of
      * fused multiply-adds over k in order, whatever the vector width */
@@ -120,8 +166,8 @@ int main(void) {
                 for (int i = 0; i < K * N; i++) B[i] = urand(&r);
                 for (int i = 0; i < M * N; i++) C5[i] = C2[i] = urand(&r);
                 for (int i = 0; i < N; i++) bias[i] = urand(&r);
-                pz_gemm_avx512(ta, tb, M, N, K, 0.37f, A, ta ? M : K, B, tb ? K : N, 1.0f, C5, N, bias, NULL, 2);
-                pz_gemm_avx2(ta, tb, M, N, K, 0.37f, A, ta ? M : K, B, tb ? K : N, 1.0f, C2, N, bias, NULL, 1);
+                pz_gemm_avx512(ta, tb, M, N, K, 0.37f, A, ta ? M : K, B, tb ? K : N, 1.0f, C5, N, bias, NULL, NULL, 2);
+                pz_gemm_avx2(ta, tb, M, N, K, 0.37f, A, ta ? M : K, B, tb ? K : N, 1.0f, C2, N, bias, NULL, NULL, 1);
                 same &= !memcmp(C5, C2, (size_t)M * N * 4);
                 free(A), free(B), free(C5), free(C2), free(bias);
             }
@@ -144,7 +190,7 @@ int main(void) {
         for (int i = 0; i < K * N; i++) B[i] = urand(&s);
         pz_set_threads(2);
         pz_gemm(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N, NULL);
-        (feat & PZ_CPU_AVX512 ? pz_gemm_avx512 : pz_gemm_avx2)(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, D, N, NULL, NULL, 1);
+        (feat & PZ_CPU_AVX512 ? pz_gemm_avx512 : pz_gemm_avx2)(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, D, N, NULL, NULL, NULL, 1);
         CHECK(!memcmp(C, D, M * N * 4), "pz_gemm differs from the %s build", gi.name);
         free(A), free(B), free(C), free(D);
     }
@@ -167,6 +213,28 @@ int main(void) {
         CHECK(!memcmp(C, D, M * N * 4), "pz_gemm_rowsum's product (ta %d) differs from pz_gemm's", ta);
         CHECK(!memcmp(got, wantv, sizeof got), "pz_gemm_rowsum's row sums (ta %d, %s) differ from a plain loop's", ta, gi.name);
         free(A), free(B), free(C), free(D);
+    }
+    /* pz_gemm_fused, whichever kernels run: the product then GELU, and the
+     * product times GELU' */
+    {
+        enum { M = 37, N = 50, K = 300 };
+        float *A = malloc(M * K * 4), *B = malloc(K * N * 4), *C = malloc(M * N * 4), *W = malloc(M * N * 4),
+              *G = malloc(M * N * 4), *D = malloc(M * N * 4), *H = malloc(M * N * 4);
+        uint64_t s = 21;
+        for (int i = 0; i < M * K; i++) A[i] = urand(&s) * 6.0f;
+        for (int i = 0; i < K * N; i++) B[i] = urand(&s);
+        for (int i = 0; i < M * N; i++) H[i] = urand(&s) * 8.0f;
+        pz_set_threads(2);
+        pz_gemm_fused(0, 1, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N, NULL, &(pz_gemm_epi){PZ_EPI_GELU, G, N, NULL, 0});
+        pz_gemm(0, 1, M, N, K, 1.0f, A, K, B, K, 0.0f, W, N, NULL);
+        gelu_forward(D, W, M * N);
+        CHECK(!memcmp(C, W, M * N * 4) && !memcmp(G, D, M * N * 4), "pz_gemm_fused (GELU, %s) differs from pz_gemm then GELU",
+              gi.name);
+        pz_gemm_fused(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N, NULL, &(pz_gemm_epi){PZ_EPI_GELU_GRAD, NULL, 0, H, N});
+        pz_gemm(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, W, N, NULL);
+        gelu_backward(D, W, H, M * N);
+        CHECK(!memcmp(C, D, M * N * 4), "pz_gemm_fused (GELU gradient, %s) differs from pz_gemm then gelu_backward", gi.name);
+        free(A), free(B), free(C), free(W), free(G), free(D), free(H);
     }
     TEST_DONE();
 }

@@ -118,6 +118,73 @@ static pz_status residual_attention(pz_seq *s) {
     return st ? st : pz_end_group(s, "block", g);
 }
 
+/* a GPT MLP, dense -> GELU -> dense: the GELU runs fused into the dense
+ * layers around it both ways; and a GELU first, its input gradient the
+ * model's own */
+static pz_status mlp(pz_seq *s) {
+    PZ_TRY(pz_add_dense(s, "c_fc", 9, 1, 0.5f));
+    PZ_TRY(pz_add_gelu(s, "gelu"));
+    return pz_add_dense(s, "c_proj", 4, 1, 0.5f);
+}
+static pz_status mlp_then_dense(pz_seq *s) { /* the pair's gradient then comes in a buffer of the list's own */
+    PZ_TRY(mlp(s));
+    return pz_add_dense(s, "out", 3, 1, 0.5f);
+}
+static pz_status gelu_dense(pz_seq *s) {
+    PZ_TRY(pz_add_gelu(s, "gelu"));
+    return pz_add_dense(s, "c_proj", 4, 1, 0.5f);
+}
+
+/* the fused runs give the bits of the layers one at a time (each layer a
+ * range of its own, where nothing fuses) */
+static void fusion_bits(pz_status (*build)(pz_seq *), const char *what) {
+    pz_model m = {0};
+    pz_seq_init(&m.net, pz_shape_seq(7, 6));
+    CHECK(build(&m.net) == PZ_OK && pz_model_finalize(&m, 3, pz_seq_out(&m.net).d[1], 5) == PZ_OK, "%s", pz_last_error());
+    pz_seq *s = &m.net;
+    const int B = 3, n = s->n;
+    const size_t nx = (size_t)B * 7 * 6, ny = (size_t)B * pz_shape_numel(pz_seq_out(s));
+    float *x = pz_xfloats(nx), *dy = pz_xfloats(ny), *dx1 = pz_xfloats(nx), *dx2 = pz_xfloats(nx), *y1 = pz_xfloats(ny);
+    float *g1 = pz_xfloats((size_t)m.n_params);
+    pz_rng rng;
+    pz_rng_seed(&rng, 9);
+    for (size_t i = 0; i < nx; i++) x[i] = 2.0f * pz_rng_normal(&rng);
+    for (size_t i = 0; i < ny; i++) dy[i] = pz_rng_normal(&rng);
+    pz_model_zero_grad(&m);
+    pz_seq_forward(s, 0, n, x, B, 1);
+    memcpy(y1, s->act[n - 1], ny * 4);
+    pz_seq_backward(s, 0, n, x, dy, dx1, B);
+    memcpy(g1, m.grads, sizeof(float) * (size_t)m.n_params);
+    /* one layer at a time: their inputs and gradients in buffers of our own */
+    size_t most = nx;
+    for (int i = 0; i < n; i++) {
+        const size_t k = (size_t)B * pz_shape_numel(s->layers[i].out);
+        most = k > most ? k : most;
+    }
+    float **in = malloc(sizeof(float *) * (size_t)(n + 1)), *ga = pz_xfloats(most), *gb = pz_xfloats(most);
+    pz_model_zero_grad(&m);
+    in[0] = x;
+    for (int i = 0; i < n; i++) {
+        pz_seq_forward(s, i, i + 1, in[i], B, 1);
+        const size_t k = (size_t)B * pz_shape_numel(s->layers[i].out);
+        in[i + 1] = pz_xfloats(k);
+        memcpy(in[i + 1], s->act[i], k * 4);
+    }
+    int same = !memcmp(y1, in[n], ny * 4);
+    const float *d = dy;
+    for (int i = n - 1; i >= 0; i--) {
+        float *out = i ? (d == ga ? gb : ga) : dx2;
+        pz_seq_forward(s, i, i + 1, in[i], B, 1); /* the layer's own saved state */
+        pz_seq_backward(s, i, i + 1, in[i], d, out, B);
+        d = out;
+    }
+    same = same && !memcmp(dx1, dx2, nx * 4) && !memcmp(g1, m.grads, sizeof(float) * (size_t)m.n_params);
+    CHECK(same, "%s: the fused GELU differs from the layers one at a time", what);
+    for (int i = 1; i <= n; i++) free(in[i]);
+    free(in), free(ga), free(gb), free(x), free(dy), free(dx1), free(dx2), free(y1), free(g1);
+    pz_model_free(&m);
+}
+
 /* embedding then a head tied to it: the token table gets both gradients */
 static pz_status embedding_tied_head(pz_seq *s) {
     PZ_TRY(pz_add_embedding(s, "wte", 5, 6, 4, 0.5f));
@@ -169,6 +236,12 @@ int main(void) {
     ONE_LAYER(pz_shape_seq(4, 9), 2, INPUT_NORMAL, 0.0, pz_add_attention(s, "attention_1head", 1));
     ONE_LAYER(pz_shape_tokens(6), 2, INPUT_TOKENS, 0.0, pz_add_embedding(s, "embedding", 5, 8, 3, 0.5f));
     ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, residual_attention(s));
+    ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, mlp(s));
+    ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, gelu_dense(s));
+    ONE_LAYER(seq, 2, INPUT_NORMAL, 0.0, mlp_then_dense(s));
+    fusion_bits(mlp, "dense, GELU, dense");
+    fusion_bits(mlp_then_dense, "dense, GELU, dense, dense");
+    fusion_bits(gelu_dense, "GELU, dense");
     ONE_LAYER(pz_shape_tokens(6), 2, INPUT_TOKENS, 0.0, embedding_tied_head(s));
     { /* the subspace (Protocol Models): its basis is orthonormal and the same
        * for the same seed; what a block adds to the stream lies in span U (the

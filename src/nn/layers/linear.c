@@ -54,8 +54,19 @@ static void linear_bwd(pz_layer *l, const float *x, const float *y, const float 
     linear_backward(dx, l->dweight, l->dbias, dy, x, l->weight, (int)nn_rows(l->in, B), row_in(l->in), out_width(l));
 }
 
+static void linear_fwd_gelu(pz_layer *l, const float *x, float *h, float *y, int B, int train) {
+    (void)train;
+    linear_forward_gelu(h, y, x, l->weight, l->bias, (int)nn_rows(l->in, B), row_in(l->in), out_width(l));
+}
+
+static void linear_bwd_gelu(pz_layer *l, const float *x, const float *h, const float *dy, float *dx, int B) {
+    linear_backward_gelu(dx, l->dweight, l->dbias, dy, x, l->weight, h, (int)nn_rows(l->in, B), row_in(l->in),
+                         out_width(l));
+}
+
 static void linear_detail(const pz_layer *l, char *buf, size_t cap) { snprintf(buf, cap, "%s", l->has_bias ? "+b" : ""); }
 
 const pz_layer_ops pz_linear_ops = {
-    .name = "linear", .alloc = linear_alloc, .forward = linear_fwd, .backward = linear_bwd, .detail = linear_detail,
+    .name = "linear", .alloc = linear_alloc, .forward = linear_fwd, .backward = linear_bwd,
+    .forward_gelu = linear_fwd_gelu, .backward_gelu = linear_bwd_gelu, .detail = linear_detail,
 };
