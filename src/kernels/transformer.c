@@ -239,10 +239,10 @@ static size_t tiles_scratch(const pz_gemm_ops *g, int T, int hs, int back) {
     return 2 * Tm * hs + 2 * Tn * hs + 3 * hn * T + 2 * bq + bqp + 2 * Tm * ATT_BQ;
 }
 
-/* the tiles of rows [r0, r0 + nq) (queries, r0 a multiple of mr) against
- * columns (keys) up to each tile's last row: S (nq, nk) = alpha a . b over
- * kc, a the rows' packed A panels (a + r hs... as packed), b the keys' B
- * panels */
+/* S (nq, nk) = alpha a . b over kc, for the queries [r0, r0 + nq) (r0 a
+ * multiple of mr), each tile of them against the keys up to its last query
+ * only (the columns past those are left unwritten): a the queries' A
+ * panels, b the keys' B panels, both packed over kc values of k */
 static void causal_tiles(const pz_gemm_ops *g, float *S, int nk, const float *a, const float *b, int kc, int r0, int nq,
                          float alpha) {
     for (int p = 0; p < nq; p += g->mr) {
@@ -266,6 +266,8 @@ static void rows_times(const pz_gemm_ops *g, float *Cm, int ldc, const float *Pp
     }
 }
 
+/* one (sample, head): q its first query's row of qkv, o its first output
+ * row, L its log-sum-exps; ws tiles_scratch(g, T, hs, 0) floats */
 static void head_forward_tiles(const pz_gemm_ops *g, float *ws, float *o, float *L, const float *q, int T, int C, int hs,
                                float scale, int wide) {
     const int C3 = 3 * C;
@@ -290,6 +292,8 @@ static void head_forward_tiles(const pz_gemm_ops *g, float *ws, float *o, float 
     }
 }
 
+/* its backward: dq the head's first row of dqkv (all three parts
+ * overwritten), dy of dout; ws tiles_scratch(g, T, hs, 1) floats */
 static void head_backward_tiles(const pz_gemm_ops *g, float *ws, float *dq, const float *dy, const float *q,
                                 const float *L, int T, int C, int hs, float scale, int wide) {
     const int C3 = 3 * C;
