@@ -2,21 +2,15 @@
 /* conv_direct_avx512.c — the direct convolution's AVX-512 build (16 floats
  * a vector; tiles of 4 channels x 6 vectors, weight gradients 4 x 6). */
 #include "conv_direct.h"
-
-#include <immintrin.h>
+#define VEC_AVX512
+#include "vec_isa.h"
 
 #define CD_SUFFIX avx512
-#define CD_V 16
+#define CD_V VEC_LANES
 #define CD_RO 4
 #define CD_RI 6
 #define CD_WO 4
 #define CD_WK 6
-typedef __m512 vec;
-#define vload(p) _mm512_loadu_ps(p)
-#define vstore(p, v) _mm512_storeu_ps(p, v)
-#define vset1(x) _mm512_set1_ps(x)
-#define vzero() _mm512_setzero_ps()
-#define vfma(a, b, c) _mm512_fmadd_ps(a, b, c)
 /* pairwise over the lanes: j + 8, j + 4, j + 2, j + 1 (vector adds of the
  * swapped halves, quarters, pairs, neighbours) */
 static inline float vsum16(const vec *v) {

@@ -4,7 +4,7 @@
  * padding through phase planes further down; included once per ISA by
  * conv_direct_avx2.c and conv_direct_avx512.c, which define
  *   CD_SUFFIX  the name suffix,    CD_V  floats per vector,
- *   vec, vload, vstore, vset1, vzero, vfma   (intrinsics),
+ *   vec, vload, vstore, vset1, vzero, vfma   (vec_isa.h),
  *   vcopy(d, s, n), vcopy_add(d, s, n, b)   short rows, by masked moves,
  *   CD_HAVE_SPLIT2, vsplit2, vjoin2   (optional) stride-2 phase rows,
  *   vsum16(v)  the 16 lanes of v[0..16/CD_V) added pairwise: lane j + lane

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* gemm_impl.h — the GEMM's one source, included by each ISA's build with
  * GM_SUFFIX, GM_V (floats a vector), GM_MR (rows of a tile) and the vector
- * macros defined.
+ * type and macros (vec_isa.h) defined.
  *
  * The BLIS structure (Van Zee & van de Geijn, 2015): op(B) is packed a
  * block of KC rows at a time into panels of NR = 2 vectors of columns
