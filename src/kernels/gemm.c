@@ -88,6 +88,22 @@ pz_conv_info pz_gemm_get_info(void) {
     return i;
 }
 
+void pz_gemm_epilogue(const pz_gemm_epi *e, float *C, int ldc, int i, int j, int m, int n,
+                      void (*fwd)(float *, const float *, size_t), void (*bwd)(float *, const float *, const float *, size_t)) {
+    enum { W = 512 };
+    float d[W]; /* GELU's backward takes its input gradient apart from its output */
+    for (int r = i; r < i + m; r++)
+        for (int c0 = j; c0 < j + n; c0 += W) {
+            const int w = j + n - c0 < W ? j + n - c0 : W;
+            float *c = C + (size_t)r * ldc + c0;
+            if (e->kind == PZ_EPI_GELU) fwd(e->out + (size_t)r * e->ldo + c0, c, (size_t)w);
+            else if (e->kind == PZ_EPI_GELU_GRAD) {
+                for (int q = 0; q < w; q++) d[q] = c[q];
+                bwd(c, d, e->h + (size_t)r * e->ldh + c0, (size_t)w);
+            }
+        }
+}
+
 /* each row of op(A) (M, K)'s sum over k, in k order from 0, added to asum */
 static void rows_sum(int ta, int M, int K, const float *A, int lda, float *asum) {
     if (!ta) {
@@ -129,22 +145,7 @@ static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B,
                 ldb, b, C, ldc);
     if (asum && M > 0) rows_sum(ta, M, K > 0 ? K : 0, A, lda, asum);
-    if (epi && epi->kind == PZ_EPI_GELU) /* row by row: C and out may have other strides */
-        for (int i = 0; i < M; i++) gelu_forward(epi->out + (size_t)i * epi->ldo, C + (size_t)i * ldc, (size_t)N);
-    else if (epi && epi->kind == PZ_EPI_GELU_GRAD) {
-        float *d = malloc(sizeof(float) * (size_t)(N > 0 ? N : 1));
-        for (int i = 0; d && i < M; i++) {
-            memcpy(d, C + (size_t)i * ldc, sizeof(float) * (size_t)N);
-            gelu_backward(C + (size_t)i * ldc, d, epi->h + (size_t)i * epi->ldh, (size_t)N);
-        }
-        if (!d) /* out of memory for a row: element by element, through one float */
-            for (int i = 0; i < M; i++)
-                for (int j = 0; j < N; j++) {
-                    const float v = C[(size_t)i * ldc + j];
-                    gelu_backward(C + (size_t)i * ldc + j, &v, epi->h + (size_t)i * epi->ldh + j, 1);
-                }
-        free(d);
-    }
+    if (epi) pz_gemm_epilogue(epi, C, ldc, 0, 0, M, N, gelu_forward, gelu_backward);
 }
 
 void pz_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,

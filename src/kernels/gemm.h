@@ -38,6 +38,12 @@ typedef struct pz_gemm_ops {
     void (*tile)(int kc, const float *a, const float *b, float *c, int ldc, int m, int n, float alpha, float beta);
 } pz_gemm_ops;
 
+/* epi (kernels.h) on C's rows [i, i + m), columns [j, j + n), once final,
+ * with the GELU element loops fwd and bwd (a build's, or the dispatching
+ * gelu_forward/gelu_backward), a row (or 512 columns of it) a call */
+void pz_gemm_epilogue(const pz_gemm_epi *e, float *C, int ldc, int i, int j, int m, int n,
+                      void (*fwd)(float *, const float *, size_t), void (*bwd)(float *, const float *, const float *, size_t));
+
 /* the kernels pz_gemm runs, for tiles; NULL where it runs the BLAS */
 const pz_gemm_ops *pz_gemm_kernels(void);
 

@@ -235,21 +235,10 @@ typedef struct {
 } gm_job;
 
 /* the epilogue on C's rows [i, i + m), columns [j, j + n), final (a row
- * block's, still in cache): the GELU builds the matrix products' build
- * goes with (transformer.c), a row (or 512 columns of it) a call */
+ * block's, still in cache), with the GELU builds the matrix products'
+ * build goes with (transformer.c) */
 static void GM_NAME(epilogue)(const pz_gemm_epi *e, float *C, int ldc, int i, int j, int m, int n) {
-    enum { W = 512 };
-    float d[W];
-    for (int r = i; r < i + m; r++)
-        for (int c0 = j; c0 < j + n; c0 += W) {
-            const int w = j + n - c0 < W ? j + n - c0 : W;
-            float *c = C + (size_t)r * ldc + c0;
-            if (e->kind == PZ_EPI_GELU) GM_CAT(gelu_forward, GM_SUFFIX)(e->out + (size_t)r * e->ldo + c0, c, (size_t)w);
-            else if (e->kind == PZ_EPI_GELU_GRAD) {
-                for (int q = 0; q < w; q++) d[q] = c[q];
-                GM_CAT(gelu_backward, GM_SUFFIX)(c, d, e->h + (size_t)r * e->ldh + c0, (size_t)w);
-            }
-        }
+    pz_gemm_epilogue(e, C, ldc, i, j, m, n, GM_CAT(gelu_forward, GM_SUFFIX), GM_CAT(gelu_backward, GM_SUFFIX));
 }
 
 /* thread t of n: its share of each B block's packing, then its run of A's

@@ -120,11 +120,11 @@ void pz_gemm_fused(int ta, int tb, int M, int N, int K, float alpha, const float
  * gradient from its weight gradient's product, read once */
 void pz_gemm_rowsum(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                     float beta, float *C, int ldc, const float *bias, float *asum);
-/* the kernels pz_gemm runs ("avx512", "avx2" or "blas") and who chose them */
 /* n floats of this OS thread's scratch number `slot` (0 to 3; 0, 1 and 3
  * are pz_gemm's own), 64-byte aligned, kept for the thread's life and freed
  * when it ends; NULL when out of memory */
 float *pz_thread_scratch(int slot, size_t n);
+/* the kernels pz_gemm runs ("avx512", "avx2" or "blas") and who chose them */
 pz_conv_info pz_gemm_get_info(void);
 
 /* ---- linear: out (B, OC) = inp (B, C) @ weight (OC, C)^T + bias (OC) ------- */
