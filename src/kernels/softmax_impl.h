@@ -25,6 +25,23 @@ static inline float sm_lanes_sum(const float a[SM_LANES]) {
     for (int l = 0; l < 4; l++) h[l] = h[l] + h[l + 4];
     return (h[0] + h[2]) + (h[1] + h[3]);
 }
+
+/* p[j] = exp(p[j] - sub) for j < n, each added to lane j % 16 of acc, times
+ * w[j] where w is given (a row's sum, or its dot product with w) */
+static inline void sm_exp_lanes(float *restrict p, const float *restrict w, int n, float sub, float acc[SM_LANES]) {
+    int j = 0;
+    for (; j + SM_LANES <= n; j += SM_LANES) {
+#pragma omp simd
+        for (int l = 0; l < SM_LANES; l++) {
+            const float e = pz_exp_neg(p[j + l] - sub);
+            p[j + l] = e, acc[l] += w ? e * w[j + l] : e;
+        }
+    }
+    for (int l = 0; l < n - j; l++) {
+        const float e = pz_exp_neg(p[j + l] - sub);
+        p[j + l] = e, acc[l] += w ? e * w[j + l] : e;
+    }
+}
 #endif
 
 void SM_NAME(softmax_rows_forward)(float *restrict S, float *restrict inv, float *restrict L, int nq, int nk, int i0);
@@ -41,18 +58,7 @@ void SM_NAME(softmax_rows_forward)(float *restrict S, float *restrict inv, float
 #pragma omp simd reduction(max : mx)
         for (int j = 1; j < n; j++) mx = sr[j] > mx ? sr[j] : mx;
         float acc[SM_LANES] = {0};
-        int j = 0;
-        for (; j + SM_LANES <= n; j += SM_LANES) {
-#pragma omp simd
-            for (int l = 0; l < SM_LANES; l++) {
-                const float e = pz_exp_neg(sr[j + l] - mx);
-                sr[j + l] = e, acc[l] += e;
-            }
-        }
-        for (int l = 0; l < n - j; l++) {
-            const float e = pz_exp_neg(sr[j + l] - mx);
-            sr[j + l] = e, acc[l] += e;
-        }
+        sm_exp_lanes(sr, NULL, n, mx, acc);
         for (int t = n; t < nk; t++) sr[t] = 0.0f;
         const float sum = sm_lanes_sum(acc);
         inv[r] = 1.0f / sum;
@@ -69,18 +75,7 @@ void SM_NAME(softmax_rows_backward)(float *restrict P, float *restrict dS, const
         const int n = i0 + r + 1;
         const float l0 = L[r];
         float acc[SM_LANES] = {0};
-        int j = 0;
-        for (; j + SM_LANES <= n; j += SM_LANES) {
-#pragma omp simd
-            for (int l = 0; l < SM_LANES; l++) {
-                const float e = pz_exp_neg(p[j + l] - l0);
-                p[j + l] = e, acc[l] += e * d[j + l];
-            }
-        }
-        for (int l = 0; l < n - j; l++) {
-            const float e = pz_exp_neg(p[j + l] - l0);
-            p[j + l] = e, acc[l] += e * d[j + l];
-        }
+        sm_exp_lanes(p, d, n, l0, acc);
         const float dot = sm_lanes_sum(acc);
 #pragma omp simd
         for (int t = 0; t < n; t++) d[t] = p[t] * (d[t] - dot);
