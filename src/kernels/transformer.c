@@ -227,6 +227,27 @@ void attention_backward_direct(float *dqkv, const float *dout, const float *qkv,
     }
 }
 
+/* ---- the row steps both ways of computing a block share ------------------------ */
+/* the block's softmax rows (softmax_impl.h), the build the products' go with */
+static void softmax_forward(int wide, float *S, float *inv, float *L, int nq, int nk, int i0) {
+    if (wide) softmax_rows_forward_avx512(S, inv, L, nq, nk, i0);
+    else softmax_rows_forward_avx2(S, inv, L, nq, nk, i0);
+}
+static void softmax_backward(int wide, float *P, float *dS, const float *L, int nq, int nk, int i0) {
+    if (wide) softmax_rows_backward_avx512(P, dS, L, nq, nk, i0);
+    else softmax_rows_backward_avx2(P, dS, L, nq, nk, i0);
+}
+
+/* the block's output rows (hs wide, ldo apart), products with the
+ * exponentials, each over its sum */
+static void rows_over_sums(float *o, int ldo, const float *inv, int nq, int hs) {
+    for (int r = 0; r < nq; r++) {
+        float *orow = o + (size_t)r * ldo;
+#pragma omp simd
+        for (int c = 0; c < hs; c++) orow[c] *= inv[r];
+    }
+}
+
 /* ---- a head by tiles on packed panels ------------------------------------------ */
 static size_t up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
@@ -280,15 +301,10 @@ static void head_forward_tiles(const pz_gemm_ops *g, float *ws, float *o, float 
         const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
         float inv[ATT_BQ];
         causal_tiles(g, S, nk, Qp, Kp, hs, i0, nq, scale); /* scale Q K^T */
-        if (wide) softmax_rows_forward_avx512(S, inv, L + i0, nq, nk, i0);
-        else softmax_rows_forward_avx2(S, inv, L + i0, nq, nk, i0);
+        softmax_forward(wide, S, inv, L + i0, nq, nk, i0);
         g->pack_a(Pp, 0, S, nk, nq, nk);
         rows_times(g, o + (size_t)i0 * C, C, Pp, nk, Vp, T, hs, i0, nq, 1.0f); /* P V */
-        for (int r = 0; r < nq; r++) {
-            float *orow = o + (size_t)(i0 + r) * C;
-#pragma omp simd
-            for (int c = 0; c < hs; c++) orow[c] *= inv[r];
-        }
+        rows_over_sums(o + (size_t)i0 * C, C, inv, nq, hs);
     }
 }
 
@@ -313,8 +329,7 @@ static void head_backward_tiles(const pz_gemm_ops *g, float *ws, float *dq, cons
         const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
         causal_tiles(g, P, nk, Qa, KT, hs, i0, nq, scale);  /* the scores again */
         causal_tiles(g, dS, nk, dYa, VT, hs, i0, nq, 1.0f); /* dP = dY V^T */
-        if (wide) softmax_rows_backward_avx512(P, dS, L + i0, nq, nk, i0);
-        else softmax_rows_backward_avx2(P, dS, L + i0, nq, nk, i0);
+        softmax_backward(wide, P, dS, L + i0, nq, nk, i0);
         /* dq[i0..] = scale dS . K */
         g->pack_a(Ap, 0, dS, nk, nq, nk);
         rows_times(g, dq + (size_t)i0 * C3, C3, Ap, nk, Kb, T, hs, i0, nq, scale);
@@ -345,14 +360,9 @@ static void head_forward_gemm(float *S, float *o, float *L, const float *q, int 
         const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
         float inv[ATT_BQ];
         pz_gemm(0, 1, nq, nk, hs, scale, q + (size_t)i0 * C3, C3, k, C3, 0.0f, S, nk, NULL);
-        if (wide) softmax_rows_forward_avx512(S, inv, L + i0, nq, nk, i0);
-        else softmax_rows_forward_avx2(S, inv, L + i0, nq, nk, i0);
+        softmax_forward(wide, S, inv, L + i0, nq, nk, i0);
         pz_gemm(0, 0, nq, hs, nk, 1.0f, S, nk, v, C3, 0.0f, o + (size_t)i0 * C, C, NULL);
-        for (int r = 0; r < nq; r++) {
-            float *orow = o + (size_t)(i0 + r) * C;
-#pragma omp simd
-            for (int c = 0; c < hs; c++) orow[c] *= inv[r];
-        }
+        rows_over_sums(o + (size_t)i0 * C, C, inv, nq, hs);
     }
 }
 
@@ -366,8 +376,7 @@ static void head_backward_gemm(float *P, float *dq, const float *dy, const float
         const float *Qb = q + (size_t)i0 * C3, *dYb = dy + (size_t)i0 * C;
         pz_gemm(0, 1, nq, nk, hs, scale, Qb, C3, k, C3, 0.0f, P, nk, NULL);
         pz_gemm(0, 1, nq, nk, hs, 1.0f, dYb, C, v, C3, 0.0f, dS, nk, NULL);
-        if (wide) softmax_rows_backward_avx512(P, dS, L + i0, nq, nk, i0);
-        else softmax_rows_backward_avx2(P, dS, L + i0, nq, nk, i0);
+        softmax_backward(wide, P, dS, L + i0, nq, nk, i0);
         pz_gemm(0, 0, nq, hs, nk, scale, dS, nk, k, C3, 0.0f, dq + (size_t)i0 * C3, C3, NULL);
         if (i0) {
             pz_gemm(1, 0, i0, hs, nq, scale, dS, nk, Qb, C3, 1.0f, dk, C3, NULL);
