@@ -61,13 +61,14 @@ void batchnorm_backward(float *dinp, float *dgamma, float *dbeta,
 
 /* The same followed by a ReLU, in one pass each way (bit for bit the two
  * kernels in a row): out = relu(bn(inp)); backward takes the gradient of
- * the ReLU's output and the ReLU's output relu_out (dz = relu_out > 0 ? dout
- * : 0, as relu_backward). */
+ * the ReLU's output, after a training forward with the same gamma and beta:
+ * where the ReLU passed (its output > 0) it recomputes from inp, mean and
+ * rstd (dz = dout there, else 0, as relu_backward). */
 void batchnorm_relu_forward(float *out, float *mean, float *rstd, float *run_mean, float *run_var,
                             const float *inp, const float *gamma, const float *beta,
                             int B, int C, int HW, float momentum, float eps, int train);
-void batchnorm_relu_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *relu_out,
-                             const float *inp, const float *mean, const float *rstd, const float *gamma, int B, int C,
+void batchnorm_relu_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                             const float *mean, const float *rstd, const float *gamma, const float *beta, int B, int C,
                              int HW);
 
 /* ---- activations, residual add ------------------------------------------ */

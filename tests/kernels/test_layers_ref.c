@@ -112,8 +112,8 @@ int main(void) {
             if (train) {
                 relu_backward(dz, R("bn.dy")->data, r, x->n);
                 batchnorm_backward(dx, dg1, db1, dz, x->data, mean, rstd, R("bn.gamma")->data, B, C, HW);
-                batchnorm_relu_backward(dxf, dg2, db2, R("bn.dy")->data, f, x->data, m2, s2, R("bn.gamma")->data, B,
-                                        C, HW);
+                batchnorm_relu_backward(dxf, dg2, db2, R("bn.dy")->data, x->data, m2, s2, R("bn.gamma")->data,
+                                        R("bn.beta")->data, B, C, HW);
                 CHECK(!memcmp(dx, dxf, sizeof(float) * x->n) && !memcmp(dg1, dg2, sizeof dg1) &&
                           !memcmp(db1, db2, sizeof db1),
                       "bn+relu backward = bn backward of relu backward, bit for bit");

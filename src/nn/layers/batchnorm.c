@@ -44,7 +44,7 @@ static void bn_relu_forward(pz_layer *l, const float *x, float *y, int B, int tr
 }
 
 static void bn_relu_backward(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
-    batchnorm_relu_backward(dx, l->dweight, l->dbias, dy, y, x, l->mean, l->rstd, l->weight, B, l->in.d[0],
+    batchnorm_relu_backward(dx, l->dweight, l->dbias, dy, x, l->mean, l->rstd, l->weight, l->bias, B, l->in.d[0],
                             l->in.d[1] * l->in.d[2]);
 }
 
