@@ -41,7 +41,10 @@ void relu_forward(float *out, const float *inp, size_t n) {
 
 void relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
 #pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 65536)
-    for (size_t i = 0; i < n; i++) dinp[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+    for (size_t i = 0; i < n; i++) { /* dout read either way: a conditional read compiles to masked loads */
+        const float d = dout[i];
+        dinp[i] = out[i] > 0.0f ? d : 0.0f;
+    }
 }
 
 void add_forward(float *out, const float *a, const float *b, size_t n) {
