@@ -189,7 +189,7 @@ int tool_bench_train(const bench_train_options *o, FILE *out) {
             fprintf(out, "  convolutions: im2col + BLAS, chosen by %s\n",
                    !strcmp(ci.source, "user") ? "PZ_CONV_KERNELS" : "pipezip (this CPU lacks AVX2 and FMA)");
         else
-            fprintf(out, "  convolutions: pipezip's direct %s kernels (1x1 and under 32 taps: im2col + BLAS), chosen by %s\n",
+            fprintf(out, "  convolutions: pipezip's direct %s kernels (1x1: im2col + BLAS), chosen by %s\n",
                    !strcmp(ci.name, "avx512") ? "AVX-512" : "AVX2", !strcmp(ci.source, "user") ? "PZ_CONV_KERNELS" : "the CPU's features");
         if (o->profile) {
             double total = 0;

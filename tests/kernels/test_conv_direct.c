@@ -111,6 +111,7 @@ int main(void) {
     const shape shapes[] = {
         /* stride 1, same padding: resnet8's, then the tails */
         {3, 16, 28, 28, 16, 3, 0, 0}, {5, 32, 14, 14, 32, 3, 0, 0}, {20, 64, 7, 7, 64, 3, 0, 0}, {2, 1, 28, 28, 16, 3, 0, 0},
+        {2, 3, 32, 32, 16, 3, 0, 0}, /* a CIFAR first layer: 27 taps */
         {3, 3, 5, 6, 5, 3, 0, 0},     {2, 2, 9, 9, 3, 5, 0, 0},     {17, 7, 3, 4, 9, 3, 0, 0},   {3, 5, 1, 1, 6, 3, 0, 0},
         {2, 3, 8, 1, 2, 3, 0, 0},     {2, 2, 1, 9, 7, 3, 0, 0},     {2, 3, 8, 8, 5, 7, 0, 0},    {33, 6, 4, 4, 10, 3, 0, 0},
         /* phase planes: resnet8's stride-2 convolutions and shortcuts, then
@@ -163,8 +164,8 @@ int main(void) {
                           same_bits(gdw[0][t], gdw[1][t], nw),
                       "shape %zu, %d thread(s): AVX2 and AVX-512 give the same bits", si, t + 1);
 
-        /* the public entry points: these kernels where there are 32 taps or more
-         * (but 1x1; else im2col + BLAS), the bias, accumulation */
+        /* the public entry points: these kernels wherever K > 1 (1x1: im2col +
+         * BLAS), the bias, accumulation */
         if (!strcmp(pz_conv_kernels(), native->name)) {
             const int B = s->B, C = s->C, H = s->H, W = s->W, OC = s->OC, K = s->K;
             const int st = s->S ? s->S : 1, p = s->S ? s->pad : (K - 1) / 2, OHW = odim(H, s) * odim(W, s);
@@ -173,7 +174,7 @@ int main(void) {
             fill(bias, OC, &r);
             pz_set_threads(2);
             float *ws = pz_xfloats(conv2d_workspace_floats(C, H, W, OC, K, st, p));
-            if (C * K * K < 32 || K == 1) { /* under 32 taps, or 1x1: im2col + BLAS, to the definition */
+            if (K == 1) { /* 1x1: im2col + BLAS, to the definition */
                 conv2d_forward(out, ws, x, w, NULL, B, C, H, W, OC, K, st, p);
                 conv2d_backward(gx, gw, NULL, ws, dy, x, w, B, C, H, W, OC, K, st, p);
                 snprintf(what, sizeof what, "shape %zu im2col output", si);
