@@ -44,7 +44,19 @@ static inline void vcopy_add(float *restrict d, const float *restrict s, int n, 
  * of d[0..n) from `parity`; register compress and expand (AVX-512F) */
 #define CD_HAVE_SPLIT2 1
 static inline void vsplit2(float *restrict e, float *restrict o, const float *restrict s, int n) {
-    for (int i = 0; i < n; i += 16) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(s + i);
+        _mm256_storeu_ps(e + i / 2, _mm512_castps512_ps256(_mm512_maskz_compress_ps(0x5555, v)));
+        _mm256_storeu_ps(o + i / 2, _mm512_castps512_ps256(_mm512_maskz_compress_ps(0xAAAA, v)));
+    }
+    if (i < n && n >= 16 && n % 2 == 0) { /* the last 16 again, whole: the same values over some */
+        const __m512 v = _mm512_loadu_ps(s + n - 16);
+        _mm256_storeu_ps(e + (n - 16) / 2, _mm512_castps512_ps256(_mm512_maskz_compress_ps(0x5555, v)));
+        _mm256_storeu_ps(o + (n - 16) / 2, _mm512_castps512_ps256(_mm512_maskz_compress_ps(0xAAAA, v)));
+        return;
+    }
+    for (; i < n; i += 16) {
         const int m = n - i < 16 ? n - i : 16;
         const __m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << m) - 1), s + i);
         _mm512_mask_storeu_ps(e + i / 2, (__mmask16)((1u << ((m + 1) / 2)) - 1), _mm512_maskz_compress_ps(0x5555, v));
