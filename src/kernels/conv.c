@@ -287,9 +287,12 @@ static void bias_grad(float *dbias, const float *dout, int B, int OC, int OHW) {
         }
 }
 
-void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
-                     const float *dout, const float *inp, const float *weight,
-                     int B, int C, int H, int W, int OC, int K, int stride, int pad) {
+int conv2d_adds_cheaply(int K, int stride) { return !(direct_ops() && direct_shape(K, stride)); }
+
+/* adds: the input gradient added into dinp (im2col + BLAS then, whatever
+ * the shape) */
+static void backward(float *dinp, float *dweight, float *dbias, float *ws, const float *dout, const float *inp,
+                     const float *weight, int B, int C, int H, int W, int OC, int K, int stride, int pad, int adds) {
     const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
     const int CKK = C * K * K, OHW = OH * OW;
     const size_t per = per_thread_floats(C, H, W, OC, K, stride, pad);
@@ -297,7 +300,7 @@ void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
     const int T = pz_get_threads();
     const size_t nw = (size_t)OC * CKK;
     const pz_conv_direct_ops *direct = direct_ops();
-    if (direct && direct_shape(K, stride)) {
+    if (!adds && direct && direct_shape(K, stride)) {
         float *acc;
         size_t stride_t;
         direct->backward(dinp, ws, dout, inp, weight, B, C, H, W, OC, K, stride, pad, T, &acc, &stride_t);
@@ -330,9 +333,9 @@ void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
                 /* dx_col (CKK, OHW) = W^T (CKK, OC) . dy (OC, OHW) */
                 float *target = pointwise ? dimg : dcol;
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CKK, OHW, OC,
-                            1.0f, weight, CKK, dy, OHW, 0.0f, target, OHW);
+                            1.0f, weight, CKK, dy, OHW, pointwise && adds ? 1.0f : 0.0f, target, OHW);
                 if (!pointwise) {
-                    memset(dimg, 0, sizeof(float) * (size_t)C * H * W);
+                    if (!adds) memset(dimg, 0, sizeof(float) * (size_t)C * H * W);
                     col2im(dimg, dcol, C, H, W, K, stride, pad);
                 }
             }
@@ -340,4 +343,16 @@ void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
     }
     reduce_threads(dweight, ws + 2 * (size_t)CKK * OHW, per, T, nw);
     bias_grad(dbias, dout, B, OC, OHW);
+}
+
+void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
+                     const float *dout, const float *inp, const float *weight,
+                     int B, int C, int H, int W, int OC, int K, int stride, int pad) {
+    backward(dinp, dweight, dbias, ws, dout, inp, weight, B, C, H, W, OC, K, stride, pad, 0);
+}
+
+void conv2d_backward_add(float *dinp, float *dweight, float *dbias, float *ws,
+                         const float *dout, const float *inp, const float *weight,
+                         int B, int C, int H, int W, int OC, int K, int stride, int pad) {
+    backward(dinp, dweight, dbias, ws, dout, inp, weight, B, C, H, W, OC, K, stride, pad, 1);
 }

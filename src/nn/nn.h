@@ -61,6 +61,7 @@ typedef struct {
     int vocab, context, heads;         /* embedding (vocab: head too); attention */
     float init_std;                    /* linear: 0 = Kaiming normal, else normal(0, init_std) */
     int zero_init;                     /* linear: weights start at 0 (a classifier: logits 0, loss ln(classes)) */
+    int dx_adds;                       /* conv: backward adds its input gradient into dx (a block's shortcut) */
     int64_t n_params;                  /* trainable floats, sub-layers included */
     int64_t macs;                      /* forward multiply-accumulates per sample */
     float *weight, *bias;              /* into the model's parameter array; bn: gamma, beta */

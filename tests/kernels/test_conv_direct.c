@@ -183,6 +183,16 @@ int main(void) {
                 close_to(what, gx, dx, dxm, nx);
                 snprintf(what, sizeof what, "shape %zu im2col weight grad", si);
                 close_to(what, gw, dw, dwm, nw);
+                /* adding into an input gradient already there: one product an
+                 * element, so the bits of adding after */
+                float *pre = pz_xfloats(nx), *acc = pz_xfloats(nx), *gw2 = pz_xfloats(nw);
+                fill(pre, nx, &r);
+                memcpy(acc, pre, sizeof(float) * nx);
+                conv2d_backward_add(acc, gw2, NULL, ws, dy, x, w, B, C, H, W, OC, K, st, p);
+                int ok = conv2d_adds_cheaply(K, st);
+                for (size_t i = 0; i < nx; i++) ok &= acc[i] == pre[i] + gx[i];
+                CHECK(ok, "shape %zu: conv2d_backward_add adds the input grad, bit for bit, and runs as it would", si);
+                free(pre), free(acc), free(gw2);
                 free(ws), free(bias), free(out), free(gx), free(gw), free(gb);
                 pz_set_threads(1);
                 goto next;
@@ -203,6 +213,16 @@ int main(void) {
             ok = same_bits(gx, want_dx, nx);
             for (size_t i = 0; i < nw; i++) ok &= fabsf(gw[i] - (1.0f + want_dw[i])) <= 1e-6f * (2 + fabsf(want_dw[i]));
             CHECK(ok, "shape %zu: conv2d_backward overwrites the input grad, adds to the weight grad", si);
+            /* adding into an input gradient already there (im2col + BLAS here:
+             * the sums associate otherwise, so within rounding) */
+            for (size_t i = 0; i < nx; i++) gx[i] = 0.25f * (float)(i % 7) - 0.5f;
+            conv2d_backward_add(gx, gw, NULL, ws, dy, x, w, B, C, H, W, OC, K, st, p);
+            ok = !conv2d_adds_cheaply(K, st);
+            for (size_t i = 0; i < nx; i++) {
+                const double want = 0.25 * (double)(i % 7) - 0.5 + want_dx[i];
+                ok &= fabs(gx[i] - want) <= 1e-5 * (1 + fabs(want) + dxm[i]);
+            }
+            CHECK(ok, "shape %zu: conv2d_backward_add adds the input grad", si);
             for (int oc = 0; oc < OC; oc++) {
                 double sb = 0;
                 for (int b = 0; b < B; b++)

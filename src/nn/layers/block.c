@@ -25,6 +25,9 @@ pz_status pz_add_basic_block(pz_seq *s, const char *name, int oc, int stride) {
     if (!st) st = pz_add_batchnorm(main, "bn2");
     if (!st && (stride != 1 || oc != in.d[0])) {
         st = pz_add_conv(sc, "shortcut.conv", oc, 1, stride, 0, 0);
+        /* where it costs nothing, the projection adds its input gradient to
+         * the main path's (block_backward) */
+        if (!st) sc->layers[0].dx_adds = conv2d_adds_cheaply(1, stride);
         if (!st) st = pz_add_batchnorm(sc, "shortcut.bn");
     }
     pz_layer *l = st ? NULL : nn_push(s, PZ_LAYER_BLOCK, name);
@@ -63,14 +66,20 @@ static void block_forward(pz_layer *l, const float *x, float *y, int B, int trai
 static void block_backward(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
     const size_t n_in = (size_t)B * pz_shape_numel(l->in), n_out = (size_t)B * pz_shape_numel(l->out);
     relu_backward(l->dz, dy, y, n_out); /* through the final relu */
-    pz_seq_backward(l->main, 0, l->main->n, x, l->dz, dx ? l->dmain : NULL, B);
-    if (l->shortcut->n) {
+    if (l->shortcut->n && l->shortcut->layers[0].dx_adds) {
+        /* the main path's input gradient into dx, the projection's added to
+         * it by its convolution (the same sums as adding the two after) */
+        pz_seq_backward(l->main, 0, l->main->n, x, l->dz, dx, B);
+        pz_seq_backward(l->shortcut, 0, l->shortcut->n, x, l->dz, dx, B);
+    } else if (l->shortcut->n) {
         /* the shortcut's input gradient goes straight into dx, then the main
          * path's is added */
+        pz_seq_backward(l->main, 0, l->main->n, x, l->dz, dx ? l->dmain : NULL, B);
         pz_seq_backward(l->shortcut, 0, l->shortcut->n, x, l->dz, dx, B);
         if (dx) add_forward(dx, dx, l->dmain, n_in);
-    } else if (dx) {
-        add_forward(dx, l->dz, l->dmain, n_in);
+    } else {
+        pz_seq_backward(l->main, 0, l->main->n, x, l->dz, dx ? l->dmain : NULL, B);
+        if (dx) add_forward(dx, l->dz, l->dmain, n_in);
     }
 }
 

@@ -34,8 +34,9 @@ static void conv_forward(pz_layer *l, const float *x, float *y, int B, int train
 
 static void conv_backward(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
     (void)y;
-    conv2d_backward(dx, l->dweight, l->dbias, l->ws, dy, x, l->weight, B, l->in.d[0], l->in.d[1], l->in.d[2],
-                    l->out.d[0], l->k, l->stride, l->pad);
+    (l->dx_adds ? conv2d_backward_add : conv2d_backward)(dx, l->dweight, l->dbias, l->ws, dy, x, l->weight, B,
+                                                          l->in.d[0], l->in.d[1], l->in.d[2], l->out.d[0], l->k,
+                                                          l->stride, l->pad);
 }
 
 static void conv_detail(const pz_layer *l, char *buf, size_t cap) {
