@@ -79,6 +79,11 @@ void batchnorm_relu_forward(float *out, float *mean, float *rstd, float *run_mea
 void batchnorm_relu_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                              const float *mean, const float *rstd, const float *gamma, const float *beta, int B, int C,
                              int HW);
+/* out = relu(bn(inp) + res) in one pass, bit for bit batchnorm_forward then
+ * add_relu_forward (a residual block's end; bn(inp) itself not written) */
+void batchnorm_add_relu_forward(float *out, float *mean, float *rstd, float *run_mean, float *run_var,
+                                const float *inp, const float *gamma, const float *beta, const float *res, int B, int C,
+                                int HW, float momentum, float eps, int train);
 
 /* ---- activations, residual add ------------------------------------------ */
 void relu_forward(float *out, const float *inp, size_t n);

@@ -30,9 +30,10 @@ static inline void bn_affine(float gamma, float beta, float m, float rs, float *
 }
 static inline float bn_value(float x, float g, float sh) { return fmaf(x, g, sh); }
 
+/* relu: out = relu(bn(inp) + res) (res NULL: no residual), else bn(inp) */
 static void bn_forward(float *out, float *mean, float *rstd, float *run_mean, float *run_var, const float *inp,
                        const float *gamma, const float *beta, int B, int C, int HW, float momentum, float eps,
-                       int train, int relu) {
+                       int train, int relu, const float *res) {
     const double N = (double)B * HW;
 #pragma omp parallel for schedule(static) num_threads(pz_get_threads())
     for (int c = 0; c < C; c++) {
@@ -61,7 +62,14 @@ static void bn_forward(float *out, float *mean, float *rstd, float *run_mean, fl
         for (int b = 0; b < B; b++) {
             const float *x = inp + ((size_t)b * C + c) * HW;
             float *y = out + ((size_t)b * C + c) * HW;
-            if (relu) {
+            if (res) {
+                const float *r = res + ((size_t)b * C + c) * HW;
+#pragma omp simd
+                for (int i = 0; i < HW; i++) {
+                    const float v = bn_value(x[i], g, sh) + r[i];
+                    y[i] = v < 0.0f ? 0.0f : v; /* add_relu_forward's */
+                }
+            } else if (relu) {
 #pragma omp simd
                 for (int i = 0; i < HW; i++) {
                     const float v = bn_value(x[i], g, sh);
@@ -78,13 +86,19 @@ static void bn_forward(float *out, float *mean, float *rstd, float *run_mean, fl
 void batchnorm_forward(float *out, float *mean, float *rstd, float *run_mean, float *run_var,
                        const float *inp, const float *gamma, const float *beta,
                        int B, int C, int HW, float momentum, float eps, int train) {
-    bn_forward(out, mean, rstd, run_mean, run_var, inp, gamma, beta, B, C, HW, momentum, eps, train, 0);
+    bn_forward(out, mean, rstd, run_mean, run_var, inp, gamma, beta, B, C, HW, momentum, eps, train, 0, NULL);
 }
 
 void batchnorm_relu_forward(float *out, float *mean, float *rstd, float *run_mean, float *run_var,
                             const float *inp, const float *gamma, const float *beta,
                             int B, int C, int HW, float momentum, float eps, int train) {
-    bn_forward(out, mean, rstd, run_mean, run_var, inp, gamma, beta, B, C, HW, momentum, eps, train, 1);
+    bn_forward(out, mean, rstd, run_mean, run_var, inp, gamma, beta, B, C, HW, momentum, eps, train, 1, NULL);
+}
+
+void batchnorm_add_relu_forward(float *out, float *mean, float *rstd, float *run_mean, float *run_var,
+                                const float *inp, const float *gamma, const float *beta, const float *res, int B, int C,
+                                int HW, float momentum, float eps, int train) {
+    bn_forward(out, mean, rstd, run_mean, run_var, inp, gamma, beta, B, C, HW, momentum, eps, train, 1, res);
 }
 
 /* beta NULL: dout is the gradient of the normalized output itself; else of

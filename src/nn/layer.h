@@ -42,6 +42,11 @@ typedef struct pz_layer_ops {
      * y and dy are the ReLU's output and its gradient. NULL: never fused. */
     void (*forward_relu)(pz_layer *l, const float *x, float *y, int B, int train);
     void (*backward_relu)(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B);
+    /* y = relu(layer(x) + res) in one pass, bit for bit the layer and
+     * add_relu_forward after (a residual block's last layer, through
+     * pz_seq_forward_add_relu: the layer's own output is then not written,
+     * its backward not needing it). NULL: never fused. */
+    void (*forward_add_relu)(pz_layer *l, const float *x, const float *res, float *y, int B, int train);
     /* A dense layer and the GELU after it, forward in one pass: h the
      * layer's own output (GELU's backward needs it), y the GELU's. And,
      * backward, the GELU before the layer folded into the layer's input
@@ -73,6 +78,10 @@ float *nn_take_buffers(layer_alloc *a, int64_t n);
 /* n floats of scratch owned by the caller (NULL and a->oom set on failure) */
 float *nn_floats(layer_alloc *a, size_t n);
 void nn_alloc_seq(pz_seq *s, layer_alloc *a);
+/* The whole of s forward, its last layer's output plus res through a ReLU
+ * into y, the last layer and the add in one pass (forward_add_relu).
+ * Returns 0, having run nothing, where the last layer has no such pass. */
+int pz_seq_forward_add_relu(pz_seq *s, const float *x, const float *res, float *y, int B, int train);
 /* A layer with token and position tables (an embedding, a subspace lift):
  * token (vocab, dim) as weight, position (context, dim) as bias, normal(0,
  * init_std); the output (T, dim) for the T positions of its input. */

@@ -269,6 +269,18 @@ void pz_seq_forward(pz_seq *s, int from, int to, const float *x, int B, int trai
     }
 }
 
+int pz_seq_forward_add_relu(pz_seq *s, const float *x, const float *res, float *y, int B, int train) {
+    if (s->n < 1) return 0;
+    pz_layer *l = &s->layers[s->n - 1];
+    const pz_layer_ops *ops = pz_layer_ops_of(l->kind);
+    if (!ops->forward_add_relu) return 0;
+    pz_seq_forward(s, 0, s->n - 1, x, B, train);
+    const double t0 = profiling ? pz_now() : 0.0;
+    ops->forward_add_relu(l, s->n > 1 ? s->act[s->n - 2] : x, res, y, B, train);
+    if (profiling) l->prof_s[0] += pz_now() - t0;
+    return 1;
+}
+
 void pz_seq_backward(pz_seq *s, int from, int to, const float *x, const float *dy, float *dx, int B) {
     int which = 0;
     for (int i = to - 1; i >= from; i--) {

@@ -107,6 +107,25 @@ int main(void) {
             batchnorm_relu_forward(f, m2, s2, rm2, rv2, x->data, R("bn.gamma")->data, R("bn.beta")->data, B, C, HW,
                                    0.1f, 1e-5f, train);
             CHECK(!memcmp(r, f, sizeof(float) * x->n), "bn+relu forward (train %d) = relu(bn) bit for bit", train);
+            { /* with a residual added before the ReLU (a block's end) */
+                float *res = zeros(x->n), *want = zeros(x->n), *got = zeros(x->n);
+                float m3[8], s3[8], rm3[8], rv3[8], rm4[8], rv4[8];
+                for (size_t i = 0; i < x->n; i++) res[i] = y[(i * 7) % x->n] - 0.25f; /* some cancel, some not */
+                memcpy(rm3, rm_before, sizeof rm3), memcpy(rv3, rv_before, sizeof rv3);
+                memcpy(rm4, rm_before, sizeof rm4), memcpy(rv4, rv_before, sizeof rv4);
+                float *bn = zeros(x->n);
+                batchnorm_forward(bn, m3, s3, rm3, rv3, x->data, R("bn.gamma")->data, R("bn.beta")->data, B, C, HW,
+                                  0.1f, 1e-5f, train);
+                add_relu_forward(want, bn, res, x->n);
+                batchnorm_add_relu_forward(got, m3, s3, rm4, rv4, x->data, R("bn.gamma")->data, R("bn.beta")->data,
+                                           res, B, C, HW, 0.1f, 1e-5f, train);
+                int zeros_seen = 0;
+                for (size_t i = 0; i < x->n; i++) zeros_seen += want[i] == 0.0f;
+                CHECK(!memcmp(want, got, sizeof(float) * x->n) && !memcmp(rm3, rm4, sizeof rm3) &&
+                          !memcmp(rv3, rv4, sizeof rv3) && zeros_seen > 0 && zeros_seen < (int)x->n,
+                      "bn+add+relu forward (train %d) = relu(bn + res) bit for bit (%d zeros)", train, zeros_seen);
+                free(res), free(want), free(got), free(bn);
+            }
             CHECK(!memcmp(rm, rm2, sizeof(float) * C) && !memcmp(rv, rv2, sizeof(float) * C),
                   "bn+relu keeps the same running statistics");
             if (train) {

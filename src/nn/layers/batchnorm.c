@@ -43,6 +43,11 @@ static void bn_relu_forward(pz_layer *l, const float *x, float *y, int B, int tr
                            l->in.d[1] * l->in.d[2], 0.1f, 1e-5f, train);
 }
 
+static void bn_add_relu_forward(pz_layer *l, const float *x, const float *res, float *y, int B, int train) {
+    batchnorm_add_relu_forward(y, l->mean, l->rstd, l->run_mean, l->run_var, x, l->weight, l->bias, res, B,
+                               l->in.d[0], l->in.d[1] * l->in.d[2], 0.1f, 1e-5f, train);
+}
+
 static void bn_relu_backward(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
     batchnorm_relu_backward(dx, l->dweight, l->dbias, dy, x, l->mean, l->rstd, l->weight, l->bias, B, l->in.d[0],
                             l->in.d[1] * l->in.d[2]);
@@ -50,5 +55,5 @@ static void bn_relu_backward(pz_layer *l, const float *x, const float *y, const 
 
 const pz_layer_ops pz_batchnorm_ops = {
     .name = "batchnorm", .alloc = bn_alloc, .n_buffers = bn_buffers, .forward = bn_forward, .backward = bn_backward,
-    .forward_relu = bn_relu_forward, .backward_relu = bn_relu_backward,
+    .forward_relu = bn_relu_forward, .backward_relu = bn_relu_backward, .forward_add_relu = bn_add_relu_forward,
 };

@@ -52,15 +52,15 @@ static void block_alloc(pz_layer *l, layer_alloc *a) {
 }
 
 static void block_forward(pz_layer *l, const float *x, float *y, int B, int train) {
-    pz_seq_forward(l->main, 0, l->main->n, x, B, train);
-    const float *a = l->main->act[l->main->n - 1];
     const float *sc = x;
     if (l->shortcut->n) {
         pz_seq_forward(l->shortcut, 0, l->shortcut->n, x, B, train);
         sc = l->shortcut->act[l->shortcut->n - 1];
     }
-    const size_t n_out = (size_t)B * pz_shape_numel(l->out);
-    add_relu_forward(y, a, sc, n_out);
+    /* the main path's last batch norm, the add and the ReLU in one pass */
+    if (pz_seq_forward_add_relu(l->main, x, sc, y, B, train)) return;
+    pz_seq_forward(l->main, 0, l->main->n, x, B, train);
+    add_relu_forward(y, l->main->act[l->main->n - 1], sc, (size_t)B * pz_shape_numel(l->out));
 }
 
 static void block_backward(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
