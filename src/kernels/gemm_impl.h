@@ -14,13 +14,16 @@
  * B: 2 MR fused multiply-adds per 2 loads and MR broadcasts.
  *
  * Threads share the packing of each B block and then take contiguous runs
- * of A's row blocks. Every element of C is summed by one thread over k in
+ * of A's row blocks (or, for short wide weight gradients, each its own run
+ * of B's column panels: run_cols). Every element of C is summed by one thread over k in
  * order (KC blocks in order, each k in order within), so the result is the
  * same bits whatever the number of threads. */
 #include "gemm.h"
 
 #include <omp.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define GM_CAT2(a, b) a##_##b
 #define GM_CAT(a, b) GM_CAT2(a, b)
@@ -281,6 +284,44 @@ static void GM_NAME(run)(const gm_job *g, int t, int n) {
         for (int i = r0; i < r1; i++) g->asum[i] += g->rs[i];
 }
 
+/* thread t of n, columns split: its own run of each B block's column
+ * panels, packed by itself, against every row block of A, which each thread
+ * packs for itself; no barriers. Every element of C is still summed by one
+ * thread in the same order, so the same bits as run(). The row sums come
+ * from thread 0's packing. */
+static void GM_NAME(run_cols)(const gm_job *g, int t, int n, float *bp) {
+    float *ap = g->aps + g->asize * t;
+    const int MC = g->MC, M = g->M, N = g->N, K = g->K;
+    for (int j0 = 0; j0 < N; j0 += GM_NC) {
+        const int nc = N - j0 < GM_NC ? N - j0 : GM_NC, nq = (nc + GM_NR - 1) / GM_NR;
+        const int q0 = (int)((long)nq * t / n), q1 = (int)((long)nq * (t + 1) / n);
+        float *rs = g->rs && j0 == 0 && t == 0 ? g->rs : NULL;
+        if (q1 == q0 && !rs) continue; /* no panels here */
+        if (rs)
+            for (int i = 0; i < M; i++) rs[i] = 0.0f;
+        for (int k0 = 0; k0 < K; k0 += GM_KC) {
+            const int kc = K - k0 < GM_KC ? K - k0 : GM_KC, first = k0 == 0;
+            GM_NAME(pack_b)(bp, g->tb, g->B, g->ldb, k0, kc, j0, nc, q0, q1);
+            for (int i0 = 0; i0 < M; i0 += MC) {
+                const int mc = M - i0 < MC ? M - i0 : MC;
+                GM_NAME(pack_a)(ap, g->ta, g->A, g->lda, i0, mc, k0, kc, rs ? rs + i0 : NULL);
+                for (int q = q0; q < q1; q++) {
+                    const int j = q * GM_NR, nr = nc - j < GM_NR ? nc - j : GM_NR;
+                    for (int p = 0; p < mc; p += GM_MR)
+                        GM_NAME(kernel)(kc, ap + (size_t)p * kc, bp + (size_t)j * kc, g->C + (size_t)(i0 + p) * g->ldc + j0 + j,
+                                        g->ldc, mc - p < GM_MR ? mc - p : GM_MR, nr, first, g->alpha, g->beta,
+                                        g->bias ? g->bias + j0 + j : NULL);
+                }
+                if (g->epi && k0 + kc == K && q1 > q0) /* this thread's columns of the row block, final */
+                    GM_NAME(epilogue)(g->epi, g->C, g->ldc, i0, j0 + q0 * GM_NR,
+                                      mc, (q1 * GM_NR < nc ? q1 * GM_NR : nc) - q0 * GM_NR);
+            }
+        }
+        if (rs)
+            for (int i = 0; i < M; i++) g->asum[i] += rs[i];
+    }
+}
+
 int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                       float beta, float *C, int ldc, const float *bias, float *asum, const pz_gemm_epi *epi,
                       int threads) {
@@ -314,8 +355,26 @@ int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const flo
     if (!bp || !aps || (asum && !rs)) return -1; /* out of memory: the caller runs the BLAS */
     const gm_job job = {ta,   tb,  M, N,  K,  alpha,  A,  lda,     B,  ldb, beta, C, ldc, bias, asum, rs,
                         epi && epi->kind != PZ_EPI_NONE ? epi : NULL, MC, nblocks, bp, aps, asize};
+    /* Columns split over the threads for a weight gradient (op(A)
+     * transposed, k at least 8 blocks long) whose C is at most twice as
+     * tall as wide: there the shared B blocks' 2 barriers a k block and
+     * the row blocks' uneven share cost more than each thread packing all
+     * of A (measured: 256 x 1024 x 2048 and 256 x 256 x 2048, 6-21% faster;
+     * taller ones slower). PZ_GEMM_SPLIT=rows|cols forces one (tests). The
+     * same bits either way. */
+    static int split = -1;
+    if (split < 0) {
+        const char *e = getenv("PZ_GEMM_SPLIT");
+        split = e && !strcmp(e, "cols") ? 1 : e && !strcmp(e, "rows") ? 2 : 0;
+    }
+    const int cols = threads > 1 && (split == 1 || (split == 0 && ta && K >= 8 * GM_KC && M <= 2 * N));
     if (threads == 1) GM_NAME(run)(&job, 0, 1); /* no team: this may be one thread of a parallel region */
-    else {
+    else if (cols) {
+        float *bps = pz_thread_scratch(0, bsize * threads); /* a B block's panels per thread */
+        if (!bps) return -1;
+#pragma omp parallel num_threads(threads)
+        GM_NAME(run_cols)(&job, omp_get_thread_num(), threads, bps + bsize * omp_get_thread_num());
+    } else {
 #pragma omp parallel num_threads(threads)
         GM_NAME(run)(&job, omp_get_thread_num(), threads);
     }
