@@ -43,17 +43,17 @@ static inline void vcopy_add(float *restrict d, const float *restrict s, int n, 
  * elements, and the inverse, one phase's values into every other element
  * of d[0..n) from `parity`; register compress and expand (AVX-512F) */
 #define CD_HAVE_SPLIT2 1
+/* 16 floats of a row: its even elements to e, its odd ones to o, 8 each */
+static inline void vsplit2_16(float *restrict e, float *restrict o, const float *restrict s) {
+    const __m512 v = _mm512_loadu_ps(s);
+    _mm256_storeu_ps(e, _mm512_castps512_ps256(_mm512_maskz_compress_ps(0x5555, v)));
+    _mm256_storeu_ps(o, _mm512_castps512_ps256(_mm512_maskz_compress_ps(0xAAAA, v)));
+}
 static inline void vsplit2(float *restrict e, float *restrict o, const float *restrict s, int n) {
     int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m512 v = _mm512_loadu_ps(s + i);
-        _mm256_storeu_ps(e + i / 2, _mm512_castps512_ps256(_mm512_maskz_compress_ps(0x5555, v)));
-        _mm256_storeu_ps(o + i / 2, _mm512_castps512_ps256(_mm512_maskz_compress_ps(0xAAAA, v)));
-    }
+    for (; i + 16 <= n; i += 16) vsplit2_16(e + i / 2, o + i / 2, s + i);
     if (i < n && n >= 16 && n % 2 == 0) { /* the last 16 again, whole: the same values over some */
-        const __m512 v = _mm512_loadu_ps(s + n - 16);
-        _mm256_storeu_ps(e + (n - 16) / 2, _mm512_castps512_ps256(_mm512_maskz_compress_ps(0x5555, v)));
-        _mm256_storeu_ps(o + (n - 16) / 2, _mm512_castps512_ps256(_mm512_maskz_compress_ps(0xAAAA, v)));
+        vsplit2_16(e + (n - 16) / 2, o + (n - 16) / 2, s + n - 16);
         return;
     }
     for (; i < n; i += 16) {

@@ -350,11 +350,6 @@ int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const flo
     const int nc_max = N < GM_NC ? N : GM_NC, kc_max = K < GM_KC ? K : GM_KC;
     const size_t bsize = (size_t)((nc_max + GM_NR - 1) / GM_NR) * GM_NR * kc_max;
     const size_t asize = (size_t)MC * kc_max;
-    float *bp = pz_thread_scratch(0, bsize), *aps = pz_thread_scratch(1, asize * threads);
-    float *rs = asum ? pz_thread_scratch(3, (size_t)M) : NULL;
-    if (!bp || !aps || (asum && !rs)) return -1; /* out of memory: the caller runs the BLAS */
-    const gm_job job = {ta,   tb,  M, N,  K,  alpha,  A,  lda,     B,  ldb, beta, C, ldc, bias, asum, rs,
-                        epi && epi->kind != PZ_EPI_NONE ? epi : NULL, MC, nblocks, bp, aps, asize};
     /* Columns split over the threads for a weight gradient (op(A)
      * transposed, k at least 8 blocks long) whose C is at most twice as
      * tall as wide: there the shared B blocks' 2 barriers a k block and
@@ -368,12 +363,16 @@ int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const flo
         split = e && !strcmp(e, "cols") ? 1 : e && !strcmp(e, "rows") ? 2 : 0;
     }
     const int cols = threads > 1 && (split == 1 || (split == 0 && ta && K >= 8 * GM_KC && M <= 2 * N));
+    /* a B block's panels, shared, or one for each thread when they split the columns */
+    float *bp = pz_thread_scratch(0, bsize * (cols ? threads : 1)), *aps = pz_thread_scratch(1, asize * threads);
+    float *rs = asum ? pz_thread_scratch(3, (size_t)M) : NULL;
+    if (!bp || !aps || (asum && !rs)) return -1; /* out of memory: the caller runs the BLAS */
+    const gm_job job = {ta,   tb,  M, N,  K,  alpha,  A,  lda,     B,  ldb, beta, C, ldc, bias, asum, rs,
+                        epi && epi->kind != PZ_EPI_NONE ? epi : NULL, MC, nblocks, bp, aps, asize};
     if (threads == 1) GM_NAME(run)(&job, 0, 1); /* no team: this may be one thread of a parallel region */
     else if (cols) {
-        float *bps = pz_thread_scratch(0, bsize * threads); /* a B block's panels per thread */
-        if (!bps) return -1;
 #pragma omp parallel num_threads(threads)
-        GM_NAME(run_cols)(&job, omp_get_thread_num(), threads, bps + bsize * omp_get_thread_num());
+        GM_NAME(run_cols)(&job, omp_get_thread_num(), threads, bp + bsize * omp_get_thread_num());
     } else {
 #pragma omp parallel num_threads(threads)
         GM_NAME(run)(&job, omp_get_thread_num(), threads);

@@ -66,21 +66,14 @@ static void block_forward(pz_layer *l, const float *x, float *y, int B, int trai
 static void block_backward(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
     const size_t n_in = (size_t)B * pz_shape_numel(l->in), n_out = (size_t)B * pz_shape_numel(l->out);
     relu_backward(l->dz, dy, y, n_out); /* through the final relu */
-    if (l->shortcut->n && l->shortcut->layers[0].dx_adds) {
-        /* the main path's input gradient into dx, the projection's added to
-         * it by its convolution (the same sums as adding the two after) */
-        pz_seq_backward(l->main, 0, l->main->n, x, l->dz, dx, B);
-        pz_seq_backward(l->shortcut, 0, l->shortcut->n, x, l->dz, dx, B);
-    } else if (l->shortcut->n) {
-        /* the shortcut's input gradient goes straight into dx, then the main
-         * path's is added */
-        pz_seq_backward(l->main, 0, l->main->n, x, l->dz, dx ? l->dmain : NULL, B);
-        pz_seq_backward(l->shortcut, 0, l->shortcut->n, x, l->dz, dx, B);
-        if (dx) add_forward(dx, dx, l->dmain, n_in);
-    } else {
-        pz_seq_backward(l->main, 0, l->main->n, x, l->dz, dx ? l->dmain : NULL, B);
-        if (dx) add_forward(dx, l->dz, l->dmain, n_in);
-    }
+    /* a projection that adds (dx_adds) takes the main path's input gradient
+     * in dx and adds its own (the same sums as adding the two after); else
+     * the main path's goes to dmain and is added to the shortcut's (written
+     * by its projection, or dz itself) */
+    const int adds = l->shortcut->n && l->shortcut->layers[0].dx_adds;
+    pz_seq_backward(l->main, 0, l->main->n, x, l->dz, adds ? dx : dx ? l->dmain : NULL, B);
+    if (l->shortcut->n) pz_seq_backward(l->shortcut, 0, l->shortcut->n, x, l->dz, dx, B);
+    if (dx && !adds) add_forward(dx, l->shortcut->n ? dx : l->dz, l->dmain, n_in);
 }
 
 static int block_children(const pz_layer *l, pz_seq *kids[2]) {
