@@ -174,6 +174,10 @@ static inline void GM_NAME(kernel)(int kc, const float *restrict a, const float 
     vec acc[GM_MR][2];
 #pragma GCC unroll 16
     for (int i = 0; i < GM_MR; i++) acc[i][0] = vzero(), acc[i][1] = vzero();
+    /* the tile's rows of C, wanted after the k loop, fetched during it
+     * (measured: weight gradients, whose C comes back each k block from
+     * beyond L1, 3-10% faster) */
+    for (int i = 0; i < m; i++) __builtin_prefetch(c + (size_t)i * ldc, 1, 3), __builtin_prefetch(c + (size_t)i * ldc + GM_NR - 1, 1, 3);
     for (int k = 0; k < kc; k++) {
         const vec b0 = vload(b), b1 = vload(b + GM_V);
 #pragma GCC unroll 16
