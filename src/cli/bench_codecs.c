@@ -22,12 +22,13 @@ static const char *default_codecs =
 
 int bench_codecs(int argc, char **argv) {
     const char *codecs = default_codecs, *sizes = "1e4,1e5,1e6,1e7", *format = "text", *data = "both";
-    int threads = 1, repeat = 5;
+    int threads = 1, repeat = 5, width = 0;
     const pz_opt opts[] = {
         {"codecs", OPT_STR, &codecs, "LIST", "codec specs separated by ';'", 0, 0, NULL},
         {"sizes", OPT_STR, &sizes, "LIST", "tensor sizes in elements, ','-separated (1e4 .. 1e8)", 0, 0, NULL},
         {"data", OPT_STR, &data, "KIND", "value distribution", 0, 0, "activation|gradient|both"},
         {"threads", OPT_INT, &threads, "N", "threads for codecs and the bandwidth probe", 1, 1024, NULL},
+        {"width", OPT_INT, &width, "D", "tensors of 16 x tokens x D, a transformer's (per=token: vectors of D; each size rounded down to a multiple of 16 D); 0: 16 x size/16", 0, 1 << 20, NULL},
         {"repeat", OPT_INT, &repeat, "N", "timed runs per measurement (median)", 1, 1000, NULL},
         {"format", OPT_STR, &format, "FMT", "output format", 0, 0, "text|json"},
     };
@@ -46,7 +47,12 @@ int bench_codecs(int argc, char **argv) {
             fprintf(stderr, "pipezip bench codecs: --sizes: '%s' is not a size in 16..1e8\n", t);
             return 2;
         }
-        ns[n_sizes++] = (long long)v / 16 * 16;
+        const long long unit = 16LL * (width ? width : 1);
+        if ((long long)v < unit) {
+            fprintf(stderr, "pipezip bench codecs: --sizes: '%s' is less than 16 tokens of --width %d\n", t, width);
+            return 2;
+        }
+        ns[n_sizes++] = (long long)v / unit * unit;
     }
     char cbuf[2048];
     snprintf(cbuf, sizeof cbuf, "%s", codecs);
@@ -64,6 +70,6 @@ int bench_codecs(int argc, char **argv) {
     }
     const bench_codecs_options o = {.specs = specs, .n_specs = n_specs, .sizes = ns, .n_sizes = n_sizes,
                                     .activation = strcmp(data, "gradient") != 0, .gradient = strcmp(data, "activation") != 0,
-                                    .threads = threads, .repeat = repeat, .json = !strcmp(format, "json")};
+                                    .width = width, .threads = threads, .repeat = repeat, .json = !strcmp(format, "json")};
     return tool_bench_codecs(&o, stdout);
 }

@@ -190,9 +190,14 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
     const int own_check = c->d.p.fam->checks_finite;
     const size_t bad = n && !c->d.p.fam->plain_payload && !own_check ? c->k->count_nonfinite(x, (size_t)n) : 0;
     if (bad) return not_finite(c, bad, n);
-    float *t = codec_tmp(c, n);
-    if (!t) return pz_fail(PZ_ERR_NOMEM, "out of memory for a codec buffer of %lld floats", (long long)n);
-    float *hat = t + n;
+    /* a wrapper's working copy and what the receiver will decode (for a
+     * wrapper's state or the stats): 2n floats, kept by the codec, only
+     * where used */
+    float *t = NULL, *hat = NULL;
+    if (c->d.wrap || stats) {
+        if (!(t = codec_tmp(c, n))) return pz_fail(PZ_ERR_NOMEM, "out of memory for a codec buffer of %lld floats", (long long)n);
+        hat = t + n;
+    }
     const float *src = x;
     int wire = c->d.wrap ? c->d.wrap->wire_id : WRAP_NONE;
     codec_params p = c->d.p;

@@ -81,48 +81,58 @@ static pz_status rotate(float *x, int64_t n, int64_t L, uint64_t seed, int inver
     return bad ? frame_error(PZ_FRAME_PAYLOAD, "the decoded values overflow float when rotated back") : PZ_OK;
 }
 
-/* Per-unit (lo, step) for asymmetric, (step) for symmetric. */
+/* Unit un's (lo, step) for asymmetric, (step) for symmetric (lo 0). */
+static pz_status unit_scale(const codec_params *p, const pz_codec_kernels *k, const float *x, const units *u, int sym,
+                            int64_t un, float *lo_out, float *step_out) {
+    const int b = p->bits;
+    float lo = 0.0f, step = 0.0f;
+    *lo_out = *step_out = 0.0f;
+    if (u->n == 0) return PZ_OK;
+    /* per-plane statistics, then combined for the unit */
+    float mn = INFINITY, mx = -INFINITY, ma = 0.0f;
+    double sa = 0.0;
+    for (int64_t pl = un; pl < u->planes; pl += (u->gran == GRAN_CHANNEL ? u->channels : u->planes)) {
+        const float *xp = x + pl * u->plane_len;
+        if (u->plane_len == 0) continue;
+        if (sym && b == 1) sa += k->sum_abs(xp, (size_t)u->plane_len);
+        if (sym) {
+            const float a = k->max_abs(xp, (size_t)u->plane_len);
+            ma = (a > ma || a != a) ? a : ma;
+        } else {
+            float a, c;
+            k->minmax(xp, (size_t)u->plane_len, &a, &c);
+            mn = (a < mn || a != a) ? a : mn;
+            mx = (c > mx || c != c) ? c : mx;
+        }
+    }
+    if (sym) {
+        if (!isfinite(ma)) return pz_fail(PZ_ERR_ARG, "cannot quantize: the tensor holds NaN or Inf");
+        if (b == 1) step = u->m ? (float)(sa / (double)u->m) : 0.0f;
+        else step = ma / (float)((1 << (b - 1)) - 1);
+        /* the decoder computes -M*step + code*step with code up to 2M */
+        if (!isfinite(step) || (b > 1 && !isfinite((float)((1 << b) - 2) * step)))
+            return pz_fail(PZ_ERR_ARG, "cannot quantize: values up to %g overflow float when decoded (scale the tensor down)", ma);
+    } else {
+        if (!isfinite(mn) || !isfinite(mx)) return pz_fail(PZ_ERR_ARG, "cannot quantize: the tensor holds NaN or Inf");
+        lo = mn;
+        step = (mx - mn) / (float)((1 << b) - 1);
+        if (!isfinite(step) || !isfinite((float)((1 << b) - 1) * step) || !isfinite(mn + (float)((1 << b) - 1) * step))
+            return pz_fail(PZ_ERR_ARG, "cannot quantize: the tensor's range %g..%g overflows float", mn, mx);
+    }
+    /* a step so small that its inverse overflows (a unit whose values all
+     * lie within ~1e-38 of each other) quantizes as a constant unit */
+    if (!(sym && b == 1) && step > 0.0f && !isfinite(1.0f / step)) step = 0.0f;
+    *lo_out = lo, *step_out = step;
+    return PZ_OK;
+}
+
+/* every unit's, in order: the first error stops */
 static pz_status unit_scales(const codec_params *p, const pz_codec_kernels *k, const float *x, const units *u,
                              int sym, float *lo, float *step) {
-    const int b = p->bits;
     for (int64_t un = 0; un < u->U; un++) lo[un] = step[un] = 0.0f;
-    if (u->n == 0) return PZ_OK;
-    /* per-plane statistics, then combined per unit */
     for (int64_t un = 0; un < u->U; un++) {
-        float mn = INFINITY, mx = -INFINITY, ma = 0.0f;
-        double sa = 0.0;
-        for (int64_t pl = (u->gran == GRAN_CHANNEL ? un : un); pl < u->planes;
-             pl += (u->gran == GRAN_CHANNEL ? u->channels : u->planes)) {
-            const float *xp = x + pl * u->plane_len;
-            if (u->plane_len == 0) continue;
-            if (sym && b == 1) sa += k->sum_abs(xp, (size_t)u->plane_len);
-            if (sym) {
-                const float a = k->max_abs(xp, (size_t)u->plane_len);
-                ma = (a > ma || a != a) ? a : ma;
-            } else {
-                float a, c;
-                k->minmax(xp, (size_t)u->plane_len, &a, &c);
-                mn = (a < mn || a != a) ? a : mn;
-                mx = (c > mx || c != c) ? c : mx;
-            }
-        }
-        if (sym) {
-            if (!isfinite(ma)) return pz_fail(PZ_ERR_ARG, "cannot quantize: the tensor holds NaN or Inf");
-            if (b == 1) step[un] = u->m ? (float)(sa / (double)u->m) : 0.0f;
-            else step[un] = ma / (float)((1 << (b - 1)) - 1);
-            /* the decoder computes -M*step + code*step with code up to 2M */
-            if (!isfinite(step[un]) || (b > 1 && !isfinite((float)((1 << b) - 2) * step[un])))
-                return pz_fail(PZ_ERR_ARG, "cannot quantize: values up to %g overflow float when decoded (scale the tensor down)", ma);
-        } else {
-            if (!isfinite(mn) || !isfinite(mx)) return pz_fail(PZ_ERR_ARG, "cannot quantize: the tensor holds NaN or Inf");
-            lo[un] = mn;
-            step[un] = (mx - mn) / (float)((1 << b) - 1);
-            if (!isfinite(step[un]) || !isfinite((float)((1 << b) - 1) * step[un]) || !isfinite(mn + (float)((1 << b) - 1) * step[un]))
-                return pz_fail(PZ_ERR_ARG, "cannot quantize: the tensor's range %g..%g overflows float", mn, mx);
-        }
-        /* a step so small that its inverse overflows (a unit whose values all
-         * lie within ~1e-38 of each other) quantizes as a constant unit */
-        if (!(sym && b == 1) && step[un] > 0.0f && !isfinite(1.0f / step[un])) step[un] = 0.0f;
+        const pz_status st = unit_scale(p, k, x, u, sym, un, &lo[un], &step[un]);
+        if (st) return st;
     }
     return PZ_OK;
 }
@@ -163,42 +173,60 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     const int w = code_width(p->options, b); /* the codes' width on the wire */
     float *lo = malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
     float *step = malloc(sizeof(float) * (size_t)(u->U ? u->U : 1));
+    /* Units that are contiguous runs of at most a super-chunk (per=sample of
+     * small samples, per=token: a transformer's vectors) get their scales
+     * as the coder reaches them: each unit is scanned just before it is
+     * coded, which then reads it from cache, so the tensor is read from
+     * memory once instead of twice. A unit begun in the super-chunk
+     * before is scanned again into a copy of this super-chunk's own (the
+     * same values: the same kernel on the same elements), each unit's
+     * scale stored by the super-chunk where it begins. */
+    const int fused = (u->gran == GRAN_SAMPLE || u->gran == GRAN_TOKEN) && u->U > 1 && u->m > 0 && u->m <= SUPER;
     pz_status st = !crcs || !lo || !step ? pz_fail(PZ_ERR_NOMEM, "out of memory for the scales of %lld units", (long long)u->U)
-                                         : unit_scales(p, k, x, u, sym, lo, step);
+                   : fused              ? PZ_OK
+                                        : unit_scales(p, k, x, u, sym, lo, step);
     if (st) {
         free(lo), free(step), free(xr);
         crc_slots_free(crcs, crc_small);
         return st;
     }
-    uint8_t *sp = body;
-    for (int64_t un = 0; un < u->U; un++) {
-        if (sym) put_f32(sp, step[un]), sp += 4;
-        else put_f32(sp, lo[un]), put_f32(sp + 4, step[un]), sp += 8;
-    }
     uint8_t *codes_out = body + scale_bytes(h->options, u);
     const uint32_t seed32 = (uint32_t)(seed ^ (seed >> 32));
     const int M = b >= 2 ? (1 << (b - 1)) - 1 : 0, L = (1 << b) - 1;
-#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
+    int bad = 0; /* a fused unit that cannot be scaled */
+#pragma omp parallel for schedule(static) reduction(| : bad) if (n > PARALLEL_MIN)
     for (int64_t ci = 0; ci < chunks; ci++) {
       const int64_t s0 = ci * SUPER, s1 = n - s0 < SUPER ? n : s0 + SUPER;
+      /* fused: the units scaled so far here (below next), the one begun
+       * before s0 (carried) into lo0, step0 */
+      const int64_t carried = fused && s0 % u->m ? s0 / u->m : -1;
+      int64_t next = fused ? s0 / u->m : u->U;
+      float lo0 = 0.0f, step0 = 0.0f;
       for (int64_t c0 = s0; c0 < s1; c0 += CHUNK) {
         const int64_t c1 = s1 - c0 < CHUNK ? s1 : c0 + CHUNK;
         uint8_t codes[CHUNK];
-        for (int64_t i = c0; i < c1;) {
-            const int64_t pl = i / u->plane_len, end = (pl + 1) * u->plane_len < c1 ? (pl + 1) * u->plane_len : c1;
+        for (int64_t i = c0, pl = c0 / u->plane_len; i < c1; pl++) { /* plane by plane */
+            const int64_t end = (pl + 1) * u->plane_len < c1 ? (pl + 1) * u->plane_len : c1;
             const int64_t un = unit_of_plane(u, pl);
-            const float s = step[un], inv = s > 0.0f ? 1.0f / s : 0.0f;
+            if (un >= next) { /* fused: a unit reached, scanned just before it is coded */
+                bad |= un == carried ? unit_scale(p, k, x, u, sym, un, &lo0, &step0) != PZ_OK
+                                     : unit_scale(p, k, x, u, sym, un, &lo[un], &step[un]) != PZ_OK;
+                next = un + 1;
+            }
+            const float s = un == carried ? step0 : step[un], inv = s > 0.0f ? 1.0f / s : 0.0f, ulo = un == carried ? lo0 : lo[un];
             uint8_t *cd = codes + (i - c0);
             const size_t len = (size_t)(end - i);
-            if (sym && b == 1) {
+            if (bad) { /* a unit here could not be scaled (NaN, Inf, overflow): the frame is refused, not coded */
+                memset(cd, 0, len);
+            } else if (sym && b == 1) {
                 k->negative(x + i, len, cd);
                 for (size_t j = 0; j < len; j++) cd[j] ^= 1; /* 1 = non-negative */
             } else if (stoch) {
-                k->quant_stoch(x + i, len, lo[un], inv, sym ? 2 * M : L, sym, seed32, (uint32_t)i, cd);
+                k->quant_stoch(x + i, len, ulo, inv, sym ? 2 * M : L, sym, seed32, (uint32_t)i, cd);
             } else if (sym) {
                 k->quant_sym(x + i, len, inv, M, cd);
             } else {
-                k->quant_asym(x + i, len, lo[un], inv, L, cd);
+                k->quant_asym(x + i, len, ulo, inv, L, cd);
             }
             i = end;
         }
@@ -206,7 +234,19 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
       }
       crcs[ci] = k->crc32c(0, codes_out + (size_t)(s0 / 8) * w, bits_bytes((uint64_t)(s1 - s0), w));
     }
+    if (bad) { /* the same scan in order, for the first unit's error, reported on the calling thread */
+        st = unit_scales(p, k, x, u, sym, lo, step);
+        if (!st) st = pz_fail(PZ_ERR_ARG, "cannot quantize: a unit cannot be scaled");
+        free(lo), free(step), free(xr);
+        crc_slots_free(crcs, crc_small);
+        return st;
+    }
     /* the body: scales, then the codes' super-chunks of SUPER * b / 8 bytes */
+    uint8_t *sp = body;
+    for (int64_t un = 0; un < u->U; un++) {
+        if (sym) put_f32(sp, step[un]), sp += 4;
+        else put_f32(sp, lo[un]), put_f32(sp + 4, step[un]), sp += 8;
+    }
     const size_t sb = scale_bytes(h->options, u);
     uint32_t crc = k->crc32c(0, body, sb);
     if (chunks)
@@ -261,8 +301,8 @@ static pz_status decode(const frame_header *h, const codec_io *io, const units *
         uint8_t mx = 0;
         for (int64_t j = 0; j < c1 - c0; j++) mx = codes[j] > mx ? codes[j] : mx;
         bad |= mx > max_code;
-        for (int64_t i = c0; i < c1;) {
-            const int64_t pl = i / u->plane_len, end = (pl + 1) * u->plane_len < c1 ? (pl + 1) * u->plane_len : c1;
+        for (int64_t i = c0, pl = c0 / u->plane_len; i < c1; pl++) { /* plane by plane */
+            const int64_t end = (pl + 1) * u->plane_len < c1 ? (pl + 1) * u->plane_len : c1;
             const int64_t un = unit_of_plane(u, pl);
             k->dequant(codes + (i - c0), (size_t)(end - i), dlo[un], dstep[un], x + i);
             i = end;

@@ -29,8 +29,9 @@ int tool_bench_train(const bench_train_options *o, FILE *out);
 typedef struct {
     const char *const *specs; /* codec specs, already checked */
     int n_specs;
-    const long long *sizes;   /* elements, multiples of 16 */
+    const long long *sizes;   /* elements, multiples of 16 (of 16 width when width is set) */
     int n_sizes;
+    int width;                /* 0: tensors of 16 x size/16; else 16 x tokens x width (a transformer's) */
     int activation, gradient; /* which value distributions */
     int threads, repeat, json;
 } bench_codecs_options;

@@ -64,13 +64,14 @@ static void fill(float *x, int64_t n, int activation) {
  * beside a bandwidth probe pass; prints the row */
 static int bench_row(const bench_codecs_options *o, const probe *pr, const char *spec, const float *x, float *y, int64_t n,
                      int activation, FILE *out) {
-    const int64_t shape[2] = {16, n / 16};
+    const int64_t shape[3] = {16, o->width ? n / 16 / o->width : n / 16, o->width};
+    const int ndim = o->width ? 3 : 2;
     uint32_t ids[16];
     for (int i = 0; i < 16; i++) ids[i] = (uint32_t)i;
     pz_codec *tx, *rx;
     pz_codec_create(&tx, spec);
     pz_codec_create(&rx, spec);
-    const size_t cap = pz_codec_max_frame_bytes(tx, 2, shape);
+    const size_t cap = pz_codec_max_frame_bytes(tx, ndim, shape);
     uint8_t *frame = pz_xmalloc(cap);
     size_t len;
     pz_codec_stats st;
@@ -78,11 +79,11 @@ static int bench_row(const bench_codecs_options *o, const probe *pr, const char 
     double *te = pz_xcalloc((size_t)repeat, sizeof(double)), *td = pz_xcalloc((size_t)repeat, sizeof(double));
     double *tb = pz_xcalloc((size_t)repeat, sizeof(double));
     int rc = 0;
-    if (pz_codec_encode(tx, x, 2, shape, ids, frame, cap, &len, &st)) rc = 1;
+    if (pz_codec_encode(tx, x, ndim, shape, ids, frame, cap, &len, &st)) rc = 1;
     for (int r = 0; r < repeat && !rc; r++) {
         tb[r] = probe_pass(pr);
         double t0 = pz_now();
-        pz_codec_encode(tx, x, 2, shape, ids, frame, cap, &len, NULL);
+        pz_codec_encode(tx, x, ndim, shape, ids, frame, cap, &len, NULL);
         te[r] = pz_now() - t0;
         t0 = pz_now();
         if (pz_codec_decode(rx, frame, len, y, (size_t)n, NULL, NULL)) rc = 1;
@@ -93,11 +94,11 @@ static int bench_row(const bench_codecs_options *o, const probe *pr, const char 
         const double enc = 4.0 * n / pz_median(te, repeat) / 1e9, dec = 4.0 * n / pz_median(td, repeat) / 1e9;
         const double rbw = pz_median(tb, repeat);
         if (o->json)
-            fprintf(out, "{\"bench\": \"codec\", \"codec\": \"%s\", \"elements\": %lld, \"data\": \"%s\", \"threads\": %d, "
+            fprintf(out, "{\"bench\": \"codec\", \"codec\": \"%s\", \"elements\": %lld, \"width\": %lld, \"data\": \"%s\", \"threads\": %d, "
                          "\"encode_gb_per_s\": %.3f, \"decode_gb_per_s\": %.3f, \"encode_fraction_of_bw\": %.3f, "
                          "\"decode_fraction_of_bw\": %.3f, \"bits_per_element\": %.4f, \"rel_error\": %.6g, "
                          "\"encode_ms\": %.4f, \"decode_ms\": %.4f, \"read_gb_per_s\": %.3f}\n",
-                    spec, (long long)n, activation ? "activation" : "gradient", o->threads, enc, dec, enc / rbw, dec / rbw,
+                    spec, (long long)n, (long long)shape[ndim - 1], activation ? "activation" : "gradient", o->threads, enc, dec, enc / rbw, dec / rbw,
                     st.bits_per_element, st.rel_error, 1e3 * pz_median(te, repeat), 1e3 * pz_median(td, repeat), rbw);
         else
             fprintf(out, "%-40s %9lld %-10s %9.2f %4.0f%% %9.2f %4.0f%% %8.3f %9.4f %9.1f\n", spec, (long long)n,
@@ -122,8 +123,10 @@ int tool_bench_codecs(const bench_codecs_options *o, FILE *out) {
                 pz_codec_kernels_best()->name);
     else {
         fprintf(out, "pipezip bench codecs: %d thread%s, %s kernels, memory read bandwidth %.1f GB/s at the start (median of 5);\n"
+                     "tensors of 16 samples x %s;\n"
                      "%%bw: against the read bandwidth probed between the same row's timed runs (read GB/s)\n",
-                o->threads, o->threads > 1 ? "s" : "", pz_codec_kernels_best()->name, bw);
+                o->threads, o->threads > 1 ? "s" : "", pz_codec_kernels_best()->name, bw,
+                o->width ? "tokens x width" : "size/16 (per=token: a vector of size/16)");
         fprintf(out, "%-40s %9s %-10s %9s %5s %9s %5s %8s %9s %9s\n", "codec", "elements", "data", "enc GB/s", "%bw", "dec GB/s", "%bw",
                 "bits/el", "rel.err", "read GB/s");
     }

@@ -177,6 +177,73 @@ static void test_quant(void) {
     pz_codec_free(tx), pz_codec_free(rx);
 }
 
+#define MUST(call) CHECK((call) == PZ_OK, "%s: %s", #call, pz_last_error())
+/* Per-token and per-sample scales computed as the coder reaches each
+ * unit: units that straddle the coder's super-chunks (65536 elements),
+ * serial and over threads (past 2^20 elements), give each unit's exact
+ * (lo, step) in the frame, every element within half its unit's step, and
+ * the same bytes on 1 and 2 threads; units longer than a super-chunk take
+ * the two-pass path, which must agree too. */
+static void test_quant_units_fused(void) {
+    static const int64_t lens[] = {1000, 65536, 40000, 65537, 7, 256};
+    static const int64_t rows[] = {1500, 20, 30, 3, 5000, 4100};
+    const char *specs[] = {"q4:per=token", "q8:sym,per=sample", "q3:stoch,per=token"};
+    for (int li = 0; li < 6; li++)
+        for (int si = 0; si < 3; si++) {
+            const int64_t m = lens[li], R = rows[li], n = m * R, shape[] = {R, m};
+            const int sym = strstr(specs[si], "sym") != NULL, b = specs[si][1] - '0', stoch = strstr(specs[si], "stoch") != NULL;
+            float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+            fill_activation_like(x, n, 90 + (uint64_t)li);
+            for (int64_t r = 0; r < R; r++) x[r * m + (r * 7) % m] *= 1.0f + (float)(r % 5); /* scales that differ by unit */
+            pz_codec *tx, *tx2, *rx; /* two senders: a frame's sequence number counts */
+            MUST(pz_codec_create(&tx, specs[si]));
+            MUST(pz_codec_create(&tx2, specs[si]));
+            MUST(pz_codec_create(&rx, specs[si]));
+            const size_t cap = pz_codec_max_frame_bytes(tx, 2, shape);
+            uint8_t *f1 = malloc(cap), *f2 = malloc(cap);
+            size_t len1 = 0, len2 = 0;
+            pz_set_threads(1);
+            MUST(pz_codec_encode(tx, x, 2, shape, NULL, f1, cap, &len1, NULL));
+            pz_set_threads(2);
+            MUST(pz_codec_encode(tx2, x, 2, shape, NULL, f2, cap, &len2, NULL));
+            CHECK(len1 == len2 && !memcmp(f1, f2, len1), "%s, %lld x %lld: the same frame on 1 and 2 threads", specs[si],
+                  (long long)R, (long long)m);
+            const size_t sb = (size_t)R * (sym ? 4 : 8);
+            CHECK(len1 == 64 + sb + ((size_t)n * (size_t)b + 7) / 8, "%s: %zu bytes", specs[si], len1);
+            MUST(pz_codec_decode(rx, f1, len1, y, (size_t)n, NULL, NULL));
+            int scales = 1, bound = 1;
+            for (int64_t r = 0; r < R; r++) {
+                float lo = INFINITY, hi = -INFINITY, ma = 0.0f;
+                for (int64_t j = 0; j < m; j++) {
+                    const float v = x[r * m + j];
+                    lo = fminf(lo, v), hi = fmaxf(hi, v), ma = fmaxf(ma, fabsf(v));
+                }
+                const float step = sym ? ma / (float)((1 << (b - 1)) - 1) : (hi - lo) / (float)((1 << b) - 1);
+                float got_lo = 0.0f, got_step;
+                if (sym) memcpy(&got_step, f1 + 64 + 4 * r, 4);
+                else memcpy(&got_lo, f1 + 64 + 8 * r, 4), memcpy(&got_step, f1 + 64 + 8 * r + 4, 4);
+                scales &= got_step == step && (sym || got_lo == lo);
+                const float tol = (stoch ? step : step / 2) * 1.0001f + 1e-6f;
+                for (int64_t j = 0; j < m; j++) bound &= fabsf(y[r * m + j] - x[r * m + j]) <= tol;
+            }
+            /* a NaN or an infinity in one unit refuses the tensor, naming it (and codes nothing from it) */
+            for (int pl = 0; pl < 2; pl++) {
+                const int64_t at = (R / 2) * m + m / 3;
+                const float keep = x[at];
+                x[at] = pl ? NAN : -INFINITY;
+                size_t l3 = 0;
+                const pz_status bad = pz_codec_encode(tx, x, 2, shape, NULL, f2, cap, &l3, NULL);
+                CHECK(bad == PZ_ERR_ARG && strstr(pz_last_error(), "not finite (1 of its"), "%s, %lld x %lld: a %g refused: %s",
+                      specs[si], (long long)R, (long long)m, x[at], pz_last_error());
+                x[at] = keep;
+            }
+            CHECK(scales, "%s, %lld x %lld: each unit's scale exact", specs[si], (long long)R, (long long)m);
+            CHECK(bound, "%s, %lld x %lld: each element within its unit's step", specs[si], (long long)R, (long long)m);
+            free(f1), free(f2), free(x), free(y);
+            pz_codec_free(tx), pz_codec_free(tx2), pz_codec_free(rx);
+        }
+}
+
 static int cmp_desc(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return (x < y) - (x > y);
@@ -586,7 +653,6 @@ static void test_stateful(void) {
  * TopK's frames whose index coding it would have written: an automatic
  * choice is either); a
  * stateless receiver that is not strict decodes any frame as before. */
-#define MUST(call) CHECK((call) == PZ_OK, "%s: %s", #call, pz_last_error())
 static void test_mismatch(void) {
     static const char *const specs[] = {"none", "fp16", "q4", "q8", "q4:sym", "q4:stoch", "q4:per=sample", "q4:per=token",
                                         "q6:rot", "q6:bytes", "topk:0.1", "topk:0.2", "topk:0.1,values=fp16",
@@ -803,6 +869,7 @@ int main(void) {
     test_nonfinite();
     test_none_and_halves();
     test_quant();
+    test_quant_units_fused();
     test_topk();
     test_randk();
     test_randtopk();
