@@ -48,7 +48,8 @@ static void block_alloc(pz_layer *l, layer_alloc *a) {
     nn_alloc_seq(l->main, a);
     nn_alloc_seq(l->shortcut, a);
     l->dz = nn_floats(a, (size_t)a->B * pz_shape_numel(l->out));
-    l->dmain = nn_floats(a, (size_t)a->B * pz_shape_numel(l->in));
+    /* the main path's input gradient, apart, unless the projection adds its own to it in dx */
+    if (!(l->shortcut->n && l->shortcut->layers[0].dx_adds)) l->dmain = nn_floats(a, (size_t)a->B * pz_shape_numel(l->in));
 }
 
 static void block_forward(pz_layer *l, const float *x, float *y, int B, int train) {
