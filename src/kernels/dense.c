@@ -16,6 +16,11 @@ void linear_forward_gelu(float *out, float *gout, const float *inp, const float 
     pz_gemm_fused(0, 1, B, OC, C, 1.0f, inp, C, weight, C, 0.0f, out, OC, bias, &(pz_gemm_epi){PZ_EPI_GELU, gout, OC, NULL, 0});
 }
 
+void linear_forward_add(float *out, const float *inp, const float *weight, const float *bias, const float *res, int B, int C,
+                        int OC) {
+    pz_gemm_fused(0, 1, B, OC, C, 1.0f, inp, C, weight, C, 0.0f, out, OC, bias, &(pz_gemm_epi){PZ_EPI_ADD, NULL, 0, res, OC});
+}
+
 void linear_backward_gelu(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                           const float *weight, const float *h, int B, int C, int OC) {
     if (dinp) /* dinp (B, C) = (dout (B, OC) . W (OC, C)) GELU'(h) */

@@ -97,7 +97,11 @@ void pz_gemm_epilogue(const pz_gemm_epi *e, float *C, int ldc, int i, int j, int
             const int w = j + n - c0 < W ? j + n - c0 : W;
             float *c = C + (size_t)r * ldc + c0;
             if (e->kind == PZ_EPI_GELU) fwd(e->out + (size_t)r * e->ldo + c0, c, (size_t)w);
-            else if (e->kind == PZ_EPI_GELU_GRAD) {
+            else if (e->kind == PZ_EPI_ADD) {
+                const float *h = e->h + (size_t)r * e->ldh + c0;
+#pragma omp simd
+                for (int q = 0; q < w; q++) c[q] = h[q] + c[q];
+            } else if (e->kind == PZ_EPI_GELU_GRAD) {
                 for (int q = 0; q < w; q++) d[q] = c[q];
                 bwd(c, d, e->h + (size_t)r * e->ldh + c0, (size_t)w);
             }

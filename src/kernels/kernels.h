@@ -117,15 +117,16 @@ void pz_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, i
              float beta, float *C, int ldc, const float *bias);
 /* what a product does with each element of C once it is final: nothing;
  * write GELU(C) to out (C kept: a dense layer's output and the GELU's after
- * it); or C = C GELU'(h) (a dense layer's input gradient through the GELU
- * before it, h the GELU's input). Bit for bit gelu_forward/gelu_backward
- * after the product. */
-typedef enum { PZ_EPI_NONE, PZ_EPI_GELU, PZ_EPI_GELU_GRAD } pz_epi_kind;
+ * it); C = C GELU'(h) (a dense layer's input gradient through the GELU
+ * before it, h the GELU's input); or C = h + C (a residual branch's last
+ * dense layer adding the branch's input). Bit for bit
+ * gelu_forward/gelu_backward/add_forward after the product. */
+typedef enum { PZ_EPI_NONE, PZ_EPI_GELU, PZ_EPI_GELU_GRAD, PZ_EPI_ADD } pz_epi_kind;
 typedef struct pz_gemm_epi {
     pz_epi_kind kind;
     float *out; /* PZ_EPI_GELU: (M, N), row stride ldo */
     int ldo;
-    const float *h; /* PZ_EPI_GELU_GRAD: (M, N), row stride ldh */
+    const float *h; /* PZ_EPI_GELU_GRAD, PZ_EPI_ADD: (M, N), row stride ldh */
     int ldh;
 } pz_gemm_epi;
 void pz_gemm_fused(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
@@ -148,6 +149,10 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
                      const float *weight, int B, int C, int OC);
 /* the linear layer and the GELU after it: out the layer's output, gout
  * GELU(out), in one pass (the product's epilogue) */
+/* out = the dense layer's output + res in one pass (the add in the
+ * product's epilogue): bit for bit linear_forward then add_forward(out, res, out) */
+void linear_forward_add(float *out, const float *inp, const float *weight, const float *bias, const float *res, int B, int C,
+                        int OC);
 void linear_forward_gelu(float *out, float *gout, const float *inp, const float *weight, const float *bias, int B, int C,
                          int OC);
 /* linear_backward with the GELU before the layer folded in: dinp is the
@@ -166,8 +171,11 @@ void embedding_forward(float *out, const float *tok, const float *wte, const flo
 void embedding_backward(float *dwte, float *dwpe, const float *dout, const float *tok, int B, int T, int C, int V);
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b, int N,
                        int C, float eps);
+/* dinp = the input gradient, plus dres where dres is given (a residual
+ * branch's first layer adding the gradient that passes around it: bit for
+ * bit add_forward(dinp, dres, dinp) after) */
 void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *mean,
-                        const float *rstd, const float *w, int N, int C);
+                        const float *rstd, const float *w, int N, int C, const float *dres);
 void gelu_forward(float *out, const float *inp, size_t n);
 void gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
 /* their element loops per ISA (gelu_impl.h), chosen by gelu_forward/backward */

@@ -63,7 +63,7 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
 }
 
 void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *mean,
-                        const float *rstd, const float *w, int N, int C) {
+                        const float *rstd, const float *w, int N, int C, const float *dres) {
     const int T = pz_get_threads();
     if (dinp) {
 #pragma omp parallel for schedule(static) num_threads(T) if ((size_t)N * C > 32768)
@@ -81,6 +81,11 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, co
             float *dx = dinp + (size_t)n * C;
 #pragma omp simd
             for (int c = 0; c < C; c++) dx[c] = rs * (w[c] * dy[c] - mg - (x[c] - m) * rs * mgx);
+            if (dres) { /* its own pass over the row (in cache), so the add is not fused into the line above */
+                const float *r = dres + (size_t)n * C;
+#pragma omp simd
+                for (int c = 0; c < C; c++) dx[c] = r[c] + dx[c];
+            }
         }
     }
     /* parameter gradients by blocks of channels, rows in order */

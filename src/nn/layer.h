@@ -47,6 +47,13 @@ typedef struct pz_layer_ops {
      * pz_seq_forward_add_relu: the layer's own output is then not written,
      * its backward not needing it). NULL: never fused. */
     void (*forward_add_relu)(pz_layer *l, const float *x, const float *res, float *y, int B, int train);
+    /* y = layer(x) + res, and dx = the input gradient + dres, each in one
+     * pass, bit for bit the layer and add_forward after (a residual
+     * branch's last layer and first, through pz_seq_forward_add and
+     * pz_seq_backward_add: the layer's own output is then not written, its
+     * backward not needing it). NULL: never fused. */
+    void (*forward_add)(pz_layer *l, const float *x, const float *res, float *y, int B, int train);
+    void (*backward_add)(pz_layer *l, const float *x, const float *y, const float *dy, const float *dres, float *dx, int B);
     /* A dense layer and the GELU after it, forward in one pass: h the
      * layer's own output (GELU's backward needs it), y the GELU's. And,
      * backward, the GELU before the layer folded into the layer's input
@@ -82,6 +89,13 @@ void nn_alloc_seq(pz_seq *s, layer_alloc *a);
  * into y, the last layer and the add in one pass (forward_add_relu).
  * Returns 0, having run nothing, where the last layer has no such pass. */
 int pz_seq_forward_add_relu(pz_seq *s, const float *x, const float *res, float *y, int B, int train);
+/* The same with no ReLU: y = s(x) + res (forward_add). Returns 0, having
+ * run nothing, where the last layer has no such pass. */
+int pz_seq_forward_add(pz_seq *s, const float *x, const float *res, float *y, int B, int train);
+/* pz_seq_backward of the whole of s with dres added to dx: in the first
+ * layer's pass where it has one (backward_add), else after; the same bits
+ * either way. */
+void pz_seq_backward_add(pz_seq *s, const float *x, const float *dy, const float *dres, float *dx, int B);
 /* A layer with token and position tables (an embedding, a subspace lift):
  * token (vocab, dim) as weight, position (context, dim) as bias, normal(0,
  * init_std); the output (T, dim) for the T positions of its input. */

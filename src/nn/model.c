@@ -281,7 +281,21 @@ int pz_seq_forward_add_relu(pz_seq *s, const float *x, const float *res, float *
     return 1;
 }
 
-void pz_seq_backward(pz_seq *s, int from, int to, const float *x, const float *dy, float *dx, int B) {
+int pz_seq_forward_add(pz_seq *s, const float *x, const float *res, float *y, int B, int train) {
+    if (s->n < 1) return 0;
+    pz_layer *l = &s->layers[s->n - 1];
+    const pz_layer_ops *ops = pz_layer_ops_of(l->kind);
+    if (!ops->forward_add) return 0;
+    pz_seq_forward(s, 0, s->n - 1, x, B, train);
+    const double t0 = profiling ? pz_now() : 0.0;
+    ops->forward_add(l, s->n > 1 ? s->act[s->n - 2] : x, res, y, B, train);
+    if (profiling) l->prof_s[0] += pz_now() - t0;
+    return 1;
+}
+
+/* pz_seq_backward, with dres (where given) added to dx: by the layer that
+ * writes dx where it can (backward_add), else after the loop */
+static void seq_backward(pz_seq *s, int from, int to, const float *x, const float *dy, float *dx, const float *dres, int B) {
     int which = 0;
     for (int i = to - 1; i >= from; i--) {
         if (i - 1 >= from && fused_with_relu(s, i - 1, to)) {
@@ -318,12 +332,27 @@ void pz_seq_backward(pz_seq *s, int from, int to, const float *x, const float *d
         const float *in = i > from ? s->act[i - 1] : x;
         float *din = i > from ? s->grad[which] : dx;
         pz_layer *l = &s->layers[i];
+        const pz_layer_ops *ops = pz_layer_ops_of(l->kind);
         const double t0 = profiling ? pz_now() : 0.0;
-        pz_layer_ops_of(l->kind)->backward(l, in, s->act[i], dy, din, B);
+        if (i == from && dres && din && ops->backward_add) {
+            ops->backward_add(l, in, s->act[i], dy, dres, din, B);
+            dres = NULL;
+        } else {
+            ops->backward(l, in, s->act[i], dy, din, B);
+        }
         if (profiling) l->prof_s[1] += pz_now() - t0;
         dy = din;
         which ^= 1;
     }
+    if (dres && dx) add_forward(dx, dres, dx, (size_t)B * pz_shape_numel(from ? s->layers[from - 1].out : s->in));
+}
+
+void pz_seq_backward(pz_seq *s, int from, int to, const float *x, const float *dy, float *dx, int B) {
+    seq_backward(s, from, to, x, dy, dx, NULL, B);
+}
+
+void pz_seq_backward_add(pz_seq *s, const float *x, const float *dy, const float *dres, float *dx, int B) {
+    seq_backward(s, 0, s->n, x, dy, dx, dres, B);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -73,7 +73,7 @@ typedef struct {
     float *saved;                      /* attention: each query's log-sum-exp (B_max, heads, T) */
     pz_seq *main, *shortcut;           /* block; group and residual: main */
     pz_subspace *sub;                  /* subspace lift, and an embedding in one (k = K): the model's */
-    float *dz, *dmain;                 /* block, residual: gradient buffers (B_max, in or out) */
+    float *dz, *dmain;                 /* block: gradient buffers (B_max, in or out) */
     double prof_s[2];                  /* seconds spent forward and backward while profiling (pz_nn_profile) */
 } pz_layer;
 
@@ -287,5 +287,9 @@ int32_t pz_sample_logits(const float *logits, int V, float temperature, int top_
 pz_conv_info pz_nn_conv_info(void);
 /* the matrix-product kernels the dense layers run (kernels/gemm.c) */
 pz_conv_info pz_nn_gemm_info(void);
+
+/* a residual whose add runs inside its branch's layers (the last one's
+ * forward_add, the first one's backward_add), not as a pass of its own */
+int pz_residual_add_fused(const pz_layer *l);
 
 #endif

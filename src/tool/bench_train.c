@@ -65,7 +65,7 @@ static void prof_collect(prof_table *t, const pz_seq *s, int B) {
                      l->kind == PZ_LAYER_RESIDUAL ? "add" : l->kind == PZ_LAYER_GROUP ? "copy" : "itself");
             prof_row *r = prof_row_for(t, name, kind);
             r->s[0] += l->prof_s[0] - inner[0], r->s[1] += l->prof_s[1] - inner[1];
-            r->flops += 6.0 * (double)(l->macs - inner_macs) * B;
+            if (!pz_residual_add_fused(l)) r->flops += 6.0 * (double)(l->macs - inner_macs) * B; /* else counted in no row */
         }
         prof_collect(t, kid, B);
         if (l->shortcut) prof_collect(t, l->shortcut, B);
@@ -209,11 +209,15 @@ int tool_bench_train(const bench_train_options *o, FILE *out) {
                         1e3 * s, total > 0 ? 100.0 * s / total : 0.0, rate, pk);
             }
             fprintf(out, "    %-22s %-10s %9s %9s %9.3f\n", "all", "", "", "", 1e3 * total);
-            int fused = 0;
+            int fused = 0, adds = 0;
             for (int k = 0; k < pt.n; k++) fused |= pt.rows[k].s[0] + pt.rows[k].s[1] == 0.0 && pt.rows[k].flops > 0;
+            for (int k = 0; k < pt.n; k++) adds |= !strcmp(pt.rows[k].kind, "residual") && pt.rows[k].flops == 0;
             if (fused)
                 fprintf(out, "  (a row at 0 runs fused with a neighbour, its time in theirs: a GELU in the dense layers "
                              "around it, a ReLU in the layer before it)\n");
+            if (adds)
+                fprintf(out, "  (a residual's add runs in its branch's last dense layer, forward, and first layer norm, backward: "
+                             "its row is the rest)\n");
         }
     }
     if (bi.generic)

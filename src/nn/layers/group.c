@@ -92,20 +92,27 @@ const pz_layer_ops pz_group_ops = {
 };
 
 /* ---- residual ---------------------------------------------------------------- */
-static void residual_alloc(pz_layer *l, layer_alloc *a) {
-    nn_alloc_seq(l->main, a);
-    l->dmain = nn_floats(a, (size_t)a->B * pz_shape_numel(l->in));
+static void residual_alloc(pz_layer *l, layer_alloc *a) { nn_alloc_seq(l->main, a); }
+
+int pz_residual_add_fused(const pz_layer *l) {
+    const pz_seq *m = l->kind == PZ_LAYER_RESIDUAL ? l->main : NULL;
+    return m && m->n && pz_layer_ops_of(m->layers[m->n - 1].kind)->forward_add && pz_layer_ops_of(m->layers[0].kind)->backward_add;
 }
 
+/* the branch's last layer adds x as it writes y where it can (a dense
+ * layer: in its product's epilogue), else the add is a pass of its own */
 static void residual_fwd(pz_layer *l, const float *x, float *y, int B, int train) {
+    if (pz_seq_forward_add(l->main, x, x, y, B, train)) return;
     pz_seq_forward(l->main, 0, l->main->n, x, B, train);
     add_forward(y, x, l->main->act[l->main->n - 1], (size_t)B * pz_shape_numel(l->out));
 }
 
+/* dx = dy + the branch's input gradient: the branch's first layer adds dy
+ * as it writes dx where it can (a layer norm), else after it */
 static void residual_bwd(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
     (void)y;
-    pz_seq_backward(l->main, 0, l->main->n, x, dy, dx ? l->dmain : NULL, B);
-    if (dx) add_forward(dx, dy, l->dmain, (size_t)B * pz_shape_numel(l->in));
+    if (dx) pz_seq_backward_add(l->main, x, dy, dy, dx, B);
+    else pz_seq_backward(l->main, 0, l->main->n, x, dy, NULL, B);
 }
 
 const pz_layer_ops pz_residual_ops = {

@@ -33,7 +33,12 @@ static void ln_fwd(pz_layer *l, const float *x, float *y, int B, int train) {
 
 static void ln_bwd(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
     (void)y;
-    layernorm_backward(dx, l->dweight, l->dbias, dy, x, l->mean, l->rstd, l->weight, (int)nn_rows(l->in, B), l->in.d[1]);
+    layernorm_backward(dx, l->dweight, l->dbias, dy, x, l->mean, l->rstd, l->weight, (int)nn_rows(l->in, B), l->in.d[1], NULL);
 }
 
-const pz_layer_ops pz_layernorm_ops = {.name = "layernorm", .alloc = ln_alloc, .forward = ln_fwd, .backward = ln_bwd};
+static void ln_bwd_add(pz_layer *l, const float *x, const float *y, const float *dy, const float *dres, float *dx, int B) {
+    (void)y;
+    layernorm_backward(dx, l->dweight, l->dbias, dy, x, l->mean, l->rstd, l->weight, (int)nn_rows(l->in, B), l->in.d[1], dres);
+}
+
+const pz_layer_ops pz_layernorm_ops = {.name = "layernorm", .alloc = ln_alloc, .forward = ln_fwd, .backward = ln_bwd, .backward_add = ln_bwd_add};

@@ -49,6 +49,11 @@ static void linear_fwd(pz_layer *l, const float *x, float *y, int B, int train) 
     linear_forward(y, x, l->weight, l->bias, (int)nn_rows(l->in, B), row_in(l->in), out_width(l));
 }
 
+static void linear_fwd_add(pz_layer *l, const float *x, const float *res, float *y, int B, int train) {
+    (void)train;
+    linear_forward_add(y, x, l->weight, l->bias, res, (int)nn_rows(l->in, B), row_in(l->in), out_width(l));
+}
+
 static void linear_bwd(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
     (void)y;
     linear_backward(dx, l->dweight, l->dbias, dy, x, l->weight, (int)nn_rows(l->in, B), row_in(l->in), out_width(l));
@@ -68,5 +73,5 @@ static void linear_detail(const pz_layer *l, char *buf, size_t cap) { snprintf(b
 
 const pz_layer_ops pz_linear_ops = {
     .name = "linear", .alloc = linear_alloc, .forward = linear_fwd, .backward = linear_bwd,
-    .forward_gelu = linear_fwd_gelu, .backward_gelu = linear_bwd_gelu, .detail = linear_detail,
+    .forward_add = linear_fwd_add, .forward_gelu = linear_fwd_gelu, .backward_gelu = linear_bwd_gelu, .detail = linear_detail,
 };
