@@ -89,6 +89,10 @@ void nn_alloc_seq(pz_seq *s, layer_alloc *a);
  * into y, the last layer and the add in one pass (forward_add_relu).
  * Returns 0, having run nothing, where the last layer has no such pass. */
 int pz_seq_forward_add_relu(pz_seq *s, const float *x, const float *res, float *y, int B, int train);
+/* The whole of s forward with its last layer's output written into y
+ * instead of act[n - 1], where its backward does not read it back (a
+ * residual's); returns 0, having run nothing, otherwise. */
+int pz_seq_forward_into(pz_seq *s, const float *x, float *y, int B, int train);
 /* The same with no ReLU: y = s(x) + res (forward_add). Returns 0, having
  * run nothing, where the last layer has no such pass. */
 int pz_seq_forward_add(pz_seq *s, const float *x, const float *res, float *y, int B, int train);

@@ -281,6 +281,16 @@ int pz_seq_forward_add_relu(pz_seq *s, const float *x, const float *res, float *
     return 1;
 }
 
+int pz_seq_forward_into(pz_seq *s, const float *x, float *y, int B, int train) {
+    if (s->n < 1 || s->layers[s->n - 1].kind != PZ_LAYER_RESIDUAL) return 0;
+    pz_seq_forward(s, 0, s->n - 1, x, B, train);
+    pz_layer *l = &s->layers[s->n - 1];
+    const double t0 = profiling ? pz_now() : 0.0;
+    pz_layer_ops_of(l->kind)->forward(l, s->n > 1 ? s->act[s->n - 2] : x, y, B, train);
+    if (profiling) l->prof_s[0] += pz_now() - t0;
+    return 1;
+}
+
 int pz_seq_forward_add(pz_seq *s, const float *x, const float *res, float *y, int B, int train) {
     if (s->n < 1) return 0;
     pz_layer *l = &s->layers[s->n - 1];

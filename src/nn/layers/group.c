@@ -76,7 +76,10 @@ static void inner_detail(const pz_layer *l, char *buf, size_t cap) {
 /* ---- group ----------------------------------------------------------------- */
 static void group_alloc(pz_layer *l, layer_alloc *a) { nn_alloc_seq(l->main, a); }
 
+/* the last layer writes y itself where nothing reads its own output back
+ * (a transformer block's MLP residual), else y is a copy of it */
 static void group_fwd(pz_layer *l, const float *x, float *y, int B, int train) {
+    if (pz_seq_forward_into(l->main, x, y, B, train)) return;
     pz_seq_forward(l->main, 0, l->main->n, x, B, train);
     memcpy(y, l->main->act[l->main->n - 1], sizeof(float) * (size_t)B * pz_shape_numel(l->out));
 }
