@@ -259,23 +259,28 @@ static size_t up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 /* floats of scratch a head takes: forward (back 0) or backward */
 static size_t tiles_scratch(const pz_gemm_ops *g, int T, int hs, int back) {
     const size_t mr = (size_t)g->mr, nr = (size_t)g->nr, Tm = up((size_t)T, mr), Tn = up((size_t)T, nr), hn = up((size_t)hs, nr);
-    const size_t bq = (size_t)ATT_BQ * T, bqp = up(ATT_BQ, mr) * T;
+    const size_t bq = up(ATT_BQ, mr) * Tn, bqp = up(ATT_BQ, mr) * T; /* a block's scores: whole tiles of rows, rows of whole panels */
     if (!back) return Tm * hs + Tn * hs + hn * T + bq + bqp; /* Q, K^T, V panels; scores; probabilities packed */
     /* Q, dY as A; K^T, V^T, K, Q, dY as B; P, dS; dS and P packed as A, and dS^T, P^T */
     return 2 * Tm * hs + 2 * Tn * hs + 3 * hn * T + 2 * bq + bqp + 2 * Tm * ATT_BQ;
 }
 
-/* S (nq, nk) = alpha a . b over kc, for the queries [r0, r0 + nq) (r0 a
+/* S (nq, ld) = alpha a . b over kc, for the queries [r0, r0 + nq) (r0 a
  * multiple of mr), each tile of them against the keys up to its last query
- * only (the columns past those are left unwritten): a the queries' A
- * panels, b the keys' B panels, both packed over kc values of k */
-static void causal_tiles(const pz_gemm_ops *g, float *S, int nk, const float *a, const float *b, int kc, int r0, int nq,
+ * only, in whole tiles: rows past nq (up to the tile's mr) and columns past
+ * those keys (up to the panel's nr) are written too, with products of the
+ * padding or of later keys, which the softmax then overwrites with zeros
+ * or nothing reads (each element is the same sum either way, and a whole
+ * tile is stored from the registers where a part is copied out element by
+ * element). S holds up(nq, mr) rows of ld, a multiple of nr; a the
+ * queries' A panels, b the keys' B panels (columns to a multiple of nr),
+ * both packed over kc values of k */
+static void causal_tiles(const pz_gemm_ops *g, float *S, int ld, const float *a, const float *b, int kc, int r0, int nq,
                          float alpha) {
     for (int p = 0; p < nq; p += g->mr) {
         const int m = nq - p < g->mr ? nq - p : g->mr, keys = r0 + p + m; /* the tile's last query sees keys < keys */
         for (int j = 0; j < keys; j += g->nr)
-            g->tile(kc, a + (size_t)(r0 + p) * kc, b + (size_t)j * kc, S + (size_t)p * nk + j, nk, m,
-                    keys - j < g->nr ? keys - j : g->nr, alpha, 0.0f);
+            g->tile(kc, a + (size_t)(r0 + p) * kc, b + (size_t)j * kc, S + (size_t)p * ld + j, ld, g->mr, g->nr, alpha, 0.0f);
     }
 }
 
@@ -298,16 +303,16 @@ static void head_forward_tiles(const pz_gemm_ops *g, float *ws, float *o, float 
                                float scale, int wide) {
     const int C3 = 3 * C;
     const size_t Tm = up((size_t)T, (size_t)g->mr), Tn = up((size_t)T, (size_t)g->nr), hn = up((size_t)hs, (size_t)g->nr);
-    float *Qp = ws, *Kp = Qp + Tm * hs, *Vp = Kp + Tn * hs, *S = Vp + hn * T, *Pp = S + (size_t)ATT_BQ * T;
+    float *Qp = ws, *Kp = Qp + Tm * hs, *Vp = Kp + Tn * hs, *S = Vp + hn * T, *Pp = S + up(ATT_BQ, (size_t)g->mr) * Tn;
     g->pack_a(Qp, 0, q, C3, T, hs);     /* Q (T, hs) */
     g->pack_b(Kp, 1, q + C, C3, hs, T); /* K^T (hs, T) */
     g->pack_b(Vp, 0, q + 2 * C, C3, T, hs); /* V (T, hs) */
     for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
-        const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
+        const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq, ld = (int)up((size_t)nk, (size_t)g->nr);
         float inv[ATT_BQ];
-        causal_tiles(g, S, nk, Qp, Kp, hs, i0, nq, scale); /* scale Q K^T */
-        softmax_forward(wide, S, inv, L + i0, nq, nk, i0);
-        g->pack_a(Pp, 0, S, nk, nq, nk);
+        causal_tiles(g, S, ld, Qp, Kp, hs, i0, nq, scale); /* scale Q K^T */
+        softmax_forward(wide, S, inv, L + i0, nq, ld, i0);  /* rows of ld: zeros past each query's keys */
+        g->pack_a(Pp, 0, S, ld, nq, nk);
         rows_times(g, o + (size_t)i0 * C, C, Pp, nk, Vp, T, hs, i0, nq, 1.0f); /* P V */
         rows_over_sums(o + (size_t)i0 * C, C, inv, nq, hs);
     }
@@ -320,7 +325,7 @@ static void head_backward_tiles(const pz_gemm_ops *g, float *ws, float *dq, cons
     const int C3 = 3 * C;
     const size_t Tm = up((size_t)T, (size_t)g->mr), Tn = up((size_t)T, (size_t)g->nr), hn = up((size_t)hs, (size_t)g->nr);
     float *Qa = ws, *dYa = Qa + Tm * hs, *KT = dYa + Tm * hs, *VT = KT + Tn * hs, *Kb = VT + Tn * hs, *Qb = Kb + hn * T,
-          *dYb = Qb + hn * T, *P = dYb + hn * T, *dS = P + (size_t)ATT_BQ * T, *Ap = dS + (size_t)ATT_BQ * T,
+          *dYb = Qb + hn * T, *P = dYb + hn * T, *dS = P + up(ATT_BQ, (size_t)g->mr) * Tn, *Ap = dS + up(ATT_BQ, (size_t)g->mr) * Tn,
           *dSt = Ap + up(ATT_BQ, (size_t)g->mr) * T, *Pt = dSt + Tm * ATT_BQ;
     float *dk = dq + C, *dv = dq + 2 * C;
     g->pack_a(Qa, 0, q, C3, T, hs);
@@ -331,18 +336,18 @@ static void head_backward_tiles(const pz_gemm_ops *g, float *ws, float *dq, cons
     g->pack_b(Qb, 0, q, C3, T, hs);
     g->pack_b(dYb, 0, dy, C, T, hs);
     for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
-        const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq;
-        causal_tiles(g, P, nk, Qa, KT, hs, i0, nq, scale);  /* the scores again */
-        causal_tiles(g, dS, nk, dYa, VT, hs, i0, nq, 1.0f); /* dP = dY V^T */
-        softmax_backward(wide, P, dS, L + i0, nq, nk, i0);
+        const int nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ, nk = i0 + nq, ld = (int)up((size_t)nk, (size_t)g->nr);
+        causal_tiles(g, P, ld, Qa, KT, hs, i0, nq, scale);  /* the scores again */
+        causal_tiles(g, dS, ld, dYa, VT, hs, i0, nq, 1.0f); /* dP = dY V^T */
+        softmax_backward(wide, P, dS, L + i0, nq, ld, i0);  /* rows of ld: zeros past each query's keys */
         /* dq[i0..] = scale dS . K */
-        g->pack_a(Ap, 0, dS, nk, nq, nk);
+        g->pack_a(Ap, 0, dS, ld, nq, nk);
         rows_times(g, dq + (size_t)i0 * C3, C3, Ap, nk, Kb, T, hs, i0, nq, scale);
         /* dk[0..nk) += scale dS^T . Q[i0..]; dv[0..nk) += P^T . dY[i0..]:
          * rows below i0 add to what earlier blocks wrote, the block's own
          * rows (i0 is a multiple of the tile's rows) start from 0 */
-        g->pack_a(dSt, 1, dS, nk, nk, nq);
-        g->pack_a(Pt, 1, P, nk, nk, nq);
+        g->pack_a(dSt, 1, dS, ld, nk, nq);
+        g->pack_a(Pt, 1, P, ld, nk, nq);
         for (int j = 0; j < nk; j += g->mr) {
             const int m = nk - j < g->mr ? nk - j : g->mr;
             const float beta = j < i0 ? 1.0f : 0.0f;
