@@ -204,7 +204,7 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
       float lo0 = 0.0f, step0 = 0.0f;
       for (int64_t c0 = s0; c0 < s1; c0 += CHUNK) {
         const int64_t c1 = s1 - c0 < CHUNK ? s1 : c0 + CHUNK;
-        uint8_t codes[CHUNK];
+        uint8_t buf[CHUNK], *codes = w == 8 ? codes_out + c0 : buf; /* a byte a code: straight into the frame */
         for (int64_t i = c0, pl = c0 / u->plane_len; i < c1; pl++) { /* plane by plane */
             const int64_t end = (pl + 1) * u->plane_len < c1 ? (pl + 1) * u->plane_len : c1;
             const int64_t un = unit_of_plane(u, pl);
@@ -230,7 +230,7 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
             }
             i = end;
         }
-        bits_write(k, codes_out + (size_t)(c0 / 8) * w, codes, (size_t)(c1 - c0), w);
+        if (w != 8) bits_write(k, codes_out + (size_t)(c0 / 8) * w, codes, (size_t)(c1 - c0), w);
       }
       crcs[ci] = k->crc32c(0, codes_out + (size_t)(s0 / 8) * w, bits_bytes((uint64_t)(s1 - s0), w));
     }
@@ -296,8 +296,9 @@ static pz_status decode(const frame_header *h, const codec_io *io, const units *
             k->dequant_packed(codes_in + (size_t)(c0 / 8) * b, (size_t)(c1 - c0), b, dlo[0], dstep[0], x + c0);
             continue;
         }
-        uint8_t codes[CHUNK];
-        bits_read(k, codes_in + (size_t)(c0 / 8) * w, (size_t)(c1 - c0), w, codes);
+        uint8_t buf[CHUNK];
+        const uint8_t *codes = w == 8 ? codes_in + c0 : buf; /* a byte a code: read in place */
+        if (w != 8) bits_read(k, codes_in + (size_t)(c0 / 8) * w, (size_t)(c1 - c0), w, buf);
         uint8_t mx = 0;
         for (int64_t j = 0; j < c1 - c0; j++) mx = codes[j] > mx ? codes[j] : mx;
         bad |= mx > max_code;
