@@ -38,6 +38,11 @@ env | grep -q '^OPENBLAS_' && echo "  note: OPENBLAS_* is set in this environmen
 echo "  pipezip: ${pz[*]} ms/step -> median $mp"
 echo "  pytorch: ${th[*]} ms/step -> median $mt ($(/usr/bin/python3 -c 'import torch; print(torch.__version__)'))"
 awk -v a="$mp" -v b="$mt" 'BEGIN { printf "  pytorch / pipezip = %.2fx (above 1: pipezip is faster)\n", b / a }'
+# each round's pair was measured minutes apart at most: their ratios cancel
+# the machine's drift between rounds, which the medians above do not
+ratios=()
+for r in $(seq 0 $((ROUNDS - 1))); do ratios+=("$(awk -v a="${pz[$r]}" -v b="${th[$r]}" 'BEGIN { printf "%.2f", b / a }')"); done
+echo "  round by round: ${ratios[*]} -> median $(median "${ratios[@]}")x"
 if [ -n "${T:-}" ]; then
   awk -v a="$mp" -v b="$mt" -v n="$((BATCH * T))" 'BEGIN { printf "  tokens/s: pipezip %.0f, pytorch %.0f\n", n * 1e3 / a, n * 1e3 / b }'
 fi

@@ -65,17 +65,34 @@ void add_relu_forward(float *out, const float *a, const float *b, size_t n) {
     }
 }
 
+/* the sum of exp(z[j] - mx) over j < n in 16 lanes (lane l takes the j
+ * with j % 16 == l, in order), the lanes added in one fixed tree: the bits
+ * depend neither on how the vectoriser splits the loop nor on the row's
+ * alignment (a pipeline stage's rows sit elsewhere than a whole model's) */
+static float exp_sum_lanes(const float *z, int n, float mx) {
+    float acc[16] = {0};
+    int j = 0;
+    for (; j + 16 <= n; j += 16) {
+#pragma omp simd
+        for (int l = 0; l < 16; l++) acc[l] += pz_exp_neg(z[j + l] - mx);
+    }
+    for (int l = 0; j + l < n; l++) acc[l] += pz_exp_neg(z[j + l] - mx);
+    float h[8];
+    for (int l = 0; l < 8; l++) h[l] = acc[l] + acc[l + 8];
+    for (int l = 0; l < 4; l++) h[l] = h[l] + h[l + 4];
+    return (h[0] + h[2]) + (h[1] + h[3]);
+}
+
 /* one row: its loss (log-sum-exp minus the target's logit), whether the
  * argmax hits, and its gradient (softmax - onehot) / rows; the exponentials
- * in float vectors (fastmath.h), the sum in float lanes */
+ * in float vectors (fastmath.h; the selects vectorise with
+ * -fno-trapping-math), the sum in float lanes */
 static double xent_row(float *dz, int *hit, const float *z, int label, int rows, int NC) {
     float mx = z[0];
     int arg = 0;
     for (int j = 1; j < NC; j++)
         if (z[j] > mx) { mx = z[j]; arg = j; }
-    float se = 0.0f;
-#pragma omp simd reduction(+ : se)
-    for (int j = 0; j < NC; j++) se += pz_exp_neg(z[j] - mx);
+    const float se = exp_sum_lanes(z, NC, mx);
     const float lse = logf(se) + mx, inv_rows = 1.0f / (float)rows;
     *hit = arg == label;
     if (dz) {
