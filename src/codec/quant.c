@@ -164,8 +164,9 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
         x = xr;
     }
     /* quant: super-chunks of 16 chunks; each chunk's codes go through a
-     * small stack buffer, the CRC runs once per super-chunk (long enough for
-     * its interleaved streams) while the output is still in cache */
+     * small stack buffer (codes a byte wide straight into the frame), the
+     * CRC runs once per super-chunk (long enough for its interleaved
+     * streams) while the output is still in cache */
     enum { SUPER = 16 * CHUNK };
     const int64_t chunks = (n + SUPER - 1) / SUPER;
     uint32_t crc_small[CRC_SLOTS_SMALL], *crcs = crc_slots(crc_small, chunks);
@@ -208,12 +209,12 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
         for (int64_t i = c0, pl = c0 / u->plane_len; i < c1; pl++) { /* plane by plane */
             const int64_t end = (pl + 1) * u->plane_len < c1 ? (pl + 1) * u->plane_len : c1;
             const int64_t un = unit_of_plane(u, pl);
+            float *ul = un == carried ? &lo0 : &lo[un], *us = un == carried ? &step0 : &step[un];
             if (un >= next) { /* fused: a unit reached, scanned just before it is coded */
-                bad |= un == carried ? unit_scale(p, k, x, u, sym, un, &lo0, &step0) != PZ_OK
-                                     : unit_scale(p, k, x, u, sym, un, &lo[un], &step[un]) != PZ_OK;
+                bad |= unit_scale(p, k, x, u, sym, un, ul, us) != PZ_OK;
                 next = un + 1;
             }
-            const float s = un == carried ? step0 : step[un], inv = s > 0.0f ? 1.0f / s : 0.0f, ulo = un == carried ? lo0 : lo[un];
+            const float s = *us, inv = s > 0.0f ? 1.0f / s : 0.0f, ulo = *ul;
             uint8_t *cd = codes + (i - c0);
             const size_t len = (size_t)(end - i);
             if (bad) { /* a unit here could not be scaled (NaN, Inf, overflow): the frame is refused, not coded */
@@ -237,27 +238,24 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     if (bad) { /* the same scan in order, for the first unit's error, reported on the calling thread */
         st = unit_scales(p, k, x, u, sym, lo, step);
         if (!st) st = pz_fail(PZ_ERR_ARG, "cannot quantize: a unit cannot be scaled");
-        free(lo), free(step), free(xr);
-        crc_slots_free(crcs, crc_small);
-        return st;
+    } else { /* the body: scales, then the codes' super-chunks of SUPER * b / 8 bytes */
+        uint8_t *sp = body;
+        for (int64_t un = 0; un < u->U; un++) {
+            if (sym) put_f32(sp, step[un]), sp += 4;
+            else put_f32(sp, lo[un]), put_f32(sp + 4, step[un]), sp += 8;
+        }
+        const size_t sb = scale_bytes(h->options, u);
+        uint32_t crc = k->crc32c(0, body, sb);
+        if (chunks)
+            crc = pz_crc32c_combine(crc, crc_join_chunks(crcs, chunks, (size_t)SUPER * w / 8, bits_bytes((uint64_t)(n - (chunks - 1) * SUPER), w)),
+                                 bits_bytes((uint64_t)n, w));
+        *body_crc = crc;
+        *have_crc = 1;
+        *body_len = sb + bits_bytes((uint64_t)n, w);
     }
-    /* the body: scales, then the codes' super-chunks of SUPER * b / 8 bytes */
-    uint8_t *sp = body;
-    for (int64_t un = 0; un < u->U; un++) {
-        if (sym) put_f32(sp, step[un]), sp += 4;
-        else put_f32(sp, lo[un]), put_f32(sp + 4, step[un]), sp += 8;
-    }
-    const size_t sb = scale_bytes(h->options, u);
-    uint32_t crc = k->crc32c(0, body, sb);
-    if (chunks)
-        crc = pz_crc32c_combine(crc, crc_join_chunks(crcs, chunks, (size_t)SUPER * w / 8, bits_bytes((uint64_t)(n - (chunks - 1) * SUPER), w)),
-                             bits_bytes((uint64_t)n, w));
-    *body_crc = crc;
-    *have_crc = 1;
-    *body_len = sb + bits_bytes((uint64_t)n, w);
     crc_slots_free(crcs, crc_small);
     free(lo), free(step), free(xr);
-    return PZ_OK;
+    return st;
 }
 
 static pz_status decode(const frame_header *h, const codec_io *io, const units *u, float *x) {

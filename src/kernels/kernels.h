@@ -149,12 +149,12 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
                      const float *weight, int B, int C, int OC);
 /* the linear layer and the GELU after it: out the layer's output, gout
  * GELU(out), in one pass (the product's epilogue) */
+void linear_forward_gelu(float *out, float *gout, const float *inp, const float *weight, const float *bias, int B, int C,
+                         int OC);
 /* out = the dense layer's output + res in one pass (the add in the
  * product's epilogue): bit for bit linear_forward then add_forward(out, res, out) */
 void linear_forward_add(float *out, const float *inp, const float *weight, const float *bias, const float *res, int B, int C,
                         int OC);
-void linear_forward_gelu(float *out, float *gout, const float *inp, const float *weight, const float *bias, int B, int C,
-                         int OC);
 /* linear_backward with the GELU before the layer folded in: dinp is the
  * GELU's input gradient, (dout W) GELU'(h), h (B, C) the GELU's input and
  * inp its output */

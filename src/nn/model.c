@@ -269,38 +269,36 @@ void pz_seq_forward(pz_seq *s, int from, int to, const float *x, int B, int trai
     }
 }
 
-int pz_seq_forward_add_relu(pz_seq *s, const float *x, const float *res, float *y, int B, int train) {
+/* how the last layer of s writes y (pz_seq_forward_into, _add, _add_relu) */
+typedef enum { LAST_INTO, LAST_ADD, LAST_ADD_RELU } last_way;
+
+/* the whole of s forward, its last layer writing y (plus res) by that way;
+ * 0, having run nothing, where the last layer has no such pass */
+static int seq_forward_last(pz_seq *s, const float *x, const float *res, float *y, int B, int train, last_way how) {
     if (s->n < 1) return 0;
     pz_layer *l = &s->layers[s->n - 1];
     const pz_layer_ops *ops = pz_layer_ops_of(l->kind);
-    if (!ops->forward_add_relu) return 0;
+    if (how == LAST_INTO ? l->kind != PZ_LAYER_RESIDUAL : how == LAST_ADD ? !ops->forward_add : !ops->forward_add_relu) return 0;
     pz_seq_forward(s, 0, s->n - 1, x, B, train);
+    const float *in = s->n > 1 ? s->act[s->n - 2] : x;
     const double t0 = profiling ? pz_now() : 0.0;
-    ops->forward_add_relu(l, s->n > 1 ? s->act[s->n - 2] : x, res, y, B, train);
+    if (how == LAST_INTO) ops->forward(l, in, y, B, train);
+    else if (how == LAST_ADD) ops->forward_add(l, in, res, y, B, train);
+    else ops->forward_add_relu(l, in, res, y, B, train);
     if (profiling) l->prof_s[0] += pz_now() - t0;
     return 1;
+}
+
+int pz_seq_forward_add_relu(pz_seq *s, const float *x, const float *res, float *y, int B, int train) {
+    return seq_forward_last(s, x, res, y, B, train, LAST_ADD_RELU);
 }
 
 int pz_seq_forward_into(pz_seq *s, const float *x, float *y, int B, int train) {
-    if (s->n < 1 || s->layers[s->n - 1].kind != PZ_LAYER_RESIDUAL) return 0;
-    pz_seq_forward(s, 0, s->n - 1, x, B, train);
-    pz_layer *l = &s->layers[s->n - 1];
-    const double t0 = profiling ? pz_now() : 0.0;
-    pz_layer_ops_of(l->kind)->forward(l, s->n > 1 ? s->act[s->n - 2] : x, y, B, train);
-    if (profiling) l->prof_s[0] += pz_now() - t0;
-    return 1;
+    return seq_forward_last(s, x, NULL, y, B, train, LAST_INTO);
 }
 
 int pz_seq_forward_add(pz_seq *s, const float *x, const float *res, float *y, int B, int train) {
-    if (s->n < 1) return 0;
-    pz_layer *l = &s->layers[s->n - 1];
-    const pz_layer_ops *ops = pz_layer_ops_of(l->kind);
-    if (!ops->forward_add) return 0;
-    pz_seq_forward(s, 0, s->n - 1, x, B, train);
-    const double t0 = profiling ? pz_now() : 0.0;
-    ops->forward_add(l, s->n > 1 ? s->act[s->n - 2] : x, res, y, B, train);
-    if (profiling) l->prof_s[0] += pz_now() - t0;
-    return 1;
+    return seq_forward_last(s, x, res, y, B, train, LAST_ADD);
 }
 
 /* pz_seq_backward, with dres (where given) added to dx: by the layer that
