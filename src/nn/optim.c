@@ -41,6 +41,29 @@ void pz_optim_free(pz_optim *o) {
     o->m = o->v = NULL;
 }
 
+/* SGD on element i, with weight decay wd (torch.optim.SGD's arithmetic) */
+static inline void sgd_one(float *restrict p, float *restrict buf, const float *restrict g, int64_t i, float wd, float mu,
+                           int first, int nesterov, float lr) {
+    float d = g[i] + wd * p[i];
+    if (mu != 0.0f) {
+        /* torch: the buffer starts as the first gradient */
+        buf[i] = first ? d : mu * buf[i] + d;
+        d = nesterov ? d + mu * buf[i] : buf[i];
+    }
+    p[i] -= lr * d;
+}
+
+/* AdamW on element i, its decoupled decay (Loshchilov & Hutter) a factor f
+ * of the parameter: torch.optim.AdamW's arithmetic */
+static inline void adamw_one(float *restrict p, float *restrict m, float *restrict v, const float *restrict g, int64_t i,
+                             float f, float b1, float b2, float step, float sq_bc2, float eps) {
+    const float pi = p[i] * f;
+    const float mi = b1 * m[i] + (1.0f - b1) * g[i];
+    const float vi = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+    m[i] = mi, v[i] = vi;
+    p[i] = pi - step * mi / (sqrtf(vi) / sq_bc2 + eps);
+}
+
 void pz_optim_step(pz_optim *o, float *p, const float *g, float lr) {
     const int64_t n = o->n;
     o->t++;
@@ -49,14 +72,14 @@ void pz_optim_step(pz_optim *o, float *p, const float *g, float lr) {
         float *buf = o->m;
         const int first = o->t == 1;
         const uint8_t *dec = o->decay;
-        for (int64_t i = 0; i < n; i++) {
-            float d = g[i] + (!dec || dec[i] ? wd : 0.0f) * p[i];
-            if (mu != 0.0f) {
-                /* torch: the buffer starts as the first gradient */
-                buf[i] = first ? d : mu * buf[i] + d;
-                d = o->nesterov ? d + mu * buf[i] : buf[i];
-            }
-            p[i] -= lr * d;
+        const int nesterov = o->nesterov;
+        /* as AdamW's below: the mask in a loop of its own */
+        if (dec) {
+#pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 262144)
+            for (int64_t i = 0; i < n; i++) sgd_one(p, buf, g, i, dec[i] ? wd : 0.0f, mu, first, nesterov, lr);
+        } else {
+#pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 262144)
+            for (int64_t i = 0; i < n; i++) sgd_one(p, buf, g, i, wd, mu, first, nesterov, lr);
         }
     } else {
         const float b1 = o->beta1, b2 = o->beta2, eps = o->eps;
@@ -67,14 +90,18 @@ void pz_optim_step(pz_optim *o, float *p, const float *g, float lr) {
         float *restrict m = o->m, *restrict v = o->v;
         /* one pass, vectorised (the decay a select, not a branch; sqrt
          * without errno: -fno-math-errno), elements over the threads: the
-         * same arithmetic per element as one at a time, so the same bits */
+         * same arithmetic per element as one at a time, so the same bits.
+         * The mask is read only where there is one, in a loop of its own:
+         * `!dec || dec[i]` in one loop reads dec[i] conditionally, which
+         * kept GCC from vectorising it (measured: 4.85M parameters, one
+         * thread, 14.4 ms scalar) */
+        if (dec) {
 #pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 262144)
-        for (int64_t i = 0; i < n; i++) {
-            const float pi = p[i] * (!dec || dec[i] ? keep : 1.0f); /* decoupled (Loshchilov & Hutter) */
-            const float mi = b1 * m[i] + (1.0f - b1) * g[i];
-            const float vi = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
-            m[i] = mi, v[i] = vi;
-            p[i] = pi - step * mi / (sqrtf(vi) / sq_bc2 + eps);
+            for (int64_t i = 0; i < n; i++)
+                adamw_one(p, m, v, g, i, dec[i] ? keep : 1.0f, b1, b2, step, sq_bc2, eps);
+        } else {
+#pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 262144)
+            for (int64_t i = 0; i < n; i++) adamw_one(p, m, v, g, i, keep, b1, b2, step, sq_bc2, eps);
         }
     }
 }
