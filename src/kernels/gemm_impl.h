@@ -13,9 +13,10 @@
  * 12 of 16) and for each k broadcasts MR values of A against two vectors of
  * B: 2 MR fused multiply-adds per 2 loads and MR broadcasts.
  *
- * Threads share the packing of each B block and then take contiguous runs
- * of A's row blocks (or, for short wide weight gradients, each its own run
- * of B's column panels: run_cols). Every element of C is summed by one thread over k in
+ * Threads take contiguous runs of A's row blocks, each packing every B
+ * block itself (a few threads) or sharing each B block's packing between
+ * barriers (many), or, for short wide weight gradients, each its own run
+ * of B's column panels (run_cols). Every element of C is summed by one thread over k in
  * order (KC blocks in order, each k in order within), so the result is the
  * same bits whatever the number of threads. */
 #include "gemm.h"
@@ -248,10 +249,13 @@ static void GM_NAME(epilogue)(const pz_gemm_epi *e, float *C, int ldc, int i, in
     pz_gemm_epilogue(e, C, ldc, i, j, m, n, GM_CAT(gelu_forward, GM_SUFFIX), GM_CAT(gelu_backward, GM_SUFFIX));
 }
 
-/* thread t of n: its share of each B block's packing, then its run of A's
- * row blocks; barriers only in a team of its own (n > 1) */
-static void GM_NAME(run)(const gm_job *g, int t, int n) {
+/* thread t of n: its share of each B block's packing (between barriers,
+ * in a team of its own: n > 1), or all of it into bpriv, its own, then
+ * its run of A's row blocks */
+static void GM_NAME(run)(const gm_job *g, int t, int n, float *bpriv) {
     float *ap = g->aps + g->asize * t;
+    float *const bp = bpriv ? bpriv : g->bp; /* a private B block: packed whole by each thread, no barriers */
+    const int shared = n > 1 && !bpriv;
     const int MC = g->MC, M = g->M, N = g->N, K = g->K;
     const int b0 = (int)((long)g->nblocks * t / n), b1 = (int)((long)g->nblocks * (t + 1) / n);
     const int r0 = b0 * MC, r1 = b1 * MC < M ? b1 * MC : M; /* this thread's rows of C */
@@ -261,8 +265,9 @@ static void GM_NAME(run)(const gm_job *g, int t, int n) {
         const int nc = N - j0 < GM_NC ? N - j0 : GM_NC, nq = (nc + GM_NR - 1) / GM_NR;
         for (int k0 = 0; k0 < K; k0 += GM_KC) {
             const int kc = K - k0 < GM_KC ? K - k0 : GM_KC, first = k0 == 0;
-            GM_NAME(pack_b)(g->bp, g->tb, g->B, g->ldb, k0, kc, j0, nc, (int)((long)nq * t / n), (int)((long)nq * (t + 1) / n));
-            if (n > 1) {
+            if (shared) GM_NAME(pack_b)(bp, g->tb, g->B, g->ldb, k0, kc, j0, nc, (int)((long)nq * t / n), (int)((long)nq * (t + 1) / n));
+            else GM_NAME(pack_b)(bp, g->tb, g->B, g->ldb, k0, kc, j0, nc, 0, nq);
+            if (shared) {
 #pragma omp barrier
             }
             for (int blk = b0; blk < b1; blk++) {
@@ -272,14 +277,14 @@ static void GM_NAME(run)(const gm_job *g, int t, int n) {
                 for (int q = 0; q < nq; q++) {
                     const int j = q * GM_NR, nr = nc - j < GM_NR ? nc - j : GM_NR;
                     for (int p = 0; p < mc; p += GM_MR)
-                        GM_NAME(kernel)(kc, ap + (size_t)p * kc, g->bp + (size_t)j * kc, g->C + (size_t)(i0 + p) * g->ldc + j0 + j,
+                        GM_NAME(kernel)(kc, ap + (size_t)p * kc, bp + (size_t)j * kc, g->C + (size_t)(i0 + p) * g->ldc + j0 + j,
                                         g->ldc, mc - p < GM_MR ? mc - p : GM_MR, nr, first, g->alpha, g->beta,
                                         g->bias ? g->bias + j0 + j : NULL);
                 }
                 if (g->epi && k0 + kc == K) /* the row block's columns of this block, final */
                     GM_NAME(epilogue)(g->epi, g->C, g->ldc, i0, j0, mc, nc);
             }
-            if (n > 1) { /* the B block may be repacked */
+            if (shared) { /* the B block may be repacked */
 #pragma omp barrier
             }
         }
@@ -359,27 +364,38 @@ int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const flo
      * tall as wide: there the shared B blocks' 2 barriers a k block and
      * the row blocks' uneven share cost more than each thread packing all
      * of A (measured: 256 x 1024 x 2048 and 256 x 256 x 2048, 6-21% faster;
-     * taller ones slower). PZ_GEMM_SPLIT=rows|cols forces one (tests). The
-     * same bits either way. */
+     * taller ones slower). Rows split, each thread packs every B block
+     * itself where the team is small or its runs of rows long, instead
+     * of sharing the packing between 2 barriers a k block: on 2 threads
+     * every shape measured was faster so (gpt-small's 12 products, 2048
+     * rows: 1-17%; the same with 56 to 448 rows: 5-45%); with many
+     * threads each would pack far more than its own share of the work.
+     * PZ_GEMM_SPLIT=cols|rows|private forces one (tests: rows the shared
+     * packing). The same bits every way. */
     static int split = -1;
     if (split < 0) {
         const char *e = getenv("PZ_GEMM_SPLIT");
-        split = e && !strcmp(e, "cols") ? 1 : e && !strcmp(e, "rows") ? 2 : 0;
+        split = e && !strcmp(e, "cols") ? 1 : e && !strcmp(e, "rows") ? 2 : e && !strcmp(e, "private") ? 3 : 0;
     }
     const int cols = threads > 1 && (split == 1 || (split == 0 && ta && K >= 8 * GM_KC && M <= 2 * N));
+    const int priv = threads > 1 && !cols && (split == 3 || (split == 0 && (threads <= 4 || M / threads >= 256)));
     /* a B block's panels, shared, or one for each thread when they split the columns */
-    float *bp = pz_thread_scratch(0, bsize * (cols ? threads : 1)), *aps = pz_thread_scratch(1, asize * threads);
+    float *bp = pz_thread_scratch(0, bsize * (cols || priv ? threads : 1)), *aps = pz_thread_scratch(1, asize * threads);
     float *rs = asum ? pz_thread_scratch(3, (size_t)M) : NULL;
     if (!bp || !aps || (asum && !rs)) return -1; /* out of memory: the caller runs the BLAS */
     const gm_job job = {ta,   tb,  M, N,  K,  alpha,  A,  lda,     B,  ldb, beta, C, ldc, bias, asum, rs,
                         epi && epi->kind != PZ_EPI_NONE ? epi : NULL, MC, nblocks, bp, aps, asize};
-    if (threads == 1) GM_NAME(run)(&job, 0, 1); /* no team: this may be one thread of a parallel region */
+    if (threads == 1) GM_NAME(run)(&job, 0, 1, NULL); /* no team: this may be one thread of a parallel region */
+    else if (priv) {
+#pragma omp parallel num_threads(threads)
+        GM_NAME(run)(&job, omp_get_thread_num(), threads, bp + bsize * omp_get_thread_num());
+    }
     else if (cols) {
 #pragma omp parallel num_threads(threads)
         GM_NAME(run_cols)(&job, omp_get_thread_num(), threads, bp + bsize * omp_get_thread_num());
     } else {
 #pragma omp parallel num_threads(threads)
-        GM_NAME(run)(&job, omp_get_thread_num(), threads);
+        GM_NAME(run)(&job, omp_get_thread_num(), threads, NULL);
     }
     return 0;
 }
