@@ -17,29 +17,39 @@
 #define PZ_CAT(a, b) PZ_CAT2(a, b)
 #define K(name) PZ_CAT(name, PZ_KSUFFIX)
 
+/* 1 when v is NaN or infinite (its exponent bits all ones), else 0 */
+static inline uint32_t K(nonfinite)(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return (u & 0x7f800000u) == 0x7f800000u;
+}
+
 static void K(minmax)(const float *restrict x, size_t n, float *lo, float *hi) {
-    /* plain min/max vectorise; NaN and Inf are caught by z = sum(x * 0),
-     * which is NaN exactly when some x is NaN or infinite */
-    float a = x[0], b = x[0], z = 0.0f;
-#pragma omp simd reduction(min : a) reduction(max : b) reduction(+ : z)
+    /* plain min/max vectorise; NaN and Inf are caught by an OR of the
+     * exponent test over the bits (a float sum of x * 0 did the same,
+     * reduced one lane at a time: a third of a 256-element call) */
+    float a = x[0], b = x[0];
+    uint32_t bad = 0;
+#pragma omp simd reduction(min : a) reduction(max : b) reduction(| : bad)
     for (size_t i = 0; i < n; i++) {
         a = x[i] < a ? x[i] : a;
         b = x[i] > b ? x[i] : b;
-        z += x[i] * 0.0f;
+        bad |= K(nonfinite)(x[i]);
     }
-    if (z != 0.0f) a = b = NAN;
+    if (bad) a = b = NAN;
     *lo = a, *hi = b;
 }
 
 static float K(max_abs)(const float *restrict x, size_t n) {
-    float m = 0.0f, z = 0.0f;
-#pragma omp simd reduction(max : m) reduction(+ : z)
+    float m = 0.0f;
+    uint32_t bad = 0;
+#pragma omp simd reduction(max : m) reduction(| : bad)
     for (size_t i = 0; i < n; i++) {
         const float a = fabsf(x[i]);
         m = a > m ? a : m;
-        z += x[i] * 0.0f;
+        bad |= K(nonfinite)(x[i]);
     }
-    return z != 0.0f ? NAN : m;
+    return bad ? NAN : m;
 }
 
 /* The sum of |x| in one fixed order, whatever the build: per chunk of 4096,
