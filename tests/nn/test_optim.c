@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_optim.c — SGD (plain, momentum, Nesterov, weight decay) and AdamW
- * trajectories against torch.optim, OneCycleLR against PyTorch's, and the
- * other schedules against their definitions; schedule spec errors. */
+ * trajectories against torch.optim, each with a decay mask against the runs
+ * with and without decay, OneCycleLR against PyTorch's, and the other
+ * schedules against their definitions; schedule spec errors. */
 #include "../test.h"
 #include "nn/nn.h"
 
@@ -26,8 +27,44 @@ static void trajectory(const char *name, pz_optim_kind kind, float lr, float mom
     pz_optim_free(&o);
 }
 
+/* a decay mask: each parameter follows, bit for bit, the run that decays
+ * every parameter (mask 1) or the run without decay (mask 0); n past the
+ * threads' threshold, so the masked and unmasked loops both run threaded */
+static void masked(const char *name, pz_optim_kind kind, float lr, float momentum, int nesterov, float wd) {
+    const int64_t n = 300007;
+    float *p = malloc(sizeof(float) * n), *pd = malloc(sizeof(float) * n), *p0 = malloc(sizeof(float) * n);
+    float *g = malloc(sizeof(float) * n);
+    uint8_t *mask = malloc((size_t)n);
+    uint64_t st = 12345;
+    for (int64_t i = 0; i < n; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        p[i] = pd[i] = p0[i] = (float)((st >> 40) % 2001) / 1000.0f - 1.0f;
+        mask[i] = (uint8_t)((st >> 20) % 3 != 0);
+    }
+    pz_optim om = {.momentum = momentum, .nesterov = nesterov, .weight_decay = wd};
+    pz_optim od = om, o0 = {.momentum = momentum, .nesterov = nesterov, .weight_decay = 0.0f};
+    pz_optim_init(&om, kind, n), pz_optim_init(&od, kind, n), pz_optim_init(&o0, kind, n);
+    om.decay = mask;
+    for (int s = 0; s < 3; s++) {
+        for (int64_t i = 0; i < n; i++) g[i] = 0.01f * (float)((i * 7 + s * 13) % 101 - 50);
+        pz_optim_step(&om, p, g, lr), pz_optim_step(&od, pd, g, lr), pz_optim_step(&o0, p0, g, lr);
+    }
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n && bad < 0; i++)
+        if (memcmp(&p[i], mask[i] ? &pd[i] : &p0[i], sizeof(float))) bad = i;
+    CHECK(bad < 0, "%s with a decay mask: parameter %lld (mask %d) is %.9g, the run %s decay gives %.9g", name, (long long)bad,
+          bad < 0 ? 0 : mask[bad], bad < 0 ? 0.0 : p[bad], bad >= 0 && mask[bad] ? "with" : "without",
+          bad < 0 ? 0.0 : (mask[bad] ? pd[bad] : p0[bad]));
+    pz_optim_free(&om), pz_optim_free(&od), pz_optim_free(&o0);
+    free(p), free(pd), free(p0), free(g), free(mask);
+}
+
 int main(void) {
     if (ref_load(&rf, PZ_SOURCE_DIR "/tests/ref/layers.bin")) return 1;
+    pz_set_threads(2);
+    masked("sgd", PZ_OPT_SGD, 0.1f, 0.9f, 0, 0.01f);
+    masked("sgd_nesterov", PZ_OPT_SGD, 0.1f, 0.9f, 1, 0.01f);
+    masked("adamw", PZ_OPT_ADAMW, 0.01f, 0.0f, 0, 0.1f);
     trajectory("sgd", PZ_OPT_SGD, 0.1f, 0.9f, 0, 0.01f);
     trajectory("sgd_nesterov", PZ_OPT_SGD, 0.1f, 0.9f, 1, 0.01f);
     trajectory("sgd_plain", PZ_OPT_SGD, 0.1f, 0.0f, 0, 0.0f);
