@@ -21,8 +21,8 @@ extern "C" {
  * headers compiled against) */
 PZ_API const char *pz_version(void);
 
-/* Threads for every kernel (OpenMP and BLAS); n <= 0 means all cores. Call
- * before creating networks. */
+/* Threads for every kernel (OpenMP and BLAS); n <= 0 means all cores, and
+ * never more than OMP_THREAD_LIMIT. Call before creating networks. */
 PZ_API void pz_set_threads(int n);
 
 /* ---- a network ----------------------------------------------------------- */

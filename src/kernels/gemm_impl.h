@@ -385,17 +385,19 @@ int GM_NAME(pz_gemm)(int ta, int tb, int M, int N, int K, float alpha, const flo
     if (!bp || !aps || (asum && !rs)) return -1; /* out of memory: the caller runs the BLAS */
     const gm_job job = {ta,   tb,  M, N,  K,  alpha,  A,  lda,     B,  ldb, beta, C, ldc, bias, asum, rs,
                         epi && epi->kind != PZ_EPI_NONE ? epi : NULL, MC, nblocks, bp, aps, asize};
+    /* each team splits the work by the threads it has, which the runtime
+     * may make fewer than asked (OMP_THREAD_LIMIT, OMP_DYNAMIC): the same
+     * bits either way */
     if (threads == 1) GM_NAME(run)(&job, 0, 1, NULL); /* no team: this may be one thread of a parallel region */
     else if (priv) {
 #pragma omp parallel num_threads(threads)
-        GM_NAME(run)(&job, omp_get_thread_num(), threads, bp + bsize * omp_get_thread_num());
-    }
-    else if (cols) {
+        GM_NAME(run)(&job, omp_get_thread_num(), omp_get_num_threads(), bp + bsize * omp_get_thread_num());
+    } else if (cols) {
 #pragma omp parallel num_threads(threads)
-        GM_NAME(run_cols)(&job, omp_get_thread_num(), threads, bp + bsize * omp_get_thread_num());
+        GM_NAME(run_cols)(&job, omp_get_thread_num(), omp_get_num_threads(), bp + bsize * omp_get_thread_num());
     } else {
 #pragma omp parallel num_threads(threads)
-        GM_NAME(run)(&job, omp_get_thread_num(), threads, NULL);
+        GM_NAME(run)(&job, omp_get_thread_num(), omp_get_num_threads(), NULL);
     }
     return 0;
 }
