@@ -132,7 +132,7 @@ static void K(ge_flags)(const float *restrict x, size_t n, float t, int by_value
 static size_t K(count_nonfinite)(const float *restrict x, size_t n) {
     size_t c = 0;
 #pragma omp simd reduction(+ : c)
-    for (size_t i = 0; i < n; i++) c += !(fabsf(x[i]) <= 3.40282347e38f);
+    for (size_t i = 0; i < n; i++) c += K(nonfinite)(x[i]);
     return c;
 }
 

@@ -66,7 +66,7 @@ void add_relu_forward(float *out, const float *a, const float *b, size_t n) {
 }
 
 /* the sum of exp(z[j] - mx) over j < n in 16 lanes (lane l takes the j
- * with j % 16 == l, in order), the lanes added in one fixed tree: the bits
+ * with j % 16 == l, in order), the lanes added in pz_lanes16_sum's tree: the bits
  * depend neither on how the vectoriser splits the loop nor on the row's
  * alignment (a pipeline stage's rows sit elsewhere than a whole model's) */
 static float exp_sum_lanes(const float *z, int n, float mx) {
@@ -77,10 +77,7 @@ static float exp_sum_lanes(const float *z, int n, float mx) {
         for (int l = 0; l < 16; l++) acc[l] += pz_exp_neg(z[j + l] - mx);
     }
     for (int l = 0; j + l < n; l++) acc[l] += pz_exp_neg(z[j + l] - mx);
-    float h[8];
-    for (int l = 0; l < 8; l++) h[l] = acc[l] + acc[l + 8];
-    for (int l = 0; l < 4; l++) h[l] = h[l] + h[l + 4];
-    return (h[0] + h[2]) + (h[1] + h[3]);
+    return pz_lanes16_sum(acc);
 }
 
 /* one row: its loss (log-sum-exp minus the target's logit), whether the

@@ -33,4 +33,15 @@ static inline float pz_exp_core(float x) {
  * polynomial, never a NaN */
 static inline float pz_exp_neg(float x) { return pz_exp_core(x < -87.0f ? -87.0f : x > 0.0f ? 0.0f : x); }
 
+/* 16 lanes' sum in one fixed tree (0+8 .. 7+15, then +4, then (0+2) +
+ * (1+3)): a row's sum kept in 16 lanes has the same bits whatever the
+ * vector width or the row's alignment (attention's softmax rows, the
+ * cross-entropy's) */
+static inline float pz_lanes16_sum(const float a[16]) {
+    float h[8];
+    for (int l = 0; l < 8; l++) h[l] = a[l] + a[l + 8];
+    for (int l = 0; l < 4; l++) h[l] = h[l] + h[l + 4];
+    return (h[0] + h[2]) + (h[1] + h[3]);
+}
+
 #endif

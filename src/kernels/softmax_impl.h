@@ -18,14 +18,6 @@
 #ifndef SM_LANES
 #define SM_LANES 16
 
-/* the 16 lanes' sum, in a fixed tree */
-static inline float sm_lanes_sum(const float a[SM_LANES]) {
-    float h[8];
-    for (int l = 0; l < 8; l++) h[l] = a[l] + a[l + 8];
-    for (int l = 0; l < 4; l++) h[l] = h[l] + h[l + 4];
-    return (h[0] + h[2]) + (h[1] + h[3]);
-}
-
 /* p[j] = exp(p[j] - sub) for j < n, each added to lane j % 16 of acc, times
  * w[j] where w is given (a row's sum, or its dot product with w) */
 static inline void sm_exp_lanes(float *restrict p, const float *restrict w, int n, float sub, float acc[SM_LANES]) {
@@ -60,7 +52,7 @@ void SM_NAME(softmax_rows_forward)(float *restrict S, float *restrict inv, float
         float acc[SM_LANES] = {0};
         sm_exp_lanes(sr, NULL, n, mx, acc);
         for (int t = n; t < nk; t++) sr[t] = 0.0f;
-        const float sum = sm_lanes_sum(acc);
+        const float sum = pz_lanes16_sum(acc);
         inv[r] = 1.0f / sum;
         L[r] = mx + logf(sum);
     }
@@ -76,7 +68,7 @@ void SM_NAME(softmax_rows_backward)(float *restrict P, float *restrict dS, const
         const float l0 = L[r];
         float acc[SM_LANES] = {0};
         sm_exp_lanes(p, d, n, l0, acc);
-        const float dot = sm_lanes_sum(acc);
+        const float dot = pz_lanes16_sum(acc);
 #pragma omp simd
         for (int t = 0; t < n; t++) d[t] = p[t] * (d[t] - dot);
         for (int t = n; t < nk; t++) p[t] = 0.0f, d[t] = 0.0f;
