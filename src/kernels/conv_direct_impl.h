@@ -305,6 +305,12 @@ static int *CD_FN(tables)(float *ws, int C, int OC, int K) {
 /* small planes take the cv_* kernels (the same bits for the output and the
  * input gradient; the weight gradient its own fixed order) */
 static int CD_FN(cv_plane)(int H, int W) { return H * W <= CD_CV_PLANE; }
+#ifndef CD_CV_SPLANE
+#define CD_CV_SPLANE 100 /* strided, output planes up to 10x10: 7x7 measured 1.5x faster (a 3x3 to 64 channels,
+                          * forward and backward); 14x14 and 16x16 gained under 5% (and change the weight
+                          * gradient's bits) */
+#endif
+static int CD_FN(cv_splane)(int H, int W) { return H * W <= CD_CV_SPLANE; }
 
 /* a thread's workspace for the cv kernels: the padded input and dy planes,
  * the transposed input gradient (T), dy (G) and weight gradient (DWT), the
@@ -553,12 +559,52 @@ static CD_FN(sgeom) CD_FN(sgeometry)(int H, int W, int K, int S, int pad) {
     return g;
 }
 
+/* Small output planes (cv_plane) take the cv kernels here too: the output
+ * positions (the valid ones of the OH x Wq grid) and, for the input
+ * gradient, each phase's positions (the valid ones of its Hq x Wd grid) are
+ * lists, the channels the vector lanes. A thread's workspace then: the
+ * phase planes (Q), the padded dy (DP), the transposed output or input
+ * gradient (T), dy (G) and weight gradient (DWT), the output positions, and
+ * for every phase in turn its positions in DP's grid (posq, each phase's
+ * list padded to CD_CV_ACC) and in the input plane (hwq) */
+typedef struct {
+    float *Q, *DP, *T, *G, *DWT, *D;
+    int *pos, *posq, *hwq;
+    size_t floats;
+} CD_FN(scv_ws);
+
+static CD_FN(scv_ws) CD_FN(scv_layout)(float *base, int C, int H, int W, int OC, int K, const CD_FN(sgeom) *g) {
+    const size_t P = (size_t)g->OH * g->OW, Pr = (size_t)CD_FN(round_up)((int)P, CD_CV_ACC);
+    const size_t Pq = (size_t)CD_FN(round_up)(g->Hq * g->Wq, CD_CV_ACC), Pm = Pr > Pq ? Pr : Pq;
+    const size_t cmax = (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_V), ocp = (size_t)CD_FN(round_up)(OC, CD_V);
+    const size_t nkr = (size_t)CD_FN(round_up)(C * K * K, CD_CV_ACC);
+    const size_t dp = (size_t)C * g->S * g->S * g->PSq, t = dp + (size_t)OC * g->PSd, gg = t + Pm * cmax;
+    const size_t dwt = gg + Pr * ocp, pos = dwt + nkr * ocp, posq = pos + Pr;
+    const size_t hwq = posq + (size_t)H * W + (size_t)g->S * g->S * CD_CV_ACC;
+    const size_t d = hwq + (size_t)H * W; /* the row tiles' input gradient grid, when they take it */
+    CD_FN(scv_ws) w = {.floats = d + (size_t)CD_FN(round_up)(C, CD_RO) * g->n16q * 16};
+    if (base)
+        w.Q = base, w.DP = base + dp, w.T = base + t, w.G = base + gg, w.DWT = base + dwt, w.pos = (int *)(base + pos),
+        w.posq = (int *)(base + posq), w.hwq = (int *)(base + hwq), w.D = base + d;
+    return w;
+}
+
 static size_t CD_FN(sthread_floats)(int C, int H, int W, int OC, int K, int S, int pad) {
     const CD_FN(sgeom) g = CD_FN(sgeometry)(H, W, K, S, pad);
     const int rows = CD_FN(round_up)(C > OC ? C : OC, CD_RO);
     const size_t grid = (size_t)(g.n16 > g.n16q ? g.n16 : g.n16q) * 16;
-    return (size_t)g.group * ((size_t)C * S * S * g.PSq + (size_t)OC * g.n16 * 16) + (size_t)OC * g.PSd +
-           (size_t)rows * grid + (size_t)OC * C * K * K + 64;
+    const size_t rowwise = (size_t)g.group * ((size_t)C * S * S * g.PSq + (size_t)OC * g.n16 * 16) +
+                           (size_t)OC * g.PSd + (size_t)rows * grid;
+    const size_t cv = CD_FN(cv_splane)(g.OH, g.OW) ? CD_FN(scv_layout)(NULL, C, H, W, OC, K, &g).floats : 0;
+    return (rowwise > cv ? rowwise : cv) + (size_t)OC * C * K * K + 64;
+}
+
+/* phase (ph, pw)'s input positions, their rows y0.. (ny of them) and
+ * columns x0.. (nx) of the phase grid: input (S y + ph - pad, S x + pw - pad) */
+static void CD_FN(phase_span)(int n, int ph, int pad, int S, int *first, int *count) {
+    const int h0 = ((ph - pad) % S + S) % S; /* the first input row of the phase */
+    *first = (h0 + pad) / S;
+    *count = h0 < n ? (n - 1 - h0) / S + 1 : 0;
 }
 
 static size_t CD_FN(ws_strided)(int C, int H, int W, int OC, int K, int S, int pad, int threads) {
@@ -620,8 +666,25 @@ static void CD_FN(forward_strided)(float *out, float *ws, const float *inp, cons
     float *per = ws + CD_FN(shared_floats)(C, OC, K);
     const size_t tf = CD_FN(sthread_floats)(C, H, W, OC, K, S, pad);
     const size_t QS = (size_t)C * S * S * g.PSq, ds = (size_t)g.n16 * 16;
-    CD_FN(pack)(wpk, weight, OC, nk, CD_RO);
     CD_FN(stap_table)(off, C, &g);
+    if (CD_FN(cv_splane)(g.OH, g.OW)) { /* the output positions a list, the channels the lanes */
+        const int ocp = CD_FN(round_up)(OC, CD_V), P = g.OH * g.OW;
+        CD_FN(pack)(wpk, weight, OC, nk, ocp); /* [tap][channel] */
+#pragma omp parallel num_threads(threads)
+        {
+            const CD_FN(scv_ws) w = CD_FN(scv_layout)(per + (size_t)omp_get_thread_num() * tf, C, H, W, OC, K, &g);
+            CD_FN(cv_positions)(w.pos, P, CD_FN(round_up)(P, CD_CV_ACC), g.OW, g.Wq);
+            memset(w.Q, 0, sizeof(float) * QS);
+#pragma omp for schedule(static)
+            for (int b = 0; b < B; b++) {
+                CD_FN(fill_phases)(w.Q, inp + (size_t)b * C * H * W, C, H, W, &g);
+                CD_FN(cv_gemm)(w.T, w.Q, w.pos, P, off, nk, wpk, ocp);
+                CD_FN(cv_untranspose)(out + (size_t)b * OC * P, w.T, ocp, OC, P, bias);
+            }
+        }
+        return;
+    }
+    CD_FN(pack)(wpk, weight, OC, nk, CD_RO);
 #pragma omp parallel num_threads(threads)
     {
         float *Q = per + (size_t)omp_get_thread_num() * tf;
@@ -636,11 +699,121 @@ static void CD_FN(forward_strided)(float *out, float *ws, const float *inp, cons
     }
 }
 
+/* one sample's input gradient dx (C, H, W) by the row tiles, phase by
+ * phase, from its padded dy DP: each phase's grid (Hq x Wd) into D, its
+ * valid positions into dx; wpk [block][tap][CD_RO] per phase */
+static void CD_FN(sdx_rows)(float *restrict dx, float *D, const float *DP, const CD_FN(sgeom) *g, int C, int H, int W,
+                            const int *off_d, const int *ph_tap0, const int *ph_w0, const float *wpk) {
+    const int S = g->S, pad = g->pad, nob = CD_FN(round_up)(C, CD_RO) / CD_RO;
+    const size_t dq = (size_t)g->n16q * 16;
+    for (int ph = 0; ph < S; ph++)
+        for (int pw = 0; pw < S; pw++) {
+            const int P = ph * S + pw, nt_p = ph_tap0[P + 1] - ph_tap0[P];
+            if (nt_p) CD_FN(gemm_taps)(D, dq, DP, off_d + ph_tap0[P], nt_p, wpk + ph_w0[P], nob, g->nvecq);
+            /* input positions of this phase: (h + pad) % S == ph, (w + pad) % S == pw */
+            const int w0 = ((pw - pad) % S + S) % S, x0 = (w0 + pad) / S;
+            for (int c = 0; c < C; c++)
+                for (int h = ((ph - pad) % S + S) % S; h < H; h += S) {
+                    const float *restrict s = D + (size_t)c * dq + (size_t)((h + pad) / S) * g->Wd;
+                    float *restrict d = dx + ((size_t)c * H + h) * W;
+#ifdef CD_HAVE_SPLIT2
+                    if (nt_p && S == 2)
+                        vjoin2(d, s + x0, W, w0);
+                    else
+#endif
+                    if (nt_p)
+                        for (int w = w0, x = x0; w < W; w += S, x++) d[w] = s[x];
+                    else
+                        for (int w = w0; w < W; w += S) d[w] = 0.0f;
+                }
+        }
+}
+
+/* backward_strided's cv kernels (small output planes): the weight gradient
+ * one chain a (tap, channel) over the thread's samples and positions, the
+ * input gradient phase by phase over its positions; off_x, off_d, ph_tap0,
+ * ph_w0 and wpk as backward_strided made them: [tap][channel] per phase
+ * for the cv input gradient (cv_dx), else the row tiles' */
+static void CD_FN(backward_strided_cv)(float *dinp, float *per, size_t tf, const float *dout, const float *inp, int B,
+                                       int C, int H, int W, int OC, int K, int threads, const CD_FN(sgeom) *g,
+                                       const int *off_x, const int *off_d, const int *ph_tap0, const int *ph_w0,
+                                       const float *wpk, int cv_dx, float **acc, size_t *acc_stride) {
+    const int S = g->S, P = g->OH * g->OW, nk = C * K * K;
+    const int ocp = CD_FN(round_up)(OC, CD_V), cp = CD_FN(round_up)(C, CD_V), Pr = CD_FN(round_up)(P, CD_CV_ACC);
+    const int nkr = CD_FN(round_up)(nk, CD_CV_ACC);
+    const size_t dw_at = CD_FN(scv_layout)(NULL, C, H, W, OC, K, g).floats;
+    *acc = per + dw_at;
+    *acc_stride = tf;
+#pragma omp parallel num_threads(threads)
+    {
+        float *base = per + (size_t)omp_get_thread_num() * tf, *dw = base + dw_at;
+        const CD_FN(scv_ws) w = CD_FN(scv_layout)(base, C, H, W, OC, K, g);
+        CD_FN(cv_positions)(w.pos, P, Pr, g->OW, g->Wq);
+        /* each phase's positions: in DP's grid (padded to CD_CV_ACC by
+         * repeating the last), in the input plane */
+        int q0[65], nq[65];
+        for (int ph = 0, at = 0, hw = 0; ph < S; ph++)
+            for (int pw = 0; pw < S; pw++) {
+                int y0, ny, x0, nx;
+                CD_FN(phase_span)(H, ph, g->pad, S, &y0, &ny);
+                CD_FN(phase_span)(W, pw, g->pad, S, &x0, &nx);
+                const int Pp = ny * nx, Ppr = CD_FN(round_up)(Pp, CD_CV_ACC);
+                q0[ph * S + pw] = at, nq[ph * S + pw] = Pp;
+                for (int j = 0; j < Ppr && Pp; j++) {
+                    const int q = j < Pp ? j : Pp - 1, y = y0 + q / nx, x = x0 + q % nx;
+                    w.posq[at + j] = y * g->Wd + x;
+                    if (j < Pp) w.hwq[hw + j] = (S * y + ph - g->pad) * W + S * x + pw - g->pad;
+                }
+                at += Ppr, hw += Pp;
+            }
+        memset(w.Q, 0, sizeof(float) * ((size_t)C * S * S * g->PSq + (size_t)OC * g->PSd));
+        memset(w.G, 0, sizeof(float) * ((size_t)Pr * ocp + (size_t)nkr * ocp));
+#pragma omp for schedule(static)
+        for (int b = 0; b < B; b++) {
+            const float *dyb = dout + (size_t)b * OC * P;
+            CD_FN(fill_phases)(w.Q, inp + (size_t)b * C * H * W, C, H, W, g);
+            CD_FN(cv_transpose)(w.G, dyb, ocp, OC, P);
+            CD_FN(cv_dw)(w.DWT, w.G, w.Q, w.pos, P, off_x, nk, ocp);
+            if (!dinp) continue;
+            float *dx = dinp + (size_t)b * C * H * W;
+            CD_FN(fill_grid)(w.DP, g->PSd, dyb, OC, g->OH, g->OW, g->Wd, g->A, g->A);
+            if (!cv_dx) {
+                CD_FN(sdx_rows)(dx, w.D, w.DP, g, C, H, W, off_d, ph_tap0, ph_w0, wpk);
+                continue;
+            }
+            for (int ph = 0, hw = 0; ph < S * S; hw += nq[ph], ph++) {
+                const int Pp = nq[ph], nt_p = ph_tap0[ph + 1] - ph_tap0[ph];
+                const int *hwq = w.hwq + hw;
+                if (!nt_p) { /* no tap lands here: zero */
+                    for (int c = 0; c < C; c++)
+                        for (int j = 0; j < Pp; j++) dx[(size_t)c * H * W + hwq[j]] = 0.0f;
+                    continue;
+                }
+                if (!Pp) continue;
+                CD_FN(cv_gemm)(w.T, w.DP, w.posq + q0[ph], Pp, off_d + ph_tap0[ph], nt_p, wpk + ph_w0[ph], cp);
+                for (int c = 0; c < C; c++)
+                    for (int j = 0; j < Pp; j++) dx[(size_t)c * H * W + hwq[j]] = w.T[(size_t)j * cp + c];
+            }
+        }
+        for (int oc = 0; oc < OC; oc++)
+            for (int k = 0; k < nk; k++) dw[(size_t)oc * nk + k] = w.DWT[(size_t)k * ocp + oc];
+    }
+}
+
 static void CD_FN(backward_strided)(float *dinp, float *ws, const float *dout, const float *inp,
                                             const float *weight, int B, int C, int H, int W, int OC, int K, int S,
                                             int pad, int threads, float **acc, size_t *acc_stride) {
     const CD_FN(sgeom) g = CD_FN(sgeometry)(H, W, K, S, pad);
-    const int nk = C * K * K, nob = CD_FN(round_up)(C, CD_RO) / CD_RO;
+    const int cv = CD_FN(cv_splane)(g.OH, g.OW), cp = CD_FN(round_up)(C, CD_V);
+    /* the input gradient by the cv tiles too when they get two vectors of
+     * input channels or more (one vector: a broadcast a multiply-add, bound
+     * by the loads; 16x28x28 to 32, stride 2, measured 30% slower); either
+     * way the same bits */
+    const int cv_dx = cv && cp >= 2 * CD_V;
+    /* the input gradient's weights per phase: [block][tap][CD_RO] for the
+     * row tiles, [tap][channel] (one block of cp) for the cv tiles */
+    const int R = cv_dx ? cp : CD_RO, nob = cv_dx ? 1 : CD_FN(round_up)(C, CD_RO) / CD_RO;
+    const int nk = C * K * K;
     const int taps = (C > OC ? C : OC) * K * K;
     float *wpk = ws;
     int *off_x = CD_FN(tables)(ws, C, OC, K);
@@ -668,16 +841,21 @@ static void CD_FN(backward_strided)(float *dinp, float *ws, const float *dout, c
                     for (int oc = 0; oc < OC; oc++)
                         for (int kh = ph; kh < K; kh += S)
                             for (int kw = pw; kw < K; kw += S, k++)
-                                for (int r = 0; r < CD_RO; r++) {
-                                    const int c = ob * CD_RO + r;
-                                    wpk[wo + ((size_t)ob * (t - t0) + k) * CD_RO + r] =
+                                for (int r = 0; r < R; r++) {
+                                    const int c = ob * R + r;
+                                    wpk[wo + ((size_t)ob * (t - t0) + k) * R + r] =
                                         c < C ? weight[(((size_t)oc * C + c) * K + kh) * K + kw] : 0.0f;
                                 }
                 }
-            wo += nob * CD_RO * (t - t0);
+            wo += nob * R * (t - t0);
         }
     ph_tap0[S * S] = t;
     CD_FN(stap_table)(off_x, C, &g);
+    if (cv) {
+        CD_FN(backward_strided_cv)(dinp, per, tf, dout, inp, B, C, H, W, OC, K, threads, &g, off_x, off_d, ph_tap0,
+                                   ph_w0, wpk, cv_dx, acc, acc_stride);
+        return;
+    }
     const size_t dw_at = (size_t)g.group * (QS + GS) + (size_t)OC * g.PSd +
                          (size_t)CD_FN(round_up)(C > OC ? C : OC, CD_RO) * (ds > dq ? ds : dq);
     *acc = per + dw_at;
@@ -706,27 +884,7 @@ static void CD_FN(backward_strided)(float *dinp, float *ws, const float *dout, c
                 float *dx = dinp + (size_t)(b0 + j) * C * H * W;
                 CD_FN(fill_grid)(DP, g.PSd, dout + (size_t)(b0 + j) * OC * g.OH * g.OW, OC, g.OH, g.OW, g.Wd, g.A,
                                  g.A);
-                for (int ph = 0; ph < S; ph++)
-                    for (int pw = 0; pw < S; pw++) {
-                        const int P = ph * S + pw, nt_p = ph_tap0[P + 1] - ph_tap0[P];
-                        if (nt_p) CD_FN(gemm_taps)(D, dq, DP, off_d + ph_tap0[P], nt_p, wpk + ph_w0[P], nob, g.nvecq);
-                        /* input positions of this phase: (h + pad) % S == ph, (w + pad) % S == pw */
-                        const int w0 = ((pw - pad) % S + S) % S, x0 = (w0 + pad) / S;
-                        for (int c = 0; c < C; c++)
-                            for (int h = ((ph - pad) % S + S) % S; h < H; h += S) {
-                                const float *restrict s = D + (size_t)c * dq + (size_t)((h + pad) / S) * g.Wd;
-                                float *restrict d = dx + ((size_t)c * H + h) * W;
-#ifdef CD_HAVE_SPLIT2
-                                if (nt_p && S == 2)
-                                    vjoin2(d, s + x0, W, w0);
-                                else
-#endif
-                                if (nt_p)
-                                    for (int w = w0, x = x0; w < W; w += S, x++) d[w] = s[x];
-                                else
-                                    for (int w = w0; w < W; w += S) d[w] = 0.0f;
-                            }
-                    }
+                CD_FN(sdx_rows)(dx, D, DP, &g, C, H, W, off_d, ph_tap0, ph_w0, wpk);
             }
         }
     }

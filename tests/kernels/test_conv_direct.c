@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* test_conv_direct.c — the direct convolution kernels (stride 1, same
- * padding) against the definition computed in double precision: the
- * output, the input gradient and the weight gradient, on resnet8's own
- * shapes and on shapes that reach every tail (one channel, channel counts
- * that are not multiples of the tiles, planes of one row or one column,
- * K = 5 and 7, batches that are not multiples of the weight-gradient
- * groups). Then what the design promises: the AVX2 and AVX-512 builds give
- * the same bits; a thread count always the same bits; the input gradient
- * and the output do not depend on the thread count; conv2d_forward and
- * conv2d_backward (bias, accumulating weight gradients) route these shapes
- * here. And the choice is made from
- * the CPU's features alone (a simulated CPU of each kind). */
+/* test_conv_direct.c — the direct convolution kernels (stride 1 with same
+ * padding, other strides through phase planes; rows of positions, or for
+ * small output planes channels in the lanes) against the definition
+ * computed in double precision: the output, the input gradient and the
+ * weight gradient, on resnet8's own shapes and on shapes that reach every
+ * tail (one channel, channel counts that are not multiples of the tiles,
+ * planes of one row or one column, K = 5 and 7, batches that are not
+ * multiples of the weight-gradient groups). Then what the design promises:
+ * the AVX2 and AVX-512 builds give the same bits; a thread count always the
+ * same bits; the input gradient and the output do not depend on the thread
+ * count; conv2d_forward and conv2d_backward (bias, accumulating weight
+ * gradients) route these shapes here. And the choice is made from the CPU's
+ * features alone (a simulated CPU of each kind). */
 #include "tool/xalloc.h"
 #include "../test.h"
 #include "base/base.h"
@@ -122,6 +123,10 @@ int main(void) {
         {4, 3, 10, 11, 6, 3, 3, 1},   {2, 2, 9, 9, 3, 2, 4, 0},     {2, 4, 6, 7, 5, 4, 2, 3},
         {3, 2, 7, 7, 3, 3, 1, 0},     {2, 3, 6, 5, 4, 3, 1, 2},     {19, 5, 3, 3, 7, 3, 2, 1},
         {2, 1, 1, 1, 3, 3, 2, 1},     {2, 3, 12, 2, 4, 5, 3, 2},
+        /* output planes up to 10x10 take the channel-lane kernels, their
+         * input gradient too from 2 vectors of input channels (16 AVX2, 32
+         * AVX-512): 12 channels (AVX2 only), 40 on an odd plane (both) */
+        {3, 12, 11, 10, 20, 3, 3, 1}, {4, 40, 9, 9, 24, 3, 2, 1},
     };
     pz_rng r;
     pz_rng_seed(&r, 5);
