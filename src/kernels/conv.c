@@ -287,10 +287,15 @@ static void bias_grad(float *dbias, const float *dout, int B, int OC, int OHW) {
         }
 }
 
-int conv2d_adds_cheaply(int K, int stride) { return !(direct_ops() && direct_shape(K, stride)); }
+/* the direct kernels add for stride 1 "same" */
+static int direct_adds(int K, int stride, int pad) { return same_size(K, stride, pad); }
 
-/* adds: the input gradient added into dinp (im2col + BLAS then, whatever
- * the shape) */
+int conv2d_adds_cheaply(int K, int stride, int pad) {
+    return !(direct_ops() && direct_shape(K, stride)) || direct_adds(K, stride, pad);
+}
+
+/* adds: the input gradient added into dinp (by the direct kernels for
+ * stride 1 "same", else im2col + BLAS, whatever the shape) */
 static void backward(float *dinp, float *dweight, float *dbias, float *ws, const float *dout, const float *inp,
                      const float *weight, int B, int C, int H, int W, int OC, int K, int stride, int pad, int adds) {
     const int OH = out_dim(H, K, stride, pad), OW = out_dim(W, K, stride, pad);
@@ -300,10 +305,10 @@ static void backward(float *dinp, float *dweight, float *dbias, float *ws, const
     const int T = pz_get_threads();
     const size_t nw = (size_t)OC * CKK;
     const pz_conv_direct_ops *direct = direct_ops();
-    if (!adds && direct && direct_shape(K, stride)) {
+    if (direct && direct_shape(K, stride) && (!adds || direct_adds(K, stride, pad))) {
         float *acc;
         size_t stride_t;
-        direct->backward(dinp, ws, dout, inp, weight, B, C, H, W, OC, K, stride, pad, T, &acc, &stride_t);
+        direct->backward(dinp, ws, dout, inp, weight, B, C, H, W, OC, K, stride, pad, T, adds, &acc, &stride_t);
         reduce_threads(dweight, acc, stride_t, T, nw);
         bias_grad(dbias, dout, B, OC, OHW);
         return;

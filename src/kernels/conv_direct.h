@@ -16,10 +16,13 @@ typedef struct pz_conv_direct_ops {
     size_t (*ws)(int C, int H, int W, int OC, int K, int S, int pad, int threads);
     void (*forward)(float *out, float *ws, const float *inp, const float *weight, const float *bias, int B, int C,
                     int H, int W, int OC, int K, int S, int pad, int threads);
-    /* overwrites dinp (unless NULL); the weight gradient is left in each
-     * thread's accumulator: thread t's at *acc + t * *acc_stride, (OC, C K K) */
+    /* overwrites dinp (unless NULL), or adds to it (adds; stride 1 "same"
+     * only): dinp + (g + 0.0f), the bits of writing g and adding after; the
+     * weight gradient is left in each thread's accumulator: thread t's at
+     * *acc + t * *acc_stride, (OC, C K K) */
     void (*backward)(float *dinp, float *ws, const float *dout, const float *inp, const float *weight, int B, int C,
-                     int H, int W, int OC, int K, int S, int pad, int threads, float **acc, size_t *acc_stride);
+                     int H, int W, int OC, int K, int S, int pad, int threads, int adds, float **acc,
+                     size_t *acc_stride);
 } pz_conv_direct_ops;
 
 /* one set per ISA build */
@@ -30,7 +33,7 @@ typedef struct pz_conv_direct_ops {
                                       int threads);                                                                  \
     void pz_conv_direct_backward_##isa(float *dinp, float *ws, const float *dout, const float *inp,                  \
                                        const float *weight, int B, int C, int H, int W, int OC, int K, int S,        \
-                                       int pad, int threads, float **acc, size_t *acc_stride);
+                                       int pad, int threads, int adds, float **acc, size_t *acc_stride);
 PZ_CONV_DIRECT_DECLARE(avx512)
 PZ_CONV_DIRECT_DECLARE(avx2)
 

@@ -245,13 +245,17 @@ static void CD_FN(cv_positions)(int *pos, int P, int Pr, int W, int Wp) {
     }
 }
 
-/* (P positions x cp) -> (C, P) planes, plus a bias */
+/* (P positions x cp) -> (C, P) planes, plus a bias; adds: added to the
+ * planes there, img + (x + 0.0f), the bits of writing and adding after */
 static void CD_FN(cv_untranspose)(float *restrict img, const float *restrict t, int cp, int C, int P,
-                                  const float *bias) {
+                                  const float *bias, int adds) {
     for (int c = 0; c < C; c++) {
         const float b = bias ? bias[c] : 0.0f; /* x + 0.0f: as drop_garbage */
         float *restrict d = img + (size_t)c * P;
-        for (int j = 0; j < P; j++) d[j] = t[(size_t)j * cp + c] + b;
+        if (adds)
+            for (int j = 0; j < P; j++) d[j] = d[j] + (t[(size_t)j * cp + c] + b);
+        else
+            for (int j = 0; j < P; j++) d[j] = t[(size_t)j * cp + c] + b;
     }
 }
 
@@ -388,13 +392,18 @@ static void CD_FN(fill)(float *restrict planes, const float *restrict img, int C
 }
 
 /* the valid positions of rows (C rows of stride ds, a grid of rows wr wide)
- * into (C, OH, OW) */
+ * into (C, OH, OW); adds: added to what is there, as cv_untranspose */
 static void CD_FN(drop_garbage)(float *restrict img, const float *restrict rows, size_t ds, const float *bias, int C,
-                                int OH, int OW, int wr) {
+                                int OH, int OW, int wr, int adds) {
     for (int c = 0; c < C; c++) {
         const float b = bias ? bias[c] : 0.0f; /* x + 0.0f is x (a -0.0 output becomes +0.0) */
         for (int h = 0; h < OH; h++) {
-            vcopy_add(img + ((size_t)c * OH + h) * OW, rows + (size_t)c * ds + (size_t)h * wr, OW, b);
+            float *restrict d = img + ((size_t)c * OH + h) * OW;
+            const float *restrict r = rows + (size_t)c * ds + (size_t)h * wr;
+            if (adds)
+                for (int w = 0; w < OW; w++) d[w] = d[w] + (r[w] + b);
+            else
+                vcopy_add(d, r, OW, b);
         }
     }
 }
@@ -420,7 +429,7 @@ static void CD_FN(forward_same)(float *out, float *ws, const float *inp, const f
             for (int b = 0; b < B; b++) {
                 CD_FN(fill)(w.X, inp + (size_t)b * C * H * W, C, H, W, &g);
                 CD_FN(cv_gemm)(w.T, w.X, w.pos, P, off, nk, wpk, ocp);
-                CD_FN(cv_untranspose)(out + (size_t)b * OC * P, w.T, ocp, OC, P, bias);
+                CD_FN(cv_untranspose)(out + (size_t)b * OC * P, w.T, ocp, OC, P, bias, 0);
             }
         }
         return;
@@ -435,7 +444,7 @@ static void CD_FN(forward_same)(float *out, float *ws, const float *inp, const f
         for (int b = 0; b < B; b++) {
             CD_FN(fill)(X, inp + (size_t)b * C * H * W, C, H, W, &g);
             CD_FN(gemm_taps)(D, (size_t)g.n16 * 16, X, off, nk, wpk, nob, g.nvec);
-            CD_FN(drop_garbage)(out + (size_t)b * OC * H * W, D, (size_t)g.n16 * 16, bias, OC, H, W, g.Wp);
+            CD_FN(drop_garbage)(out + (size_t)b * OC * H * W, D, (size_t)g.n16 * 16, bias, OC, H, W, g.Wp, 0);
         }
     }
 }
@@ -443,7 +452,7 @@ static void CD_FN(forward_same)(float *out, float *ws, const float *inp, const f
 /* dweight_t: each thread's accumulator (OC, C K K), zeroed here, returned for
  * the caller's fixed-order reduction through *acc and *acc_stride */
 static void CD_FN(backward_same)(float *dinp, float *ws, const float *dout, const float *inp, const float *weight,
-                                    int B, int C, int H, int W, int OC, int K, int threads, float **acc,
+                                    int B, int C, int H, int W, int OC, int K, int threads, int adds, float **acc,
                                     size_t *acc_stride) {
     const CD_FN(geom) g = CD_FN(geometry)(H, W, K);
     const int nk = C * K * K, nkt = OC * K * K, nob = CD_FN(round_up)(C, CD_RO) / CD_RO;
@@ -478,7 +487,7 @@ static void CD_FN(backward_same)(float *dinp, float *ws, const float *dout, cons
                 if (dinp) { /* the flipped kernel over dy's padded planes, at the input positions */
                     CD_FN(fill)(w.DY, dyb, OC, H, W, &g);
                     CD_FN(cv_gemm)(w.T, w.DY, w.pos, P, off_d, nkt, wpk, cp);
-                    CD_FN(cv_untranspose)(dinp + (size_t)b * C * P, w.T, cp, C, P, NULL);
+                    CD_FN(cv_untranspose)(dinp + (size_t)b * C * P, w.T, cp, C, P, NULL, adds);
                 }
             }
             for (int oc = 0; oc < OC; oc++)
@@ -514,7 +523,7 @@ static void CD_FN(backward_same)(float *dinp, float *ws, const float *dout, cons
                 for (int j = 0; j < nb; j++) {
                     CD_FN(gemm_taps)(D, (size_t)g.n16 * 16, DY + j * DS, off_d, nkt, wpk, nob, g.nvec);
                     CD_FN(drop_garbage)(dinp + (size_t)(b0 + j) * C * H * W, D, (size_t)g.n16 * 16, NULL, C, H, W,
-                                        g.Wp);
+                                        g.Wp, adds);
                 }
         }
     }
@@ -679,7 +688,7 @@ static void CD_FN(forward_strided)(float *out, float *ws, const float *inp, cons
             for (int b = 0; b < B; b++) {
                 CD_FN(fill_phases)(w.Q, inp + (size_t)b * C * H * W, C, H, W, &g);
                 CD_FN(cv_gemm)(w.T, w.Q, w.pos, P, off, nk, wpk, ocp);
-                CD_FN(cv_untranspose)(out + (size_t)b * OC * P, w.T, ocp, OC, P, bias);
+                CD_FN(cv_untranspose)(out + (size_t)b * OC * P, w.T, ocp, OC, P, bias, 0);
             }
         }
         return;
@@ -694,7 +703,7 @@ static void CD_FN(forward_strided)(float *out, float *ws, const float *inp, cons
         for (int b = 0; b < B; b++) {
             CD_FN(fill_phases)(Q, inp + (size_t)b * C * H * W, C, H, W, &g);
             CD_FN(gemm_taps)(D, ds, Q, off, nk, wpk, nob, g.nvec);
-            CD_FN(drop_garbage)(out + (size_t)b * OC * g.OH * g.OW, D, ds, bias, OC, g.OH, g.OW, g.Wq);
+            CD_FN(drop_garbage)(out + (size_t)b * OC * g.OH * g.OW, D, ds, bias, OC, g.OH, g.OW, g.Wq, 0);
         }
     }
 }
@@ -905,9 +914,9 @@ void CD_FN(pz_conv_direct_forward)(float *out, float *ws, const float *inp, cons
 }
 
 void CD_FN(pz_conv_direct_backward)(float *dinp, float *ws, const float *dout, const float *inp, const float *weight,
-                                    int B, int C, int H, int W, int OC, int K, int S, int pad, int threads,
+                                    int B, int C, int H, int W, int OC, int K, int S, int pad, int threads, int adds,
                                     float **acc, size_t *acc_stride) {
     if (CD_FN(same)(K, S, pad))
-        CD_FN(backward_same)(dinp, ws, dout, inp, weight, B, C, H, W, OC, K, threads, acc, acc_stride);
+        CD_FN(backward_same)(dinp, ws, dout, inp, weight, B, C, H, W, OC, K, threads, adds, acc, acc_stride);
     else CD_FN(backward_strided)(dinp, ws, dout, inp, weight, B, C, H, W, OC, K, S, pad, threads, acc, acc_stride);
 }

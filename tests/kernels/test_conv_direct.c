@@ -75,7 +75,7 @@ static void run_ops(const pz_conv_direct_ops *ops, const shape *s, int threads, 
     const int S = s->S ? s->S : 1, pad = s->S ? s->pad : (K - 1) / 2;
     float *ws = pz_xfloats(ops->ws(C, H, W, OC, K, S, pad, threads));
     ops->forward(y, ws, x, w, NULL, B, C, H, W, OC, K, S, pad, threads);
-    ops->backward(dx, ws, dy, x, w, B, C, H, W, OC, K, S, pad, threads, &acc, &stride);
+    ops->backward(dx, ws, dy, x, w, B, C, H, W, OC, K, S, pad, threads, 0, &acc, &stride);
     const size_t nw = (size_t)OC * C * K * K;
     memset(dw, 0, nw * sizeof(float));
     for (int t = 0; t < threads; t++)
@@ -194,7 +194,7 @@ int main(void) {
                 fill(pre, nx, &r);
                 memcpy(acc, pre, sizeof(float) * nx);
                 conv2d_backward_add(acc, gw2, NULL, ws, dy, x, w, B, C, H, W, OC, K, st, p);
-                int ok = conv2d_adds_cheaply(K, st);
+                int ok = conv2d_adds_cheaply(K, st, p);
                 for (size_t i = 0; i < nx; i++) ok &= acc[i] == pre[i] + gx[i];
                 CHECK(ok, "shape %zu: conv2d_backward_add adds the input grad, bit for bit, and runs as it would", si);
                 free(pre), free(acc), free(gw2);
@@ -218,16 +218,20 @@ int main(void) {
             ok = same_bits(gx, want_dx, nx);
             for (size_t i = 0; i < nw; i++) ok &= fabsf(gw[i] - (1.0f + want_dw[i])) <= 1e-6f * (2 + fabsf(want_dw[i]));
             CHECK(ok, "shape %zu: conv2d_backward overwrites the input grad, adds to the weight grad", si);
-            /* adding into an input gradient already there (im2col + BLAS here:
-             * the sums associate otherwise, so within rounding) */
+            /* adding into an input gradient already there: for stride 1
+             * "same" by the direct kernels, bit for bit the gradient added
+             * after; else im2col + BLAS (the sums associate otherwise, so
+             * within rounding) */
             for (size_t i = 0; i < nx; i++) gx[i] = 0.25f * (float)(i % 7) - 0.5f;
             conv2d_backward_add(gx, gw, NULL, ws, dy, x, w, B, C, H, W, OC, K, st, p);
-            ok = !conv2d_adds_cheaply(K, st);
+            ok = conv2d_adds_cheaply(K, st, p) == !s->S;
             for (size_t i = 0; i < nx; i++) {
-                const double want = 0.25 * (double)(i % 7) - 0.5 + want_dx[i];
-                ok &= fabs(gx[i] - want) <= 1e-5 * (1 + fabs(want) + dxm[i]);
+                const float pre = 0.25f * (float)(i % 7) - 0.5f;
+                const double want = (double)pre + want_dx[i];
+                ok &= s->S ? fabs(gx[i] - want) <= 1e-5 * (1 + fabs(want) + dxm[i]) : gx[i] == pre + want_dx[i];
             }
-            CHECK(ok, "shape %zu: conv2d_backward_add adds the input grad", si);
+            CHECK(ok, "shape %zu: conv2d_backward_add adds the input grad (%s)", si,
+                  s->S ? "im2col + BLAS" : "direct, bit for bit");
             for (int oc = 0; oc < OC; oc++) {
                 double sb = 0;
                 for (int b = 0; b < B; b++)

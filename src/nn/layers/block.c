@@ -27,7 +27,7 @@ pz_status pz_add_basic_block(pz_seq *s, const char *name, int oc, int stride) {
         st = pz_add_conv(sc, "shortcut.conv", oc, 1, stride, 0, 0);
         /* where it costs nothing, the projection adds its input gradient to
          * the main path's (block_backward) */
-        if (!st) sc->layers[0].dx_adds = conv2d_adds_cheaply(1, stride);
+        if (!st) sc->layers[0].dx_adds = conv2d_adds_cheaply(1, stride, 0);
         if (!st) st = pz_add_batchnorm(sc, "shortcut.bn");
     }
     pz_layer *l = st ? NULL : nn_push(s, PZ_LAYER_BLOCK, name);
@@ -44,12 +44,21 @@ pz_status pz_add_basic_block(pz_seq *s, const char *name, int oc, int stride) {
     return PZ_OK;
 }
 
+/* an identity block whose first convolution adds its input gradient in its
+ * own pass (conv2d_adds_cheaply) */
+static int identity_adds(const pz_layer *l) {
+    const pz_layer *c = &l->main->layers[0];
+    return !l->shortcut->n && c->kind == PZ_LAYER_CONV && conv2d_adds_cheaply(c->k, c->stride, c->pad);
+}
+
 static void block_alloc(pz_layer *l, layer_alloc *a) {
     nn_alloc_seq(l->main, a);
     nn_alloc_seq(l->shortcut, a);
     l->dz = nn_floats(a, (size_t)a->B * pz_shape_numel(l->out));
-    /* the main path's input gradient, apart, unless the projection adds its own to it in dx */
-    if (!(l->shortcut->n && l->shortcut->layers[0].dx_adds)) l->dmain = nn_floats(a, (size_t)a->B * pz_shape_numel(l->in));
+    /* the main path's input gradient, apart, unless the projection adds its
+     * own to it in dx, or the main path adds its own to the identity's */
+    if (!(l->shortcut->n && l->shortcut->layers[0].dx_adds) && !identity_adds(l))
+        l->dmain = nn_floats(a, (size_t)a->B * pz_shape_numel(l->in));
 }
 
 static void block_forward(pz_layer *l, const float *x, float *y, int B, int train) {
@@ -66,6 +75,15 @@ static void block_forward(pz_layer *l, const float *x, float *y, int B, int trai
 
 static void block_backward(pz_layer *l, const float *x, const float *y, const float *dy, float *dx, int B) {
     const size_t n_in = (size_t)B * pz_shape_numel(l->in), n_out = (size_t)B * pz_shape_numel(l->out);
+    if (dx && identity_adds(l)) {
+        /* dz (through the final relu) straight into dx, the identity's
+         * share; the main path reads it (its last layer, first) and its
+         * first convolution adds its own input gradient there (last): the
+         * bits of dz + dmain, two passes fewer */
+        relu_backward(dx, dy, y, n_out);
+        pz_seq_backward_add(l->main, x, dx, dx, dx, B);
+        return;
+    }
     relu_backward(l->dz, dy, y, n_out); /* through the final relu */
     /* a projection that adds (dx_adds) takes the main path's input gradient
      * in dx and adds its own (the same sums as adding the two after); else

@@ -3,6 +3,8 @@
 #include "nn/layer.h"
 #include "kernels/kernels.h"
 
+#include <string.h>
+
 pz_status pz_add_conv(pz_seq *s, const char *name, int oc, int k, int stride, int pad, int bias) {
     if (oc < 1) return pz_fail(PZ_ERR_ARG, "layer '%s': %d output channels", name, oc);
     PZ_TRY(nn_check_window(s, name, k, stride, pad));
@@ -39,10 +41,28 @@ static void conv_backward(pz_layer *l, const float *x, const float *y, const flo
                                                           l->stride, l->pad);
 }
 
+/* dx = the input gradient + dres, the bits of conv_backward and
+ * add_forward after: added in the kernels' pass where that is cheap
+ * (conv2d_adds_cheaply), there in place when dres is dx; else written and
+ * added after (dres must then not be dx) */
+static void conv_backward_add(pz_layer *l, const float *x, const float *y, const float *dy, const float *dres,
+                              float *dx, int B) {
+    const size_t n = (size_t)B * pz_shape_numel(l->in);
+    if (conv2d_adds_cheaply(l->k, l->stride, l->pad)) {
+        if (dres != dx) memcpy(dx, dres, sizeof(float) * n);
+        conv2d_backward_add(dx, l->dweight, l->dbias, l->ws, dy, x, l->weight, B, l->in.d[0], l->in.d[1], l->in.d[2],
+                            l->out.d[0], l->k, l->stride, l->pad);
+        return;
+    }
+    conv_backward(l, x, y, dy, dx, B);
+    add_forward(dx, dres, dx, n);
+}
+
 static void conv_detail(const pz_layer *l, char *buf, size_t cap) {
     snprintf(buf, cap, "%dx%d s%d p%d%s", l->k, l->k, l->stride, l->pad, l->has_bias ? " +b" : "");
 }
 
 const pz_layer_ops pz_conv_ops = {
-    .name = "conv", .alloc = conv_alloc, .forward = conv_forward, .backward = conv_backward, .detail = conv_detail,
+    .name = "conv", .alloc = conv_alloc, .forward = conv_forward, .backward = conv_backward,
+    .backward_add = conv_backward_add, .detail = conv_detail,
 };
