@@ -101,15 +101,15 @@ static void K(quant_sym)(const float *restrict x, size_t n, float inv_step, int 
  * (its code is then cap; the caller refuses the tensor), else 0. */
 static size_t K(quant_abs)(const float *restrict x, size_t n, float inv_step, int cap, uint8_t *restrict codes) {
     const float top = (float)cap;
-    float poison = 0.0f; /* stays 0 unless some a is NaN or infinite (a - a) */
-#pragma omp simd reduction(+ : poison)
+    uint32_t bad = 0; /* an OR of the exponent test, as minmax's */
+#pragma omp simd reduction(| : bad)
     for (size_t i = 0; i < n; i++) {
         float a = fabsf(x[i]) * inv_step + 0.5f;
-        poison += a - a;
+        bad |= K(nonfinite)(a);
         a = a < top ? a : top; /* NaN -> top: never converted to int */
         codes[i] = (uint8_t)(int)a;
     }
-    return poison != 0.0f;
+    return bad != 0;
 }
 
 /* 1 where x < 0 (the sign bit of MS's signed variant; -0.0 counts as 0) */
