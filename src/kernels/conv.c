@@ -294,6 +294,10 @@ int conv2d_adds_cheaply(int K, int stride, int pad) {
     return !(direct_ops() && direct_shape(K, stride)) || direct_adds(K, stride, pad);
 }
 
+int conv2d_adds_exactly(int K, int stride, int pad) {
+    return direct_ops() && direct_shape(K, stride) && direct_adds(K, stride, pad);
+}
+
 /* adds: the input gradient added into dinp (by the direct kernels for
  * stride 1 "same", else im2col + BLAS, whatever the shape) */
 static void backward(float *dinp, float *dweight, float *dbias, float *ws, const float *dout, const float *inp,

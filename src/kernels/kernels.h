@@ -31,15 +31,17 @@ void conv2d_backward(float *dinp, float *dweight, float *dbias, float *ws,
                      int B, int C, int H, int W, int OC, int K, int stride, int pad);
 /* The same with the input gradient added into dinp (dinp += dinp's
  * gradient): one pass fewer than writing it and adding it to another after.
- * The direct kernels add for stride 1 "same" (the bits of writing the
- * gradient and adding after); other shapes that run them add through
- * im2col + BLAS. conv2d_adds_cheaply(K, stride, pad): the shapes where
- * adding costs nothing in speed (stride 1 "same", 1x1, or no direct kernels
- * on this CPU). */
+ * The direct kernels add for stride 1 "same", the bits of writing the
+ * gradient and adding after; other shapes add through im2col + BLAS, whose
+ * sums associate otherwise. conv2d_adds_cheaply(K, stride, pad): the shapes
+ * where adding costs nothing in speed (stride 1 "same", 1x1, or no direct
+ * kernels on this CPU); conv2d_adds_exactly: those where it also keeps the
+ * bits (the direct kernels' stride 1 "same"). */
 void conv2d_backward_add(float *dinp, float *dweight, float *dbias, float *ws,
                          const float *dout, const float *inp, const float *weight,
                          int B, int C, int H, int W, int OC, int K, int stride, int pad);
 int conv2d_adds_cheaply(int K, int stride, int pad);
+int conv2d_adds_exactly(int K, int stride, int pad);
 
 /* The convolution kernels that run: "avx512" or "avx2" (the direct kernels
  * for stride 1, same padding; every other shape is im2col + BLAS), or

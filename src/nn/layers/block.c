@@ -45,10 +45,10 @@ pz_status pz_add_basic_block(pz_seq *s, const char *name, int oc, int stride) {
 }
 
 /* an identity block whose first convolution adds its input gradient in its
- * own pass (conv2d_adds_cheaply) */
+ * own pass, with the bits of adding after (conv2d_adds_exactly) */
 static int identity_adds(const pz_layer *l) {
     const pz_layer *c = &l->main->layers[0];
-    return !l->shortcut->n && c->kind == PZ_LAYER_CONV && conv2d_adds_cheaply(c->k, c->stride, c->pad);
+    return !l->shortcut->n && c->kind == PZ_LAYER_CONV && conv2d_adds_exactly(c->k, c->stride, c->pad);
 }
 
 static void block_alloc(pz_layer *l, layer_alloc *a) {

@@ -42,13 +42,13 @@ static void conv_backward(pz_layer *l, const float *x, const float *y, const flo
 }
 
 /* dx = the input gradient + dres, the bits of conv_backward and
- * add_forward after: added in the kernels' pass where that is cheap
- * (conv2d_adds_cheaply), there in place when dres is dx; else written and
+ * add_forward after: added in the kernels' pass where that keeps them
+ * (conv2d_adds_exactly), there in place when dres is dx; else written and
  * added after (dres must then not be dx) */
 static void conv_backward_add(pz_layer *l, const float *x, const float *y, const float *dy, const float *dres,
                               float *dx, int B) {
     const size_t n = (size_t)B * pz_shape_numel(l->in);
-    if (conv2d_adds_cheaply(l->k, l->stride, l->pad)) {
+    if (conv2d_adds_exactly(l->k, l->stride, l->pad)) {
         if (dres != dx) memcpy(dx, dres, sizeof(float) * n);
         conv2d_backward_add(dx, l->dweight, l->dbias, l->ws, dy, x, l->weight, B, l->in.d[0], l->in.d[1], l->in.d[2],
                             l->out.d[0], l->k, l->stride, l->pad);
