@@ -19,12 +19,13 @@ if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   echo "compare_torch.sh: needs Debian's python3-torch (apt-get install python3-torch)" >&2
   exit 1
 fi
-pz=() th=()
+pz=() th=() pzmin=() thmin=()
 for r in $(seq "$ROUNDS"); do
-  pz+=("$("$PZ" bench train --model "$MODEL" --batch "$BATCH" --threads "$THREADS" --input "$INPUT" \
-          --repeat 20 --format json | sed -E 's/.*"median_ms": ([0-9.]+).*/\1/')")
-  th+=("$(/usr/bin/python3 "$here/torch_train_step.py" --model "$MODEL" --batch "$BATCH" --threads "$THREADS" \
-          --input "$INPUT" --repeat 20 | sed -E 's/.*"median_ms": ([0-9.]+).*/\1/')")
+  j=$("$PZ" bench train --model "$MODEL" --batch "$BATCH" --threads "$THREADS" --input "$INPUT" --repeat 20 --format json)
+  pz+=("$(sed -E 's/.*"median_ms": ([0-9.]+).*/\1/' <<< "$j")") pzmin+=("$(sed -E 's/.*"min_ms": ([0-9.]+).*/\1/' <<< "$j")")
+  j=$(/usr/bin/python3 "$here/torch_train_step.py" --model "$MODEL" --batch "$BATCH" --threads "$THREADS" --input "$INPUT" \
+        --repeat 20)
+  th+=("$(sed -E 's/.*"median_ms": ([0-9.]+).*/\1/' <<< "$j")") thmin+=("$(sed -E 's/.*"min_ms": ([0-9.]+).*/\1/' <<< "$j")")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 mp=$(median "${pz[@]}")
@@ -43,6 +44,10 @@ awk -v a="$mp" -v b="$mt" 'BEGIN { printf "  pytorch / pipezip = %.2fx (above 1:
 ratios=()
 for r in $(seq 0 $((ROUNDS - 1))); do ratios+=("$(awk -v a="${pz[$r]}" -v b="${th[$r]}" 'BEGIN { printf "%.2f", b / a }')"); done
 echo "  round by round: ${ratios[*]} -> median $(median "${ratios[@]}")x"
+# the fastest single step of all rounds: what each does when nothing else
+# (page faults, the machine's neighbours) gets in its way
+bp=$(printf '%s\n' "${pzmin[@]}" | sort -g | head -1) bt=$(printf '%s\n' "${thmin[@]}" | sort -g | head -1)
+awk -v a="$bp" -v b="$bt" 'BEGIN { printf "  fastest steps: pipezip %s ms, pytorch %s ms -> %.2fx\n", a, b, b / a }'
 if [ -n "${T:-}" ]; then
   awk -v a="$mp" -v b="$mt" -v n="$((BATCH * T))" 'BEGIN { printf "  tokens/s: pipezip %.0f, pytorch %.0f\n", n * 1e3 / a, n * 1e3 / b }'
 fi
