@@ -568,7 +568,7 @@ static CD_FN(sgeom) CD_FN(sgeometry)(int H, int W, int K, int S, int pad) {
     return g;
 }
 
-/* Small output planes (cv_plane) take the cv kernels here too: the output
+/* Small output planes (cv_splane) take the cv kernels here too: the output
  * positions (the valid ones of the OH x Wq grid) and, for the input
  * gradient, each phase's positions (the valid ones of its Hq x Wd grid) are
  * lists, the channels the vector lanes. A thread's workspace then: the
