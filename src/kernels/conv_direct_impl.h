@@ -236,6 +236,12 @@ static void CD_FN(cv_dw)(float *restrict dwt, const float *restrict g, const flo
     }
 }
 
+/* dw (nout, nk) = the dwt [nk][cp] cv_dw summed into, transposed */
+static void CD_FN(cv_dw_store)(float *restrict dw, const float *restrict dwt, int cp, int nout, int nk) {
+    for (int o = 0; o < nout; o++)
+        for (int k = 0; k < nk; k++) dw[(size_t)o * nk + k] = dwt[(size_t)k * cp + o];
+}
+
 /* the P valid positions of an H x W plane in its padded grid (Wp wide),
  * padded to Pr by repeating the last */
 static void CD_FN(cv_positions)(int *pos, int P, int Pr, int W, int Wp) {
@@ -490,8 +496,7 @@ static void CD_FN(backward_same)(float *dinp, float *ws, const float *dout, cons
                     CD_FN(cv_untranspose)(dinp + (size_t)b * C * P, w.T, cp, C, P, NULL, adds);
                 }
             }
-            for (int oc = 0; oc < OC; oc++)
-                for (int k = 0; k < nk; k++) dw[(size_t)oc * nk + k] = w.DWT[(size_t)k * ocp + oc];
+            CD_FN(cv_dw_store)(dw, w.DWT, ocp, OC, nk);
         }
         return;
     }
@@ -649,8 +654,9 @@ static void CD_FN(fill_phases)(float *restrict q, const float *restrict img, int
 #endif
             for (int pw = 0; pw < S && pw < g->K; pw++) {
                 float *restrict row = q + (((size_t)c * S + ph) * S + pw) * g->PSq + (size_t)y * g->Wq;
-                const int w0 = ((pw - p) % S + S) % S, x0 = (w0 + p) / S;
-                for (int w = w0, x = x0; w < W; w += S, x++) row[x] = s[w];
+                int x0, nx;
+                CD_FN(phase_span)(W, pw, p, S, &x0, &nx);
+                for (int x = x0; x < x0 + nx; x++) row[x] = s[S * x + pw - p];
             }
         }
 }
@@ -719,12 +725,15 @@ static void CD_FN(sdx_rows)(float *restrict dx, float *D, const float *DP, const
         for (int pw = 0; pw < S; pw++) {
             const int P = ph * S + pw, nt_p = ph_tap0[P + 1] - ph_tap0[P];
             if (nt_p) CD_FN(gemm_taps)(D, dq, DP, off_d + ph_tap0[P], nt_p, wpk + ph_w0[P], nob, g->nvecq);
-            /* input positions of this phase: (h + pad) % S == ph, (w + pad) % S == pw */
-            const int w0 = ((pw - pad) % S + S) % S, x0 = (w0 + pad) / S;
+            /* input positions of this phase: rows S y + ph - pad, columns S x + pw - pad */
+            int y0, ny, x0, nx;
+            CD_FN(phase_span)(H, ph, pad, S, &y0, &ny);
+            CD_FN(phase_span)(W, pw, pad, S, &x0, &nx);
+            const int w0 = S * x0 + pw - pad; /* the first column, < S */
             for (int c = 0; c < C; c++)
-                for (int h = ((ph - pad) % S + S) % S; h < H; h += S) {
-                    const float *restrict s = D + (size_t)c * dq + (size_t)((h + pad) / S) * g->Wd;
-                    float *restrict d = dx + ((size_t)c * H + h) * W;
+                for (int y = y0; y < y0 + ny; y++) {
+                    const float *restrict s = D + (size_t)c * dq + (size_t)y * g->Wd;
+                    float *restrict d = dx + ((size_t)c * H + S * y + ph - pad) * W;
 #ifdef CD_HAVE_SPLIT2
                     if (nt_p && S == 2)
                         vjoin2(d, s + x0, W, w0);
@@ -804,8 +813,7 @@ static void CD_FN(backward_strided_cv)(float *dinp, float *per, size_t tf, const
                     for (int j = 0; j < Pp; j++) dx[(size_t)c * H * W + hwq[j]] = w.T[(size_t)j * cp + c];
             }
         }
-        for (int oc = 0; oc < OC; oc++)
-            for (int k = 0; k < nk; k++) dw[(size_t)oc * nk + k] = w.DWT[(size_t)k * ocp + oc];
+        CD_FN(cv_dw_store)(dw, w.DWT, ocp, OC, nk);
     }
 }
 
