@@ -96,6 +96,7 @@ static int config_fields(const pz_run_plan *p, pz_field *f, char *seed_buf) {
     f[n++] = PZ_STR("link", run_plan_str(p, PZ_SET_LINK));
     f[n++] = PZ_STR("link_bandwidth", run_plan_str(p, PZ_SET_LINK_BANDWIDTH));
     f[n++] = PZ_STR("link_latency", run_plan_str(p, PZ_SET_LINK_LATENCY));
+    f[n++] = PZ_STR("link_model", run_plan_str(p, PZ_SET_LINK_MODEL));
     f[n++] = PZ_NUM("link_realtime", p->realtime);
     f[n++] = PZ_NUM("steps", (double)p->steps);
     f[n++] = PZ_NUM("checkpoint_every", (double)p->checkpoint_every);
@@ -149,6 +150,7 @@ void run_fingerprint(const pz_run_plan *p, char *out, size_t cap) {
     if (p->steps > 0) fp_append(out, cap, " steps=%lld", (long long)p->steps);
     /* the emulated clock's numbers go on from the checkpoint: the same clock */
     if (p->given[PZ_SET_COMPUTE_RATE] && p->clock.kind != PZ_CLOCK_CPU) fp_append(out, cap, " compute_rate=%s", run_plan_str(p, PZ_SET_COMPUTE_RATE));
+    if (p->link_model != PZ_WIRE_DUPLEX) fp_append(out, cap, " link_model=%s", run_plan_str(p, PZ_SET_LINK_MODEL));
 }
 
 /* key's value in a fingerprint ("k=v k=v ..."): its start and length, or NULL */
@@ -366,7 +368,7 @@ pz_status run_pipe_config(const pz_run_plan *p, const pz_model *model, const pz_
             snprintf(pc->fwd[b].text, sizeof pc->fwd[b].text, "budget");
             snprintf(pc->bwd[b].text, sizeof pc->bwd[b].text, "budget");
         }
-    pc->emu.bandwidth = p->bandwidth, pc->emu.latency = p->latency;
+    pc->emu.bandwidth = p->bandwidth, pc->emu.latency = p->latency, pc->emu.model = p->link_model;
     pc->realtime = p->realtime;
     return PZ_OK;
 }

@@ -218,7 +218,7 @@ const run_setting run_settings[PZ_SET_COUNT] = {
     TEXT(PZ_SET_BWD, "bwd", "bwd", parse_bwd, "q8", "SPEC", "codec for gradients, as --fwd", NULL),
     ENUM(PZ_SET_EVAL_COMPRESS, "eval-compress", "eval_compress", eval_compress, run_eval_modes, "both", "MODE",
          "test through compressed boundaries, plain ones, or both"),
-    NUM(PZ_SET_MICRO_BATCHES, "micro-batches", "micro_batches", SET_INT, micro_batches, 1, 16, "M",
+    NUM(PZ_SET_MICRO_BATCHES, "micro-batches", "micro_batches", SET_INT, micro_batches, 1, PZ_MAX_MICRO, "M",
         "GPipe: split every batch into M micro-batches that flow through the stages in turn"),
     NUM(PZ_SET_AQSGD_WARMUP, "aqsgd-warmup", "aqsgd_warmup", SET_INT, aqsgd_warmup, 0, 100000, "EPOCHS",
         "aqsgd(...) codecs send uncompressed for the first EPOCHS epochs, filling their buffers"),
@@ -232,6 +232,10 @@ const run_setting run_settings[PZ_SET_COUNT] = {
          "emulate this bandwidth at every boundary: 10mbit, 100mbit, 1gbit, 12.5MB/s", NULL),
     TEXT(PZ_SET_LINK_LATENCY, "link-latency", "link_latency", parse_latency, NULL, "TIME",
          "emulate this one-way latency at every boundary: 10ms, 250us", NULL),
+    ENUM(PZ_SET_LINK_MODEL, "link-model", "link_model", link_model, pz_wire_models, "duplex", "MODEL",
+         "how emulated links share their wires: duplex (a wire per direction, held for a message's transmission) or shared "
+         "(ProtocolNanoGPT's meter: one inbound wire per stage for both directions, held for a message's transmission and "
+         "its latency)"),
     NUM(PZ_SET_LINK_REALTIME, "link-realtime", "link_realtime", SET_BOOL, realtime, 0, 0, NULL,
         "really hold frames back (default: a virtual clock reports the time the run would take)"),
     NUM(PZ_SET_TIMEOUT, "timeout", NULL, SET_DOUBLE, timeout, 0.001, 1e6, "SECONDS", "a stage or peer silent this long stops the run with an error"),
@@ -527,13 +531,14 @@ const char *pz_run_layout(const pz_run_plan *p, char *buf, size_t cap) {
  * exactly as an uncompressed one */
 static pz_status boundary_flags(const pz_run_plan *p) {
     if (!run_plan_one_stage(p) || p->link->remote) return PZ_OK;
-    static const pz_setting boundary[] = {PZ_SET_FWD, PZ_SET_BWD, PZ_SET_LINK_BANDWIDTH, PZ_SET_LINK_LATENCY, PZ_SET_LINK_REALTIME,
+    static const pz_setting boundary[] = {PZ_SET_FWD, PZ_SET_BWD, PZ_SET_LINK_BANDWIDTH, PZ_SET_LINK_LATENCY, PZ_SET_LINK_MODEL, PZ_SET_LINK_REALTIME,
                                           PZ_SET_GRAD_MASK, PZ_SET_PIPE_SCHEDULE, PZ_SET_COMPUTE_RATE, PZ_SET_BUDGET,
                                           PZ_SET_BUDGET_LADDER, PZ_SET_BUDGET_EVERY, PZ_SET_BUDGET_FWD_WEIGHT, PZ_SET_BUDGET_RULE};
     for (size_t i = 0; i < sizeof boundary / sizeof *boundary; i++) {
         const pz_setting id = boundary[i];
         if (!p->given[id]) continue;
         if (id == PZ_SET_LINK_REALTIME && !p->realtime) continue;
+        if (id == PZ_SET_LINK_MODEL && p->link_model == PZ_WIRE_DUPLEX) continue;
         if (id == PZ_SET_GRAD_MASK && !p->grad_mask) continue;
         if (id == PZ_SET_PIPE_SCHEDULE && p->pipe_schedule == PZ_PIPE_GPIPE) continue;
         const char *val = run_settings[id].kind == SET_TEXT ? run_plan_str(p, id) : "";
@@ -556,7 +561,7 @@ pz_status run_plan_check(const pz_run_plan *p) {
         return pz_fail(PZ_ERR_ARG, "--steps %lld and --epochs %d both bound the run: give one of them", (long long)p->steps, p->epochs);
     if (!p->steps && p->warmup_epochs > p->epochs) return pz_fail(PZ_ERR_ARG, "--warmup must be in [0, epochs], got %g", p->warmup_epochs);
     if (p->micro_batches > p->batch)
-        return pz_fail(PZ_ERR_ARG, "--micro-batches must be in 1..%d and at most --batch, got %d", PZ_MAX_STAGES, p->micro_batches);
+        return pz_fail(PZ_ERR_ARG, "--micro-batches must be in 1..%d and at most --batch, got %d", PZ_MAX_MICRO, p->micro_batches);
     if (!p->steps && p->aqsgd_warmup > p->epochs) return pz_fail(PZ_ERR_ARG, "--aqsgd-warmup must be in 0..epochs, got %d", p->aqsgd_warmup);
     if (p->stages > 0 && p->n_cuts && p->n_cuts + 1 != p->stages)
         return pz_fail(PZ_ERR_ARG, "--stages %d and --cuts %s (%d stages) disagree: give one of them", p->stages,

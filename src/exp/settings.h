@@ -64,6 +64,7 @@ struct pz_run_plan {
     /* where the stages run and how they talk */
     const struct run_link *link;
     double bandwidth, latency; /* emulated (0: not) */
+    int link_model;            /* pz_wire_model */
     int realtime;
     double timeout;
     int turn;                  /* 0: the whole run is one turn, -1: every epoch, K: every K steps */

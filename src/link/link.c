@@ -41,6 +41,7 @@ void pz_clock_start(pz_clock *c, int realtime, pz_clock_mode mode) {
     c->mode = mode;
     c->mark = meter(c);
     c->t = realtime ? c->mark : 0.0;
+    c->inbound.free_at = 0.0;
 }
 
 void pz_clock_charge(pz_clock *c) {
@@ -79,16 +80,48 @@ void pz_link_set_emulation(pz_link *l, const pz_link_emu *emu) {
     else memset(&l->emu, 0, sizeof l->emu);
 }
 
+const pz_name pz_wire_models[] = {
+    {PZ_WIRE_DUPLEX, "duplex", "every link full duplex, each direction its own wire, held for a message's transmission"},
+    {PZ_WIRE_SHARED, "shared",
+     "ProtocolNanoGPT's meter: one inbound wire per stage for both directions, held for a message's transmission and its "
+     "latency (stop and wait)"},
+    {0, NULL, NULL},
+};
+
+double pz_wire_busy(const pz_link_emu *e, size_t bytes) {
+    return e->bandwidth > 0 ? 8.0 * (double)bytes / e->bandwidth : 0.0;
+}
+
+double pz_wire_duplex(pz_wire *w, const pz_link_emu *e, double sent, size_t bytes, int header) {
+    /* the frame starts when both it and its direction are ready, holds the
+     * direction for its transmission and arrives a latency later */
+    const double start = sent > w->free_at ? sent : w->free_at;
+    w->free_at = start + pz_wire_busy(e, bytes);
+    return w->free_at + (header ? 0.0 : e->latency);
+}
+
+double pz_wire_shared(pz_wire *w, const pz_link_emu *e, double sent, size_t bytes, int header) {
+    /* the wire takes the message once it is sent and the last one has
+     * arrived; it holds it for the transmission and the latency */
+    const double start = sent > w->free_at ? sent : w->free_at;
+    w->free_at = start + pz_wire_busy(e, bytes) + (header ? 0.0 : e->latency);
+    return w->free_at;
+}
+
+/* Under the duplex model the sender stamps a message with its arrival;
+ * under the shared one with the time it was sent, and the receiver bills
+ * its inbound wire. */
 static pz_status send_any(pz_link *l, int tag, const void *msg, uint8_t **buf, size_t *cap, size_t len) {
-    double stamp = 0.0, busy = 0.0;
+    double stamp = 0.0;
+    const double busy = pz_wire_busy(&l->emu, len);
     if (l->clock) {
         pz_clock_charge(l->clock);
-        /* the frame starts when both it and the link are ready, occupies the
-         * link for its transmission time and arrives a latency later */
-        busy = l->emu.bandwidth > 0 ? 8.0 * (double)len / l->emu.bandwidth : 0.0;
-        const double start = l->clock->t > l->free_at ? l->clock->t : l->free_at;
-        l->free_at = start + busy;
-        stamp = l->free_at + l->emu.latency;
+        if (l->emu.model == PZ_WIRE_SHARED) stamp = l->clock->t;
+        else {
+            pz_wire w = {l->free_at};
+            stamp = pz_wire_duplex(&w, &l->emu, l->clock->t, len, 0);
+            l->free_at = w.free_at;
+        }
     }
     size_t wire = 0;
     const pz_status st = buf && l->ops->send_take ? l->ops->send_take(l, tag, stamp, buf, cap, len, &wire)
@@ -98,7 +131,7 @@ static pz_status send_any(pz_link *l, int tag, const void *msg, uint8_t **buf, s
         l->stats.messages_sent++;
         l->stats.bytes_sent += len;
         l->stats.wire_bytes_sent += wire;
-        l->stats.busy_seconds += busy;
+        l->stats.busy_seconds += l->clock ? busy : 0.0;
         pthread_mutex_unlock(&l->mu);
     }
     if (l->clock) {
@@ -126,6 +159,10 @@ static void sleep_until(double t) {
     }
 }
 
+void pz_link_set_header_tag(pz_link *l, int tag) {
+    if (tag > 0 && tag < 256) l->header_tags[tag / 64] |= (uint64_t)1 << (tag % 64);
+}
+
 pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t *len, double timeout_s) {
     if (l->clock) pz_clock_charge(l->clock);
     double stamp = 0.0;
@@ -138,6 +175,11 @@ pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t 
     l->stats.wire_bytes_received += wire;
     pthread_mutex_unlock(&l->mu);
     if (l->clock) {
+        /* the shared wire: the stamp is when it was sent; bill this stage's wire */
+        if (l->emu.model == PZ_WIRE_SHARED) {
+            const int header = *tag > 0 && *tag < 256 && (l->header_tags[*tag / 64] >> (*tag % 64) & 1);
+            stamp = pz_wire_shared(&l->clock->inbound, &l->emu, stamp, *len, header);
+        }
         if (l->clock->realtime) sleep_until(stamp); /* really hold the frame back */
         const double now = meter(l->clock);
         if (l->clock->realtime) l->clock->t = now;

@@ -20,6 +20,7 @@
 #define PZ_LINK_H
 
 #include "base/base.h"
+#include "base/names.h"
 
 typedef struct pz_link pz_link;
 
@@ -28,6 +29,44 @@ typedef struct {
     uint64_t wire_bytes_sent, wire_bytes_received; /* what the transport carried: payload + envelope */
     double busy_seconds; /* emulated: time the sending direction was busy transmitting */
 } pz_link_stats;
+
+/* How the emulated links of a pipeline share their wires (pz_wire_models:
+ * their names).
+ * duplex: every link is full duplex, each direction a wire of its own; a
+ *   message sent at t starts when both it and its direction are free,
+ *   holds that direction for its transmission only (bytes / bandwidth) and
+ *   arrives a latency later: max(t, free) + bytes / bandwidth + latency.
+ * shared: ProtocolNanoGPT's meter. Every stage has one inbound wire, shared
+ *   by the activations from the stage before and the gradients from the
+ *   stage after; a message holds it for its transmission and its latency
+ *   (stop and wait): arrival = max(the previous arrival on that wire, t) +
+ *   bytes / bandwidth + latency, billed in the order the receiver takes its
+ *   messages. */
+typedef enum { PZ_WIRE_DUPLEX, PZ_WIRE_SHARED } pz_wire_model;
+extern const pz_name pz_wire_models[];
+
+typedef struct {
+    double bandwidth; /* bits per second; 0 = unlimited */
+    double latency;   /* seconds, one way */
+    int model;        /* pz_wire_model */
+} pz_link_emu;
+
+/* The meter: when a message arrives. One wire's state, and the two rules
+ * (the links use them, and so does the dry timing mode, pipe/timing.c).
+ * A header sent with the message after it (a micro-batch's META before its
+ * ACT frame) is one transmission with it: its bytes hold the wire, its
+ * latency is the frame's. */
+typedef struct {
+    double free_at; /* duplex: when the sending direction is next free; shared: the last arrival on the wire */
+} pz_wire;
+/* duplex, at the sender: a message of `bytes` sent at `sent`; returns its
+ * arrival (a header's: when its bytes are through, no latency) */
+double pz_wire_duplex(pz_wire *w, const pz_link_emu *e, double sent, size_t bytes, int header);
+/* shared, at the receiver, in the order it takes the messages of both its
+ * links: a message sent at `sent`; returns its arrival */
+double pz_wire_shared(pz_wire *w, const pz_link_emu *e, double sent, size_t bytes, int header);
+/* the transmission time of `bytes` (0 when the bandwidth is unlimited) */
+double pz_wire_busy(const pz_link_emu *e, size_t bytes);
 
 /* What a stage's clock charges for the work between its link operations:
  * its thread's CPU time (the default: not the time it waited for a core
@@ -48,6 +87,7 @@ typedef struct {
     double mark; /* the meter (wall or thread CPU time) at the last link operation */
     int realtime;
     pz_clock_mode mode;
+    pz_wire inbound; /* the shared-wire model: the stage's one inbound wire, shared by its links */
 } pz_clock;
 
 /* Start the clock in the thread whose time it charges. realtime: the
@@ -58,11 +98,6 @@ void pz_clock_charge(pz_clock *c);
 /* PZ_CLOCK_RATE: charge flops floating-point operations at the clock's
  * rate (the other modes measure instead, and ignore this). */
 void pz_clock_flops(pz_clock *c, double flops);
-
-typedef struct {
-    double bandwidth; /* bits per second; 0 = unlimited */
-    double latency;   /* seconds, one way */
-} pz_link_emu;
 
 /* "100mbit", "1gbit", "10Mbit/s", "500kbit", "12.5MB/s", "0" (unlimited). */
 pz_status pz_parse_bandwidth(const char *s, double *bits_per_second);
@@ -147,6 +182,11 @@ pz_status pz_link_send_buf(pz_link *l, int tag, uint8_t **buf, size_t *cap, size
  * PZ_ERR_STATE when the peer closed and nothing is left, or on timeout (the
  * message says which). */
 pz_status pz_link_recv(pz_link *l, int *tag, uint8_t **buf, size_t *cap, size_t *len, double timeout_s);
+/* Messages of this tag (1..255) are headers: the peer sends each right
+ * before the message it belongs to on this link (a micro-batch's META
+ * before its frame), and the shared-wire emulator bills the two as one
+ * transmission with one latency. */
+void pz_link_set_header_tag(pz_link *l, int tag);
 
 /* No more sends from this end; the peer's receives drain then fail. */
 void pz_link_close(pz_link *l);

@@ -26,7 +26,8 @@ struct pz_link {
     pz_link_stats stats;
     pz_clock *clock;
     pz_link_emu emu;
-    double free_at; /* emulated: when the sending direction is next free */
+    double free_at; /* emulated, duplex: when the sending direction is next free */
+    uint64_t header_tags[4]; /* pz_link_set_header_tag: a bit per tag */
     int peer_closed; /* set by the transport when the peer closed in order */
     int remote_party; /* the far end is another party's process (pz_link_is_remote_party) */
 };

@@ -167,10 +167,12 @@ typedef struct {
     int depth;                       /* resnet: basic blocks per group (1: resnet8, 3: resnet20) */
     int layers, dim, heads, context; /* gpt: blocks, width, heads, longest context */
     int subspace;                    /* gpt: K > 0 confines what blocks write to a K-dim subspace (--subspace) */
+    int untied;                      /* gpt: 1: the head is a matrix of its own, not the token table (GPT-2 ties them) */
     char name[64];                   /* as named ("resnet8", "gpt:layers=8,d=256,heads=8,ctx=256") */
 } pz_model_spec;
 /* A preset's name ("gpt-small"), or a GPT of any shape: "gpt:KEY=V,..."
- * (layers, d, heads, ctx; a key not given takes gpt-tiny's value), or a
+ * (layers, d, heads, ctx, and untied=1 for a head that is a matrix of its
+ * own; a key not given takes gpt-tiny's value), or a
  * GPT preset with some of its sizes changed ("gpt-small:layers=8"). */
 pz_status pz_model_spec_parse(pz_model_spec *spec, const char *name);
 /* Build layers [from, to) of the model a spec describes (see pz_model_preset_range). */

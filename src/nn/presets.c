@@ -48,6 +48,7 @@ static const struct {
     {"d", "dim", offsetof(pz_model_spec, dim), 1, 16384},
     {"heads", NULL, offsetof(pz_model_spec, heads), 1, 1024},
     {"ctx", "context", offsetof(pz_model_spec, context), 1, 65536},
+    {"untied", NULL, offsetof(pz_model_spec, untied), 0, 1},
 };
 
 static pz_status spec_unknown(const char *name) {
@@ -58,20 +59,20 @@ static pz_status spec_unknown(const char *name) {
 
 /* "KEY=V,..." over a GPT spec's sizes; whole is the spec as typed (errors) */
 static pz_status gpt_sizes(pz_model_spec *s, const char *list, const char *whole) {
-    if (!*list) return pz_fail(PZ_ERR_ARG, "model '%s': nothing after ':' (expected layers=L,d=D,heads=H,ctx=T)", whole);
+    if (!*list) return pz_fail(PZ_ERR_ARG, "model '%s': nothing after ':' (expected layers=L,d=D,heads=H,ctx=T[,untied=1])", whole);
     unsigned seen = 0;
     for (const char *t = list; *t;) {
         const char *e = strchr(t, ','), *eq = strchr(t, '=');
         if (!e) e = t + strlen(t);
         if (!eq || eq > e)
-            return pz_fail(PZ_ERR_ARG, "model '%s': '%.*s' is not KEY=VALUE (keys: layers, d, heads, ctx)", whole, (int)(e - t), t);
+            return pz_fail(PZ_ERR_ARG, "model '%s': '%.*s' is not KEY=VALUE (keys: layers, d, heads, ctx, untied)", whole, (int)(e - t), t);
         const size_t kn = (size_t)(eq - t);
         int k = -1;
         for (int i = 0; i < (int)(sizeof gpt_keys / sizeof *gpt_keys) && k < 0; i++)
             if ((strlen(gpt_keys[i].key) == kn && !strncmp(t, gpt_keys[i].key, kn)) ||
                 (gpt_keys[i].alias && strlen(gpt_keys[i].alias) == kn && !strncmp(t, gpt_keys[i].alias, kn)))
                 k = i;
-        if (k < 0) return pz_fail(PZ_ERR_ARG, "model '%s': unknown key '%.*s' (keys: layers, d, heads, ctx)", whole, (int)kn, t);
+        if (k < 0) return pz_fail(PZ_ERR_ARG, "model '%s': unknown key '%.*s' (keys: layers, d, heads, ctx, untied)", whole, (int)kn, t);
         if (seen & (1u << k)) return pz_fail(PZ_ERR_ARG, "model '%s': %s is given twice", whole, gpt_keys[k].key);
         seen |= 1u << k;
         char num[32];
@@ -185,10 +186,11 @@ static pz_status build_resnet(pz_seq *s, int n, int n_classes) {
  * scaled by 1/sqrt(2L), biases zero, LayerNorms 1 and 0 (GPT-2's scheme). */
 /* what a GPT is built from: a spec's sizes and the data's vocabulary */
 typedef struct {
-    int layers, dim, heads, context, subspace, vocab;
+    int layers, dim, heads, context, subspace, vocab, untied;
 } gpt_spec;
 static gpt_spec gpt_of(const pz_model_spec *s, int vocab) {
-    return (gpt_spec){.layers = s->layers, .dim = s->dim, .heads = s->heads, .context = s->context, .subspace = s->subspace, .vocab = vocab};
+    return (gpt_spec){.layers = s->layers, .dim = s->dim, .heads = s->heads, .context = s->context, .subspace = s->subspace,
+                      .vocab = vocab, .untied = s->untied};
 }
 
 static pz_status build_gpt(pz_seq *s, const gpt_spec *g);
@@ -269,6 +271,9 @@ static pz_status build_gpt(pz_seq *s, const gpt_spec *g) {
     }
     if (g->subspace) PZ_TRY(pz_add_subspace(s, "lift_f", vocab, g->context, g->dim, 0.02f));
     PZ_TRY(pz_add_layernorm(s, "ln_f"));
+    /* untied (ProtocolNanoGPT's): a head of its own on the last stage, so
+     * no token table crosses the pipeline */
+    if (g->untied) return pz_add_dense(s, "lm_head", vocab, 0, 0.02f);
     return pz_add_tied_head(s, "lm_head", g->subspace ? "lift_f" : "wte");
 }
 

@@ -19,8 +19,8 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     if (cfg->n_stages < 1 || cfg->n_stages > PZ_MAX_STAGES)
         return pz_fail(PZ_ERR_ARG, "%d stages (expected 1..%d)", cfg->n_stages, PZ_MAX_STAGES);
     const int M = cfg->micro_batches ? cfg->micro_batches : 1;
-    if (M < 1 || M > PZ_MAX_STAGES || M > cfg->batch_max)
-        return pz_fail(PZ_ERR_ARG, "--micro-batches %d: expected 1..%d and at most the batch size", M, PZ_MAX_STAGES);
+    if (M < 1 || M > PZ_MAX_MICRO || M > cfg->batch_max)
+        return pz_fail(PZ_ERR_ARG, "--micro-batches %d: expected 1..%d and at most the batch size", M, PZ_MAX_MICRO);
     pz_pipe *p = calloc(1, sizeof *p);
     if (!p) {
         if (!cfg->serving) pz_link_free(cfg->prev_link);
@@ -84,6 +84,8 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
         if (s->next) pz_link_set_clock(s->next, &s->clock);
         if (i > 0) pz_link_set_emulation(s->prev, &cfg->emu);
         if (s->next) pz_link_set_emulation(s->next, &cfg->emu);
+        /* a micro-batch's header and its frame are one transmission */
+        pz_link_set_header_tag(s->prev, MSG_META), pz_link_set_header_tag(s->prev, MSG_EVAL_META);
     }
     if (p->has_driver) pz_link_set_clock(p->to_first, &p->clock);
     for (int i = p->first; i <= p->last && !st; i++) st = plan_stage(p, i);
@@ -323,7 +325,7 @@ void pz_pipe_free(pz_pipe *p) {
         if (p->st[i].running) pthread_join(p->st[i].thread, NULL);
     for (int i = p->first; i <= p->last; i++) {
         stage *s = &p->st[i];
-        for (int m = 0; m < PZ_MAX_STAGES; m++)
+        for (int m = 0; m < PZ_MAX_MICRO; m++)
             if (s->model[m].params) pz_model_free(&s->model[m]);
         pz_optim_free(&s->opt);
         pz_codec_free(s->fwd_rx), pz_codec_free(s->bwd_tx), pz_codec_free(s->fwd_tx), pz_codec_free(s->bwd_rx);

@@ -17,6 +17,7 @@
 #include "budget.h"
 
 #define PZ_MAX_STAGES 16
+#define PZ_MAX_MICRO 256 /* micro-batches of a step */
 #define PZ_SPEC_MAX PZ_CODEC_SPEC_MAX
 
 /* The step schedules (pz_pipe_schedules: their names): GPipe runs every

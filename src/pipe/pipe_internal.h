@@ -34,7 +34,7 @@ struct stage {
     int slots;                 /* micro-batches whose activations it holds at once (GPipe: M; 1F1B: at most S - index) */
     int64_t macs;              /* its layers' forward multiply-accumulates per sample (the rate clock's FLOPs) */
     int64_t act_bytes;         /* the activation memory it holds: its slots' buffers (pz_pipe_activation_bytes) */
-    pz_model model[PZ_MAX_STAGES]; /* model[0] owns the parameters; the others share them (the slots) */
+    pz_model model[PZ_MAX_MICRO]; /* model[0] owns the parameters; the others share them (the slots) */
     pz_optim opt;
     int64_t p0, p1;            /* its parameters in model.params */
     pz_link *prev, *next;      /* towards stage index-1 (or the driver), index+1 (NULL for the last) */
@@ -75,11 +75,11 @@ struct stage {
 /* A stage's working memory: inputs and gradients per slot (x_in, dy), the
  * rest per micro-batch m. */
 struct stage_bufs {
-    float *x_in[PZ_MAX_STAGES], *dy[PZ_MAX_STAGES], *dx;
-    uint32_t *ids[PZ_MAX_STAGES];
-    int32_t *labels[PZ_MAX_STAGES];
-    float *tokens[PZ_MAX_STAGES]; /* a subspace model past stage 0: micro-batch m's input tokens (META) */
-    int Bm[PZ_MAX_STAGES], at[PZ_MAX_STAGES]; /* sizes; stage 0: where each starts in the batch */
+    float *x_in[PZ_MAX_MICRO], *dy[PZ_MAX_MICRO], *dx;
+    uint32_t *ids[PZ_MAX_MICRO];
+    int32_t *labels[PZ_MAX_MICRO];
+    float *tokens[PZ_MAX_MICRO]; /* a subspace model past stage 0: micro-batch m's input tokens (META) */
+    int Bm[PZ_MAX_MICRO], at[PZ_MAX_MICRO]; /* sizes; stage 0: where each starts in the batch */
     float *batch_x;            /* stage 0: the batch's inputs, kept for the step */
     uint32_t *batch_ids;       /* stage 0: the driver's whole batch, before it is split */
     int32_t *batch_labels;

@@ -302,6 +302,9 @@ void plan_fingerprint(pz_pipe *p) {
     if (pipe_targets(p) > 1 && n < cap) n += (size_t)snprintf(f + n, cap - n, " targets=%d", pipe_targets(p));
     /* the schedule orders each link's messages: every stage must run the same */
     if (cfg->schedule != PZ_PIPE_GPIPE && n < cap) n += (size_t)snprintf(f + n, cap - n, " schedule=%s", pz_name_of(pz_pipe_schedules, cfg->schedule));
+    /* the shared wire: a stage's stamps mean "sent at", not "arrives at" */
+    if (cfg->emu.model != PZ_WIRE_DUPLEX && n < cap)
+        n += (size_t)snprintf(f + n, cap - n, " link_model=%s", pz_name_of(pz_wire_models, cfg->emu.model));
     /* a budget: every stage must measure the same rungs and make the same choice */
     if (cfg->budget.kind != PZ_BUDGET_OFF && n < cap) {
         n += (size_t)snprintf(f + n, cap - n, " budget=%s:%.17g every=%d fwd_weight=%.17g rule=%d ladder=", pz_name_of(pz_budget_kinds, cfg->budget.kind),

@@ -240,6 +240,7 @@ int main(void) {
             pz_pipe_config c = mc;
             c.micro_batches = k ? 4 : 1;
             c.emu = (pz_link_emu){.bandwidth = 2e6, .latency = 0.002};
+            c.clock = (pz_clock_mode){PZ_CLOCK_RATE, 1e12}; /* compute by counted FLOPs: no test waits on this machine's speed */
             CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
             const double c0 = pz_pipe_clock(p), w0 = pz_now();
             for (int t = 0; t < 3; t++) {
@@ -259,9 +260,10 @@ int main(void) {
                 CHECK(fabs(bs.busy_fwd_s - 8.0 * bs.link_fwd_bytes / 2e6) < 1e-9, "busy time is bytes / bandwidth");
                 msgs += bs.link_fwd_messages;
             }
-            if (!k) /* one micro-batch: every transfer is on the critical path */
-                CHECK(clocks[0] >= busy + 3 * 6 * 0.002 && clocks[0] <= busy + 3 * 6 * 0.002 + wall + 0.01,
-                      "sequential schedule: clock %.3f s = transfers %.3f s + latencies + compute (wall %.3f s)", clocks[0], busy, wall);
+            if (!k) /* one micro-batch: the frames' transfers are on the critical path, and at most every latency (a
+                     * header's and the loss's latencies overlap the frames after them; test_timing has the exact clock) */
+                CHECK(clocks[0] >= busy - 0.01 + 3 * 3 * 0.002 && clocks[0] <= busy + 3 * 6 * 0.002 + 0.001,
+                      "sequential schedule: clock %.6f s = transfers %.6f s + latencies + compute", clocks[0], busy);
             CHECK(wall < clocks[k], "the virtual clock does not wait: %.3f s here for %.3f s emulated", wall, clocks[k]);
             pz_pipe_free(p);
         }
