@@ -19,6 +19,7 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     if (cfg->n_stages < 1 || cfg->n_stages > PZ_MAX_STAGES)
         return pz_fail(PZ_ERR_ARG, "%d stages (expected 1..%d)", cfg->n_stages, PZ_MAX_STAGES);
     const int M = cfg->micro_batches ? cfg->micro_batches : 1;
+    if (!pipe_schedule_of(cfg->schedule)) return pz_fail(PZ_ERR_ARG, "pipeline schedule %d is not one of pz_pipe_schedules", cfg->schedule);
     if (M < 1 || M > PZ_MAX_MICRO || M > cfg->batch_max)
         return pz_fail(PZ_ERR_ARG, "--micro-batches %d: expected 1..%d and at most the batch size", M, PZ_MAX_MICRO);
     pz_pipe *p = calloc(1, sizeof *p);
@@ -40,7 +41,7 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
         }
         for (int b = 0; b + 1 < cfg->n_stages; b++) p->cfg.fwd[b] = p->cfg.bwd[b] = bg->rung[0];
     }
-    p->schedule = cfg->schedule == PZ_PIPE_1F1B ? &pipe_schedule_1f1b : &pipe_schedule_gpipe;
+    p->schedule = pipe_schedule_of(cfg->schedule);
     if (p->cfg.timeout_s <= 0) p->cfg.timeout_s = 60.0;
     if (p->cfg.err_every == 0) p->cfg.err_every = 10;
     p->S = cfg->n_stages;

@@ -17,15 +17,30 @@
 typedef struct stage stage;
 typedef struct stage_bufs stage_bufs;
 
-/* A step schedule: how a stage runs one training step of M micro-batches
- * (forward and backward passes, the loss, the optimizer step) from the
- * messages on its links. stage 0 gets the driver's BATCH (batch, blen);
- * the others the first micro-batch's META, already in b->msg (blen bytes). */
+/* A step schedule: the order in which stage i of S runs the pieces of a
+ * step of M micro-batches (pipe_action: a micro-batch's forward, with its
+ * META and frame in and out; its backward, with its gradient frames; the
+ * step's loss back); then the optimizer step. The real step (pipe_step)
+ * and the dry timing (timing.c) run the same lists. */
+typedef enum { PIPE_FWD, PIPE_BWD, PIPE_LOSS } pipe_action_kind;
 typedef struct {
+    int kind; /* pipe_action_kind */
+    int m;    /* the micro-batch */
+} pipe_action;
+typedef struct {
+    int kind;                 /* pz_pipe_schedule_kind */
     const char *name;
-    pz_status (*step)(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen);
+    /* fills a[] (at least 2M + 1) and returns how many */
+    int (*actions)(int S, int i, int M, pipe_action *a);
 } pipe_schedule;
-extern const pipe_schedule pipe_schedule_gpipe, pipe_schedule_1f1b;
+const pipe_schedule *pipe_schedule_of(int kind);
+/* the most micro-batches stage i holds at once (forward run, backward not
+ * yet): its activation slots, micro-batch m in slot m % slots */
+int pipe_schedule_slots(const pipe_schedule *sc, int S, int i, int M);
+/* One training step at a stage from the messages on its links. stage 0
+ * gets the driver's BATCH (batch, blen); the others the first micro-batch's
+ * META, already in b->msg (blen bytes). */
+pz_status pipe_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen);
 
 struct stage {
     struct pz_pipe *pipe;

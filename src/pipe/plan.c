@@ -159,7 +159,7 @@ pz_status plan_stage(pz_pipe *p, int i) {
     stage *s = &p->st[i];
     s->pipe = p, s->index = i, s->M = cfg->micro_batches;
     /* GPipe holds every micro-batch's activations; 1F1B at most S - i */
-    s->slots = cfg->schedule == PZ_PIPE_1F1B && p->S - i < s->M ? p->S - i : s->M;
+    s->slots = pipe_schedule_slots(p->schedule, p->S, i, s->M);
     /* buffers for this stage's layers only, one set per slot */
     const int from = i ? cfg->cuts[i - 1] + 1 : 0, to = i == p->S - 1 ? 1 << 30 : cfg->cuts[i] + 1;
     for (int m = 0; m < s->slots; m++) {

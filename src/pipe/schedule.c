@@ -336,40 +336,76 @@ static pz_status take(stage *s, stage_bufs *b, int m, size_t blen, step_state *t
     return s->index == 0 ? PZ_OK : take_micro(s, b, m, m == 0, blen, t);
 }
 
-/* ---- GPipe: all forward, the loss back, all backward, step ---- */
-static pz_status gpipe_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) {
-    step_state t = {.M = s->M};
-    PZ_TRY(begin_step(s, b, batch, blen, &t));
-    for (int m = 0; m < t.M; m++) {
-        PZ_TRY(take(s, b, m, blen, &t));
-        PZ_TRY(forward_micro(s, b, m, &t));
-    }
-    PZ_TRY(loss_back(s, b, &t));
-    for (int m = 0; m < t.M; m++) PZ_TRY(backward_micro(s, b, m));
-    return finish_step(s, b, &t);
+/* ---- the schedules: each stage's order of pieces in a step ---- */
+
+/* GPipe: every forward, the loss back, every backward */
+static int gpipe_actions(int S, int i, int M, pipe_action *a) {
+    (void)S, (void)i;
+    int n = 0;
+    for (int m = 0; m < M; m++) a[n++] = (pipe_action){PIPE_FWD, m};
+    a[n++] = (pipe_action){PIPE_LOSS, 0};
+    for (int m = 0; m < M; m++) a[n++] = (pipe_action){PIPE_BWD, m};
+    return n;
 }
 
-const pipe_schedule pipe_schedule_gpipe = {.name = "gpipe", .step = gpipe_step};
+/* 1F1B: S-1-i forwards, then one forward and one backward in turn, the
+ * last backwards, the loss back */
+static int one_f_one_b_actions(int S, int i, int M, pipe_action *a) {
+    const int ahead = S - 1 - i, warm = ahead < M ? ahead : M;
+    int n = 0, done = 0; /* micro-batches whose backward has run */
+    for (int m = 0; m < M; m++) {
+        a[n++] = (pipe_action){PIPE_FWD, m};
+        if (m >= warm) a[n++] = (pipe_action){PIPE_BWD, done++};
+    }
+    while (done < M) a[n++] = (pipe_action){PIPE_BWD, done++};
+    a[n++] = (pipe_action){PIPE_LOSS, 0};
+    return n;
+}
 
-/* ---- 1F1B: S-1-i forwards, then one forward and one backward in turn, the
- * last backwards, the loss back, step ---- */
-static pz_status one_f_one_b_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) {
+const pipe_schedule pipe_schedules[] = {
+    [PZ_PIPE_GPIPE] = {PZ_PIPE_GPIPE, "gpipe", gpipe_actions},
+    [PZ_PIPE_1F1B] = {PZ_PIPE_1F1B, "1f1b", one_f_one_b_actions},
+};
+
+const pipe_schedule *pipe_schedule_of(int kind) {
+    return kind >= 0 && kind < (int)(sizeof pipe_schedules / sizeof *pipe_schedules) ? &pipe_schedules[kind] : NULL;
+}
+
+int pipe_schedule_slots(const pipe_schedule *sc, int S, int i, int M) {
+    pipe_action a[2 * PZ_MAX_MICRO + 1];
+    const int n = sc->actions(S, i, M, a);
+    int held = 0, most = 1;
+    for (int k = 0; k < n; k++) {
+        held += a[k].kind == PIPE_FWD ? 1 : a[k].kind == PIPE_BWD ? -1 : 0;
+        if (held > most) most = held;
+    }
+    return most;
+}
+
+/* One training step at a stage: its schedule's pieces in order. Past stage
+ * 0 the first META (already received) says how many micro-batches the
+ * step has. Every schedule runs each micro-batch's backward in the same
+ * order (0 first), so parameter gradients accumulate in the same order and
+ * all take the same steps bit for bit. */
+pz_status pipe_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) {
     step_state t = {.M = s->M};
     PZ_TRY(begin_step(s, b, batch, blen, &t));
     if (s->index > 0) PZ_TRY(take(s, b, 0, blen, &t)); /* M comes with the first META */
-    const int ahead = s->pipe->S - 1 - s->index, warm = ahead < t.M ? ahead : t.M;
-    int done = 0; /* micro-batches whose backward has run */
-    for (int m = 0; m < t.M; m++) {
-        if (m > 0) PZ_TRY(take(s, b, m, blen, &t));
-        PZ_TRY(forward_micro(s, b, m, &t));
-        if (m >= warm) PZ_TRY(backward_micro(s, b, done++));
+    pipe_action a[2 * PZ_MAX_MICRO + 1];
+    const int n = s->pipe->schedule->actions(s->pipe->S, s->index, t.M, a);
+    for (int k = 0; k < n; k++) {
+        const int m = a[k].m;
+        switch (a[k].kind) {
+        case PIPE_FWD:
+            if (m > 0) PZ_TRY(take(s, b, m, blen, &t));
+            PZ_TRY(forward_micro(s, b, m, &t));
+            break;
+        case PIPE_BWD: PZ_TRY(backward_micro(s, b, m)); break;
+        case PIPE_LOSS: PZ_TRY(loss_back(s, b, &t)); break;
+        }
     }
-    while (done < t.M) PZ_TRY(backward_micro(s, b, done++));
-    PZ_TRY(loss_back(s, b, &t));
     return finish_step(s, b, &t);
 }
-
-const pipe_schedule pipe_schedule_1f1b = {.name = "1f1b", .step = one_f_one_b_step};
 
 const pz_name pz_pipe_schedules[] = {
     {PZ_PIPE_GPIPE, "gpipe", "every micro-batch forward, then every one backward"},

@@ -378,8 +378,8 @@ void *stage_main(void *arg) {
             msg_error_text(b.msg, len, s->error, sizeof s->error);
             st = PZ_ERR_STATE;
             break;
-        case MSG_BATCH: st = first ? p->schedule->step(s, &b, b.msg, len) : unexpected(s, tag); break;
-        case MSG_META: st = !first ? p->schedule->step(s, &b, NULL, len) : unexpected(s, tag); break;
+        case MSG_BATCH: st = first ? pipe_step(s, &b, b.msg, len) : unexpected(s, tag); break;
+        case MSG_META: st = !first ? pipe_step(s, &b, NULL, len) : unexpected(s, tag); break;
         case MSG_EVAL: st = first ? stage_eval(s, &b, len) : unexpected(s, tag); break;
         case MSG_EVAL_META: st = !first ? stage_eval(s, &b, len) : unexpected(s, tag); break;
         case MSG_STATS: st = stage_stats(s, &b.msg, &b.cap, len); break;
