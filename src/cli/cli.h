@@ -8,6 +8,7 @@
 
 int cmd_train(int argc, char **argv);
 int cmd_models(int argc, char **argv);
+int cmd_time(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_codec(int argc, char **argv);
 int cmd_serve(int argc, char **argv);

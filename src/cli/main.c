@@ -21,6 +21,7 @@ static const char usage[] =
     "  keygen    make a CURVE key pair for serve / train --link zmq\n"
     "  sweep     run a grid of trainings from a configuration file (configs/), resumably\n"
     "  report    Markdown tables and SVG plots from a sweep's results\n"
+    "  time      a pipeline's step over emulated links, timed without training\n"
     "  bench     measure speed: `pipezip bench train` (training steps), `pipezip bench codecs`\n"
     "\n"
     "Run `pipezip COMMAND --help` for a command's options.\n";
@@ -42,12 +43,13 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "train")) return cmd_train(argc, argv);
     if (!strcmp(c, "models")) return cmd_models(argc, argv);
     if (!strcmp(c, "bench")) return cmd_bench(argc, argv);
+    if (!strcmp(c, "time")) return cmd_time(argc, argv);
     if (!strcmp(c, "codec")) return cmd_codec(argc, argv);
     if (!strcmp(c, "serve")) return cmd_serve(argc, argv);
     if (!strcmp(c, "sample")) return cmd_sample(argc, argv);
     if (!strcmp(c, "keygen")) return cmd_keygen(argc, argv);
     if (!strcmp(c, "sweep")) return cmd_sweep(argc, argv);
     if (!strcmp(c, "report")) return cmd_report(argc, argv);
-    fprintf(stderr, "pipezip: unknown command '%s' (expected train, models, sample, codec, bench, serve, keygen, sweep or report; see pipezip --help)\n", c);
+    fprintf(stderr, "pipezip: unknown command '%s' (expected train, models, time, sample, codec, bench, serve, keygen, sweep or report; see pipezip --help)\n", c);
     return 2;
 }

@@ -12,6 +12,7 @@
 #define PZ_PIPE_TIMING_H
 
 #include "link/link.h"
+#include "pipe.h"
 
 typedef struct {
     int S, M;          /* stages, micro-batches per step */
@@ -54,5 +55,21 @@ typedef struct {
 
 /* Time the step; errors name a configuration that cannot run. */
 pz_status pz_timing_run(const pz_timing_config *cfg, pz_timing_result *out);
+
+/* A pipeline's step from its configuration (stages and cuts, M =
+ * pc->micro_batches, schedule, links, clipping) and its model (each
+ * stage's FLOPs per sample, 2 and 4 x its layers' MACs as the rate clock
+ * charges them, at `rate` FLOP/s; a tied head's table), for a step of
+ * `batch` samples in M equal micro-batches; per boundary b the bytes per
+ * sample of the forward header and frame and of the gradient frame. */
+typedef struct {
+    const double *fwd_header, *fwd_frame, *bwd_frame; /* per boundary, per sample */
+} pz_timing_bytes;
+pz_status pz_timing_of_pipe(const pz_pipe_config *pc, const pz_model *m, int batch, double rate, const pz_timing_bytes *bytes,
+                            int steps, pz_timing_result *out);
+/* --micro-batches auto: of the counts M that split `batch` evenly (at most
+ * max_M), the one whose steady step is least (the fewer on a tie). */
+pz_status pz_timing_best_micro(const pz_pipe_config *pc, const pz_model *m, int batch, double rate, const pz_timing_bytes *bytes,
+                               int max_M, int *best_M, pz_timing_result *best);
 
 #endif

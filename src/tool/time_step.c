@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/* time_step.c — `pipezip time`: a pipeline's step over emulated links
+ * without training (the dry timing mode, pipe/timing.c), from a model, its
+ * cuts, the batch, micro-batches, schedule and links, the bytes each
+ * boundary carries (given per token, from codec specs at the boundary's
+ * shape, or read from a finished run) and the compute (a FLOP rate, or the
+ * step with the links off). */
+#include "time_step.h"
+#include "base/names.h"
+#include "exp/records.h"
+#include "pipe/timing.h"
+#include "pipe/protocol.h"
+#include "pipezip/codec.h"
+#include "codec/desc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(const char *what) {
+    fprintf(stderr, "pipezip time: %s\n", what);
+    return 2;
+}
+
+/* "F" or "F/B": bytes per token forward and back */
+static int parse_pair(const char *s, double *f, double *b) {
+    char *end;
+    *f = strtod(s, &end);
+    if (end == s || !isfinite(*f) || *f < 0) return -1;
+    if (!*end) return *b = *f, 0;
+    if (*end != '/') return -1;
+    const char *t = end + 1;
+    *b = strtod(t, &end);
+    return end == t || *end || !isfinite(*b) || *b < 0 ? -1 : 0;
+}
+
+/* a finished run's traffic per sample and boundary: its summary's training
+ * bytes over the samples it trained and its boundaries */
+static int run_bytes(const char *dir, double *fwd_ps, double *bwd_ps, double *tokens_ps) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    char *sum = pz_slurp(path);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *cfg = pz_slurp(path);
+    double fb = 0, bb = 0, steps = 0, batch = 0, stages = 0, tps = 1;
+    const int ok = sum && cfg && pz_json_num(sum, "fwd_bytes", &fb) && pz_json_num(sum, "bwd_bytes", &bb) &&
+                   pz_json_num(sum, "steps", &steps) && pz_json_num(cfg, "batch", &batch) && pz_json_num(cfg, "n_stages", &stages);
+    if (sum) pz_json_num(sum, "tokens_per_sample", &tps);
+    free(sum), free(cfg);
+    if (!ok || steps < 1 || batch < 1 || stages < 2) {
+        fprintf(stderr, "pipezip time: --from-run %s: not a finished pipeline run (its summary.json and config.json give no "
+                        "training bytes, steps, batch or stages)\n", dir);
+        return 2;
+    }
+    const double samples = steps * batch * (stages - 1);
+    *fwd_ps = fb / samples, *bwd_ps = bb / samples, *tokens_ps = tps;
+    return 0;
+}
+
+/* per sample at boundary b: a frame of `spec` over a micro-batch of Bm
+ * samples of shape sh (Gaussian values), divided by Bm */
+static int codec_bytes(const pz_codec_desc *d, pz_shape sh, int Bm, uint64_t seed, double *ps) {
+    pz_codec *c;
+    if (pz_codec_create_desc(&c, d)) return fail(pz_last_error());
+    int64_t shape[1 + PZ_SHAPE_MAX];
+    const int nd = pz_shape_batch(sh, Bm, shape);
+    const size_t n = (size_t)Bm * (size_t)pz_shape_numel(sh), cap = pz_codec_max_frame_bytes(c, nd, shape);
+    float *x = malloc(sizeof *x * n);
+    uint32_t *ids = malloc(sizeof *ids * (size_t)Bm);
+    uint8_t *frame = malloc(cap);
+    int rc = 0;
+    if (!x || !ids || !frame) rc = fail("out of memory");
+    pz_rng r;
+    pz_rng_seed(&r, seed);
+    for (size_t i = 0; !rc && i < n; i++) x[i] = pz_rng_normal(&r);
+    for (int i = 0; !rc && i < Bm; i++) ids[i] = (uint32_t)i;
+    size_t len = 0;
+    if (!rc && pz_codec_encode(c, x, nd, shape, ids, frame, cap, &len, NULL)) rc = fail(pz_last_error());
+    *ps = (double)len / Bm;
+    free(x), free(ids), free(frame);
+    pz_codec_free(c);
+    return rc;
+}
+
+/* every boundary's bytes per sample in micro-batches of Bm: its codecs' frames and the batch header */
+static int frames_bytes(const pz_model *model, const pz_pipe_config *pc, const pz_codec_desc *fd, const pz_codec_desc *bd, int T,
+                        int subspace, int classes, int Bm, double *fh, double *ff, double *fb) {
+    const msg_layout L = msg_layout_of(T, subspace ? T : 0, classes);
+    for (int i = 0; i + 1 < pc->n_stages; i++) {
+        const pz_shape sh = model->net.layers[pc->cuts[i]].out;
+        if (codec_bytes(&fd[i], sh, Bm, 11 + (uint64_t)i, &ff[i]) || codec_bytes(&bd[i], sh, Bm, 101 + (uint64_t)i, &fb[i])) return 2;
+        fh[i] = (double)msg_meta_bytes(Bm, &L) / Bm;
+    }
+    return 0;
+}
+
+static const char *size_str(double bytes, char *buf, size_t cap) {
+    if (bytes >= 1e9) snprintf(buf, cap, "%.2f GB", bytes / 1e9);
+    else if (bytes >= 1e6) snprintf(buf, cap, "%.2f MB", bytes / 1e6);
+    else if (bytes >= 1e3) snprintf(buf, cap, "%.1f kB", bytes / 1e3);
+    else snprintf(buf, cap, "%.0f B", bytes);
+    return buf;
+}
+
+int tool_time(const time_options *o, FILE *out) {
+    /* the settings as typed, each into its value at once */
+    pz_link_emu emu = {0};
+    const pz_name *sched = pz_name_find(pz_pipe_schedules, o->schedule), *wire = pz_name_find(pz_wire_models, o->link_model);
+    char why[512];
+    if (!sched) {
+        char list[128];
+        snprintf(why, sizeof why, "--pipe-schedule '%s' (expected %s)", o->schedule, pz_names_join(pz_pipe_schedules, ", ", " or ", list, sizeof list));
+        return fail(why);
+    }
+    if (!wire) {
+        char list[128];
+        snprintf(why, sizeof why, "--link-model '%s' (expected %s)", o->link_model, pz_names_join(pz_wire_models, ", ", " or ", list, sizeof list));
+        return fail(why);
+    }
+    emu.model = wire->value;
+    if ((o->bandwidth && pz_parse_bandwidth(o->bandwidth, &emu.bandwidth)) || (o->latency && pz_parse_duration(o->latency, &emu.latency))) {
+        snprintf(why, sizeof why, "--link-%s: %s", o->latency && emu.bandwidth >= 0 ? "bandwidth or --link-latency" : "bandwidth", pz_last_error());
+        return fail(why);
+    }
+    double rate = 0;
+    if (o->compute_rate) {
+        pz_clock_mode cm;
+        if (pz_parse_compute_rate(o->compute_rate, &cm) || cm.kind != PZ_CLOCK_RATE) {
+            snprintf(why, sizeof why, "--compute-rate '%s': a FLOP rate such as 48tflops or 2.5e14", o->compute_rate);
+            return fail(why);
+        }
+        rate = cm.rate;
+    }
+    int M = 0;
+    if (strcmp(o->micro_batches, "auto")) {
+        char *end;
+        const long v = strtol(o->micro_batches, &end, 10);
+        if (end == o->micro_batches || *end || v < 1 || v > PZ_MAX_MICRO) {
+            snprintf(why, sizeof why, "--micro-batches '%s' (expected 1..%d or auto)", o->micro_batches, PZ_MAX_MICRO);
+            return fail(why);
+        }
+        M = (int)v;
+    }
+    if (!!o->bytes + !!o->run + !!(o->fwd && *o->fwd) != 1)
+        return fail("give the bytes each boundary carries one way: --bytes-per-token F[/B], --fwd SPEC [--bwd SPEC], or --from-run DIR");
+    if (!o->compute_rate == !(o->links_off_step > 0))
+        return fail("give the compute one way: --compute-rate RATE (FLOP/s) or --links-off-step SECONDS");
+    if (M == 0 && o->links_off_step > 0)
+        return fail("--links-off-step is the step of one micro-batch count: give --micro-batches M with it (auto takes --compute-rate)");
+    pz_model_spec spec;
+    if (pz_model_spec_parse(&spec, o->model)) return fail(pz_last_error());
+    const int lm = pz_model_spec_is_sequence(&spec);
+    if (lm) spec.subspace = o->subspace;
+    else if (o->subspace) return fail("--subspace is for language models (gpt-*)");
+    const pz_shape in = lm ? pz_shape_tokens(spec.context) : !strcmp(o->input, "3x32x32") ? pz_shape_image(3, 32, 32)
+                                                                                           : pz_shape_image(1, 28, 28);
+    const int T = lm ? spec.context : 1, classes = lm ? o->vocab : o->classes;
+    int batch = o->batch;
+    if (o->tokens_per_step > 0) {
+        if (o->tokens_per_step % T) {
+            char m[160];
+            snprintf(m, sizeof m, "--tokens-per-step %lld is not a whole number of %d-token sequences", o->tokens_per_step, T);
+            return fail(m);
+        }
+        batch = (int)(o->tokens_per_step / T);
+    }
+    pz_model model;
+    if (pz_model_build(&model, &spec, in, classes, 1, 1, 0, 0)) return fail(pz_last_error());
+    int rc = 0;
+    pz_pipe_config pc = {.model = spec, .in = in, .n_classes = classes, .batch_max = batch, .targets = T,
+                         .schedule = sched->value, .emu = emu, .clip_norm = o->clip_norm < 0 ? (lm ? 1.0f : 0.0f) : o->clip_norm};
+    char cuts[PZ_MAX_STAGES][64];
+    int n_cuts = 0;
+    if (o->cuts && *o->cuts) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", o->cuts);
+        char *save = NULL;
+        for (char *t = strtok_r(buf, ",", &save); t && n_cuts < PZ_MAX_STAGES; t = strtok_r(NULL, ",", &save))
+            snprintf(cuts[n_cuts++], sizeof cuts[0], "%s", t);
+    }
+    if (pz_pipe_resolve_cuts(&model, (const char(*)[64])cuts, n_cuts, n_cuts ? 0 : o->stages, &pc)) rc = fail(pz_last_error());
+    const int S = pc.n_stages;
+    if (!rc && S < 2) rc = fail("one stage has no boundary to time: give --stages S (2..16) or --cuts");
+    if (!rc && M > batch) {
+        char m[160];
+        snprintf(m, sizeof m, "--micro-batches %d: at most the batch (%d samples)", M, batch);
+        rc = fail(m);
+    }
+    /* compute: a FLOP rate, or the one whose links-off step is given */
+    /* the bytes per sample of each boundary */
+    double fh[PZ_MAX_STAGES] = {0}, ff[PZ_MAX_STAGES] = {0}, fb[PZ_MAX_STAGES] = {0};
+    const char *source = "";
+    pz_codec_desc fd[PZ_MAX_STAGES], bd[PZ_MAX_STAGES];
+    int from_codecs = 0;
+    char src[256];
+    const int Bm0 = M > 0 ? (batch + M - 1) / M : batch;
+    if (!rc && o->run) {
+        double f = 0, b = 0, tps = 1;
+        rc = run_bytes(o->run, &f, &b, &tps);
+        for (int i = 0; !rc && i + 1 < S; i++) ff[i] = f / tps * T, fb[i] = b / tps * T;
+        snprintf(src, sizeof src, "measured in %s (%.1f / %.1f B per token each way, headers included)", o->run, f / tps, b / tps);
+        source = src;
+    } else if (!rc && o->bytes) {
+        double f = 0, b = 0;
+        if (parse_pair(o->bytes, &f, &b)) rc = fail("--bytes-per-token expects F or F/B, non-negative numbers of bytes");
+        for (int i = 0; !rc && i + 1 < S; i++) ff[i] = f * T, fb[i] = b * T;
+        snprintf(src, sizeof src, "given: %g / %g B per %s each way", f, b, lm ? "token" : "sample");
+        source = src;
+    } else if (!rc) {
+        if (pz_pipe_parse_specs(o->fwd, S - 1, fd, "--fwd") || pz_pipe_parse_specs(o->bwd ? o->bwd : o->fwd, S - 1, bd, "--bwd"))
+            rc = fail(pz_last_error());
+        else rc = frames_bytes(&model, &pc, fd, bd, T, spec.subspace, classes, Bm0, fh, ff, fb);
+        snprintf(src, sizeof src, "frames of --fwd %s / --bwd %s over Gaussian tensors of each boundary's shape, and the batch headers", o->fwd,
+                 o->bwd ? o->bwd : o->fwd);
+        source = src;
+        from_codecs = 1;
+    }
+    const pz_timing_bytes bytes = {fh, ff, fb};
+    if (!rc && o->links_off_step > 0) { /* the rate whose step with the links off is the one given */
+        pz_pipe_config off = pc;
+        off.emu = (pz_link_emu){0};
+        off.micro_batches = M > 0 ? M : 1;
+        pz_timing_result r;
+        if (pz_timing_of_pipe(&off, &model, batch, 1.0, &bytes, 3, &r)) rc = fail(pz_last_error());
+        else rate = r.step_s / o->links_off_step;
+    }
+    if (!rc && !(rate > 0)) rc = fail("give the compute: --compute-rate RATE (FLOP/s) or --links-off-step SECONDS");
+    pz_timing_result r;
+    const int M_auto = M == 0;
+    if (!rc && M == 0 && !from_codecs) {
+        if (pz_timing_best_micro(&pc, &model, batch, rate, &bytes, o->max_micro, &M, &r)) rc = fail(pz_last_error());
+    } else if (!rc && M == 0) { /* each count's frames are its micro-batches' own */
+        for (int m = 1; !rc && m <= batch && m <= o->max_micro && m <= PZ_MAX_MICRO; m++) {
+            if (batch % m) continue;
+            double h2[PZ_MAX_STAGES], f2[PZ_MAX_STAGES], b2[PZ_MAX_STAGES];
+            rc = frames_bytes(&model, &pc, fd, bd, T, spec.subspace, classes, batch / m, h2, f2, b2);
+            const pz_timing_bytes by = {h2, f2, b2};
+            pz_timing_result rm;
+            pc.micro_batches = m;
+            if (!rc && pz_timing_of_pipe(&pc, &model, batch, rate, &by, o->steps, &rm)) rc = fail(pz_last_error());
+            if (!rc && (!M || rm.step_s < r.step_s)) {
+                M = m, r = rm;
+                memcpy(fh, h2, sizeof h2), memcpy(ff, f2, sizeof f2), memcpy(fb, b2, sizeof b2);
+            }
+        }
+    } else if (!rc) {
+        pc.micro_batches = M;
+        if (pz_timing_of_pipe(&pc, &model, batch, rate, &bytes, o->steps, &r)) rc = fail(pz_last_error());
+    }
+    if (!rc) {
+        pc.micro_batches = M;
+        const double per = (double)batch / M, tokens = per * T;
+        char a[32], b[32], c[32];
+        const char *bw_unit = emu.bandwidth >= 1e9 ? "Gbit/s" : "Mbit/s";
+        const double bw_v = emu.bandwidth >= 1e9 ? emu.bandwidth / 1e9 : emu.bandwidth / 1e6;
+        if (o->json) {
+            fprintf(out,
+                    "{\"model\": \"%s\", \"stages\": %d, \"micro_batches\": %d, \"micro_batches_auto\": %s, \"batch\": %d, "
+                    "\"tokens_per_step\": %.0f, \"pipe_schedule\": \"%s\", \"link_model\": \"%s\", \"link_bandwidth_bps\": %.17g, "
+                    "\"link_latency_s\": %.17g, \"compute_rate_flops\": %.17g, \"fwd_bytes_per_token\": %.17g, "
+                    "\"bwd_bytes_per_token\": %.17g, \"step_s\": %.17g, \"first_step_s\": %.17g, \"path_compute_s\": %.17g, "
+                    "\"path_transmit_s\": %.17g, \"path_latency_s\": %.17g, \"busiest_stage\": %d, \"busiest\": \"%s\", "
+                    "\"busiest_s\": %.17g, \"bubble_s\": %.17g, \"bytes_per_step\": %.17g, \"messages_per_step\": %d}\n",
+                    spec.name, S, M, M_auto ? "true" : "false", batch, (double)batch * T,
+                    pz_name_of(pz_pipe_schedules, pc.schedule), pz_name_of(pz_wire_models, pc.emu.model), pc.emu.bandwidth,
+                    pc.emu.latency, rate, (fh[0] + ff[0]) / T, fb[0] / T, r.step_s, r.first_step_s, r.path_compute_s,
+                    r.path_transmit_s, r.path_latency_s, r.busiest_stage, r.busiest_is_wire ? "wire" : "compute", r.busiest_s,
+                    r.bubble_s, r.bytes_per_step, r.messages_per_step);
+        } else {
+            fprintf(out, "%s in %d stages, %d micro-batch%s%s of %.4g samples (%.0f tokens), %s; %s, %.4g %s + %.4g ms\n",
+                    spec.name, S, M, M == 1 ? "" : "es", M_auto ? " (auto: the least step)" : "", per, tokens,
+                    pz_name_of(pz_pipe_schedules, pc.schedule), pc.emu.model == PZ_WIRE_SHARED ? "one shared inbound wire per stage" : "duplex links",
+                    bw_v, bw_unit, 1e3 * pc.emu.latency);
+            fprintf(out, "messages per micro-batch at boundary 1: forward %s, backward %s (%s)\n", size_str((fh[0] + ff[0]) * per, a, sizeof a),
+                    size_str(fb[0] * per, b, sizeof b), source);
+            fprintf(out, "compute at %.4g TFLOP/s%s\n", rate / 1e12, o->links_off_step > 0 ? " (the rate whose links-off step is the one given)" : "");
+            fprintf(out, "step %.6g s (steady: step %d of %d; the first, from an empty pipeline, %.6g s)\n", r.step_s, o->steps, o->steps,
+                    r.first_step_s);
+            fprintf(out, "  its critical path: compute %.4g s + transmission %.4g s + latency %.4g s\n", r.path_compute_s,
+                    r.path_transmit_s, r.path_latency_s);
+            fprintf(out, "  busiest: stage %d's %s, %.4g s of work a step; bubble %.4g s (%.1f%% of the step)\n", r.busiest_stage,
+                    r.busiest_is_wire ? (pc.emu.model == PZ_WIRE_SHARED ? "inbound wire" : "inbound link") : "compute", r.busiest_s,
+                    r.bubble_s, 100 * r.bubble_s / r.step_s);
+            fprintf(out, "  traffic: %s in %d messages a step\n", size_str(r.bytes_per_step, c, sizeof c), r.messages_per_step);
+        }
+    }
+    pz_model_free(&model);
+    return rc;
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test_time.sh — `pipezip time`, the dry timing mode, as a user meets it:
+# ProtocolNanoGPT's two records from their published settings within 5% of
+# their links-on steps, --micro-batches auto picking the least step of the
+# counts it tries, the three sources of bytes, and errors that name the
+# problem. Virtual clocks only. Usage: test_time.sh PATH/TO/pipezip
+set -u
+PZ=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+. "$(dirname "$0")/lib.sh" time
+
+expect 0 "Usage: pipezip time" -- "$PZ" time --help
+expect 0 "  time " -- "$PZ" --help
+ref=(--model gpt:layers=8,d=1024,heads=8,ctx=1024,untied=1 --vocab 50304 --cuts h.0,h.1,h.2,h.3,h.4,h.5,h.6
+     --tokens-per-step 524288 --pipe-schedule 1f1b --link-model shared --link-bandwidth 200mbit --link-latency 50ms --clip-norm 0)
+field() { python3 -c "import json,sys; print(json.loads(sys.stdin.read())['$1'])"; }
+within() { python3 -c "import sys; a, b, t = map(float, sys.argv[1:]); sys.exit(0 if abs(a / b - 1) <= t else 1)" "$@"; }
+# the dense record: 64 micro-batches, bf16 (2048 B/token each way), 0.539 s a step with the links off, 100.475 s on
+dense=$("$PZ" time "${ref[@]}" --micro-batches 64 --bytes-per-token 2048 --links-off-step 0.539 --format json | field step_s)
+if within "$dense" 100.475 0.05; then ok; else bad "the dense record: $dense s a step, published 100.475 s"; fi
+# ReparamSSN: 32 micro-batches, 322 B/token, 0.655 s off, 19.889 s on
+ssn=$("$PZ" time "${ref[@]}" --micro-batches 32 --bytes-per-token 322 --links-off-step 0.655 --format json | field step_s)
+if within "$ssn" 19.889 0.05; then ok; else bad "the ReparamSSN record: $ssn s a step, published 19.889 s"; fi
+echo "records: dense $dense s (100.475), ReparamSSN $ssn s (19.889)"
+expect 0 "its critical path: compute .* transmission .* latency" -- "$PZ" time "${ref[@]}" --micro-batches 64 \
+  --bytes-per-token 2048 --links-off-step 0.539
+# the duplex model is faster on the same bytes (its latency overlaps, each direction has its own wire)
+duplex=$("$PZ" time "${ref[@]}" --link-model duplex --micro-batches 64 --bytes-per-token 2048 --links-off-step 0.539 --format json | field step_s)
+if python3 -c "import sys; sys.exit(0 if float('$duplex') < float('$dense') else 1)"; then ok; else bad "duplex $duplex s >= shared $dense s"; fi
+
+# auto: the least step of every count that splits the batch
+tiny=(--model gpt:layers=4,d=64,heads=2,ctx=32,untied=1 --stages 4 --batch 24 --pipe-schedule 1f1b --link-model shared
+      --link-bandwidth 20mbit --link-latency 20ms --compute-rate 1gflops --fwd q8 --bwd q8)
+best=$("$PZ" time "${tiny[@]}" --micro-batches auto --format json)
+bm=$(field micro_batches <<<"$best"); bs=$(field step_s <<<"$best")
+least=$(for m in 1 2 3 4 6 8 12 24; do printf '%s %s\n' "$("$PZ" time "${tiny[@]}" --micro-batches $m --format json | field step_s)" $m; done | sort -g | head -1)
+if [ "$(cut -d' ' -f2 <<<"$least")" = "$bm" ] && within "$bs" "$(cut -d' ' -f1 <<<"$least")" 1e-12; then ok
+else bad "auto chose $bm ($bs s); the least of 1..24 is $least"; fi
+
+# bytes from a finished run
+"$PZ" train --model gpt:layers=2,d=16,heads=2,ctx=16 --stages 2 --steps 2 --batch 4 --fwd q8 --bwd q8 --limit-test 8 \
+  --out "$tmp/run" --progress none >/dev/null 2>&1 || bad "the short run failed"
+expect 0 "measured in .*run \([0-9.]+ / [0-9.]+ B per token" -- "$PZ" time --model gpt:layers=2,d=16,heads=2,ctx=16 --stages 2 \
+  --batch 4 --from-run "$tmp/run" --compute-rate 1tflops --link-bandwidth 10mbit
+
+# errors name the problem
+expect 2 "give the bytes each boundary carries one way" -- "$PZ" time --compute-rate 1tflops
+expect 2 "give the bytes each boundary carries one way" -- "$PZ" time --compute-rate 1tflops --bytes-per-token 4 --fwd q8
+expect 2 "give the compute one way" -- "$PZ" time --bytes-per-token 4
+expect 2 "--link-model 'half' is not one of: duplex\|shared" -- "$PZ" time --bytes-per-token 4 --compute-rate 1tflops --link-model half
+expect 2 "--pipe-schedule 'zigzag'" -- "$PZ" time --bytes-per-token 4 --compute-rate 1tflops --pipe-schedule zigzag
+expect 2 "one stage has no boundary" -- "$PZ" time --bytes-per-token 4 --compute-rate 1tflops --stages 1
+expect 2 "--links-off-step is the step of one micro-batch count" -- "$PZ" time --bytes-per-token 4 --links-off-step 1 --micro-batches auto
+expect 2 "--micro-batches 'many'" -- "$PZ" time --bytes-per-token 4 --compute-rate 1tflops --micro-batches many
+expect 2 "--bytes-per-token expects F or F/B" -- "$PZ" time --bytes-per-token 4/x --compute-rate 1tflops
+expect 2 "not a finished pipeline run" -- "$PZ" time --from-run "$tmp/nothing" --compute-rate 1tflops
+expect 2 "unknown model" -- "$PZ" time --model gpt-huge --bytes-per-token 4 --compute-rate 1tflops
+expect 2 "tokens-per-step 1000 is not a whole number of 128-token" -- "$PZ" time --tokens-per-step 1000 --bytes-per-token 4 --compute-rate 1tflops
+expect 2 "compute-rate 'fast'" -- "$PZ" time --bytes-per-token 4 --compute-rate fast
+
+finish test_time.sh
