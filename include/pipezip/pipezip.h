@@ -161,6 +161,8 @@ typedef struct {
     int64_t steps_done;                    /* optimizer steps, a resumed run's earlier ones included */
     int64_t resumed_from_step;             /* the checkpoint's step when resuming (0: fresh) */
     int64_t activation_bytes[16];          /* per local stage: the activation memory its schedule holds */
+    int micro_batches;                     /* micro-batches per step (--micro-batches auto: the count chosen) */
+    double auto_step_seconds[2];           /* auto: the dry step at the count chosen and at 1 (the first step's) */
 } pz_run_result;
 
 typedef struct {
@@ -181,6 +183,8 @@ typedef struct {
     int64_t eval_done, eval_total;
     double train_samples_per_second; /* training samples over the time spent training (evaluation, checkpoints
                                         excluded); samples_per_second is over the whole run so far */
+    int micro_batches_chosen;   /* --micro-batches auto: the count chosen after this step (0: none chosen here) */
+    double auto_step_seconds[2];/* ... its dry step, and the first step's count's (1) */
 } pz_progress;
 
 /* Called after every step and at the end of every epoch; returning nonzero

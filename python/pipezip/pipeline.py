@@ -78,15 +78,17 @@ class Stage:
     tap(kind, boundary, micro_batch, tensor, frame), when given, sees every
     frame this stage sends: kind "fwd", "bwd", "eval" or "plain".
     link_bandwidth ("200mbit", bits/s) and link_latency ("50ms", s):
-    every link emulated (pipezip.torch.Link), full duplex, each direction
-    on its own; the stages must share a clock (one machine). waited() is
-    the time this stage spent waiting for frames still on the wire.
+    every link emulated (pipezip.torch.Link); link_model "duplex" (each
+    direction on its own) or "shared" (ProtocolNanoGPT's meter: one inbound
+    wire per stage for both directions, stop and wait); the stages must
+    share a clock (one machine). waited() is the time this stage spent
+    waiting for frames still on the wire.
     """
 
     _STATE_VERSION = 1
 
     def __init__(self, module, fwd="q4", bwd="q8", micro_batches=1, schedule="1f1b", group=None, seed=None,
-                 max_samples=None, tap=None, link_bandwidth=None, link_latency=0.0):
+                 max_samples=None, tap=None, link_bandwidth=None, link_latency=0.0, link_model="duplex"):
         if not dist.is_initialized():
             raise RuntimeError("pipezip: torch.distributed is not initialised (dist.init_process_group first)")
         if schedule not in SCHEDULES:
@@ -121,9 +123,12 @@ class Stage:
         self.tap = tap
         emulate = self.links_emulated = link_bandwidth is not None or _seconds(link_latency) > 0
         # sender ends (each direction's own queue) and the receiving waits
-        self._link_fwd = Link(link_bandwidth, link_latency) if emulate else None
-        self._link_bwd = Link(link_bandwidth, link_latency) if emulate else None
-        self._link_rx = Link(link_bandwidth, link_latency) if emulate else None
+        if link_model not in Link.MODELS:
+            raise ValueError(f"pipezip: link_model '{link_model}' (expected duplex or shared)")
+        self._link_fwd = Link(link_bandwidth, link_latency, model=link_model) if emulate else None
+        self._link_bwd = Link(link_bandwidth, link_latency, model=link_model) if emulate else None
+        # one receiving end for both directions: under "shared" it bills the stage's one inbound wire
+        self._link_rx = Link(link_bandwidth, link_latency, model=link_model) if emulate else None
 
     # -- the schedule -----------------------------------------------------
     def _peer(self, r):

@@ -262,33 +262,67 @@ class _Sent:
 
 
 class Link:
-    """An emulated link one way: frames leave the sender one after another
-    at `bandwidth` bits per second and arrive `latency` seconds later.
-    The sender stamps each frame's arrival time (depart(nbytes)); the
-    receiver waits until then (arrive(t)). Both ends must share a clock
-    (one machine, or synchronised clocks). bandwidth: bits/s or a string
-    "200mbit", "1gbit", "10kbit"; latency: seconds or "50ms", "2s"."""
+    """An emulated link one way, by one of pipezip's two wire models
+    (model="duplex" or "shared", as pipezip train --link-model).
+    duplex: frames leave the sender one after another at `bandwidth` bits
+    per second and arrive `latency` seconds later; the sender stamps each
+    frame's arrival time (depart(nbytes)), the receiver waits until then
+    (arrive(t, nbytes)). shared (ProtocolNanoGPT's meter): the sender stamps
+    the time it sent; the receiver bills its one inbound wire (`wire`, a
+    Wire shared by the links it receives on), held for each message's
+    transmission and latency in the order it takes them: a message arrives
+    at max(the wire's last arrival, sent) + bits / bandwidth + latency.
+    Both ends must share a clock (one machine, or synchronised clocks).
+    bandwidth: bits/s or a string "200mbit", "1gbit", "10kbit"; latency:
+    seconds or "50ms", "2s"."""
 
-    def __init__(self, bandwidth=None, latency=0.0, clock=None, sleep=None):
+    MODELS = ("duplex", "shared")
+
+    def __init__(self, bandwidth=None, latency=0.0, clock=None, sleep=None, model="duplex", wire=None):
         import time
+        if model not in Link.MODELS:
+            raise ValueError(f"pipezip: link model '{model}' (expected duplex or shared)")
         self.bandwidth = _rate(bandwidth) if bandwidth is not None else None
         self.latency = _seconds(latency)
         self.clock, self.sleep = clock or time.time, sleep or time.sleep
-        self.free = 0.0  # when the sender's end is free for the next frame
+        self.model = model
+        self.wire = wire if wire is not None else Wire()
+        self.free = 0.0  # duplex: when the sender's end is free for the next frame
         self.waited = 0.0
 
+    def _busy(self, nbytes):
+        return 8.0 * nbytes / self.bandwidth if self.bandwidth else 0.0
+
     def depart(self, nbytes):
-        """the arrival time of a frame of nbytes sent now"""
-        start = max(self.clock(), self.free)
-        self.free = start + (8.0 * nbytes / self.bandwidth if self.bandwidth else 0.0)
+        """duplex: the arrival time of a frame of nbytes sent now; shared: now"""
+        now = self.clock()
+        if self.model == "shared":
+            return now
+        start = max(now, self.free)
+        self.free = start + self._busy(nbytes)
         return self.free + self.latency
 
-    def arrive(self, at):
-        """wait until `at` (a time depart() gave)"""
+    def arrive(self, at, nbytes=0):
+        """wait until the frame stamped `at` (depart's) arrives"""
+        if self.model == "shared":
+            at = self.wire.take(at, self._busy(nbytes) + self.latency)
         now = self.clock()
         if at > now:
             self.sleep(at - now)
             self.waited += at - now
+        return at
+
+
+class Wire:
+    """A receiver's one inbound wire (the shared model): the last arrival on it."""
+
+    def __init__(self):
+        self.last = 0.0
+
+    def take(self, sent, hold):
+        """a message sent at `sent` holding the wire `hold` seconds: its arrival"""
+        self.last = max(self.last, sent) + hold
+        return self.last
 
 
 _UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
@@ -324,7 +358,7 @@ def _seconds(v):
 def _frame_message(codec, tensor, ids, group, link):
     frame = _encode(codec, tensor, ids)
     dev = _wire(group)
-    at = link.depart(len(frame)) if link is not None else 0.0
+    at = max(link.depart(len(frame)), 1e-9) if link is not None else 0.0
     # the header: the frame's length and its arrival time on an emulated link (ns; 0: none)
     head = torch.tensor([len(frame), int(at * 1e9)], dtype=torch.int64, device=dev)
     body = torch.from_numpy(frame)
@@ -363,7 +397,7 @@ def recv_frame(src, group=None, tag=0, link=None):
     body = torch.empty(n, dtype=torch.uint8, device=dev)
     dist.recv(body, src, group=group, tag=tag)
     if link is not None and at:
-        link.arrive(at / 1e9)
+        link.arrive(at / 1e9, n)
     return body.cpu().numpy().tobytes()
 
 

@@ -198,6 +198,29 @@ class EmulatedLink(unittest.TestCase):
         now[0] = 20.0  # an idle link starts from now
         self.assertAlmostEqual(link.depart(125), 20.0 + 1000 / 8e6 + 0.05)
 
+    def test_shared_wire(self):
+        """the shared model (ProtocolNanoGPT's meter): the sender stamps when it
+        sent; the receiver's one wire, shared by both directions, is held for
+        each message's transmission and latency in the order it takes them"""
+        now = [10.0]
+        slept = []
+        wire = pzt.Wire()
+        clock, sleep = (lambda: now[0]), (lambda s: slept.append(s))
+        fwd = pzt.Link("8mbit", "50ms", clock=clock, sleep=sleep, model="shared")
+        rx_a = pzt.Link("8mbit", "50ms", clock=clock, sleep=sleep, model="shared", wire=wire)
+        rx_b = pzt.Link("8mbit", "50ms", clock=clock, sleep=sleep, model="shared", wire=wire)
+        self.assertEqual(fwd.depart(1_000_000), 10.0)  # the time sent
+        self.assertAlmostEqual(rx_a.arrive(10.0, 1_000_000), 11.05)
+        now[0] = 11.05
+        # a gradient from the other side, sent at 10.5, waits for the wire: 11.05 + 0.5 s + 50 ms
+        self.assertAlmostEqual(rx_b.arrive(10.5, 500_000), 11.6)
+        self.assertAlmostEqual(sum(slept), 1.6)
+        # the duplex model would have overlapped them
+        d = pzt.Link("8mbit", "50ms", clock=clock, sleep=sleep)
+        self.assertAlmostEqual(d.depart(500_000), now[0] + 0.5 + 0.05)
+        with self.assertRaises(ValueError):
+            pzt.Link("8mbit", model="half")
+
     def test_bad_settings_are_refused(self):
         for bw in ("fast", "-1mbit", "0", "mbit"):
             with self.assertRaises(ValueError):

@@ -83,6 +83,11 @@ static int on_progress(const pz_progress *p, void *user) {
         kill(getpid(), SIGTERM);
     }
     if (interrupted) return 1;
+    if (p->micro_batches_chosen) { /* --micro-batches auto: said whatever the progress mode (it is a setting) */
+        if (ps->mode == 1) fprintf(stderr, "\r\033[K");
+        fprintf(stderr, "micro-batches auto: %d (a step of %.4g s over the emulated links by the first step's bytes; %.4g s in 1)\n",
+                p->micro_batches_chosen, p->auto_step_seconds[0], p->auto_step_seconds[1]);
+    }
     char eta[32], el[32];
     fmt_time(eta, sizeof eta, p->eta);
     fmt_time(el, sizeof el, p->elapsed);
@@ -256,6 +261,8 @@ static void print_header(const pz_run_plan *p) {
     char sched[96] = "";
     if (p->micro_batches > 1)
         snprintf(sched, sizeof sched, ", %d micro-batches (%s)", p->micro_batches, text_of(p, PZ_SET_PIPE_SCHEDULE));
+    else if (p->micro_batches == 0)
+        snprintf(sched, sizeof sched, ", micro-batches auto (chosen after step 1; %s)", text_of(p, PZ_SET_PIPE_SCHEDULE));
     if (layout && p->budget.kind != PZ_BUDGET_OFF)
         fprintf(stderr, "pipeline: %s, codecs chosen under a budget of %s from %s every %d steps (least %s error, activations x%g)%s%s%s\n",
                 layout, text_of(p, PZ_SET_BUDGET), text_of(p, PZ_SET_BUDGET_LADDER), p->budget.every, text_of(p, PZ_SET_BUDGET_RULE),

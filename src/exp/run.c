@@ -8,6 +8,7 @@
 #include "run_internal.h"
 #include "records.h"
 #include "link/link.h"
+#include "pipe/timing.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -54,6 +55,7 @@ typedef struct {
     char ckpt[4300];           /* the checkpoint directory written last ("": none yet) */
     int ranks;
     int turn;                  /* split learning: 0 the whole run is one turn, -1 a turn per epoch, K per K steps */
+    int auto_micro;            /* --micro-batches auto, not chosen yet: choose after the first step */
 } run;
 
 /* ---- the run directory's streams ---------------------------------------------- */
@@ -143,6 +145,12 @@ static pz_status start(run *r) {
     res->final_test_bits_per_byte = res->final_test_bits_per_byte_compressed = -1;
     PZ_TRY(run_pipe_config(cfg, &r->model, &r->train, &r->pc, ranks));
     if (resume) r->pc.resume = r->resume_dir;
+    /* --micro-batches auto: the first step in one, then the count chosen (a resumed run: the one it chose) */
+    if (cfg->micro_batches == 0) {
+        r->pc.micro_batches = resume && r->rs.micro_batches > 0 ? r->rs.micro_batches : 1;
+        r->auto_micro = !(resume && r->rs.micro_batches > 0);
+    }
+    res->micro_batches = r->pc.micro_batches;
     if (r->link->place) PZ_TRY(r->link->place(cfg, r->rank, ranks, &r->pc));
     PZ_TRY(pz_pipe_create(&r->pipe, &r->pc));
     res->n_stages = r->pc.n_stages;
@@ -386,6 +394,64 @@ static pz_status budget_round(run *r, int epoch) {
     return PZ_OK;
 }
 
+/* --micro-batches auto, after the first step (in one micro-batch): the
+ * bytes per sample each boundary carried in it and the compute (the rate
+ * clock's rate, or the FLOPs the stages did over the compute time they
+ * measured) into the dry timing mode, for every count that splits the
+ * batch; the pipeline goes on in the count with the least step, from a
+ * snapshot of its state. */
+static pz_status choose_micro_batches(run *r, int B, int *chosen) {
+    r->auto_micro = 0;
+    PZ_TRY(pz_pipe_collect_stats(r->pipe));
+    const int S = r->pc.n_stages;
+    double fh[PZ_MAX_STAGES] = {0}, ff[PZ_MAX_STAGES] = {0}, fb[PZ_MAX_STAGES] = {0}, flops = 0, seconds = 0;
+    for (int b = 0; b + 1 < S; b++) {
+        const pz_boundary_stats bs = pz_pipe_boundary_stats(r->pipe, b);
+        ff[b] = (double)bs.fwd_bytes / B, fb[b] = (double)bs.bwd_bytes / B;
+    }
+    for (int i = 0, from = 0; i < S; i++) {
+        const int to = i == S - 1 ? r->model.net.n : r->pc.cuts[i] + 1;
+        for (int l = from; l < to; l++) flops += 6.0 * (double)r->model.net.layers[l].macs * B;
+        seconds += pz_pipe_stage_compute(r->pipe, i);
+        from = to;
+    }
+    const double rate = r->pc.clock.kind == PZ_CLOCK_RATE ? r->pc.clock.rate : seconds > 0 ? flops / seconds : 0.0;
+    if (!(rate > 0)) return pz_fail(PZ_ERR_STATE, "--micro-batches auto: the first step measured no compute to time the counts by");
+    const pz_timing_bytes bytes = {fh, ff, fb};
+    pz_timing_result best, one;
+    int M = 1;
+    pz_pipe_config c = r->pc;
+    c.micro_batches = 1;
+    PZ_TRY(pz_timing_of_pipe(&c, &r->model, B, rate, &bytes, 3, &one));
+    PZ_TRY(pz_timing_best_micro(&r->pc, &r->model, B, rate, &bytes, PZ_MAX_MICRO, &M, &best));
+    r->res->micro_batches = *chosen = M;
+    r->res->auto_step_seconds[0] = best.step_s, r->res->auto_step_seconds[1] = one.step_s;
+    if (M == r->pc.micro_batches) return PZ_OK;
+    /* the same state, planned again in M micro-batches */
+    pz_pipe_state snap;
+    memset(&snap, 0, sizeof snap);
+    pz_status st = pz_traffic_pause(&r->traffic, r->pipe);
+    r->emulated += pz_pipe_clock(r->pipe) - r->clock0;
+    if (!st) pz_pipe_stop(r->pipe), st = pz_pipe_snapshot(r->pipe, &snap);
+    if (st) {
+        pz_pipe_state_free(&snap);
+        return st;
+    }
+    pz_pipe_free(r->pipe);
+    r->pipe = NULL;
+    r->pc.micro_batches = M;
+    r->pc.restore = &snap, r->pc.resume = NULL;
+    st = pz_pipe_create(&r->pipe, &r->pc);
+    r->pc.restore = NULL;
+    pz_pipe_state_free(&snap);
+    PZ_TRY(st);
+    for (int i = 0; i < S && i < 16; i++) r->res->activation_bytes[i] = pz_pipe_activation_bytes(r->pipe, i);
+    if (r->cfg->aqsgd_warmup > 0) PZ_TRY(pz_pipe_set_warmup(r->pipe, r->cur_epoch < r->cfg->aqsgd_warmup));
+    PZ_TRY(pz_traffic_resume(&r->traffic, r->pipe));
+    r->clock0 = pz_pipe_clock(r->pipe);
+    return PZ_OK;
+}
+
 static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
     const pz_run_plan *cfg = r->cfg;
     pz_loader_start_epoch(&r->loader, epoch);
@@ -405,10 +471,16 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
                            epoch + 1, (long long)e->steps + 1);
         e->loss_sum += (double)loss * B, e->hits += correct, e->seen += B, r->samples += B, r->samples_here += B;
         e->steps++, r->global_step++;
+        int chosen = 0;
+        if (r->auto_micro) PZ_TRY(choose_micro_batches(r, B, &chosen));
         /* --budget: choose the rungs again (not after the run's last step: nothing would use them) */
         if (pz_budget_due(&r->pc.budget, r->global_step) && r->global_step < r->sched.total_steps) PZ_TRY(budget_round(r, epoch));
         const double now = pz_now();
-        const pz_progress p = progress(r, epoch, e->steps, e->loss_sum, e->hits, e->seen, lr, now);
+        pz_progress p = progress(r, epoch, e->steps, e->loss_sum, e->hits, e->seen, lr, now);
+        if (chosen) {
+            p.micro_batches_chosen = chosen;
+            p.auto_step_seconds[0] = r->res->auto_step_seconds[0], p.auto_step_seconds[1] = r->res->auto_step_seconds[1];
+        }
         if (r->on_progress && r->on_progress(&p, r->user)) r->res->stopped = 1;
         const int last = epoch_last_step(r, e);
         if (r->steps_m.f && (r->global_step % cfg->log_every == 0 || last)) {
@@ -485,6 +557,7 @@ static pz_status write_checkpoint(run *r, run_state *ns) {
     PZ_TRY(pz_pipe_save(r->pipe, d));
     ns->wall = pz_now() - r->t0;
     snprintf(ns->fingerprint, sizeof ns->fingerprint, "%s", r->fp);
+    if (r->cfg->micro_batches == 0 && !r->auto_micro) ns->micro_batches = r->pc.micro_batches; /* auto: the count chosen */
     PZ_TRY(run_state_write(r->out_dir, ns));
     if (r->ckpt[0] && strcmp(r->ckpt, d)) run_checkpoint_remove(r->ckpt);
     snprintf(r->ckpt, sizeof r->ckpt, "%s", d);
@@ -589,7 +662,8 @@ static pz_status write_summary(const run *r) {
                     PZ_NUM("final_test_bits_per_byte", or_null(res->final_test_bits_per_byte)),
                     PZ_NUM("final_test_bits_per_byte_compressed", or_null(res->final_test_bits_per_byte_compressed)),
                     PZ_NUM("steps", (double)res->steps_done), PZ_NUM("resumed_from_step", (double)res->resumed_from_step),
-                    PZ_STR("pipe_schedule", run_plan_str(r->cfg, PZ_SET_PIPE_SCHEDULE)), PZ_STR("activation_bytes", acts)};
+                    PZ_STR("pipe_schedule", run_plan_str(r->cfg, PZ_SET_PIPE_SCHEDULE)), PZ_STR("activation_bytes", acts),
+                    PZ_NUM("micro_batches", res->micro_batches)};
     return run_write_json(r->out_dir, "summary.json", f, (int)(sizeof f / sizeof *f));
 }
 

@@ -91,7 +91,7 @@ static int config_fields(const pz_run_plan *p, pz_field *f, char *seed_buf) {
     f[n++] = PZ_STR("fwd", budget ? "budget" : run_plan_str(p, PZ_SET_FWD));
     f[n++] = PZ_STR("bwd", budget ? "budget" : run_plan_str(p, PZ_SET_BWD));
     f[n++] = PZ_STR("eval_compress", run_plan_str(p, PZ_SET_EVAL_COMPRESS));
-    f[n++] = PZ_NUM("micro_batches", p->micro_batches);
+    f[n++] = p->micro_batches ? PZ_NUM("micro_batches", p->micro_batches) : PZ_STR("micro_batches", "auto");
     f[n++] = PZ_NUM("aqsgd_warmup", p->aqsgd_warmup);
     f[n++] = PZ_STR("link", run_plan_str(p, PZ_SET_LINK));
     f[n++] = PZ_STR("link_bandwidth", run_plan_str(p, PZ_SET_LINK_BANDWIDTH));
@@ -203,6 +203,7 @@ static unsigned long state_check(const run_state *s) {
     if (s->step_in_epoch > 0 && n > 0 && (size_t)n < sizeof buf)
         n += snprintf(buf + n, sizeof buf - (size_t)n, " %lld %lld %lld %.17g %.17g %d", (long long)s->step_in_epoch,
                       (long long)s->ep_hits, (long long)s->ep_seen, s->ep_loss_sum, s->ep_eval_seconds, s->eval_pending);
+    if (s->micro_batches > 0 && n > 0 && (size_t)n < sizeof buf) n += snprintf(buf + n, sizeof buf - (size_t)n, " mb %d", s->micro_batches);
     return crc32(0L, (const Bytef *)buf, (uInt)(n > 0 && (size_t)n < sizeof buf ? n : 0));
 }
 
@@ -215,7 +216,7 @@ void run_state_dir(char *out, size_t cap, const char *dir, const run_state *s) {
  * order or escaping reads the same); numbers in %.17g (exact doubles), the
  * fingerprint escaped by cJSON, and the checksum of them all */
 pz_status run_state_write(const char *dir, const run_state *s) {
-    char path[4200], buf[4096], mid[512] = "";
+    char path[4200], buf[4096], mid[600] = "";
     snprintf(path, sizeof path, "%s/checkpoint/latest.json", dir);
     cJSON *str = cJSON_CreateString(s->fingerprint);
     char *fp = str ? cJSON_PrintUnformatted(str) : NULL;
@@ -227,6 +228,7 @@ pz_status run_state_write(const char *dir, const run_state *s) {
                  "\"epoch_eval_seconds\": %.17g, \"eval_pending\": %d, ",
                  (long long)s->step_in_epoch, (long long)s->ep_hits, (long long)s->ep_seen, s->ep_loss_sum, s->ep_eval_seconds,
                  s->eval_pending);
+    if (s->micro_batches > 0) snprintf(mid + strlen(mid), sizeof mid - strlen(mid), "\"micro_batches\": %d, ", s->micro_batches);
     const int n = snprintf(buf, sizeof buf,
                            "{\"epoch\": %d, \"global_step\": %lld, \"samples\": %lld, \"best\": %.17g, \"wall\": %.17g, "
                            "\"emulated\": %.17g, \"fwd_bytes\": %.17g, \"bwd_bytes\": %.17g, \"fp32_bytes\": %.17g, "
@@ -272,9 +274,9 @@ pz_status run_state_read(const char *dir, run_state *s) {
         v[i] = f->valuedouble;
     }
     static const char *const mid_keys[] = {"step_in_epoch", "epoch_hits", "epoch_seen", "epoch_loss_sum", "epoch_eval_seconds",
-                                           "eval_pending"};
-    double w[6];
-    for (int i = 0; i < 6; i++)
+                                           "eval_pending", "micro_batches"};
+    double w[7];
+    for (int i = 0; i < 7; i++)
         if (!opt_num(o, mid_keys[i], &w[i])) {
             cJSON_Delete(o);
             return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record ('%s' is not a number)", path, mid_keys[i]);
@@ -291,14 +293,15 @@ pz_status run_state_read(const char *dir, run_state *s) {
     cJSON_Delete(o);
     const int mid = w[0] > 0;
     if (v[0] < (mid ? 0 : 1) || v[0] != floor(v[0]) || v[0] > 1e6 || v[1] < 0 || v[2] < 0 || v[1] != floor(v[1]) || v[2] != floor(v[2]) ||
-        w[0] < 0 || w[0] != floor(w[0]) || w[0] > v[1] || w[1] < 0 || w[2] < 0 || (w[5] != 0 && w[5] != 1))
+        w[0] < 0 || w[0] != floor(w[0]) || w[0] > v[1] || w[1] < 0 || w[2] < 0 || (w[5] != 0 && w[5] != 1) || w[6] < 0 ||
+        w[6] > PZ_MAX_MICRO || w[6] != floor(w[6]))
         return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint record (epoch %g, step %g, step in its epoch %g)", path, v[0],
                        v[1], w[0]);
     s->epoch = (int)v[0], s->global_step = (int64_t)v[1], s->samples = (int64_t)v[2];
     s->best = v[3], s->wall = v[4], s->emulated = v[5], s->fwd_bytes = v[6], s->bwd_bytes = v[7];
     s->fp32_bytes = v[8], s->eval_bytes = v[9], s->link_bytes = v[10];
     s->step_in_epoch = (int64_t)w[0], s->ep_hits = (int64_t)w[1], s->ep_seen = (int64_t)w[2];
-    s->ep_loss_sum = w[3], s->ep_eval_seconds = w[4], s->eval_pending = (int)w[5];
+    s->ep_loss_sum = w[3], s->ep_eval_seconds = w[4], s->eval_pending = (int)w[5], s->micro_batches = (int)w[6];
     char want[16], where[64];
     snprintf(want, sizeof want, "%08lx", state_check(s));
     if (mid) snprintf(where, sizeof where, "step-%lld", (long long)s->global_step);

@@ -29,6 +29,7 @@ typedef struct {
     int64_t step_in_epoch, ep_hits, ep_seen;
     double ep_loss_sum, ep_eval_seconds;
     int eval_pending;
+    int micro_batches;         /* --micro-batches auto: the count chosen (0: none) */
     char fingerprint[1024];
 } run_state;
 /* the checkpoint directory a state names (epoch-E or step-N) */

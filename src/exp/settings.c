@@ -129,6 +129,17 @@ static pz_status parse_latency(pz_run_plan *p, const char *t, const char *flag) 
     return pz_parse_duration(t, &p->latency);
 }
 
+static pz_status parse_micro_batches(pz_run_plan *p, const char *t, const char *flag) {
+    if (!strcmp(t, "auto")) return p->micro_batches = 0, PZ_OK;
+    char *end;
+    const long m = strtol(t, &end, 10);
+    if (end == t || *end) return pz_fail(PZ_ERR_ARG, "%s expects an integer or auto, got '%s'", flag, t);
+    if (m < 1 || m > PZ_MAX_MICRO) return pz_fail(PZ_ERR_ARG, "%s must be in 1..%d or auto, got %ld", flag, PZ_MAX_MICRO, m);
+    p->micro_batches = (int)m;
+    return PZ_OK;
+}
+static const char *micro_batches_choices(void) { return "M|auto"; }
+
 static pz_status parse_turn(pz_run_plan *p, const char *t, const char *flag) {
     (void)flag;
     if (!strcmp(t, "run")) return p->turn = 0, PZ_OK;
@@ -218,8 +229,11 @@ const run_setting run_settings[PZ_SET_COUNT] = {
     TEXT(PZ_SET_BWD, "bwd", "bwd", parse_bwd, "q8", "SPEC", "codec for gradients, as --fwd", NULL),
     ENUM(PZ_SET_EVAL_COMPRESS, "eval-compress", "eval_compress", eval_compress, run_eval_modes, "both", "MODE",
          "test through compressed boundaries, plain ones, or both"),
-    NUM(PZ_SET_MICRO_BATCHES, "micro-batches", "micro_batches", SET_INT, micro_batches, 1, PZ_MAX_MICRO, "M",
-        "GPipe: split every batch into M micro-batches that flow through the stages in turn"),
+    TEXT(PZ_SET_MICRO_BATCHES, "micro-batches", "micro_batches", parse_micro_batches, "1", "M",
+         "split every batch into M micro-batches that flow through the stages in turn; auto: after the first step (in 1), the "
+         "count that splits the batch with the least step over the emulated links for the bytes that step measured (the dry "
+         "timing mode of pipezip time), printed and recorded",
+         micro_batches_choices),
     NUM(PZ_SET_AQSGD_WARMUP, "aqsgd-warmup", "aqsgd_warmup", SET_INT, aqsgd_warmup, 0, 100000, "EPOCHS",
         "aqsgd(...) codecs send uncompressed for the first EPOCHS epochs, filling their buffers"),
     TEXT(PZ_SET_LINK, "link", "link", parse_link, "inproc", "KIND",
@@ -514,7 +528,7 @@ int run_plan_one_stage(const pz_run_plan *p) {
 
 int pz_run_uses_pipeline(const pz_run_plan *p) {
     return (p->stages == 0 && p->model.arch == PZ_ARCH_RESNET) || p->stages > 1 || p->n_cuts || p->link->remote ||
-           p->micro_batches > 1 || p->given[PZ_SET_LINK_BANDWIDTH] || p->given[PZ_SET_LINK_LATENCY];
+           p->micro_batches != 1 || p->given[PZ_SET_LINK_BANDWIDTH] || p->given[PZ_SET_LINK_LATENCY];
 }
 
 const char *pz_run_layout(const pz_run_plan *p, char *buf, size_t cap) {
@@ -562,6 +576,15 @@ pz_status run_plan_check(const pz_run_plan *p) {
     if (!p->steps && p->warmup_epochs > p->epochs) return pz_fail(PZ_ERR_ARG, "--warmup must be in [0, epochs], got %g", p->warmup_epochs);
     if (p->micro_batches > p->batch)
         return pz_fail(PZ_ERR_ARG, "--micro-batches must be in 1..%d and at most --batch, got %d", PZ_MAX_MICRO, p->micro_batches);
+    if (p->micro_batches == 0) { /* auto */
+        if (p->link->remote || p->link->processes)
+            return pz_fail(PZ_ERR_ARG, "--micro-batches auto re-plans the pipeline after its first step, which needs every stage in "
+                                       "this process (--link inproc): give a count with --link %s", p->link->name);
+        if (!p->given[PZ_SET_LINK_BANDWIDTH] && !p->given[PZ_SET_LINK_LATENCY])
+            return pz_fail(PZ_ERR_ARG, "--micro-batches auto chooses the count with the least step over the emulated links: give "
+                                       "--link-bandwidth and/or --link-latency");
+        if (p->turn) return pz_fail(PZ_ERR_ARG, "--micro-batches auto and --turn: give a count");
+    }
     if (!p->steps && p->aqsgd_warmup > p->epochs) return pz_fail(PZ_ERR_ARG, "--aqsgd-warmup must be in 0..epochs, got %d", p->aqsgd_warmup);
     if (p->stages > 0 && p->n_cuts && p->n_cuts + 1 != p->stages)
         return pz_fail(PZ_ERR_ARG, "--stages %d and --cuts %s (%d stages) disagree: give one of them", p->stages,

@@ -235,6 +235,10 @@ pz_boundary_stats pz_pipe_boundary_stats(const pz_pipe *p, int b) {
     return s;
 }
 
+double pz_pipe_stage_compute(const pz_pipe *p, int stage) {
+    return stage >= 0 && stage < p->S ? p->reports[stage].compute_s : 0.0;
+}
+
 double pz_pipe_clock(pz_pipe *p) {
     pz_clock_charge(&p->clock);
     return p->clock.t;
@@ -319,11 +323,16 @@ pz_status pz_pipe_snapshot(pz_pipe *p, pz_pipe_state *out) {
     return PZ_OK;
 }
 
+void pz_pipe_stop(pz_pipe *p) {
+    if (p->started && p->has_driver) pz_link_send(p->to_first, MSG_STOP, "", 0);
+    p->started = 0;
+    for (int i = p->first; i <= p->last; i++)
+        if (p->st[i].running) pthread_join(p->st[i].thread, NULL), p->st[i].running = 0;
+}
+
 void pz_pipe_free(pz_pipe *p) {
     if (!p) return;
-    if (p->started && p->has_driver) pz_link_send(p->to_first, MSG_STOP, "", 0);
-    for (int i = p->first; i <= p->last; i++)
-        if (p->st[i].running) pthread_join(p->st[i].thread, NULL);
+    pz_pipe_stop(p);
     for (int i = p->first; i <= p->last; i++) {
         stage *s = &p->st[i];
         for (int m = 0; m < PZ_MAX_MICRO; m++)

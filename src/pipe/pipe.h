@@ -129,6 +129,9 @@ pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t
  * pz_pipe_boundary_stats then reads them. */
 pz_status pz_pipe_collect_stats(pz_pipe *p);
 pz_boundary_stats pz_pipe_boundary_stats(const pz_pipe *p, int boundary);
+/* Local stage i's compute seconds so far as its clock measured them (its
+ * layers; pz_pipe_collect_stats first). */
+double pz_pipe_stage_compute(const pz_pipe *p, int stage);
 /* The driver's virtual clock (seconds): compute measured here plus
  * emulated transfers, as the schedule overlaps them. */
 double pz_pipe_clock(pz_pipe *p);
@@ -157,6 +160,9 @@ int pz_pipe_stages(const pz_pipe *p);
 /* After pz_pipe_wait: the local stages' state into *st (replacing what it
  * held), to start a later pipeline from (pz_pipe_config.restore). */
 pz_status pz_pipe_snapshot(pz_pipe *p, pz_pipe_state *st);
+/* Stop the local stages (the driver's STOP along the chain) and wait for
+ * their threads; their state stays for pz_pipe_snapshot, then free. */
+void pz_pipe_stop(pz_pipe *p);
 void pz_pipe_state_free(pz_pipe_state *st);
 /* 1 once the driver's settings check passed at this process's first stage. */
 int pz_pipe_checked(const pz_pipe *p);

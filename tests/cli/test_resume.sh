@@ -83,6 +83,19 @@ for sched in gpipe 1f1b; do
   "$pz" train "${gpt[@]}" --pipe-schedule $sched --resume "$tmp/gpt-$sched-b" > "$tmp/gpt-r.log" 2>&1 || bad "gpt $sched: resume failed: $(tail -3 "$tmp/gpt-r.log")"
   same_run "gpt $sched SIGTERM" "$tmp/gpt-$sched-a" "$tmp/gpt-$sched-b"
 done
+# --micro-batches auto: the count chosen after step 1 is in the checkpoint;
+# SIGTERM at step 14, resumed, goes on in that count to the same numbers
+# (untied: a tied table's gradient per micro-batch would make 1 the best count; here 8 is, and the pipeline is re-planned)
+auto=(--model gpt:layers=4,d=32,heads=2,ctx=16,untied=1 --data "text:$tmp/text.txt" --steps 30 --batch 8 --micro-batches auto
+      --stages 4 --fwd q4:per=token --bwd q8 --eval-every 5 --limit-test 16 --link-bandwidth 2mbit --link-latency 1ms
+      --link-model shared --compute-rate 1gflops --pipe-schedule 1f1b --progress none --log-every 1)
+"$pz" train "${auto[@]}" --out "$tmp/auto-a" > "$tmp/auto-a.log" 2>&1 || bad "auto: the uninterrupted run failed: $(tail -3 "$tmp/auto-a.log")"
+grep -q "micro-batches auto: 8 " "$tmp/auto-a.log" && ok || bad "auto: not 8 micro-batches: $(head -5 "$tmp/auto-a.log")"
+PZ_TEST_SIGNAL_AT_STEP=14 "$pz" train "${auto[@]}" --out "$tmp/auto-b" > "$tmp/auto-b.log" 2>&1
+grep -qs '"micro_batches": [0-9]' "$tmp/auto-b/checkpoint/latest.json" && ok || bad "auto: the checkpoint does not record the count"
+"$pz" train "${auto[@]}" --resume "$tmp/auto-b" > "$tmp/auto-r.log" 2>&1 || bad "auto: resume failed: $(tail -3 "$tmp/auto-r.log")"
+grep -q "micro-batches auto: " "$tmp/auto-r.log" && bad "auto: the resumed run chose again" || ok
+same_run "micro-batches auto SIGTERM" "$tmp/auto-a" "$tmp/auto-b"
 # a budget's choices are the senders' codecs: SIGTERM at step 14 (after the
 # choice of step 12, before step 16's), resumed, makes the same choices and
 # ends with the same losses and bytes; budget.jsonl keeps exactly the

@@ -37,6 +37,23 @@ least=$(for m in 1 2 3 4 6 8 12 24; do printf '%s %s\n' "$("$PZ" time "${tiny[@]
 if [ "$(cut -d' ' -f2 <<<"$least")" = "$bm" ] && within "$bs" "$(cut -d' ' -f1 <<<"$least")" 1e-12; then ok
 else bad "auto chose $bm ($bs s); the least of 1..24 is $least"; fi
 
+# train --micro-batches auto picks, after step 1, the count whose dry step
+# is least for the bytes step 1 carried: the same count and step as
+# pipezip time over a one-step run's records (q8/q4 frames: the same bytes)
+tr=(--model gpt:layers=4,d=32,heads=2,ctx=16,untied=1 --stages 4 --batch 24 --fwd q8 --bwd q4 --link-bandwidth 2mbit
+    --link-latency 20ms --link-model shared --pipe-schedule 1f1b --compute-rate 1gflops --limit-test 8 --progress none)
+"$PZ" train "${tr[@]}" --steps 1 --micro-batches 1 --out "$tmp/one" > /dev/null 2>&1 || bad "the one-step run failed"
+"$PZ" train "${tr[@]}" --steps 3 --micro-batches auto --out "$tmp/auto" > "$tmp/auto.log" 2>&1 || bad "the auto run failed: $(tail -2 "$tmp/auto.log")"
+want=$("$PZ" time --model gpt:layers=4,d=32,heads=2,ctx=16,untied=1 --stages 4 --batch 24 --from-run "$tmp/one" --micro-batches auto \
+  --link-bandwidth 2mbit --link-latency 20ms --link-model shared --pipe-schedule 1f1b --compute-rate 1gflops --format json)
+wm=$(field micro_batches <<<"$want"); ws=$(field step_s <<<"$want")
+got=$(sed -n 's/^micro-batches auto: \([0-9]*\) (a step of \([0-9.e+-]*\) s.*/\1 \2/p' "$tmp/auto.log")
+if [ "${got% *}" = "$wm" ] && within "${got#* }" "$ws" 1e-3; then ok; else bad "train auto chose '$got'; pipezip time: $wm ($ws s)"; fi
+grep -qs "\"micro_batches\": $wm}" "$tmp/auto/summary.json" && ok || bad "the summary does not record the count chosen"
+expect 2 "--micro-batches auto .* give --link-bandwidth" -- "$PZ" train --model gpt:layers=2,d=16,heads=2,ctx=16 --stages 2 \
+  --micro-batches auto --no-out
+expect 2 "--micro-batches expects an integer or auto, got 'lots'" -- "$PZ" train --micro-batches lots --no-out
+
 # bytes from a finished run
 "$PZ" train --model gpt:layers=2,d=16,heads=2,ctx=16 --stages 2 --steps 2 --batch 4 --fwd q8 --bwd q8 --limit-test 8 \
   --out "$tmp/run" --progress none >/dev/null 2>&1 || bad "the short run failed"
