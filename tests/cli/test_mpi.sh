@@ -57,6 +57,26 @@ for k in ("train_loss", "test_accuracy", "fwd_bytes", "bwd_bytes", "eval_bytes")
 assert b["emulated_time"] >= 8 * (b["fwd_bytes"] + b["bwd_bytes"]) / 50e6 / 3, b["emulated_time"]
 PY
 
+# ProtocolNanoGPT's shared wire across processes: each rank bills its one
+# inbound wire at the receiver; on the rate clock the emulated time is the
+# in-process run's exactly, and above the duplex model's
+for _ in $(seq 200); do printf 'In the beginning God created the heaven and the earth. '; done > "$tmp/gen.txt"
+sw=(--model gpt:layers=4,d=32,heads=2,ctx=16,untied=1 --data "text:$tmp/gen.txt" --stages 4 --steps 6 --batch 8 --micro-batches 4
+    --pipe-schedule 1f1b --link-bandwidth 2mbit --link-latency 5ms --compute-rate 1gflops --limit-test 8 --progress none --threads 1)
+"$pz" train "${sw[@]}" --link-model shared --out "$tmp/sw-a" > "$tmp/sw-a.log" 2>&1 && ok || bad "in-process shared-wire run: $(tail -3 "$tmp/sw-a.log")"
+"$pz" train "${sw[@]}" --out "$tmp/sw-d" > "$tmp/sw-d.log" 2>&1 && ok || bad "in-process duplex run: $(tail -3 "$tmp/sw-d.log")"
+timeout 600 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS "$pz" train "${sw[@]}" --link-model shared --link mpi --out "$tmp/sw-b" \
+  > "$tmp/sw-b.log" 2>&1 && ok || bad "mpi shared-wire run: $(tail -5 "$tmp/sw-b.log")"
+python3 - "$tmp" <<'PY' && ok || bad "the shared wire over MPI differs from in-process"
+import json, sys
+t = sys.argv[1]
+a, b, d = (json.loads(open(f"{t}/{x}/epochs.jsonl").readline()) for x in ("sw-a", "sw-b", "sw-d"))
+for k in ("train_loss", "test_loss", "fwd_bytes", "bwd_bytes", "emulated_time"):
+    assert a[k] == b[k], (k, a[k], b[k])
+assert a["train_loss"] == d["train_loss"] and a["emulated_time"] > d["emulated_time"], (a["emulated_time"], d["emulated_time"])
+assert json.load(open(f"{t}/sw-b/config.json"))["link_model"] == "shared"
+PY
+
 # a traffic budget across processes: the measurements travel rank to rank
 # (BUDGET), the last rank chooses, each rank takes its senders' rungs
 # (BUDGET_SET): the in-process run's choices, numbers and bytes exactly
