@@ -38,7 +38,7 @@ int cmd_time(int argc, char **argv) {
         {"classes", OPT_INT, &o.classes, "N", "image models' classes", 2, 100000, NULL},
         {"batch", OPT_INT, &o.batch, "N", "samples (sequences) per step", 1, 1 << 24, NULL},
         {"tokens-per-step", OPT_I64, &tokens, "N", "language models: the batch in tokens (a multiple of the context)", 0, 1LL << 40, NULL},
-        {"stages", OPT_INT, &o.stages, "S", "stages balanced by FLOPs (unless --cuts)", 1, 16, NULL},
+        {"stages", OPT_INT, &o.stages, "S", "stages balanced by FLOPs, any number up to the model's top-level layers (unless --cuts)", 1, 1 << 20, NULL},
         {"cuts", OPT_STR, &o.cuts, "LIST", "cut after these layers (pipezip models lists them)", 0, 0, NULL},
         {"micro-batches", OPT_STR, &o.micro_batches, "M", "micro-batches per step, or auto: the count that splits the batch evenly with the least step", 0, 0, NULL},
         {"max-micro-batches", OPT_INT, &o.max_micro, "N", "auto: at most N", 1, 256, NULL},

@@ -417,13 +417,12 @@ static pz_status choose_micro_batches(run *r, int B, int *chosen) {
     }
     const double rate = r->pc.clock.kind == PZ_CLOCK_RATE ? r->pc.clock.rate : seconds > 0 ? flops / seconds : 0.0;
     if (!(rate > 0)) return pz_fail(PZ_ERR_STATE, "--micro-batches auto: the first step measured no compute to time the counts by");
-    const pz_timing_bytes bytes = {fh, ff, fb};
+    pz_timing_plan tp = pz_timing_plan_of(&r->pc, &r->model, B, rate, (pz_timing_bytes){fh, ff, fb});
     pz_timing_result best, one;
     int M = 1;
-    pz_pipe_config c = r->pc;
-    c.micro_batches = 1;
-    PZ_TRY(pz_timing_of_pipe(&c, &r->model, B, rate, &bytes, 3, &one));
-    PZ_TRY(pz_timing_best_micro(&r->pc, &r->model, B, rate, &bytes, PZ_MAX_MICRO, &M, &best));
+    tp.M = 1;
+    PZ_TRY(pz_timing_of_plan(&tp, &one));
+    PZ_TRY(pz_timing_best_micro(&tp, PZ_MAX_MICRO, &M, &best));
     r->res->micro_batches = *chosen = M;
     r->res->auto_step_seconds[0] = best.step_s, r->res->auto_step_seconds[1] = one.step_s;
     if (M == r->pc.micro_batches) return PZ_OK;

@@ -178,6 +178,10 @@ pz_status pz_model_spec_parse(pz_model_spec *spec, const char *name);
 /* Build layers [from, to) of the model a spec describes (see pz_model_preset_range). */
 pz_status pz_model_build(pz_model *m, const pz_model_spec *spec, pz_shape in, int n_classes, int batch_max, uint64_t seed,
                          int from, int to);
+/* The layer list alone (names, shapes, parameters and MACs counted): no
+ * parameters or activations allocated, so a model of any size is cheap to
+ * describe or time; it cannot run. pz_model_free frees it. */
+pz_status pz_model_layers(pz_model *m, const pz_model_spec *spec, pz_shape in, int n_classes);
 static inline int pz_model_spec_is_sequence(const pz_model_spec *s) { return s->arch == PZ_ARCH_GPT; }
 /* The name-taking forms below are for a program's edge (tests, bench): they parse the name and build. */
 pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_classes,

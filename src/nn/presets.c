@@ -308,8 +308,20 @@ pz_status pz_model_preset_range(pz_model *m, const char *preset, pz_shape in, in
     return pz_model_build(m, &spec, in, n_classes, batch_max, seed, from, to);
 }
 
+static pz_status build(pz_model *m, const pz_model_spec *spec, pz_shape in, int n_classes, int batch_max, uint64_t seed, int from,
+                       int to, int alloc);
+
 pz_status pz_model_build(pz_model *m, const pz_model_spec *spec, pz_shape in, int n_classes, int batch_max, uint64_t seed,
                          int from, int to) {
+    return build(m, spec, in, n_classes, batch_max, seed, from, to, 1);
+}
+
+pz_status pz_model_layers(pz_model *m, const pz_model_spec *spec, pz_shape in, int n_classes) {
+    return build(m, spec, in, n_classes, 1, 0, 0, 0, 0);
+}
+
+static pz_status build(pz_model *m, const pz_model_spec *spec, pz_shape in, int n_classes, int batch_max, uint64_t seed, int from,
+                       int to, int alloc) {
     memset(m, 0, sizeof *m);
     char sh[48];
     const char *preset = spec->name;
@@ -347,8 +359,10 @@ pz_status pz_model_build(pz_model *m, const pz_model_spec *spec, pz_shape in, in
     case PZ_ARCH_RESNET: st = build_resnet(&m->net, spec->depth, n_classes); break;
     default: return pz_fail(PZ_ERR_ARG, "model '%s' has no architecture", preset);
     }
-    if (st == PZ_OK) st = pz_model_finalize_range(m, batch_max, n_classes, seed, from, to);
-    if (st == PZ_OK && g) st = decay_matrices_only(m);
+    if (st == PZ_OK && alloc) st = pz_model_finalize_range(m, batch_max, n_classes, seed, from, to);
+    if (st == PZ_OK && alloc && g) st = decay_matrices_only(m);
+    if (st == PZ_OK && !alloc)
+        for (int i = 0; i < m->net.n; i++) m->n_params += m->net.layers[i].n_params;
     if (st != PZ_OK) {
         pz_model_free(m);
         return st;

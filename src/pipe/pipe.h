@@ -105,6 +105,9 @@ typedef struct pz_pipe pz_pipe;
  * like "layer1" means its last block), or, with n_cuts 0, `stages` stages
  * balanced by forward FLOPs. Fills cfg->cuts and cfg->n_stages. */
 pz_status pz_pipe_resolve_cuts(const pz_model *model, const char (*cuts)[64], int n_cuts, int stages, pz_pipe_config *cfg);
+/* The split into `stages` (any number up to the model's top-level layers)
+ * balanced by forward FLOPs: cuts[s] is stage s's last layer (stages - 1). */
+pz_status pz_pipe_balance(const pz_model *model, int stages, int *cuts);
 
 /* A per-boundary spec list ("q8,2=q2") into n_boundaries descriptions, at
  * a program's edge (the codec grammar's pz_codec_list_parse and _resolve). */

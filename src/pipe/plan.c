@@ -45,6 +45,15 @@ pz_status pz_pipe_resolve_cuts(const pz_model *model, const char (*cuts)[64], in
     }
     if (stages < 1 || stages > PZ_MAX_STAGES || stages > net->n)
         return pz_fail(PZ_ERR_ARG, "--stages %d: expected 1..%d for %s", stages, net->n < PZ_MAX_STAGES ? net->n : PZ_MAX_STAGES, model->preset);
+    PZ_TRY(pz_pipe_balance(model, stages, cfg->cuts));
+    cfg->n_stages = stages;
+    return PZ_OK;
+}
+
+pz_status pz_pipe_balance(const pz_model *model, int stages, int *cuts) {
+    const pz_seq *net = &model->net;
+    if (stages < 1 || stages > net->n)
+        return pz_fail(PZ_ERR_ARG, "%d stages of %s: expected 1..%d (a stage per top-level layer at most)", stages, model->preset, net->n);
     /* balanced by compute: the contiguous split whose busiest stage has the
      * fewest FLOPs (dynamic programming over the prefix sums; ties go to
      * the most even), every stage at least one layer */
@@ -89,10 +98,9 @@ pz_status pz_pipe_resolve_cuts(const pz_model *model, const char (*cuts)[64], in
     free(sq);
     for (int k = stages, i = n; k > 1; k--) {
         i = from[k * w + i];
-        cfg->cuts[k - 2] = i - 1; /* the last layer of stage k - 2 */
+        cuts[k - 2] = i - 1; /* the last layer of stage k - 2 */
     }
     free(pre), free(best), free(from);
-    cfg->n_stages = stages;
     return PZ_OK;
 }
 

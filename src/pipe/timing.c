@@ -227,52 +227,63 @@ pz_status pz_timing_run(const pz_timing_config *c, pz_timing_result *out) {
     return st;
 }
 
-pz_status pz_timing_of_pipe(const pz_pipe_config *pc, const pz_model *m, int batch, double rate, const pz_timing_bytes *bytes,
-                            int steps, pz_timing_result *out) {
-    const int S = pc->n_stages, M = pc->micro_batches > 0 ? pc->micro_batches : 1;
-    if (S < 2 || S > PZ_MAX_STAGES) return pz_fail(PZ_ERR_ARG, "timing a pipeline of %d stages (expected 2..%d)", S, PZ_MAX_STAGES);
-    if (batch < M) return pz_fail(PZ_ERR_ARG, "a batch of %d samples in %d micro-batches", batch, M);
-    if (!(rate > 0)) return pz_fail(PZ_ERR_ARG, "timing compute needs a positive FLOP rate");
-    double fh[PZ_MAX_STAGES], ff[PZ_MAX_STAGES], fb[PZ_MAX_STAGES], cf[PZ_MAX_STAGES], cb[PZ_MAX_STAGES], co[PZ_MAX_STAGES],
-        nb[PZ_MAX_STAGES];
-    const double per = (double)batch / M; /* samples per micro-batch */
-    const pz_seq *net = &m->net;
+pz_timing_plan pz_timing_plan_of(const pz_pipe_config *pc, const pz_model *m, int batch, double rate, pz_timing_bytes bytes) {
+    return (pz_timing_plan){.model = m, .S = pc->n_stages, .cuts = pc->cuts, .M = pc->micro_batches > 0 ? pc->micro_batches : 1,
+                            .schedule = pc->schedule, .clip = pc->clip_norm > 0, .emu = pc->emu, .batch = batch, .rate = rate,
+                            .bytes = bytes, .steps = 3};
+}
+
+pz_status pz_timing_of_plan(const pz_timing_plan *p, pz_timing_result *out) {
+    const int S = p->S, M = p->M;
+    const pz_seq *net = &p->model->net;
+    if (S < 2 || S > net->n) return pz_fail(PZ_ERR_ARG, "timing a pipeline of %d stages of %d layers (expected 2..%d)", S, net->n, net->n);
+    if (M < 1 || p->batch < M) return pz_fail(PZ_ERR_ARG, "a batch of %d samples in %d micro-batches", p->batch, M);
+    if (!(p->rate > 0)) return pz_fail(PZ_ERR_ARG, "timing compute needs a positive FLOP rate");
+    for (int i = 0; i + 1 < S; i++)
+        if (p->cuts[i] < (i ? p->cuts[i - 1] + 1 : 0) || p->cuts[i] >= net->n - 1)
+            return pz_fail(PZ_ERR_ARG, "timing: cut %d after layer %d leaves a stage without layers", i + 1, p->cuts[i]);
+    double *v = malloc(sizeof *v * 7 * (size_t)S);
+    if (!v) return pz_fail(PZ_ERR_NOMEM, "out of memory timing %d stages", S);
+    double *fh = v, *ff = v + S, *fb = v + 2 * S, *cf = v + 3 * S, *cb = v + 4 * S, *co = v + 5 * S, *nb = v + 6 * S;
+    const double per = (double)p->batch / M; /* samples per micro-batch */
     int tie_e = -1, tie_l = -1;
     double tie_bytes = 0;
     for (int i = 0, from = 0; i < S; i++) {
-        const int to = i == S - 1 ? net->n : pc->cuts[i] + 1;
+        const int to = i == S - 1 ? net->n : p->cuts[i] + 1;
         int64_t macs = 0;
         for (int l = from; l < to; l++) {
             macs += net->layers[l].macs;
             if (net->layers[l].kind == PZ_LAYER_TIED_HEAD) { /* its embedding's stage */
                 const pz_layer *emb = &net->layers[net->layers[l].k];
                 int e = 0;
-                while (e < S - 1 && net->layers[l].k > pc->cuts[e]) e++;
+                while (e < S - 1 && net->layers[l].k > p->cuts[e]) e++;
                 if (e != i) tie_e = e, tie_l = i, tie_bytes = 4.0 * emb->vocab * emb->out.d[1];
             }
         }
-        cf[i] = 2.0 * (double)macs * per / rate, cb[i] = 2 * cf[i], co[i] = 0;
+        cf[i] = 2.0 * (double)macs * per / p->rate, cb[i] = 2 * cf[i], co[i] = 0;
         nb[i] = 8.0 * (net->n - from);
-        if (i + 1 < S) fh[i] = bytes->fwd_header[i] * per, ff[i] = bytes->fwd_frame[i] * per, fb[i] = bytes->bwd_frame[i] * per;
+        fh[i] = ff[i] = fb[i] = 0;
+        if (i + 1 < S) fh[i] = p->bytes.fwd_header[i] * per, ff[i] = p->bytes.fwd_frame[i] * per, fb[i] = p->bytes.bwd_frame[i] * per;
         from = to;
     }
-    const pz_timing_config c = {.S = S, .M = M, .schedule = pc->schedule, .emu = pc->emu, .steps = steps, .fwd_header = fh,
-                                .fwd_frame = ff, .bwd_frame = fb, .fwd_s = cf, .bwd_s = cb, .opt_s = co, .tie_e = tie_e,
-                                .tie_l = tie_l, .tie_bytes = tie_bytes, .clip = pc->clip_norm > 0, .norm_bytes = nb,
+    const pz_timing_config c = {.S = S, .M = M, .schedule = p->schedule, .emu = p->emu, .steps = p->steps > 1 ? p->steps : 3,
+                                .fwd_header = fh, .fwd_frame = ff, .bwd_frame = fb, .fwd_s = cf, .bwd_s = cb, .opt_s = co,
+                                .tie_e = tie_e, .tie_l = tie_l, .tie_bytes = tie_bytes, .clip = p->clip, .norm_bytes = nb,
                                 .loss_bytes = MSG_LOSS_BYTES};
-    return pz_timing_run(&c, out);
+    const pz_status st = pz_timing_run(&c, out);
+    free(v);
+    return st;
 }
 
-pz_status pz_timing_best_micro(const pz_pipe_config *pc, const pz_model *m, int batch, double rate, const pz_timing_bytes *bytes,
-                               int max_M, int *best_M, pz_timing_result *best) {
+pz_status pz_timing_best_micro(const pz_timing_plan *p, int max_M, int *best_M, pz_timing_result *best) {
     *best_M = 0;
-    pz_pipe_config c = *pc;
-    for (int M = 1; M <= batch && M <= max_M && M <= PZ_MAX_MICRO; M++) {
-        if (batch % M) continue;
-        c.micro_batches = M;
+    pz_timing_plan c = *p;
+    for (int M = 1; M <= p->batch && M <= max_M && M <= PZ_MAX_MICRO; M++) {
+        if (p->batch % M) continue;
+        c.M = M;
         pz_timing_result r;
-        PZ_TRY(pz_timing_of_pipe(&c, m, batch, rate, bytes, 3, &r));
+        PZ_TRY(pz_timing_of_plan(&c, &r));
         if (!*best_M || r.step_s < best->step_s) *best_M = M, *best = r;
     }
-    return *best_M ? PZ_OK : pz_fail(PZ_ERR_ARG, "no micro-batch count up to %d splits a batch of %d", max_M, batch);
+    return *best_M ? PZ_OK : pz_fail(PZ_ERR_ARG, "no micro-batch count up to %d splits a batch of %d", max_M, p->batch);
 }

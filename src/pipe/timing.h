@@ -56,20 +56,32 @@ typedef struct {
 /* Time the step; errors name a configuration that cannot run. */
 pz_status pz_timing_run(const pz_timing_config *cfg, pz_timing_result *out);
 
-/* A pipeline's step from its configuration (stages and cuts, M =
- * pc->micro_batches, schedule, links, clipping) and its model (each
- * stage's FLOPs per sample, 2 and 4 x its layers' MACs as the rate clock
- * charges them, at `rate` FLOP/s; a tied head's table), for a step of
- * `batch` samples in M equal micro-batches; per boundary b the bytes per
- * sample of the forward header and frame and of the gradient frame. */
+/* A pipeline's step from its model (each stage's FLOPs per sample, 2 and
+ * 4 x its layers' MACs as the rate clock charges them, at `rate` FLOP/s; a
+ * tied head's table; its layers for clipping's norms), S stages ending
+ * after layers cuts[0..S-2] (any number of stages), M micro-batches of a
+ * step of `batch` samples, and per boundary b the bytes per sample of the
+ * forward header and frame and of the gradient frame. */
 typedef struct {
     const double *fwd_header, *fwd_frame, *bwd_frame; /* per boundary, per sample */
 } pz_timing_bytes;
-pz_status pz_timing_of_pipe(const pz_pipe_config *pc, const pz_model *m, int batch, double rate, const pz_timing_bytes *bytes,
-                            int steps, pz_timing_result *out);
-/* --micro-batches auto: of the counts M that split `batch` evenly (at most
- * max_M), the one whose steady step is least (the fewer on a tie). */
-pz_status pz_timing_best_micro(const pz_pipe_config *pc, const pz_model *m, int batch, double rate, const pz_timing_bytes *bytes,
-                               int max_M, int *best_M, pz_timing_result *best);
+typedef struct {
+    const pz_model *model;
+    int S;
+    const int *cuts;
+    int M, schedule, clip; /* clip: clipping by the global norm (its NORM and CLIP messages) */
+    pz_link_emu emu;
+    int batch;
+    double rate;
+    pz_timing_bytes bytes;
+    int steps;
+} pz_timing_plan;
+/* A plan from a pipeline's configuration (its stages, cuts, micro-batches,
+ * schedule, clipping and links) */
+pz_timing_plan pz_timing_plan_of(const pz_pipe_config *pc, const pz_model *m, int batch, double rate, pz_timing_bytes bytes);
+pz_status pz_timing_of_plan(const pz_timing_plan *p, pz_timing_result *out);
+/* --micro-batches auto: of the counts M that split the batch evenly (at
+ * most max_M), the one whose steady step is least (the fewer on a tie). */
+pz_status pz_timing_best_micro(const pz_timing_plan *p, int max_M, int *best_M, pz_timing_result *best);
 
 #endif

@@ -84,11 +84,11 @@ static int codec_bytes(const pz_codec_desc *d, pz_shape sh, int Bm, uint64_t see
 }
 
 /* every boundary's bytes per sample in micro-batches of Bm: its codecs' frames and the batch header */
-static int frames_bytes(const pz_model *model, const pz_pipe_config *pc, const pz_codec_desc *fd, const pz_codec_desc *bd, int T,
+static int frames_bytes(const pz_model *model, int S, const int *cuts, const pz_codec_desc *fd, const pz_codec_desc *bd, int T,
                         int subspace, int classes, int Bm, double *fh, double *ff, double *fb) {
     const msg_layout L = msg_layout_of(T, subspace ? T : 0, classes);
-    for (int i = 0; i + 1 < pc->n_stages; i++) {
-        const pz_shape sh = model->net.layers[pc->cuts[i]].out;
+    for (int i = 0; i + 1 < S; i++) {
+        const pz_shape sh = model->net.layers[cuts[i]].out;
         if (codec_bytes(&fd[i], sh, Bm, 11 + (uint64_t)i, &ff[i]) || codec_bytes(&bd[i], sh, Bm, 101 + (uint64_t)i, &fb[i])) return 2;
         fh[i] = (double)msg_meta_bytes(Bm, &L) / Bm;
     }
@@ -166,32 +166,39 @@ int tool_time(const time_options *o, FILE *out) {
         batch = (int)(o->tokens_per_step / T);
     }
     pz_model model;
-    if (pz_model_build(&model, &spec, in, classes, 1, 1, 0, 0)) return fail(pz_last_error());
+    if (pz_model_layers(&model, &spec, in, classes)) return fail(pz_last_error());
     int rc = 0;
-    pz_pipe_config pc = {.model = spec, .in = in, .n_classes = classes, .batch_max = batch, .targets = T,
-                         .schedule = sched->value, .emu = emu, .clip_norm = o->clip_norm < 0 ? (lm ? 1.0f : 0.0f) : o->clip_norm};
-    char cuts[PZ_MAX_STAGES][64];
-    int n_cuts = 0;
+    /* the stages: cut after the layers named, or balanced by FLOPs (any number up to the model's layers) */
+    int *cuts = NULL, S = 0;
     if (o->cuts && *o->cuts) {
+        pz_pipe_config rc_cfg = {0};
+        char names[PZ_MAX_STAGES][64];
+        int n_cuts = 0;
         char buf[1024];
         snprintf(buf, sizeof buf, "%s", o->cuts);
         char *save = NULL;
         for (char *t = strtok_r(buf, ",", &save); t && n_cuts < PZ_MAX_STAGES; t = strtok_r(NULL, ",", &save))
-            snprintf(cuts[n_cuts++], sizeof cuts[0], "%s", t);
+            snprintf(names[n_cuts++], sizeof names[0], "%s", t);
+        if (pz_pipe_resolve_cuts(&model, (const char(*)[64])names, n_cuts, 0, &rc_cfg)) rc = fail(pz_last_error());
+        else if ((cuts = malloc(sizeof *cuts * PZ_MAX_STAGES))) memcpy(cuts, rc_cfg.cuts, sizeof rc_cfg.cuts), S = rc_cfg.n_stages;
+    } else if (o->stages < 2) {
+        rc = fail("one stage has no boundary to time: give --stages S (2 up to the model's top-level layers) or --cuts");
+    } else if ((cuts = malloc(sizeof *cuts * (size_t)o->stages))) {
+        if (pz_pipe_balance(&model, o->stages, cuts)) rc = fail(pz_last_error());
+        S = o->stages;
     }
-    if (pz_pipe_resolve_cuts(&model, (const char(*)[64])cuts, n_cuts, n_cuts ? 0 : o->stages, &pc)) rc = fail(pz_last_error());
-    const int S = pc.n_stages;
-    if (!rc && S < 2) rc = fail("one stage has no boundary to time: give --stages S (2..16) or --cuts");
+    if (!rc && !cuts) rc = fail("out of memory");
     if (!rc && M > batch) {
         char m[160];
         snprintf(m, sizeof m, "--micro-batches %d: at most the batch (%d samples)", M, batch);
         rc = fail(m);
     }
-    /* compute: a FLOP rate, or the one whose links-off step is given */
     /* the bytes per sample of each boundary */
-    double fh[PZ_MAX_STAGES] = {0}, ff[PZ_MAX_STAGES] = {0}, fb[PZ_MAX_STAGES] = {0};
+    double *fh = calloc((size_t)(S > 1 ? S : 1), sizeof *fh), *ff = calloc((size_t)(S > 1 ? S : 1), sizeof *ff),
+           *fb = calloc((size_t)(S > 1 ? S : 1), sizeof *fb);
+    pz_codec_desc *fd = calloc((size_t)(S > 1 ? S : 1), sizeof *fd), *bd = calloc((size_t)(S > 1 ? S : 1), sizeof *bd);
+    if (!rc && (!fh || !ff || !fb || !fd || !bd)) rc = fail("out of memory");
     const char *source = "";
-    pz_codec_desc fd[PZ_MAX_STAGES], bd[PZ_MAX_STAGES];
     int from_codecs = 0;
     char src[256];
     const int Bm0 = M > 0 ? (batch + M - 1) / M : batch;
@@ -210,46 +217,49 @@ int tool_time(const time_options *o, FILE *out) {
     } else if (!rc) {
         if (pz_pipe_parse_specs(o->fwd, S - 1, fd, "--fwd") || pz_pipe_parse_specs(o->bwd ? o->bwd : o->fwd, S - 1, bd, "--bwd"))
             rc = fail(pz_last_error());
-        else rc = frames_bytes(&model, &pc, fd, bd, T, spec.subspace, classes, Bm0, fh, ff, fb);
+        else rc = frames_bytes(&model, S, cuts, fd, bd, T, spec.subspace, classes, Bm0, fh, ff, fb);
         snprintf(src, sizeof src, "frames of --fwd %s / --bwd %s over Gaussian tensors of each boundary's shape, and the batch headers", o->fwd,
                  o->bwd ? o->bwd : o->fwd);
         source = src;
         from_codecs = 1;
     }
-    const pz_timing_bytes bytes = {fh, ff, fb};
+    pz_timing_plan plan = {.model = &model, .S = S, .cuts = cuts, .M = M > 0 ? M : 1, .schedule = sched->value,
+                           .clip = (o->clip_norm < 0 ? lm : o->clip_norm > 0), .emu = emu, .batch = batch,
+                           .bytes = {fh, ff, fb}, .steps = o->steps};
     if (!rc && o->links_off_step > 0) { /* the rate whose step with the links off is the one given */
-        pz_pipe_config off = pc;
+        pz_timing_plan off = plan;
         off.emu = (pz_link_emu){0};
-        off.micro_batches = M > 0 ? M : 1;
+        off.rate = 1.0;
         pz_timing_result r;
-        if (pz_timing_of_pipe(&off, &model, batch, 1.0, &bytes, 3, &r)) rc = fail(pz_last_error());
+        if (pz_timing_of_plan(&off, &r)) rc = fail(pz_last_error());
         else rate = r.step_s / o->links_off_step;
     }
+    plan.rate = rate;
     if (!rc && !(rate > 0)) rc = fail("give the compute: --compute-rate RATE (FLOP/s) or --links-off-step SECONDS");
     pz_timing_result r;
     const int M_auto = M == 0;
     if (!rc && M == 0 && !from_codecs) {
-        if (pz_timing_best_micro(&pc, &model, batch, rate, &bytes, o->max_micro, &M, &r)) rc = fail(pz_last_error());
+        if (pz_timing_best_micro(&plan, o->max_micro, &M, &r)) rc = fail(pz_last_error());
     } else if (!rc && M == 0) { /* each count's frames are its micro-batches' own */
+        double *h2 = calloc((size_t)S, sizeof *h2), *f2 = calloc((size_t)S, sizeof *f2), *b2 = calloc((size_t)S, sizeof *b2);
+        if (!h2 || !f2 || !b2) rc = fail("out of memory");
         for (int m = 1; !rc && m <= batch && m <= o->max_micro && m <= PZ_MAX_MICRO; m++) {
             if (batch % m) continue;
-            double h2[PZ_MAX_STAGES], f2[PZ_MAX_STAGES], b2[PZ_MAX_STAGES];
-            rc = frames_bytes(&model, &pc, fd, bd, T, spec.subspace, classes, batch / m, h2, f2, b2);
-            const pz_timing_bytes by = {h2, f2, b2};
+            rc = frames_bytes(&model, S, cuts, fd, bd, T, spec.subspace, classes, batch / m, h2, f2, b2);
+            pz_timing_plan pm = plan;
+            pm.M = m, pm.bytes = (pz_timing_bytes){h2, f2, b2};
             pz_timing_result rm;
-            pc.micro_batches = m;
-            if (!rc && pz_timing_of_pipe(&pc, &model, batch, rate, &by, o->steps, &rm)) rc = fail(pz_last_error());
+            if (!rc && pz_timing_of_plan(&pm, &rm)) rc = fail(pz_last_error());
             if (!rc && (!M || rm.step_s < r.step_s)) {
                 M = m, r = rm;
-                memcpy(fh, h2, sizeof h2), memcpy(ff, f2, sizeof f2), memcpy(fb, b2, sizeof b2);
+                memcpy(fh, h2, sizeof *fh * (size_t)S), memcpy(ff, f2, sizeof *ff * (size_t)S), memcpy(fb, b2, sizeof *fb * (size_t)S);
             }
         }
+        free(h2), free(f2), free(b2);
     } else if (!rc) {
-        pc.micro_batches = M;
-        if (pz_timing_of_pipe(&pc, &model, batch, rate, &bytes, o->steps, &r)) rc = fail(pz_last_error());
+        if (pz_timing_of_plan(&plan, &r)) rc = fail(pz_last_error());
     }
     if (!rc) {
-        pc.micro_batches = M;
         const double per = (double)batch / M, tokens = per * T;
         char a[32], b[32], c[32];
         const char *bw_unit = emu.bandwidth >= 1e9 ? "Gbit/s" : "Mbit/s";
@@ -263,15 +273,15 @@ int tool_time(const time_options *o, FILE *out) {
                     "\"path_transmit_s\": %.17g, \"path_latency_s\": %.17g, \"busiest_stage\": %d, \"busiest\": \"%s\", "
                     "\"busiest_s\": %.17g, \"bubble_s\": %.17g, \"bytes_per_step\": %.17g, \"messages_per_step\": %d}\n",
                     spec.name, S, M, M_auto ? "true" : "false", batch, (double)batch * T,
-                    pz_name_of(pz_pipe_schedules, pc.schedule), pz_name_of(pz_wire_models, pc.emu.model), pc.emu.bandwidth,
-                    pc.emu.latency, rate, (fh[0] + ff[0]) / T, fb[0] / T, r.step_s, r.first_step_s, r.path_compute_s,
+                    pz_name_of(pz_pipe_schedules, sched->value), pz_name_of(pz_wire_models, emu.model), emu.bandwidth,
+                    emu.latency, rate, (fh[0] + ff[0]) / T, fb[0] / T, r.step_s, r.first_step_s, r.path_compute_s,
                     r.path_transmit_s, r.path_latency_s, r.busiest_stage, r.busiest_is_wire ? "wire" : "compute", r.busiest_s,
                     r.bubble_s, r.bytes_per_step, r.messages_per_step);
         } else {
             fprintf(out, "%s in %d stages, %d micro-batch%s%s of %.4g samples (%.0f tokens), %s; %s, %.4g %s + %.4g ms\n",
                     spec.name, S, M, M == 1 ? "" : "es", M_auto ? " (auto: the least step)" : "", per, tokens,
-                    pz_name_of(pz_pipe_schedules, pc.schedule), pc.emu.model == PZ_WIRE_SHARED ? "one shared inbound wire per stage" : "duplex links",
-                    bw_v, bw_unit, 1e3 * pc.emu.latency);
+                    pz_name_of(pz_pipe_schedules, sched->value), emu.model == PZ_WIRE_SHARED ? "one shared inbound wire per stage" : "duplex links",
+                    bw_v, bw_unit, 1e3 * emu.latency);
             fprintf(out, "messages per micro-batch at boundary 1: forward %s, backward %s (%s)\n", size_str((fh[0] + ff[0]) * per, a, sizeof a),
                     size_str(fb[0] * per, b, sizeof b), source);
             fprintf(out, "compute at %.4g TFLOP/s%s\n", rate / 1e12, o->links_off_step > 0 ? " (the rate whose links-off step is the one given)" : "");
@@ -280,11 +290,12 @@ int tool_time(const time_options *o, FILE *out) {
             fprintf(out, "  its critical path: compute %.4g s + transmission %.4g s + latency %.4g s\n", r.path_compute_s,
                     r.path_transmit_s, r.path_latency_s);
             fprintf(out, "  busiest: stage %d's %s, %.4g s of work a step; bubble %.4g s (%.1f%% of the step)\n", r.busiest_stage,
-                    r.busiest_is_wire ? (pc.emu.model == PZ_WIRE_SHARED ? "inbound wire" : "inbound link") : "compute", r.busiest_s,
+                    r.busiest_is_wire ? (emu.model == PZ_WIRE_SHARED ? "inbound wire" : "inbound link") : "compute", r.busiest_s,
                     r.bubble_s, 100 * r.bubble_s / r.step_s);
             fprintf(out, "  traffic: %s in %d messages a step\n", size_str(r.bytes_per_step, c, sizeof c), r.messages_per_step);
         }
     }
+    free(cuts), free(fh), free(ff), free(fb), free(fd), free(bd);
     pz_model_free(&model);
     return rc;
 }

@@ -60,6 +60,13 @@ expect 2 "--micro-batches expects an integer or auto, got 'lots'" -- "$PZ" train
 expect 0 "measured in .*run \([0-9.]+ / [0-9.]+ B per token" -- "$PZ" time --model gpt:layers=2,d=16,heads=2,ctx=16 --stages 2 \
   --batch 4 --from-run "$tmp/run" --compute-rate 1tflops --link-bandwidth 10mbit
 
+# any number of stages: 64 of a 64-block GPT (node0 runs 32), the model's layers at most
+expect 0 "in 64 stages, 64 micro-batches" -- "$PZ" time --model gpt:layers=64,d=1024,heads=8,ctx=1024,untied=1 --vocab 50304 \
+  --stages 64 --tokens-per-step 524288 --micro-batches 64 --pipe-schedule 1f1b --link-model shared --link-bandwidth 200mbit \
+  --link-latency 50ms --bytes-per-token 2048 --compute-rate 400tflops
+expect 2 "68 stages of .*expected 1..67" -- "$PZ" time --model gpt:layers=64,d=64,heads=2,ctx=64 --stages 68 --bytes-per-token 2 \
+  --compute-rate 1tflops
+
 # errors name the problem
 expect 2 "give the bytes each boundary carries one way" -- "$PZ" time --compute-rate 1tflops
 expect 2 "give the bytes each boundary carries one way" -- "$PZ" time --compute-rate 1tflops --bytes-per-token 4 --fwd q8
