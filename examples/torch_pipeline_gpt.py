@@ -69,6 +69,8 @@ def args_of(argv=None):
     p.add_argument("--final-eval-windows", type=int, default=0, help="at the end (0: every held-out window)")
     p.add_argument("--link-bandwidth", help="emulate every link at this rate (200mbit, 1gbit)")
     p.add_argument("--link-latency", default="0", help="and this one-way latency (50ms)")
+    p.add_argument("--link-model", default="duplex", choices=["duplex", "shared"],
+                   help="duplex: each direction its own wire; shared: one inbound wire per stage, stop and wait (ProtocolNanoGPT's meter)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1, help="torch threads per process")
     p.add_argument("--out", help="a run directory for the metrics")
@@ -210,7 +212,7 @@ def main():
             with open(os.path.join(dump, f"b{boundary}_{kind}.pzf"), "wb") as f:
                 f.write(frame.tobytes())
     stage = Stage(part, fwd=fwd, bwd=bwd, micro_batches=a.micro_batches, schedule=a.schedule, tap=tap,
-                  link_bandwidth=a.link_bandwidth, link_latency=a.link_latency)
+                  link_bandwidth=a.link_bandwidth, link_latency=a.link_latency, link_model=a.link_model)
     tie = dist.new_group([0, S - 1]) if S > 1 else None
     tied = (part.wte.weight if part.first else part.head) if S > 1 and (part.first or part.last) else None
     dense = {n: p.dim() == 2 and "wte" not in n and "wpe" not in n and n != "head" for n, p in part.named_parameters()}
@@ -281,7 +283,7 @@ def main():
               f"{a.micro_batches} micro-batches), {a.steps} steps in {time.time() - t0:.0f}s")
         print(f"validation loss {v:.4f} through the compressed boundaries, {vp:.4f} uncompressed")
         if stage.links_emulated:
-            print(f"links emulated at {a.link_bandwidth or 'unlimited'}, {a.link_latency} latency: "
+            print(f"links emulated at {a.link_bandwidth or 'unlimited'}, {a.link_latency} latency, {a.link_model}: "
                   f"the last stage waited {stage.waited():.1f}s for frames on the wire")
         if rows:
             print(f"{fb / 1e6:.2f} MB forward + {bb / 1e6:.2f} MB backward, {f32 / max(1, fb + bb):.2f}x less than fp32")
