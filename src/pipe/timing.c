@@ -45,24 +45,24 @@ typedef struct {
     ptime clock;
 } prog;
 
+/* room for one more of n elements of `size` in *items (capacity *cap) */
+static pz_status grow(void **items, int *cap, int n, size_t size) {
+    if (n < *cap) return PZ_OK;
+    const int c = *cap ? 2 * *cap : 64;
+    void *m = realloc(*items, size * (size_t)c);
+    if (!m) return pz_fail(PZ_ERR_NOMEM, "out of memory timing a step");
+    *items = m, *cap = c;
+    return PZ_OK;
+}
+
 static pz_status push_op(prog *p, op o) {
-    if (p->n == p->cap) {
-        const int cap = p->cap ? 2 * p->cap : 256;
-        op *n = realloc(p->ops, sizeof *n * (size_t)cap);
-        if (!n) return pz_fail(PZ_ERR_NOMEM, "out of memory timing a step");
-        p->ops = n, p->cap = cap;
-    }
+    PZ_TRY(grow((void **)&p->ops, &p->cap, p->n, sizeof o));
     p->ops[p->n++] = o;
     return PZ_OK;
 }
 
 static pz_status push_msg(queue *q, msg m) {
-    if (q->n == q->cap) {
-        const int cap = q->cap ? 2 * q->cap : 64;
-        msg *n = realloc(q->m, sizeof *n * (size_t)cap);
-        if (!n) return pz_fail(PZ_ERR_NOMEM, "out of memory timing a step");
-        q->m = n, q->cap = cap;
-    }
+    PZ_TRY(grow((void **)&q->m, &q->cap, q->n, sizeof m));
     q->m[q->n++] = m;
     return PZ_OK;
 }
