@@ -16,6 +16,13 @@ fi
 tmp=$(mktemp -d /tmp/pz-test-tp-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
+# a corpus of its own (a doc as data made the loss bar move with every edit of the doc)
+/usr/bin/python3 - "$tmp/text.txt" <<'PY'
+import random, sys
+random.seed(7)
+w = "and the of unto he said LORD God Israel shall them his in that for be is thou with".split()
+open(sys.argv[1], "w").write(" ".join(random.choice(w) + random.choice(["", "", ",", ".\n"]) for _ in range(30000)))
+PY
 port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # (torchrun 1.13 on Python 3.11 needs nonzero -r/-t: its "0" parses to nothing)
 run() {
@@ -23,7 +30,7 @@ run() {
   /usr/bin/python3 -m torch.distributed.run --nnodes 1 --nproc_per_node 4 --master_addr 127.0.0.1 --master_port "$port" \
     -r 1 -t 1 --log_dir "$tmp/logs_$(basename "$out")" \
     "$src/examples/torch_pipeline_gpt.py" --layers 4 --d 32 --heads 2 --ctx 32 --batch 8 --micro-batches 2 \
-    --steps 8 --eval-every 4 --eval-windows 16 --final-eval-windows 32 --data "text:$src/docs/GUIDE.md" --out "$out" "$@" \
+    --steps 8 --eval-every 4 --eval-windows 16 --final-eval-windows 32 --data "text:$tmp/text.txt" --out "$out" "$@" \
     >"$out.log" 2>&1 || { echo "FAIL: torchrun $*:" >&2; tail -40 "$out.log" >&2; return 1; }
 }
 if run "$tmp/a" --fwd q4:per=token --bwd q8 --dump-first-step "$tmp/dump"; then
