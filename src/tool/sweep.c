@@ -886,8 +886,32 @@ static void sweep_targets(const plan *pl, const run_result *rr, double *targets,
     }
 }
 
+/* The steady step (ProtocolNanoGPT's rule): the median emulated time per
+ * step of the last three windows between evaluations; NAN with fewer than
+ * two evaluations at distinct steps. */
+static double steady_step(const run_result *r) {
+    double w[3];
+    int n = 0;
+    for (int e = r->n_ep - 1; e > 0 && n < 3; e--) {
+        int p = e - 1;
+        while (p >= 0 && !(r->ep_step[p] < r->ep_step[e])) p--; /* the evaluation before, at an earlier step */
+        if (p < 0 || isnan(r->ep_step[e]) || isnan(r->ep_emu[e]) || isnan(r->ep_emu[p])) break;
+        w[n++] = (r->ep_emu[e] - r->ep_emu[p]) / (r->ep_step[e] - r->ep_step[p]);
+        e = p + 1;
+    }
+    if (!n) return NAN;
+    for (int i = 0; i < n; i++) /* sort the (at most three) windows */
+        for (int j = i + 1; j < n; j++)
+            if (w[j] < w[i]) {
+                const double t = w[i];
+                w[i] = w[j], w[j] = t;
+            }
+    return n == 2 ? (w[0] + w[1]) / 2 : w[n / 2];
+}
+
 /* one point's row of results.csv: its id, status and settings, what its run
- * reached, and when it first reached its target */
+ * reached, and when it first reached its target; for a language model its
+ * steady step and T = steps to target x that step (the WAN score's T) */
 static void result_row(FILE *f, const point *pt, const run_result *r, const kv *keys, int nk, double target, int via_compressed,
                        int is_loss) {
     pz_csv_field(f, pt->id);
@@ -919,6 +943,9 @@ static void result_row(FILE *f, const point *pt, const run_result *r, const kv *
     for (size_t i = 0; i < sizeof lm / sizeof *lm; i++) fputc(',', f), csv_num(f, lm[i]);
     fputc(',', f), csv_num(f, hit >= 0 ? r->ep_step[hit] : NAN);
     fputc(',', f), csv_num(f, is_loss ? target : NAN);
+    const double step = r->n_ep > 1 ? steady_step(r) : NAN;
+    fputc(',', f), csv_num(f, step);
+    fputc(',', f), csv_num(f, hit >= 0 && !isnan(r->ep_step[hit]) ? r->ep_step[hit] * step : NAN);
     fputc('\n', f);
 }
 
@@ -971,7 +998,7 @@ pz_status pz_sweep_collect(const char *dir) {
           "fwd_bytes,bwd_bytes,fp32_bytes,compression_ratio,fwd_ratio,bwd_ratio,fwd_bits_per_element,bwd_bits_per_element,"
           "fwd_error,bwd_error,wall_seconds,emulated_seconds,target_accuracy,epochs_to_target,time_to_target,"
           "emulated_time_to_target,bytes_to_target,final_test_loss,final_test_loss_compressed,final_test_bits_per_byte,"
-          "final_test_bits_per_byte_compressed,final_train_loss,steps_to_target,target_loss\n",
+          "final_test_bits_per_byte_compressed,final_train_loss,steps_to_target,target_loss,steady_step_seconds,score_seconds\n",
           f);
     for (int p = 0; p < pl.npts; p++) result_row(f, &pl.pts[p], &rr[p], keys, nk, targets[p], via_compressed, is_loss);
     const int bad = ferror(f);

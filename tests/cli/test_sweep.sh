@@ -43,6 +43,22 @@ lm = all(r["final_test_bits_per_byte"] != "" for r in rows)
 if lm:
     for r in rows:
         assert 0 < float(r["final_test_loss"]) < 10 and 0 < float(r["final_test_bits_per_byte_compressed"]) < 16, r["id"]
+        # the WAN score's T: the steady step (the median emulated time per step of the last three
+        # windows between evaluations) x the steps to target
+        import os
+        src = f"{out}/runs/{r['id']}/evals.jsonl"
+        src = src if os.path.exists(src) else f"{out}/runs/{r['id']}/epochs.jsonl"
+        recs = [json.loads(l) for l in open(src)]
+        ev = {int(x["step"]): float(x["emulated_time"]) for x in recs if "step" in x and x.get("emulated_time") is not None}
+        st = sorted(ev)
+        if len(st) < 2 or len(recs) < 2:
+            assert r["steady_step_seconds"] == "" or len(recs) > 1, (r["id"], r["steady_step_seconds"])
+        else:
+            w = sorted((ev[b] - ev[a]) / (b - a) for a, b in list(zip(st, st[1:]))[-3:])
+            want = w[len(w) // 2] if len(w) != 2 else (w[0] + w[1]) / 2
+            assert abs(float(r["steady_step_seconds"]) / want - 1) < 1e-5, (r["id"], r["steady_step_seconds"], want)
+            if r["steps_to_target"]:
+                assert abs(float(r["score_seconds"]) / (float(r["steps_to_target"]) * want) - 1) < 1e-5, r["id"]
 report = open(f"{out}/report.md").read()
 def table(title):
     m = re.search(re.escape(title) + r".*?\n\n(\|.*?)\n\n", report + "\n\n", re.S)
