@@ -52,6 +52,7 @@ int cmd_time(int argc, char **argv) {
         {"from-run", OPT_STR, &o.run, "DIR", "the bytes per token a finished run's boundaries carried", 0, 0, NULL},
         {"compute-rate", OPT_STR, &o.compute_rate, "RATE", "compute at this many FLOP/s (48tflops, 2.5e14)", 0, 0, NULL},
         {"links-off-step", OPT_FLOAT64, &o.links_off_step, "SECONDS", "compute at the rate whose step with the links off takes this long", 0, 1e9, NULL},
+        {"micro-batch-seconds", OPT_FLOAT64, &o.micro_seconds, "SECONDS", "compute: every stage's forward and backward of one micro-batch take this long (split 1:2)", 0, 1e9, NULL},
         {"clip-norm", OPT_FLOAT64, &o.clip_norm, "X", "clipping by the global norm (its messages; default: gpt-* 1, others 0)", 0, 1e9, NULL},
         {"steps", OPT_INT, &o.steps, "N", "steps timed (the last is the steady step)", 2, 1000, NULL},
         {"format", OPT_STR, &format, "FMT", "output format", 0, 0, "text|json"},

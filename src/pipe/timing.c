@@ -238,7 +238,7 @@ pz_status pz_timing_of_plan(const pz_timing_plan *p, pz_timing_result *out) {
     const pz_seq *net = &p->model->net;
     if (S < 2 || S > net->n) return pz_fail(PZ_ERR_ARG, "timing a pipeline of %d stages of %d layers (expected 2..%d)", S, net->n, net->n);
     if (M < 1 || p->batch < M) return pz_fail(PZ_ERR_ARG, "a batch of %d samples in %d micro-batches", p->batch, M);
-    if (!(p->rate > 0)) return pz_fail(PZ_ERR_ARG, "timing compute needs a positive FLOP rate");
+    if (!(p->rate > 0) && !(p->micro_seconds > 0)) return pz_fail(PZ_ERR_ARG, "timing compute needs a positive FLOP rate or time");
     for (int i = 0; i + 1 < S; i++)
         if (p->cuts[i] < (i ? p->cuts[i - 1] + 1 : 0) || p->cuts[i] >= net->n - 1)
             return pz_fail(PZ_ERR_ARG, "timing: cut %d after layer %d leaves a stage without layers", i + 1, p->cuts[i]);
@@ -260,7 +260,7 @@ pz_status pz_timing_of_plan(const pz_timing_plan *p, pz_timing_result *out) {
                 if (e != i) tie_e = e, tie_l = i, tie_bytes = 4.0 * emb->vocab * emb->out.d[1];
             }
         }
-        cf[i] = 2.0 * (double)macs * per / p->rate, cb[i] = 2 * cf[i], co[i] = 0;
+        cf[i] = p->micro_seconds > 0 ? p->micro_seconds / 3 : 2.0 * (double)macs * per / p->rate, cb[i] = 2 * cf[i], co[i] = 0;
         nb[i] = 8.0 * (net->n - from);
         fh[i] = ff[i] = fb[i] = 0;
         if (i + 1 < S) fh[i] = p->bytes.fwd_header[i] * per, ff[i] = p->bytes.fwd_frame[i] * per, fb[i] = p->bytes.bwd_frame[i] * per;

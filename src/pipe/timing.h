@@ -72,7 +72,8 @@ typedef struct {
     int M, schedule, clip; /* clip: clipping by the global norm (its NORM and CLIP messages) */
     pz_link_emu emu;
     int batch;
-    double rate;
+    double rate;           /* FLOP/s; or, with micro_seconds > 0, unused: */
+    double micro_seconds;  /* > 0: every stage's forward and backward of one micro-batch take this long (1:2) */
     pz_timing_bytes bytes;
     int steps;
 } pz_timing_plan;

@@ -144,8 +144,8 @@ int tool_time(const time_options *o, FILE *out) {
     }
     if (!!o->bytes + !!o->run + !!(o->fwd && *o->fwd) != 1)
         return fail("give the bytes each boundary carries one way: --bytes-per-token F[/B], --fwd SPEC [--bwd SPEC], or --from-run DIR");
-    if (!o->compute_rate == !(o->links_off_step > 0))
-        return fail("give the compute one way: --compute-rate RATE (FLOP/s) or --links-off-step SECONDS");
+    if (!!o->compute_rate + (o->links_off_step > 0) + (o->micro_seconds > 0) != 1)
+        return fail("give the compute one way: --compute-rate RATE (FLOP/s), --links-off-step SECONDS or --micro-batch-seconds SECONDS");
     if (M == 0 && o->links_off_step > 0)
         return fail("--links-off-step is the step of one micro-batch count: give --micro-batches M with it (auto takes --compute-rate)");
     pz_model_spec spec;
@@ -234,8 +234,8 @@ int tool_time(const time_options *o, FILE *out) {
         if (pz_timing_of_plan(&off, &r)) rc = fail(pz_last_error());
         else rate = r.step_s / o->links_off_step;
     }
-    plan.rate = rate;
-    if (!rc && !(rate > 0)) rc = fail("give the compute: --compute-rate RATE (FLOP/s) or --links-off-step SECONDS");
+    plan.rate = rate, plan.micro_seconds = o->micro_seconds;
+    if (!rc && !(rate > 0) && !(o->micro_seconds > 0)) rc = fail("give the compute: --compute-rate RATE (FLOP/s) or --links-off-step SECONDS");
     pz_timing_result r;
     const int M_auto = M == 0;
     if (!rc && M == 0 && !from_codecs) {
@@ -284,7 +284,10 @@ int tool_time(const time_options *o, FILE *out) {
                     bw_v, bw_unit, 1e3 * emu.latency);
             fprintf(out, "messages per micro-batch at boundary 1: forward %s, backward %s (%s)\n", size_str((fh[0] + ff[0]) * per, a, sizeof a),
                     size_str(fb[0] * per, b, sizeof b), source);
-            fprintf(out, "compute at %.4g TFLOP/s%s\n", rate / 1e12, o->links_off_step > 0 ? " (the rate whose links-off step is the one given)" : "");
+            if (o->micro_seconds > 0)
+                fprintf(out, "compute: %.4g s a micro-batch's forward and backward at every stage (1:2)\n", o->micro_seconds);
+            else
+                fprintf(out, "compute at %.4g TFLOP/s%s\n", rate / 1e12, o->links_off_step > 0 ? " (the rate whose links-off step is the one given)" : "");
             fprintf(out, "step %.6g s (steady: step %d of %d; the first, from an empty pipeline, %.6g s)\n", r.step_s, o->steps, o->steps,
                     r.first_step_s);
             fprintf(out, "  its critical path: compute %.4g s + transmission %.4g s + latency %.4g s\n", r.path_compute_s,

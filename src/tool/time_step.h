@@ -21,7 +21,8 @@ typedef struct {
     const char *fwd, *bwd;    /* codec specs; or */
     const char *run;          /* a finished run's directory */
     const char *compute_rate; /* FLOP/s; or */
-    double links_off_step;    /* the step with the links off, seconds */
+    double links_off_step;    /* the step with the links off, seconds; or */
+    double micro_seconds;     /* every stage's forward and backward of one micro-batch, seconds */
     double clip_norm;         /* < 0: the model's default (gpt-*: 1) */
     int steps, json;
 } time_options;

@@ -60,6 +60,11 @@ expect 2 "--micro-batches expects an integer or auto, got 'lots'" -- "$PZ" train
 expect 0 "measured in .*run \([0-9.]+ / [0-9.]+ B per token" -- "$PZ" time --model gpt:layers=2,d=16,heads=2,ctx=16 --stages 2 \
   --batch 4 --from-run "$tmp/run" --compute-rate 1tflops --link-bandwidth 10mbit
 
+# compute given as seconds a micro-batch: the dense record's 7.6 ms (0.539 s / 71 slots) gives its step too
+ms=$("$PZ" time "${ref[@]}" --micro-batches 64 --bytes-per-token 2048 --micro-batch-seconds 0.0076 --format json | field step_s)
+if within "$ms" 100.475 0.05; then ok; else bad "the dense record with 7.6 ms a micro-batch: $ms s"; fi
+expect 2 "give the compute one way" -- "$PZ" time --bytes-per-token 4 --compute-rate 1tflops --micro-batch-seconds 1
+
 # any number of stages: 64 of a 64-block GPT (node0 runs 32), the model's layers at most
 expect 0 "in 64 stages, 64 micro-batches" -- "$PZ" time --model gpt:layers=64,d=1024,heads=8,ctx=1024,untied=1 --vocab 50304 \
   --stages 64 --tokens-per-step 524288 --micro-batches 64 --pipe-schedule 1f1b --link-model shared --link-bandwidth 200mbit \
