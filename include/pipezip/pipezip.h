@@ -104,6 +104,7 @@ typedef enum {
     PZ_SET_BUDGET_FWD_WEIGHT, /* the activations' errors count W times a gradient's in the budget's choice */
     PZ_SET_BUDGET_RULE,    /* what the budget's choice minimizes: "sum" or "max" of the errors */
     PZ_SET_LINK_MODEL,     /* emulated links: "duplex" (a wire per direction) or "shared" (one inbound wire per stage, stop and wait) */
+    PZ_SET_ACTIVATION_MEMORY, /* --micro-batches auto: the most activation memory a stage may hold ("2GB"; unset: no bound) */
     PZ_SET_COUNT
 } pz_setting;
 

@@ -56,6 +56,7 @@ typedef struct {
     int ranks;
     int turn;                  /* split learning: 0 the whole run is one turn, -1 a turn per epoch, K per K steps */
     int auto_micro;            /* --micro-batches auto, not chosen yet: choose after the first step */
+    unsigned char allowed[PZ_MAX_MICRO + 1]; /* ... among these counts (--activation-memory) */
 } run;
 
 /* ---- the run directory's streams ---------------------------------------------- */
@@ -98,6 +99,34 @@ static pz_status load_text(run *r) {
         snprintf(path, sizeof path, "%.4200s/tokenizer.txt", r->out_dir);
         PZ_TRY(pz_tokenizer_save(&r->tok, path));
     }
+    return PZ_OK;
+}
+
+/* --micro-batches auto --activation-memory: the counts whose busiest stage
+ * holds at most that much (pz_pipe_stage_memory: the layers built for one
+ * micro-batch), decided before the first step; none is an error */
+static pz_status allowed_counts(run *r) {
+    const int S = r->pc.n_stages, B = r->cfg->batch;
+    int64_t least = INT64_MAX;
+    int least_M = 1, any = 0;
+    for (int m = 1; m <= PZ_MAX_MICRO; m++) {
+        r->allowed[m] = 0;
+        if (m > B || B % m) continue;
+        pz_pipe_config c = r->pc;
+        c.micro_batches = m;
+        int64_t most = 0;
+        for (int i = 0; i < S; i++) {
+            int64_t b;
+            PZ_TRY(pz_pipe_stage_memory(&c, i, m, &b));
+            if (b > most) most = b;
+        }
+        if (most < least) least = most, least_M = m;
+        r->allowed[m] = (double)most <= r->cfg->activation_memory;
+        any |= r->allowed[m];
+    }
+    if (!any)
+        return pz_fail(PZ_ERR_ARG, "--activation-memory %s: no micro-batch count fits it (the least a stage holds is %.4g MB, in %d "
+                                   "micro-batches)", run_plan_str(r->cfg, PZ_SET_ACTIVATION_MEMORY), (double)least / 1e6, least_M);
     return PZ_OK;
 }
 
@@ -149,6 +178,7 @@ static pz_status start(run *r) {
     if (cfg->micro_batches == 0) {
         r->pc.micro_batches = resume && r->rs.micro_batches > 0 ? r->rs.micro_batches : 1;
         r->auto_micro = !(resume && r->rs.micro_batches > 0);
+        if (r->auto_micro && cfg->activation_memory > 0) PZ_TRY(allowed_counts(r));
     }
     res->micro_batches = r->pc.micro_batches;
     if (r->link->place) PZ_TRY(r->link->place(cfg, r->rank, ranks, &r->pc));
@@ -422,7 +452,7 @@ static pz_status choose_micro_batches(run *r, int B, int *chosen) {
     int M = 1;
     tp.M = 1;
     PZ_TRY(pz_timing_of_plan(&tp, &one));
-    PZ_TRY(pz_timing_best_micro(&tp, PZ_MAX_MICRO, &M, &best));
+    PZ_TRY(pz_timing_best_micro(&tp, PZ_MAX_MICRO, r->cfg->activation_memory > 0 ? r->allowed : NULL, &M, &best));
     r->res->micro_batches = *chosen = M;
     r->res->auto_step_seconds[0] = best.step_s, r->res->auto_step_seconds[1] = one.step_s;
     if (M == r->pc.micro_batches) return PZ_OK;

@@ -92,6 +92,7 @@ static int config_fields(const pz_run_plan *p, pz_field *f, char *seed_buf) {
     f[n++] = PZ_STR("bwd", budget ? "budget" : run_plan_str(p, PZ_SET_BWD));
     f[n++] = PZ_STR("eval_compress", run_plan_str(p, PZ_SET_EVAL_COMPRESS));
     f[n++] = p->micro_batches ? PZ_NUM("micro_batches", p->micro_batches) : PZ_STR("micro_batches", "auto");
+    f[n++] = PZ_STR("activation_memory", run_plan_str(p, PZ_SET_ACTIVATION_MEMORY));
     f[n++] = PZ_NUM("aqsgd_warmup", p->aqsgd_warmup);
     f[n++] = PZ_STR("link", run_plan_str(p, PZ_SET_LINK));
     f[n++] = PZ_STR("link_bandwidth", run_plan_str(p, PZ_SET_LINK_BANDWIDTH));
@@ -151,6 +152,7 @@ void run_fingerprint(const pz_run_plan *p, char *out, size_t cap) {
     /* the emulated clock's numbers go on from the checkpoint: the same clock */
     if (p->given[PZ_SET_COMPUTE_RATE] && p->clock.kind != PZ_CLOCK_CPU) fp_append(out, cap, " compute_rate=%s", run_plan_str(p, PZ_SET_COMPUTE_RATE));
     if (p->link_model != PZ_WIRE_DUPLEX) fp_append(out, cap, " link_model=%s", run_plan_str(p, PZ_SET_LINK_MODEL));
+    if (p->activation_memory > 0) fp_append(out, cap, " activation_memory=%.17g", p->activation_memory);
 }
 
 /* key's value in a fingerprint ("k=v k=v ..."): its start and length, or NULL */

@@ -139,6 +139,11 @@ static pz_status parse_micro_batches(pz_run_plan *p, const char *t, const char *
     return PZ_OK;
 }
 static const char *micro_batches_choices(void) { return "M|auto"; }
+static pz_status parse_activation_memory(pz_run_plan *p, const char *t, const char *flag) {
+    if (!pz_parse_size(t, &p->activation_memory))
+        return pz_fail(PZ_ERR_ARG, "%s '%s' is not a size (2GB, 500MB, 1.5GiB)", flag, t);
+    return PZ_OK;
+}
 
 static pz_status parse_turn(pz_run_plan *p, const char *t, const char *flag) {
     (void)flag;
@@ -242,6 +247,9 @@ const run_setting run_settings[PZ_SET_COUNT] = {
     TEXT(PZ_SET_CLIENT_KEY, "client-key", NULL, parse_path, NULL, "FILE", "--link zmq: this client's CURVE secret key (pipezip keygen)", NULL),
     TEXT(PZ_SET_SERVER_KEY, "server-key", NULL, parse_path, NULL, "FILE",
          "--link zmq: the server's CURVE public key (FILE.pub from pipezip keygen)", NULL),
+    TEXT(PZ_SET_ACTIVATION_MEMORY, "activation-memory", "activation_memory", parse_activation_memory, NULL, "SIZE",
+         "--micro-batches auto: only counts whose busiest stage holds at most this much activation memory (2GB; the first "
+         "step's per-sample memory times the micro-batches each stage's schedule holds)", NULL),
     TEXT(PZ_SET_LINK_BANDWIDTH, "link-bandwidth", "link_bandwidth", parse_bandwidth, NULL, "RATE",
          "emulate this bandwidth at every boundary: 10mbit, 100mbit, 1gbit, 12.5MB/s", NULL),
     TEXT(PZ_SET_LINK_LATENCY, "link-latency", "link_latency", parse_latency, NULL, "TIME",
@@ -584,6 +592,8 @@ pz_status run_plan_check(const pz_run_plan *p) {
             return pz_fail(PZ_ERR_ARG, "--micro-batches auto chooses the count with the least step over the emulated links: give "
                                        "--link-bandwidth and/or --link-latency");
         if (p->turn) return pz_fail(PZ_ERR_ARG, "--micro-batches auto and --turn: give a count");
+    } else if (p->given[PZ_SET_ACTIVATION_MEMORY]) {
+        return pz_fail(PZ_ERR_ARG, "--activation-memory bounds --micro-batches auto's choice: give --micro-batches auto");
     }
     if (!p->steps && p->aqsgd_warmup > p->epochs) return pz_fail(PZ_ERR_ARG, "--aqsgd-warmup must be in 0..epochs, got %d", p->aqsgd_warmup);
     if (p->stages > 0 && p->n_cuts && p->n_cuts + 1 != p->stages)

@@ -55,7 +55,8 @@ struct pz_run_plan {
     char cuts[RUN_MAX_CUTS][64]; /* layer names or indices, resolved against the model */
     pz_codec_list fwd, bwd;
     int eval_compress;         /* run_eval_mode */
-    int micro_batches, aqsgd_warmup;
+    int micro_batches, aqsgd_warmup; /* micro_batches 0: auto */
+    double activation_memory;  /* auto: a stage's activation memory at most (0: no bound) */
     int pipe_schedule;         /* pz_pipe_schedule_kind */
     pz_clock_mode clock;       /* --compute-rate */
     int grad_mask;             /* 1: "fwd" */

@@ -43,7 +43,7 @@ static pz_status bad_budget(const char *flag, const char *text) {
 }
 
 /* "2MB", "1.5MiB", "300000", "64kB/step" */
-static int parse_size(const char *t, double *out) {
+int pz_parse_size(const char *t, double *out) {
     char *end;
     const double v = strtod(t, &end);
     if (end == t || !isfinite(v) || v <= 0) return 0;
@@ -90,7 +90,7 @@ pz_status pz_budget_parse(pz_budget *b, const char *text, const char *flag) {
         return PZ_OK;
     }
     double v;
-    if (!parse_size(text, &v)) return bad_budget(flag, text);
+    if (!pz_parse_size(text, &v)) return bad_budget(flag, text);
     b->kind = PZ_BUDGET_BYTES, b->value = v;
     return PZ_OK;
 }

@@ -52,6 +52,8 @@ typedef struct {
  * ("200mbit@50ms"; RATE and TIME as --link-bandwidth and --link-latency)
  * into b's kind and value; PZ_ERR_ARG naming flag. */
 pz_status pz_budget_parse(pz_budget *b, const char *text, const char *flag);
+/* A size in bytes: "2MB", "500kB", "1.5MiB", "300000" (1 to 1e15); 0 if it is not one. */
+int pz_parse_size(const char *text, double *bytes);
 /* "SPEC/SPEC/...": 1 to PZ_BUDGET_RUNGS stateless codec specs, each once */
 pz_status pz_budget_parse_ladder(pz_budget *b, const char *text, const char *flag);
 /* Is step (1-based, the step just taken) one after which the choice is re-decided? */

@@ -141,6 +141,10 @@ double pz_pipe_clock(pz_pipe *p);
 /* The activation memory local stage i holds for training (its slots'
  * layer buffers, inputs and gradients), bytes; 0 for a stage elsewhere. */
 int64_t pz_pipe_activation_bytes(const pz_pipe *p, int stage);
+/* The activation memory stage i of a pipeline so configured would hold in
+ * M micro-batches (what pz_pipe_activation_bytes would then say), without
+ * making the pipeline: its layers are built for one micro-batch and freed. */
+pz_status pz_pipe_stage_memory(const pz_pipe_config *cfg, int stage, int M, int64_t *bytes);
 /* aqsgd(...) senders send uncompressed while on (warm-up), at every stage. */
 pz_status pz_pipe_set_warmup(pz_pipe *p, int on);
 /* A budget's decision (pz_pipe_config.budget), after `step`, a step

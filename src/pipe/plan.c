@@ -162,6 +162,29 @@ static void plan_tie(pz_pipe *p, stage *s) {
     }
 }
 
+/* A stage's activation memory: each slot's layer buffers (model_act), input
+ * and output gradient; stage 0's inputs are the batch's, kept whole (counted
+ * with the first slot) */
+static int64_t stage_act_bytes(int i, int batch_max, int mb, int first_slot, int64_t model_act, int64_t in_per, int64_t out_per) {
+    return (first_slot && i == 0 ? 4 * (int64_t)batch_max * in_per : 0) + model_act + 4 * (int64_t)mb * ((i ? in_per : 0) + out_per);
+}
+
+pz_status pz_pipe_stage_memory(const pz_pipe_config *cfg, int i, int M, int64_t *bytes) {
+    const pipe_schedule *sc = pipe_schedule_of(cfg->schedule);
+    const int S = cfg->n_stages;
+    if (!sc || i < 0 || i >= S || M < 1 || M > PZ_MAX_MICRO) return pz_fail(PZ_ERR_ARG, "stage %d of %d in %d micro-batches", i, S, M);
+    const int mb = (cfg->batch_max + M - 1) / M, slots = pipe_schedule_slots(sc, S, i, M);
+    const int from = i ? cfg->cuts[i - 1] + 1 : 0, to = i == S - 1 ? 1 << 30 : cfg->cuts[i] + 1;
+    pz_model m;
+    PZ_TRY(pz_model_build(&m, &cfg->model, cfg->in, cfg->n_classes, mb, cfg->seed, from, to));
+    const int last = (to < m.net.n ? to : m.net.n) - 1;
+    const int64_t in_per = pz_shape_numel(from ? m.net.layers[from - 1].out : m.net.in), out_per = pz_shape_numel(m.net.layers[last].out);
+    *bytes = 0;
+    for (int k = 0; k < slots; k++) *bytes += stage_act_bytes(i, cfg->batch_max, mb, k == 0, m.act_bytes, in_per, out_per);
+    pz_model_free(&m);
+    return PZ_OK;
+}
+
 pz_status plan_stage(pz_pipe *p, int i) {
     const pz_pipe_config *cfg = &p->cfg;
     stage *s = &p->st[i];
@@ -186,11 +209,10 @@ pz_status plan_stage(pz_pipe *p, int i) {
     s->p1 = param_offset(&s->model[0].net, s->to);
     s->macs = 0;
     for (int j = s->from; j < s->to; j++) s->macs += s->model[0].net.layers[j].macs;
-    /* its activation memory: each slot's layer buffers, input and output
-     * gradient; stage 0's inputs are the batch's, kept whole */
     const int64_t in_per = pz_shape_numel(stage_in_shape(s)), out_per = pz_shape_numel(stage_out_shape(s));
-    s->act_bytes = i == 0 ? 4 * (int64_t)cfg->batch_max * in_per : 0;
-    for (int m = 0; m < s->slots; m++) s->act_bytes += s->model[m].act_bytes + 4 * (int64_t)p->mb_max * ((i ? in_per : 0) + out_per);
+    s->act_bytes = 0;
+    for (int m = 0; m < s->slots; m++)
+        s->act_bytes += stage_act_bytes(i, cfg->batch_max, p->mb_max, m ? 0 : 1, s->model[m].act_bytes, in_per, out_per);
     plan_tie(p, s);
     s->opt = (pz_optim){.momentum = cfg->momentum, .nesterov = cfg->nesterov, .weight_decay = cfg->weight_decay,
                         .decay = s->model[0].decay ? s->model[0].decay + s->p0 : NULL};

@@ -275,11 +275,11 @@ pz_status pz_timing_of_plan(const pz_timing_plan *p, pz_timing_result *out) {
     return st;
 }
 
-pz_status pz_timing_best_micro(const pz_timing_plan *p, int max_M, int *best_M, pz_timing_result *best) {
+pz_status pz_timing_best_micro(const pz_timing_plan *p, int max_M, const unsigned char *allowed, int *best_M, pz_timing_result *best) {
     *best_M = 0;
     pz_timing_plan c = *p;
     for (int M = 1; M <= p->batch && M <= max_M && M <= PZ_MAX_MICRO; M++) {
-        if (p->batch % M) continue;
+        if (p->batch % M || (allowed && !allowed[M])) continue;
         c.M = M;
         pz_timing_result r;
         PZ_TRY(pz_timing_of_plan(&c, &r));

@@ -82,7 +82,8 @@ typedef struct {
 pz_timing_plan pz_timing_plan_of(const pz_pipe_config *pc, const pz_model *m, int batch, double rate, pz_timing_bytes bytes);
 pz_status pz_timing_of_plan(const pz_timing_plan *p, pz_timing_result *out);
 /* --micro-batches auto: of the counts M that split the batch evenly (at
- * most max_M), the one whose steady step is least (the fewer on a tie). */
-pz_status pz_timing_best_micro(const pz_timing_plan *p, int max_M, int *best_M, pz_timing_result *best);
+ * most max_M; those with allowed[M] when allowed is given), the one whose
+ * steady step is least (the fewer on a tie). */
+pz_status pz_timing_best_micro(const pz_timing_plan *p, int max_M, const unsigned char *allowed, int *best_M, pz_timing_result *best);
 
 #endif

@@ -239,7 +239,7 @@ int tool_time(const time_options *o, FILE *out) {
     pz_timing_result r;
     const int M_auto = M == 0;
     if (!rc && M == 0 && !from_codecs) {
-        if (pz_timing_best_micro(&plan, o->max_micro, &M, &r)) rc = fail(pz_last_error());
+        if (pz_timing_best_micro(&plan, o->max_micro, NULL, &M, &r)) rc = fail(pz_last_error());
     } else if (!rc && M == 0) { /* each count's frames are its micro-batches' own */
         double *h2 = calloc((size_t)S, sizeof *h2), *f2 = calloc((size_t)S, sizeof *f2), *b2 = calloc((size_t)S, sizeof *b2);
         if (!h2 || !f2 || !b2) rc = fail("out of memory");

@@ -50,6 +50,20 @@ wm=$(field micro_batches <<<"$want"); ws=$(field step_s <<<"$want")
 got=$(sed -n 's/^micro-batches auto: \([0-9]*\) (a step of \([0-9.e+-]*\) s.*/\1 \2/p' "$tmp/auto.log")
 if [ "${got% *}" = "$wm" ] && within "${got#* }" "$ws" 1e-3; then ok; else bad "train auto chose '$got'; pipezip time: $wm ($ws s)"; fi
 grep -qs "\"micro_batches\": $wm}" "$tmp/auto/summary.json" && ok || bad "the summary does not record the count chosen"
+# --activation-memory bounds the choice by the memory the pipeline would hold: just below the
+# unbounded choice's busiest stage, auto takes another count, whose stages then hold at most the bound
+am=$(python3 -c "import json; print(max(int(x) for x in json.load(open('$tmp/auto/summary.json'))['activation_bytes'].split(',')))")
+"$PZ" train "${tr[@]}" --steps 2 --micro-batches auto --activation-memory $((am - 1)) --out "$tmp/auto-mem" > "$tmp/auto-mem.log" 2>&1 \
+  || bad "the bounded auto run failed: $(tail -2 "$tmp/auto-mem.log")"
+python3 - "$tmp/auto-mem/summary.json" "$am" "$wm" <<'PY' && ok || bad "--activation-memory: $(grep auto: "$tmp/auto-mem.log")"
+import json, sys
+s = json.load(open(sys.argv[1])); bound = int(sys.argv[2]) - 1
+assert s["micro_batches"] != int(sys.argv[3]), s["micro_batches"]
+assert max(int(x) for x in s["activation_bytes"].split(",")) <= bound, (s["activation_bytes"], bound)
+PY
+expect 2 "--activation-memory 1kB: no micro-batch count fits it \(the least a stage holds is" -- "$PZ" train "${tr[@]}" --steps 2 \
+  --micro-batches auto --activation-memory 1kB --no-out
+expect 2 "--activation-memory bounds --micro-batches auto's choice" -- "$PZ" train "${tr[@]}" --micro-batches 2 --activation-memory 1GB --no-out
 expect 2 "--micro-batches auto .* give --link-bandwidth" -- "$PZ" train --model gpt:layers=2,d=16,heads=2,ctx=16 --stages 2 \
   --micro-batches auto --no-out
 expect 2 "--micro-batches expects an integer or auto, got 'lots'" -- "$PZ" train --micro-batches lots --no-out
