@@ -335,6 +335,22 @@ static void progress_eval(pz_progress *p, const run *r, const eval_result *v) {
     p->emulated_seconds = r->pipeline ? r->emulated : -1;
 }
 
+/* ---- a pipeline made again mid-run (a client's next turn, --micro-batches auto) ---- */
+/* before the old pipeline goes: its traffic and emulated time so far are kept */
+static pz_status pipe_leave(run *r) {
+    PZ_TRY(pz_traffic_pause(&r->traffic, r->pipe));
+    r->emulated += pz_pipe_clock(r->pipe) - r->clock0;
+    return PZ_OK;
+}
+
+/* the new pipeline goes on where the old one left: its warm-up, traffic and clock */
+static pz_status pipe_enter(run *r, int epoch) {
+    if (r->cfg->aqsgd_warmup > 0) PZ_TRY(pz_pipe_set_warmup(r->pipe, epoch < r->cfg->aqsgd_warmup));
+    PZ_TRY(pz_traffic_resume(&r->traffic, r->pipe));
+    r->clock0 = pz_pipe_clock(r->pipe);
+    return PZ_OK;
+}
+
 /* ---- split learning's round robin ------------------------------------------------ */
 /* This client's turn ends: its state goes to the server for the next
  * client, it leaves, asks for a turn again (the others that asked go
@@ -342,8 +358,7 @@ static void progress_eval(pz_progress *p, const run *r, const eval_result *v) {
 static pz_status next_turn(run *r, int epoch) {
     const pz_run_plan *cfg = r->cfg;
     PZ_TRY(pz_pipe_hand_on(r->pipe));
-    PZ_TRY(pz_traffic_pause(&r->traffic, r->pipe));
-    r->emulated += pz_pipe_clock(r->pipe) - r->clock0;
+    PZ_TRY(pipe_leave(r));
     pz_link_zmq_set_last_turn(r->pc.next_link, 0);
     pz_pipe_free(r->pipe);
     r->pipe = NULL;
@@ -353,10 +368,7 @@ static pz_status next_turn(run *r, int epoch) {
     int found = 0;
     PZ_TRY(pz_pipe_fetch(r->pipe, &found));
     if (!found) return pz_fail(PZ_ERR_STATE, "the server kept no client state for this client's next turn (was it restarted?)");
-    if (cfg->aqsgd_warmup > 0) PZ_TRY(pz_pipe_set_warmup(r->pipe, epoch < cfg->aqsgd_warmup));
-    PZ_TRY(pz_traffic_resume(&r->traffic, r->pipe));
-    r->clock0 = pz_pipe_clock(r->pipe);
-    return PZ_OK;
+    return pipe_enter(r, epoch);
 }
 
 /* ---- one epoch of training ------------------------------------------------------ */
@@ -430,7 +442,7 @@ static pz_status budget_round(run *r, int epoch) {
  * measured) into the dry timing mode, for every count that splits the
  * batch; the pipeline goes on in the count with the least step, from a
  * snapshot of its state. */
-static pz_status choose_micro_batches(run *r, int B, int *chosen) {
+static pz_status choose_micro_batches(run *r, int epoch, int B, int *chosen) {
     r->auto_micro = 0;
     PZ_TRY(pz_pipe_collect_stats(r->pipe));
     const int S = r->pc.n_stages;
@@ -452,15 +464,14 @@ static pz_status choose_micro_batches(run *r, int B, int *chosen) {
     int M = 1;
     tp.M = 1;
     PZ_TRY(pz_timing_of_plan(&tp, &one));
-    PZ_TRY(pz_timing_best_micro(&tp, PZ_MAX_MICRO, r->cfg->activation_memory > 0 ? r->allowed : NULL, &M, &best));
+    PZ_TRY(pz_timing_best_micro(&tp, PZ_MAX_MICRO, r->cfg->activation_memory > 0 ? r->allowed : NULL, NULL, NULL, &M, &best));
     r->res->micro_batches = *chosen = M;
     r->res->auto_step_seconds[0] = best.step_s, r->res->auto_step_seconds[1] = one.step_s;
     if (M == r->pc.micro_batches) return PZ_OK;
     /* the same state, planned again in M micro-batches */
     pz_pipe_state snap;
     memset(&snap, 0, sizeof snap);
-    pz_status st = pz_traffic_pause(&r->traffic, r->pipe);
-    r->emulated += pz_pipe_clock(r->pipe) - r->clock0;
+    pz_status st = pipe_leave(r);
     if (!st) pz_pipe_stop(r->pipe), st = pz_pipe_snapshot(r->pipe, &snap);
     if (st) {
         pz_pipe_state_free(&snap);
@@ -475,10 +486,7 @@ static pz_status choose_micro_batches(run *r, int B, int *chosen) {
     pz_pipe_state_free(&snap);
     PZ_TRY(st);
     for (int i = 0; i < S && i < 16; i++) r->res->activation_bytes[i] = pz_pipe_activation_bytes(r->pipe, i);
-    if (r->cfg->aqsgd_warmup > 0) PZ_TRY(pz_pipe_set_warmup(r->pipe, r->cur_epoch < r->cfg->aqsgd_warmup));
-    PZ_TRY(pz_traffic_resume(&r->traffic, r->pipe));
-    r->clock0 = pz_pipe_clock(r->pipe);
-    return PZ_OK;
+    return pipe_enter(r, epoch);
 }
 
 static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
@@ -501,7 +509,7 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
         e->loss_sum += (double)loss * B, e->hits += correct, e->seen += B, r->samples += B, r->samples_here += B;
         e->steps++, r->global_step++;
         int chosen = 0;
-        if (r->auto_micro) PZ_TRY(choose_micro_batches(r, B, &chosen));
+        if (r->auto_micro) PZ_TRY(choose_micro_batches(r, epoch, B, &chosen));
         /* --budget: choose the rungs again (not after the run's last step: nothing would use them) */
         if (pz_budget_due(&r->pc.budget, r->global_step) && r->global_step < r->sched.total_steps) PZ_TRY(budget_round(r, epoch));
         const double now = pz_now();

@@ -117,11 +117,7 @@ static pz_status send_any(pz_link *l, int tag, const void *msg, uint8_t **buf, s
     if (l->clock) {
         pz_clock_charge(l->clock);
         if (l->emu.model == PZ_WIRE_SHARED) stamp = l->clock->t;
-        else {
-            pz_wire w = {l->free_at};
-            stamp = pz_wire_duplex(&w, &l->emu, l->clock->t, len, 0);
-            l->free_at = w.free_at;
-        }
+        else stamp = pz_wire_duplex(&l->out, &l->emu, l->clock->t, len, 0);
     }
     size_t wire = 0;
     const pz_status st = buf && l->ops->send_take ? l->ops->send_take(l, tag, stamp, buf, cap, len, &wire)

@@ -26,7 +26,7 @@ struct pz_link {
     pz_link_stats stats;
     pz_clock *clock;
     pz_link_emu emu;
-    double free_at; /* emulated, duplex: when the sending direction is next free */
+    pz_wire out;     /* emulated, duplex: the sending direction's wire */
     uint64_t header_tags[4]; /* pz_link_set_header_tag: a bit per tag */
     int peer_closed; /* set by the transport when the peer closed in order */
     int remote_party; /* the far end is another party's process (pz_link_is_remote_party) */

@@ -28,11 +28,10 @@ typedef struct {
     int m;    /* the micro-batch */
 } pipe_action;
 typedef struct {
-    int kind;                 /* pz_pipe_schedule_kind */
-    const char *name;
     /* fills a[] (at least 2M + 1) and returns how many */
     int (*actions)(int S, int i, int M, pipe_action *a);
 } pipe_schedule;
+/* the schedule of a pz_pipe_schedule_kind (its name: pz_pipe_schedules) */
 const pipe_schedule *pipe_schedule_of(int kind);
 /* the most micro-batches stage i holds at once (forward run, backward not
  * yet): its activation slots, micro-batch m in slot m % slots */

@@ -363,8 +363,8 @@ static int one_f_one_b_actions(int S, int i, int M, pipe_action *a) {
 }
 
 const pipe_schedule pipe_schedules[] = {
-    [PZ_PIPE_GPIPE] = {PZ_PIPE_GPIPE, "gpipe", gpipe_actions},
-    [PZ_PIPE_1F1B] = {PZ_PIPE_1F1B, "1f1b", one_f_one_b_actions},
+    [PZ_PIPE_GPIPE] = {gpipe_actions},
+    [PZ_PIPE_1F1B] = {one_f_one_b_actions},
 };
 
 const pipe_schedule *pipe_schedule_of(int kind) {

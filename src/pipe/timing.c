@@ -180,10 +180,10 @@ pz_status pz_timing_run(const pz_timing_config *c, pz_timing_result *out) {
                     msg m = {p->clock, o->v, o->header, o->step};
                     if (!shared) { /* the sender stamps its arrival (a header as any message: link.c) */
                         ptime start = later(p->clock, wt[qi]);
-                        m.at.t = pz_wire_duplex(&w[qi], &c->emu, p->clock.t, (size_t)o->v, 0);
+                        const double arrive = pz_wire_duplex(&w[qi], &c->emu, p->clock.t, (size_t)o->v, 0);
                         start.x += busy, start.t = w[qi].free_at;
                         wt[qi] = start;
-                        m.at = start, m.at.l += lat, m.at.t = start.t + lat;
+                        m.at = start, m.at.l += lat, m.at.t = arrive;
                         if (o->step == last_step) work[o->dir == TO_NEXT ? 4 * (i + 1) + 2 : 4 * (i - 1) + 3] += busy;
                     }
                     if (o->step == last_step) out->bytes_per_step += o->v, out->messages_per_step++;
@@ -275,12 +275,14 @@ pz_status pz_timing_of_plan(const pz_timing_plan *p, pz_timing_result *out) {
     return st;
 }
 
-pz_status pz_timing_best_micro(const pz_timing_plan *p, int max_M, const unsigned char *allowed, int *best_M, pz_timing_result *best) {
+pz_status pz_timing_best_micro(const pz_timing_plan *p, int max_M, const unsigned char *allowed, pz_timing_bytes_fn bytes_of,
+                               void *user, int *best_M, pz_timing_result *best) {
     *best_M = 0;
     pz_timing_plan c = *p;
     for (int M = 1; M <= p->batch && M <= max_M && M <= PZ_MAX_MICRO; M++) {
         if (p->batch % M || (allowed && !allowed[M])) continue;
         c.M = M;
+        if (bytes_of) PZ_TRY(bytes_of(user, M, &c.bytes));
         pz_timing_result r;
         PZ_TRY(pz_timing_of_plan(&c, &r));
         if (!*best_M || r.step_s < best->step_s) *best_M = M, *best = r;

@@ -81,9 +81,14 @@ typedef struct {
  * schedule, clipping and links) */
 pz_timing_plan pz_timing_plan_of(const pz_pipe_config *pc, const pz_model *m, int batch, double rate, pz_timing_bytes bytes);
 pz_status pz_timing_of_plan(const pz_timing_plan *p, pz_timing_result *out);
+/* The bytes of a step in M micro-batches, where they depend on M (a
+ * codec's frames of smaller micro-batches). */
+typedef pz_status (*pz_timing_bytes_fn)(void *user, int M, pz_timing_bytes *bytes);
 /* --micro-batches auto: of the counts M that split the batch evenly (at
  * most max_M; those with allowed[M] when allowed is given), the one whose
- * steady step is least (the fewer on a tie). */
-pz_status pz_timing_best_micro(const pz_timing_plan *p, int max_M, const unsigned char *allowed, int *best_M, pz_timing_result *best);
+ * steady step is least (the fewer on a tie); each count with the plan's
+ * bytes, or bytes_of's for it when given. */
+pz_status pz_timing_best_micro(const pz_timing_plan *p, int max_M, const unsigned char *allowed, pz_timing_bytes_fn bytes_of,
+                               void *user, int *best_M, pz_timing_result *best);
 
 #endif

@@ -60,39 +60,50 @@ static int run_bytes(const char *dir, double *fwd_ps, double *bwd_ps, double *to
 
 /* per sample at boundary b: a frame of `spec` over a micro-batch of Bm
  * samples of shape sh (Gaussian values), divided by Bm */
-static int codec_bytes(const pz_codec_desc *d, pz_shape sh, int Bm, uint64_t seed, double *ps) {
+static pz_status codec_bytes(const pz_codec_desc *d, pz_shape sh, int Bm, uint64_t seed, double *ps) {
     pz_codec *c;
-    if (pz_codec_create_desc(&c, d)) return fail(pz_last_error());
+    PZ_TRY(pz_codec_create_desc(&c, d));
     int64_t shape[1 + PZ_SHAPE_MAX];
     const int nd = pz_shape_batch(sh, Bm, shape);
     const size_t n = (size_t)Bm * (size_t)pz_shape_numel(sh), cap = pz_codec_max_frame_bytes(c, nd, shape);
     float *x = malloc(sizeof *x * n);
     uint32_t *ids = malloc(sizeof *ids * (size_t)Bm);
     uint8_t *frame = malloc(cap);
-    int rc = 0;
-    if (!x || !ids || !frame) rc = fail("out of memory");
+    pz_status st = x && ids && frame ? PZ_OK : pz_fail(PZ_ERR_NOMEM, "out of memory for a frame of %s", d->text);
     pz_rng r;
     pz_rng_seed(&r, seed);
-    for (size_t i = 0; !rc && i < n; i++) x[i] = pz_rng_normal(&r);
-    for (int i = 0; !rc && i < Bm; i++) ids[i] = (uint32_t)i;
+    for (size_t i = 0; !st && i < n; i++) x[i] = pz_rng_normal(&r);
+    for (int i = 0; !st && i < Bm; i++) ids[i] = (uint32_t)i;
     size_t len = 0;
-    if (!rc && pz_codec_encode(c, x, nd, shape, ids, frame, cap, &len, NULL)) rc = fail(pz_last_error());
+    if (!st) st = pz_codec_encode(c, x, nd, shape, ids, frame, cap, &len, NULL);
     *ps = (double)len / Bm;
     free(x), free(ids), free(frame);
     pz_codec_free(c);
-    return rc;
+    return st;
 }
 
-/* every boundary's bytes per sample in micro-batches of Bm: its codecs' frames and the batch header */
-static int frames_bytes(const pz_model *model, int S, const int *cuts, const pz_codec_desc *fd, const pz_codec_desc *bd, int T,
-                        int subspace, int classes, int Bm, double *fh, double *ff, double *fb) {
-    const msg_layout L = msg_layout_of(T, subspace ? T : 0, classes);
-    for (int i = 0; i + 1 < S; i++) {
-        const pz_shape sh = model->net.layers[cuts[i]].out;
-        if (codec_bytes(&fd[i], sh, Bm, 11 + (uint64_t)i, &ff[i]) || codec_bytes(&bd[i], sh, Bm, 101 + (uint64_t)i, &fb[i])) return 2;
-        fh[i] = (double)msg_meta_bytes(Bm, &L) / Bm;
+/* Every boundary's bytes per sample in micro-batches of Bm of the batch:
+ * its codecs' frames and the batch header (the dry timer's bytes hook). */
+typedef struct {
+    const pz_model *model;
+    int S, T, subspace, classes, batch;
+    const int *cuts;
+    const pz_codec_desc *fd, *bd;
+    double *fh, *ff, *fb; /* where the bytes go */
+} frames;
+
+static pz_status frames_bytes(void *user, int M, pz_timing_bytes *out) {
+    const frames *f = user;
+    const int Bm = (f->batch + M - 1) / M;
+    const msg_layout L = msg_layout_of(f->T, f->subspace ? f->T : 0, f->classes);
+    for (int i = 0; i + 1 < f->S; i++) {
+        const pz_shape sh = f->model->net.layers[f->cuts[i]].out;
+        PZ_TRY(codec_bytes(&f->fd[i], sh, Bm, 11 + (uint64_t)i, &f->ff[i]));
+        PZ_TRY(codec_bytes(&f->bd[i], sh, Bm, 101 + (uint64_t)i, &f->fb[i]));
+        f->fh[i] = (double)msg_meta_bytes(Bm, &L) / Bm;
     }
-    return 0;
+    *out = (pz_timing_bytes){f->fh, f->ff, f->fb};
+    return PZ_OK;
 }
 
 static const char *size_str(double bytes, char *buf, size_t cap) {
@@ -201,7 +212,8 @@ int tool_time(const time_options *o, FILE *out) {
     const char *source = "";
     int from_codecs = 0;
     char src[256];
-    const int Bm0 = M > 0 ? (batch + M - 1) / M : batch;
+    frames fr = {.model = &model, .S = S, .T = T, .subspace = spec.subspace, .classes = classes, .batch = batch, .cuts = cuts,
+                 .fd = fd, .bd = bd, .fh = fh, .ff = ff, .fb = fb};
     if (!rc && o->run) {
         double f = 0, b = 0, tps = 1;
         rc = run_bytes(o->run, &f, &b, &tps);
@@ -215,9 +227,10 @@ int tool_time(const time_options *o, FILE *out) {
         snprintf(src, sizeof src, "given: %g / %g B per %s each way", f, b, lm ? "token" : "sample");
         source = src;
     } else if (!rc) {
-        if (pz_pipe_parse_specs(o->fwd, S - 1, fd, "--fwd") || pz_pipe_parse_specs(o->bwd ? o->bwd : o->fwd, S - 1, bd, "--bwd"))
+        pz_timing_bytes unused;
+        if (pz_pipe_parse_specs(o->fwd, S - 1, fd, "--fwd") || pz_pipe_parse_specs(o->bwd ? o->bwd : o->fwd, S - 1, bd, "--bwd") ||
+            frames_bytes(&fr, M > 0 ? M : 1, &unused))
             rc = fail(pz_last_error());
-        else rc = frames_bytes(&model, S, cuts, fd, bd, T, spec.subspace, classes, Bm0, fh, ff, fb);
         snprintf(src, sizeof src, "frames of --fwd %s / --bwd %s over Gaussian tensors of each boundary's shape, and the batch headers", o->fwd,
                  o->bwd ? o->bwd : o->fwd);
         source = src;
@@ -238,24 +251,10 @@ int tool_time(const time_options *o, FILE *out) {
     if (!rc && !(rate > 0) && !(o->micro_seconds > 0)) rc = fail("give the compute: --compute-rate RATE (FLOP/s) or --links-off-step SECONDS");
     pz_timing_result r;
     const int M_auto = M == 0;
-    if (!rc && M == 0 && !from_codecs) {
-        if (pz_timing_best_micro(&plan, o->max_micro, NULL, &M, &r)) rc = fail(pz_last_error());
-    } else if (!rc && M == 0) { /* each count's frames are its micro-batches' own */
-        double *h2 = calloc((size_t)S, sizeof *h2), *f2 = calloc((size_t)S, sizeof *f2), *b2 = calloc((size_t)S, sizeof *b2);
-        if (!h2 || !f2 || !b2) rc = fail("out of memory");
-        for (int m = 1; !rc && m <= batch && m <= o->max_micro && m <= PZ_MAX_MICRO; m++) {
-            if (batch % m) continue;
-            rc = frames_bytes(&model, S, cuts, fd, bd, T, spec.subspace, classes, batch / m, h2, f2, b2);
-            pz_timing_plan pm = plan;
-            pm.M = m, pm.bytes = (pz_timing_bytes){h2, f2, b2};
-            pz_timing_result rm;
-            if (!rc && pz_timing_of_plan(&pm, &rm)) rc = fail(pz_last_error());
-            if (!rc && (!M || rm.step_s < r.step_s)) {
-                M = m, r = rm;
-                memcpy(fh, h2, sizeof *fh * (size_t)S), memcpy(ff, f2, sizeof *ff * (size_t)S), memcpy(fb, b2, sizeof *fb * (size_t)S);
-            }
-        }
-        free(h2), free(f2), free(b2);
+    if (!rc && M == 0) { /* auto; with codecs, each count's frames are its micro-batches' own */
+        if (pz_timing_best_micro(&plan, o->max_micro, NULL, from_codecs ? frames_bytes : NULL, &fr, &M, &r) ||
+            (from_codecs && frames_bytes(&fr, M, &plan.bytes)))
+            rc = fail(pz_last_error());
     } else if (!rc) {
         if (pz_timing_of_plan(&plan, &r)) rc = fail(pz_last_error());
     }
