@@ -131,7 +131,7 @@ int tool_time(const time_options *o, FILE *out) {
     }
     emu.model = wire->value;
     if ((o->bandwidth && pz_parse_bandwidth(o->bandwidth, &emu.bandwidth)) || (o->latency && pz_parse_duration(o->latency, &emu.latency))) {
-        snprintf(why, sizeof why, "--link-%s: %s", o->latency && emu.bandwidth >= 0 ? "bandwidth or --link-latency" : "bandwidth", pz_last_error());
+        snprintf(why, sizeof why, "--link-bandwidth / --link-latency: %s", pz_last_error()); /* the message names the value */
         return fail(why);
     }
     double rate = 0;
