@@ -248,8 +248,8 @@ const run_setting run_settings[PZ_SET_COUNT] = {
     TEXT(PZ_SET_SERVER_KEY, "server-key", NULL, parse_path, NULL, "FILE",
          "--link zmq: the server's CURVE public key (FILE.pub from pipezip keygen)", NULL),
     TEXT(PZ_SET_ACTIVATION_MEMORY, "activation-memory", "activation_memory", parse_activation_memory, NULL, "SIZE",
-         "--micro-batches auto: only counts whose busiest stage holds at most this much activation memory (2GB; the first "
-         "step's per-sample memory times the micro-batches each stage's schedule holds)", NULL),
+         "--micro-batches auto: only counts whose busiest stage would hold at most this much activation memory (2GB; "
+         "each stage's layers built for one micro-batch of that count, before the first step)", NULL),
     TEXT(PZ_SET_LINK_BANDWIDTH, "link-bandwidth", "link_bandwidth", parse_bandwidth, NULL, "RATE",
          "emulate this bandwidth at every boundary: 10mbit, 100mbit, 1gbit, 12.5MB/s", NULL),
     TEXT(PZ_SET_LINK_LATENCY, "link-latency", "link_latency", parse_latency, NULL, "TIME",
