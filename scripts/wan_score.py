@@ -110,6 +110,9 @@ def main():
         win = [(float(b["emulated_time"]) - float(p["emulated_time"])) / (int(b["step"]) - int(p["step"]))
                for p, b in zip(ev[-k - 1:-1], ev[-k:])]
         steady = statistics.median(win)
+        # the same rule as pipezip sweep's steady_step_seconds (kept here at full precision; results.csv has 6 digits)
+        if r.get("steady_step_seconds") and abs(steady / float(r["steady_step_seconds"]) - 1) > 1e-5:
+            sys.exit(f"wan_score: {r['id']}: a steady step of {steady} s, results.csv says {r['steady_step_seconds']}")
         # the bytes per token those windows carried, each way, over the boundaries
         S = len(r["cuts"].split(",")) + 1
         ctx = int(r["model"].split("ctx=")[1].split(",")[0])
