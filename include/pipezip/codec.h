@@ -145,6 +145,11 @@ typedef struct {
      * as stored (equal without the stage) */
     const char *entropy_name;
     uint64_t body_bytes, stored_body_bytes;
+    /* the family's parameters in a line, as `pipezip codec inspect` prints
+     * them: a label ("quantization", "kept", "rank"; NULL when the family
+     * has none) and the text ("4 bits, asymmetric, ... per tensor") */
+    const char *detail_label;
+    char detail[192];
 } pz_frame_info;
 
 /* Which header fields a family sets (pz_frame_info.fields). */
@@ -154,7 +159,7 @@ typedef struct {
 #define PZ_FRAME_USES_SEED 8u         /* positions drawn from a seed */
 #define PZ_FRAME_USES_VALUES 16u      /* a values section of some value type */
 #define PZ_FRAME_USES_INDEX 32u       /* a positions section of some index coding */
-#define PZ_FRAME_USES_RANK 64u        /* k is a rank: factors of the tokens x features matrix (lowrank) */
+#define PZ_FRAME_USES_RANK 64u        /* k is a rank: the count of factors of a matrix */
 
 /* ---- the frame vocabulary ---------------------------------------------------
  * Every enumerated header field, its wire values and their names, read from

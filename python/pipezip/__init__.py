@@ -97,7 +97,8 @@ class _FrameInfo(ctypes.Structure):
                 ("granularity_name", ctypes.c_char_p), ("value_type_name", ctypes.c_char_p),
                 ("index_coding_name", ctypes.c_char_p), ("wrapper_name", ctypes.c_char_p),
                 ("fields", ctypes.c_uint), ("option_mask", ctypes.c_int),
-                ("entropy_name", ctypes.c_char_p), ("body_bytes", ctypes.c_uint64), ("stored_body_bytes", ctypes.c_uint64)]
+                ("entropy_name", ctypes.c_char_p), ("body_bytes", ctypes.c_uint64), ("stored_body_bytes", ctypes.c_uint64),
+                ("detail_label", ctypes.c_char_p), ("detail", ctypes.c_char * 192)]
 
 
 def _fn(name, res, *args):
@@ -516,7 +517,8 @@ def inspect(frame):
             "k": info.k, "seed": info.seed, "payload_bytes": info.payload_bytes,
             "frame_bytes": info.frame_bytes, "checksum": info.checksum, "has_ids": bool(info.has_ids),
             "entropy": info.entropy_name.decode() if info.entropy_name else None,
-            "body_bytes": info.body_bytes, "stored_body_bytes": info.stored_body_bytes}
+            "body_bytes": info.body_bytes, "stored_body_bytes": info.stored_body_bytes,
+            "detail": (info.detail_label.decode(), info.detail.decode()) if info.detail_label else None}
 
 
 def validate(frame):

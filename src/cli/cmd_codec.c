@@ -187,19 +187,10 @@ static int inspect(int argc, char **argv) {
     printf(" (%lld elements)\n", (long long)i.elements);
     printf("bits/element: %.4f (%.2fx smaller than fp32)\n", i.elements ? 8.0 * i.frame_bytes / i.elements : 0.0,
            i.frame_bytes ? 32.0 * i.elements / (8.0 * i.frame_bytes) : 0.0);
-    char opts[160];
-    pz_frame_options_text(i.options, i.option_mask, opts, sizeof opts);
-    if (i.fields & PZ_FRAME_USES_RANK) {
-        const int64_t cols = i.ndim ? i.shape[i.ndim - 1] : 0;
-        printf("rank:         %u factors of a %lld x %lld matrix (tokens x features)\n", i.k, (long long)(cols ? i.elements / cols : 0),
-               (long long)cols);
-    } else if (i.fields & PZ_FRAME_USES_K) {
-        printf("kept:         k = %u per %s", i.k, i.granularity_name);
-        if (i.fields & PZ_FRAME_USES_BITS) printf(", %d-bit codes", i.bits);
-        if (i.fields & PZ_FRAME_USES_SEED) printf(", positions from seed %llu", (unsigned long long)i.seed);
-        printf("%s%s\n", *opts ? ", " : "", opts);
-    } else if (i.fields & PZ_FRAME_USES_BITS) {
-        printf("quantization: %d bits, %s%sper %s\n", i.bits, opts, *opts ? ", " : "", i.granularity_name);
+    if (i.detail_label) {
+        char label[32];
+        snprintf(label, sizeof label, "%s:", i.detail_label);
+        printf("%-14s%s\n", label, i.detail);
     }
     if (i.fields & PZ_FRAME_USES_VALUES) {
         printf("values:       %s", i.value_type_name);

@@ -37,14 +37,17 @@ void pz_codec_free(pz_codec *c) {
     free(c->state);
     free(c->tmp);
     entropy_free(c);
-    free(c->lr.q);
+    free(c->fstate.b);
     scratch_release(&c->sc);
     if (c->store_ready) store_free(&c->store);
     free(c);
 }
 
 const char *pz_codec_spec(const pz_codec *c) { return c->spec; }
-int pz_codec_is_stateful(const pz_codec *c) { return c->d.wrap != NULL || (c->d.p.fam == &codec_lowrank && c->d.p.lr_warm); }
+int pz_codec_is_stateful(const pz_codec *c) {
+    const codec_family *f = c->d.p.fam;
+    return c->d.wrap != NULL || (f->keeps_state && f->keeps_state(&c->d.p));
+}
 void pz_codec_set_seed(pz_codec *c, uint64_t seed) { c->seed = seed, c->counter = 0; }
 void pz_codec_set_warmup(pz_codec *c, int on) { c->warmup = on; }
 void pz_codec_set_max_samples(pz_codec *c, uint32_t max_samples) { c->max_samples = max_samples; }
@@ -88,7 +91,7 @@ static pz_status base_encode(pz_codec *c, const codec_params *p, const float *t,
     size_t body_len = 0;
     uint32_t body_crc = 0;
     int have_crc = 0;
-    const codec_io io = {.k = c->k, .sc = &c->sc, .warm = &c->lr};
+    const codec_io io = {.k = c->k, .sc = &c->sc, .state = &c->fstate};
     PZ_TRY(p->fam->encode(p, &io, t, &u, seed, body, bound, &body_len, &h, &body_crc, &have_crc));
     if (ids) memcpy(frame + PZ_FRAME_HEADER_BYTES, ids, id_bytes);
     h.payload_len = id_bytes + body_len;
@@ -107,8 +110,8 @@ static pz_status base_decode(const frame_header *hdr, const pz_codec_kernels *k,
     const frame_header *h = &hu;
     PZ_TRY(entropy_unpack(&hu, sc));
     const codec_family *fam = h->fam;
-    if (h->wrapper == WRAP_AQSGD_WARMUP && fam != &codec_none)
-        return frame_error(PZ_FRAME_PARAM, "an AQ-SGD warm-up frame must carry fp32 (codec none)");
+    if (h->wrapper == WRAP_AQSGD_WARMUP && fam != codec_family_plain)
+        return frame_error(PZ_FRAME_PARAM, "an AQ-SGD warm-up frame must carry fp32 (codec %s)", codec_family_plain->name);
     PZ_TRY(fam->check(h));
     units u;
     PZ_TRY(units_of(&u, h->gran, h->ndim, h->dims));
@@ -278,11 +281,11 @@ pz_status pz_frame_validate(const uint8_t *frame, size_t len) {
  * what a mismatch error names. */
 static void describe_frame(const frame_header *h, char *buf, size_t cap) {
     char base[128]; /* the longest (every field, every option bit, the longest names) is about 110 characters */
-    int n = h->fam == &codec_quant ? snprintf(base, sizeof base, "q%d", h->bits) : snprintf(base, sizeof base, "%s", h->fam->name);
+    const codec_family *f = h->fam;
+    int n = f->width_name ? snprintf(base, sizeof base, "%s%d", f->width_name, h->bits) : snprintf(base, sizeof base, "%s", f->name);
 #define ADD(...) (n += snprintf(base + n, sizeof base - (size_t)n, __VA_ARGS__))
-    if (h->fam != &codec_quant && (h->fam->fields & PZ_FRAME_USES_BITS)) ADD(",bits=%d", h->bits);
-    if (h->fam->fields & (PZ_FRAME_USES_K | PZ_FRAME_USES_RANK))
-        ADD(",%s=%u", h->fam->fields & PZ_FRAME_USES_RANK ? "rank" : "k", h->k);
+    if (!f->width_name && (f->fields & PZ_FRAME_USES_BITS)) ADD(",bits=%d", h->bits);
+    if (f->fields & (PZ_FRAME_USES_K | PZ_FRAME_USES_RANK)) ADD(",%s=%u", f->fields & PZ_FRAME_USES_RANK ? "rank" : "k", h->k);
     if (h->fam->fields & PZ_FRAME_USES_GRANULARITY) ADD(",per=%s", gran_name(h->gran));
     if (h->fam->fields & PZ_FRAME_USES_VALUES) {
         if (h->value_type == VAL_QUANT) ADD(",values=q%d", h->value_bits);
@@ -304,21 +307,20 @@ static void describe_frame(const frame_header *h, char *buf, size_t cap) {
 static int frame_fits(const pz_codec *c, const frame_header *h) {
     const codec_params *p = &c->d.p;
     const int wire = c->d.wrap ? c->d.wrap->wire_id : WRAP_NONE;
-    if (h->wrapper == WRAP_AQSGD_WARMUP) return wire == WRAP_AQSGD && h->fam == &codec_none;
+    if (h->wrapper == WRAP_AQSGD_WARMUP) return wire == WRAP_AQSGD && h->fam == codec_family_plain;
     if (h->wrapper != wire || h->fam != p->fam) return 0;
     if ((h->flags & FLAG_ZSTD) && !c->d.zstd_level) return 0;
     const unsigned f = p->fam->fields;
     if ((f & PZ_FRAME_USES_BITS) && h->bits != p->bits) return 0;
     if ((f & PZ_FRAME_USES_GRANULARITY) && h->gran != p->gran) return 0;
-    int fixed = p->fam->option_mask;
-    if (p->fam == &codec_ms && p->ms_sign == MS_SIGN_AUTO) fixed &= ~OPT_SIGNED; /* decided per tensor */
+    const int fixed = p->fam->fixed_options ? p->fam->fixed_options(p) : p->fam->option_mask;
     if ((h->options ^ p->options) & fixed) return 0;
     if (f & PZ_FRAME_USES_VALUES) {
         if (h->value_type != p->value_type) return 0;
         if (p->value_type == VAL_QUANT && h->value_bits != p->value_bits) return 0;
     }
     if ((f & PZ_FRAME_USES_INDEX) && p->index_coding != IDX_AUTO && h->index_coding != p->index_coding) return 0;
-    if ((f & PZ_FRAME_USES_K) && p->fam->fraction == 1) {
+    if ((f & PZ_FRAME_USES_K) && p->fam->arg.kind == CODEC_ARG_FRACTION) {
         units u;
         if (units_of(&u, h->gran, h->ndim, h->dims)) return 0;
         if ((int64_t)h->k != kept_per_unit(p->fraction, u.m)) return 0;

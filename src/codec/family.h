@@ -33,18 +33,35 @@ typedef struct {
     int lr_iters, lr_warm; /* lowrank: power iterations, start from the previous factors */
 } codec_params;
 
-/* lowrank's sender state (lowrank.c): the previous frame's Q (rows x rank) */
+/* A family's sender state kept between frames (keeps_state), as bytes the
+ * family lays out: it travels as is in pz_codec_state_save (checked by
+ * state_check when loaded), is freed with the codec. len 0: none yet. */
 typedef struct {
-    float *q;
-    int64_t cap, rows, rank;
-} lowrank_warm;
+    uint8_t *b;
+    size_t len, cap;
+} codec_state;
+/* b grown to hold n bytes (contents kept); NULL when out of memory */
+uint8_t *codec_state_reserve(codec_state *s, size_t n);
 
 /* What encode and decode work with besides the tensor. */
 typedef struct {
     const pz_codec_kernels *k;
     codec_scratch *sc;
-    lowrank_warm *warm; /* an encoder's low-rank start (NULL when decoding) */
+    codec_state *state; /* an encoder's own state (keeps_state; NULL when decoding) */
 } codec_io;
+
+/* What a spec takes after "name:" before its options. */
+typedef enum {
+    CODEC_ARG_NONE = 0,
+    CODEC_ARG_FRACTION, /* a number in (lo, hi] */
+    CODEC_ARG_COUNT,    /* a whole number in [lo, hi] */
+} codec_arg_kind;
+typedef struct {
+    codec_arg_kind kind;
+    const char *what;    /* "kept fraction", "rank" */
+    double lo, hi;
+    const char *example; /* "topk:0.1" */
+} codec_arg;
 
 typedef struct codec_family {
     const char *name;      /* in a spec ("q" is followed by the width: q1..q8) */
@@ -55,7 +72,8 @@ typedef struct codec_family {
     int plain_payload;     /* the payload is one plain array (the CRC is checked while converting) */
     int checks_finite;     /* encode refuses a NaN or infinity in its input within its own passes
                             * (PZ_ERR_ARG): pz_codec_encode counts them only when it fails */
-    int fraction;          /* the spec starts with a kept fraction: name:F,... (2: with a count, lowrank:R) */
+    codec_arg arg;         /* the spec's first argument (name:F,... / name:R,...), in codec_params.fraction */
+    const char *width_name; /* a spec names it as this + its code width ("q": q1..q8); NULL: by name */
     unsigned fields;       /* PZ_FRAME_USES_*: the header fields its frames set */
     int option_mask;       /* OPT_* bits its frames may carry */
     /* defaults for a spec that names this family; 0 when `name` is not its */
@@ -73,6 +91,16 @@ typedef struct codec_family {
     /* the header parameters this family's frames may carry (PZ_FRAME_PARAM) */
     pz_status (*check)(const frame_header *h);
     pz_status (*decode)(const frame_header *h, const codec_io *io, const units *u, float *x);
+    /* the option bits a spec fixes in its frames (NULL: all of option_mask;
+     * fewer where the family decides a bit per tensor) */
+    int (*fixed_options)(const codec_params *p);
+    /* a sender state kept between frames, in io->state (NULL: never) */
+    int (*keeps_state)(const codec_params *p);
+    pz_status (*state_check)(const uint8_t *b, size_t len); /* a loaded state's bytes, before use */
+    /* inspect's line of this family's parameters: its label and text (NULL:
+     * the line from `fields`, frame.c) */
+    const char *detail_label;
+    void (*detail)(const frame_header *h, char *buf, size_t cap);
 } codec_family;
 
 /* registry.c */
@@ -81,13 +109,11 @@ extern const int codec_family_count;
 const codec_family *codec_family_by_wire(int wire_id);
 const codec_family *codec_family_by_name(const char *name, codec_params *p);
 const char *codec_wire_name(int wire_id);
-
-/* the families (one file each) */
-extern const codec_family codec_none, codec_fp16, codec_bf16; /* half.c */
-extern const codec_family codec_quant;                         /* quant.c */
-extern const codec_family codec_topk, codec_randk, codec_randtopk; /* topk.c */
-extern const codec_family codec_ms;                            /* ms.c */
-extern const codec_family codec_lowrank;                       /* lowrank.c */
+/* the family whose frames carry the tensor as it is (fp32): evaluation's
+ * and a missing boundary's codec, AQ-SGD's warm-up frames */
+extern const codec_family *const codec_family_plain;
+/* "none, fp16, bf16, q1..q8, topk, ...": every family's spec name, for errors */
+void codec_family_names(char *buf, size_t cap);
 
 /* spec.c: option helpers shared by the families (names: vocab.h) */
 pz_status spec_bad(const char *spec, const char *what);

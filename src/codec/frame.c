@@ -141,6 +141,34 @@ pz_status frame_verify_deferred(const frame_header *h) {
     return frame_check_crc(h, pz_codec_kernels_best()->crc32c(0, h->body, h->body_len));
 }
 
+/* inspect's parameter line: the family's own, else from the fields it sets */
+static void frame_detail(const frame_header *h, pz_frame_info *info) {
+    const codec_family *f = h->fam;
+    char *b = info->detail;
+    const size_t cap = sizeof info->detail;
+    if (f->detail) {
+        info->detail_label = f->detail_label;
+        f->detail(h, b, cap);
+        return;
+    }
+    char opts[160];
+    pz_frame_options_text(h->options, f->option_mask, opts, sizeof opts);
+    const char *gran = pz_frame_value_name(PZ_FIELD_GRANULARITY, h->gran);
+    size_t n = 0;
+#define ADD(...) (n += (size_t)snprintf(b + (n < cap ? n : cap), n < cap ? cap - n : 0, __VA_ARGS__))
+    if (f->fields & PZ_FRAME_USES_K) {
+        info->detail_label = "kept";
+        ADD("k = %u per %s", h->k, gran);
+        if (f->fields & PZ_FRAME_USES_BITS) ADD(", %d-bit codes", h->bits);
+        if (f->fields & PZ_FRAME_USES_SEED) ADD(", positions from seed %llu", (unsigned long long)h->seed);
+        ADD("%s%s", *opts ? ", " : "", opts);
+    } else if (f->fields & PZ_FRAME_USES_BITS) {
+        info->detail_label = "quantization";
+        ADD("%d bits, %s%sper %s", h->bits, opts, *opts ? ", " : "", gran);
+    }
+#undef ADD
+}
+
 pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info) {
     frame_header h;
     memset(info, 0, sizeof *info);
@@ -171,6 +199,7 @@ pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info
     info->wrapper_name = pz_frame_value_name(PZ_FIELD_WRAPPER, h.wrapper);
     info->fields = h.fam->fields;
     info->option_mask = h.fam->option_mask;
+    frame_detail(&h, info);
     return PZ_OK;
 }
 

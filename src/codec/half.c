@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern const codec_family codec_none, codec_fp16, codec_bf16; /* listed in registry.c */
+
 #define PARALLEL_MIN (1 << 20)
 enum { BIG = 65536 };
 

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern const codec_family codec_lowrank; /* listed in registry.c */
+
 enum { LOWRANK_MAX_RANK = 4096, LOWRANK_MAX_ITERS = 16 };
 
 /* the matrix view: M rows of N */
@@ -72,9 +74,11 @@ static pz_status encode_lowrank(const codec_params *p, const codec_io *io, const
                                    (long long)N);
     float *Q = P + M * r;
     /* the start: the sender's previous Q (warm, same shape), else seeded */
-    lowrank_warm *w = io->warm;
-    const int warm = p->lr_warm && w && w->q && w->rows == N && w->rank == r;
-    if (warm) memcpy(Q, w->q, sizeof(float) * (size_t)(N * r));
+    codec_state *w = io->state;
+    int64_t wrows = 0, wrank = 0;
+    if (w && w->len >= 16) memcpy(&wrows, w->b, 8), memcpy(&wrank, w->b + 8, 8);
+    const int warm = p->lr_warm && w && w->len && wrows == N && wrank == r;
+    if (warm) memcpy(Q, w->b + 16, sizeof(float) * (size_t)(N * r));
     pz_rng rng;
     pz_rng_seed(&rng, seed ^ 0x4C6F7752616E6B00ull); /* "LowRank" */
     for (int64_t t = 0; t < r; t++) { /* a cold start, or a column the last frame left empty: seeded */
@@ -106,14 +110,12 @@ static pz_status encode_lowrank(const codec_params *p, const codec_io *io, const
         for (int64_t t = 0; t < r; t++) s += fabs(Q[j * r + t]);
         if (!(s < 1e38)) return pz_fail(PZ_ERR_ARG, "cannot encode with lowrank: the product of the factors overflows float");
     }
-    if (p->lr_warm && w) {
-        if (w->cap < N * r) {
-            float *q = realloc(w->q, sizeof(float) * (size_t)(N * r + 1));
-            if (!q) return pz_fail(PZ_ERR_NOMEM, "out of memory for the low-rank start");
-            w->q = q, w->cap = N * r;
-        }
-        memcpy(w->q, Q, sizeof(float) * (size_t)(N * r));
-        w->rows = N, w->rank = r;
+    if (p->lr_warm && w) { /* the state: [i64 rows][i64 rank][rows x rank f32] */
+        if (!codec_state_reserve(w, 16 + sizeof(float) * (size_t)(N * r + 1)))
+            return pz_fail(PZ_ERR_NOMEM, "out of memory for the low-rank start");
+        memcpy(w->b, &N, 8), memcpy(w->b + 8, &r, 8);
+        memcpy(w->b + 16, Q, sizeof(float) * (size_t)(N * r));
+        w->len = N > 0 && r > 0 ? 16 + sizeof(float) * (size_t)(N * r) : 0;
     }
     const size_t pb = section_bytes(p->value_type, h->value_bits, M * r), qb = section_bytes(p->value_type, h->value_bits, N * r);
     if (pb + qb > cap) return pz_fail(PZ_ERR_STATE, "frame overflow (internal error)");
@@ -185,24 +187,37 @@ static pz_status option_lowrank(codec_params *p, const char *key, const char *va
     return spec_unknown_option(spec, "lowrank", key, val);
 }
 
-static pz_status finish_lowrank(codec_params *p, const char *spec) {
-    if (p->fraction != floor(p->fraction) || p->fraction < 1 || p->fraction > LOWRANK_MAX_RANK)
-        return spec_bad(spec, "lowrank:R takes a rank R in 1..4096 first, e.g. lowrank:8");
-    return PZ_OK;
-}
-
 static void canonical_lowrank(const codec_params *p, char *buf, size_t cap) {
     char v[8];
     values_name(p, v, sizeof v);
     snprintf(buf, cap, "lowrank:%d,values=%s,iters=%d,%s", (int)p->fraction, v, p->lr_iters, p->lr_warm ? "warm" : "cold");
 }
 
+static int keeps_state(const codec_params *p) { return p->lr_warm; }
+
+/* a saved start: [i64 rows][i64 rank][rows x rank f32], nothing after */
+static pz_status state_check(const uint8_t *b, size_t len) {
+    int64_t rows = 0, rank = 0;
+    if (len >= 16) memcpy(&rows, b, 8), memcpy(&rank, b + 8, 8);
+    if (len < 16 || rows < 1 || rank < 1 || rank > LOWRANK_MAX_RANK || (uint64_t)rows > (uint64_t)(len - 16) / 4 / (uint64_t)rank ||
+        len - 16 != 4 * (size_t)(rows * rank))
+        return pz_fail(PZ_ERR_FORMAT, "codec state: a low-rank start of %lld x %lld does not fit its %zu bytes", (long long)rows,
+                       (long long)rank, len >= 16 ? len - 16 : len);
+    return PZ_OK;
+}
+
+static void detail(const frame_header *h, char *buf, size_t cap) {
+    const int64_t cols = h->ndim ? h->dims[h->ndim - 1] : 0;
+    snprintf(buf, cap, "%u factors of a %lld x %lld matrix (tokens x features)", h->k, (long long)(cols ? h->n / cols : 0), (long long)cols);
+}
+
 const codec_family codec_lowrank = {
-    .name = "lowrank", .wire_id = 8, .fraction = 2,
+    .name = "lowrank", .wire_id = 8, .arg = {CODEC_ARG_COUNT, "rank", 1, LOWRANK_MAX_RANK, "lowrank:8"},
+    .keeps_state = keeps_state, .state_check = state_check, .detail_label = "rank", .detail = detail,
     .fields = PZ_FRAME_USES_RANK | PZ_FRAME_USES_VALUES,
     .usage = "lowrank:R[,values=fp32|fp16|bf16|qB,iters=1,warm|cold]",
     .help = "rank-R factors of the tokens x features matrix (PowerSGD's power iteration; warm: from the sender's previous factors): "
             "R (tokens + features) values instead of tokens x features",
-    .match = match_lowrank, .option = option_lowrank, .finish = finish_lowrank, .canonical = canonical_lowrank,
+    .match = match_lowrank, .option = option_lowrank, .canonical = canonical_lowrank,
     .max_body = max_body_lowrank, .encode = encode_lowrank, .check = check_lowrank, .decode = decode_lowrank,
 };

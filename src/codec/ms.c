@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern const codec_family codec_ms; /* listed in registry.c */
+
 /* Top_min of every unit (the smallest kept magnitude: the k-th largest),
  * into tmin and the body */
 static void top_mins(const unit_tops *t, int64_t U, int64_t kk, float *tmin, uint8_t *o) {
@@ -219,6 +221,9 @@ static pz_status option(codec_params *p, const char *key, const char *val, const
     return spec_unknown_option(spec, "ms", key, val);
 }
 
+/* auto: the sign bit is decided per tensor, not by the spec */
+static int fixed_options(const codec_params *p) { return p->ms_sign == MS_SIGN_AUTO ? codec_ms.option_mask & ~OPT_SIGNED : codec_ms.option_mask; }
+
 static void canonical(const codec_params *p, char *buf, size_t cap) {
     char v[8];
     values_name(p, v, sizeof v);
@@ -228,11 +233,11 @@ static void canonical(const codec_params *p, char *buf, size_t cap) {
 
 const codec_family codec_ms = {
     .checks_finite = 1,
-    .name = "ms", .wire_id = 7, .fraction = 1, .option_mask = OPT_SIGNED,
+    .name = "ms", .wire_id = 7, .arg = {CODEC_ARG_FRACTION, "kept fraction", 0.0, 1.0, "ms:0.01"}, .option_mask = OPT_SIGNED,
     .fields = PZ_FRAME_USES_BITS | PZ_FRAME_USES_GRANULARITY | PZ_FRAME_USES_K | PZ_FRAME_USES_VALUES,
     .usage = "ms:F[,bits=2,per=tensor|sample,auto|signed|unsigned,values=fp32|fp16|bf16|qB]",
     .help = "Paper B's mask-encoded sparsification: F = 1 - r kept exactly, the rest as b-bit codes below Top_min; "
             "b (+1 sign bit if signed) + 32F bits per element",
     .match = match, .option = option, .canonical = canonical, .max_body = max_body,
-    .encode = encode, .check = check, .decode = decode,
+    .encode = encode, .check = check, .decode = decode, .fixed_options = fixed_options,
 };

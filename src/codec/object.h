@@ -29,7 +29,7 @@ struct pz_codec {
     int64_t tmp_n;
     codec_scratch sc;
     void *zcctx;                     /* the entropy stage's zstd context (entropy.c), made at first use */
-    lowrank_warm lr;                 /* lowrank: the sender's start for its next frame */
+    codec_state fstate;              /* the family's own sender state (keeps_state: lowrank's start) */
 };
 
 /* A stateful wrapper around a base codec. The sender encodes what

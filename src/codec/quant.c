@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern const codec_family codec_quant; /* listed in registry.c */
+
 #define CHUNK 4096
 #define PARALLEL_MIN (1 << 20)
 
@@ -351,7 +353,7 @@ static void canonical(const codec_params *p, char *buf, size_t cap) {
 
 const codec_family codec_quant = {
     .checks_finite = 1,
-    .name = "quant", .wire_id = 3, .fields = PZ_FRAME_USES_BITS | PZ_FRAME_USES_GRANULARITY,
+    .name = "quant", .width_name = "q", .wire_id = 3, .fields = PZ_FRAME_USES_BITS | PZ_FRAME_USES_GRANULARITY,
     .option_mask = OPT_SYM | OPT_STOCH | OPT_ROT | OPT_BYTES,
     .usage = "qB[:asym|sym,nearest|stoch,per=tensor|sample|channel|token,rot,bytes]",
     .help = "uniform quantization, B = 1..8 bits: min-max (asym, Paper A) or max-abs (sym, AQ-SGD); stochastic rounding is unbiased; "

@@ -4,7 +4,18 @@
  * lists them in. */
 #include "family.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* the families (one file each) */
+extern const codec_family codec_none, codec_fp16, codec_bf16;      /* half.c */
+extern const codec_family codec_quant;                             /* quant.c */
+extern const codec_family codec_topk, codec_randk, codec_randtopk; /* topk.c */
+extern const codec_family codec_ms;                                /* ms.c */
+extern const codec_family codec_lowrank;                           /* lowrank.c */
+
+const codec_family *const codec_family_plain = &codec_none;
 
 const codec_family *const codec_families[] = {
     &codec_none, &codec_fp16, &codec_bf16, &codec_quant, &codec_topk, &codec_randk, &codec_randtopk, &codec_ms, &codec_lowrank,
@@ -26,4 +37,23 @@ const codec_family *codec_family_by_name(const char *name, codec_params *p) {
 const char *codec_wire_name(int wire_id) {
     const codec_family *f = codec_family_by_wire(wire_id);
     return f ? f->name : "?";
+}
+
+void codec_family_names(char *buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < codec_family_count && n < cap; i++) {
+        const codec_family *f = codec_families[i];
+        n += f->width_name ? (size_t)snprintf(buf + n, cap - n, "%s%s1..%s8", i ? ", " : "", f->width_name, f->width_name)
+                           : (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", f->name);
+    }
+}
+
+uint8_t *codec_state_reserve(codec_state *s, size_t n) {
+    if (s->cap < n) {
+        uint8_t *b = realloc(s->b, n);
+        if (!b) return NULL;
+        s->b = b, s->cap = n;
+    }
+    return s->b;
 }

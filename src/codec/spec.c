@@ -72,19 +72,33 @@ static pz_status parse_base(const char *spec, const char *s, codec_params *p) {
     char *args = NULL;
     if (colon) *colon = 0, args = colon + 1;
     const codec_family *fam = codec_family_by_name(buf, p);
-    if (!fam) return spec_bad(spec, "unknown codec name (expected none, fp16, bf16, q1..q8, topk, randk, randtopk, ms, lowrank, or ef(...), ef21(...), aqsgd(...))");
+    if (!fam) {
+        char names[256], msg[400];
+        codec_family_names(names, sizeof names);
+        snprintf(msg, sizeof msg, "unknown codec name (expected %s, or a wrapper: ef(...), ef21(...), aqsgd(...))", names);
+        return spec_bad(spec, msg);
+    }
     if (fam->plain_payload && args) return fam->option(p, "", NULL, spec); /* they take no options, not even an empty list */
-    if (fam->fraction) {
-        const int count = fam->fraction == 2;
-        if (!args || !*args) return spec_bad(spec, count ? "needs the rank first, e.g. lowrank:8" : "needs the kept fraction first, e.g. topk:0.1");
+    const codec_arg *a = &fam->arg;
+    if (a->kind != CODEC_ARG_NONE) {
+        char msg[160];
+        if (!args || !*args) {
+            snprintf(msg, sizeof msg, "needs the %s first, e.g. %s", a->what, a->example);
+            return spec_bad(spec, msg);
+        }
         char *comma = strchr(args, ',');
         if (comma) *comma = 0;
         char *end;
         p->fraction = strtod(args, &end);
-        if (count && (end == args || *end || !(p->fraction >= 1.0 && p->fraction <= 4096.0) || p->fraction != (double)(int)p->fraction))
-            return spec_bad(spec, "the rank must be a whole number in 1..4096, e.g. lowrank:8");
-        if (!count && (end == args || *end || !(p->fraction > 0.0 && p->fraction <= 1.0)))
-            return spec_bad(spec, "the kept fraction must be a number in (0, 1], e.g. 0.1");
+        const int number = end != args && !*end;
+        if (a->kind == CODEC_ARG_COUNT && !(number && p->fraction >= a->lo && p->fraction <= a->hi && p->fraction == (double)(int)p->fraction)) {
+            snprintf(msg, sizeof msg, "the %s must be a whole number in %g..%g, e.g. %s", a->what, a->lo, a->hi, a->example);
+            return spec_bad(spec, msg);
+        }
+        if (a->kind == CODEC_ARG_FRACTION && !(number && p->fraction > a->lo && p->fraction <= a->hi)) {
+            snprintf(msg, sizeof msg, "the %s must be a number in (%g, %g], e.g. %s", a->what, a->lo, a->hi, a->example);
+            return spec_bad(spec, msg);
+        }
         args = comma ? comma + 1 : NULL;
     }
     char *save = NULL;
@@ -146,9 +160,21 @@ static pz_status parse_codec(pz_codec_desc *d, const char *spec, const char *bod
     return PZ_OK;
 }
 
-static const pz_codec_desc none_desc = {.p = {.fam = &codec_none, .index_coding = IDX_AUTO}, .text = "none"};
+/* a boundary no item names: the plain family, as "none" */
+static pz_codec_desc none_desc(void) {
+    pz_codec_desc d;
+    memset(&d, 0, sizeof d);
+    d.p.fam = codec_family_plain, d.p.index_coding = IDX_AUTO;
+    snprintf(d.text, sizeof d.text, "%s", codec_family_plain->name);
+    return d;
+}
 
-const pz_codec_desc *pz_codec_desc_or_none(const pz_codec_desc *d) { return d && d->p.fam ? d : &none_desc; }
+const pz_codec_desc *pz_codec_desc_or_none(const pz_codec_desc *d) {
+    static _Thread_local pz_codec_desc none;
+    if (d && d->p.fam) return d;
+    none = none_desc();
+    return &none;
+}
 
 void pz_codec_desc_canonical(const pz_codec_desc *d, char *buf, size_t cap) {
     char base[200];
@@ -231,7 +257,7 @@ pz_status pz_codec_list_parse(pz_codec_list *l, const char *arg, int max_boundar
 }
 
 pz_status pz_codec_list_resolve(const pz_codec_list *l, int boundaries, pz_codec_desc *out, const char *what) {
-    for (int b = 0; b < boundaries; b++) out[b] = none_desc;
+    for (int b = 0; b < boundaries; b++) out[b] = none_desc();
     for (int i = 0; i < l->n; i++) {
         const int target = l->boundary[i];
         if (target > boundaries) {

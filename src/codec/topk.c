@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern const codec_family codec_topk, codec_randk, codec_randtopk; /* listed in registry.c */
+
 /* the bitmap words randtopk_positions works in */
 static size_t randtopk_words(int64_t m, int64_t k) { return (size_t)((k + 63) / 64 + (m - k + 63) / 64 + (m + 63) / 64); }
 
@@ -515,9 +517,11 @@ static void canonical_randtopk(const codec_params *p, char *buf, size_t cap) {
              index_name(p->index_coding));
 }
 
+#define FRACTION_ARG(EXAMPLE) {CODEC_ARG_FRACTION, "kept fraction", 0.0, 1.0, EXAMPLE}
+
 const codec_family codec_topk = {
     .checks_finite = 1,
-    .name = "topk", .wire_id = 4, .fraction = 1, .option_mask = OPT_BYVALUE,
+    .name = "topk", .wire_id = 4, .arg = FRACTION_ARG("topk:0.1"), .option_mask = OPT_BYVALUE,
     .fields = PZ_FRAME_USES_GRANULARITY | PZ_FRAME_USES_K | PZ_FRAME_USES_VALUES | PZ_FRAME_USES_INDEX,
     .usage = "topk:F[,per=sample|tensor,by=magnitude|value,values=fp32|fp16|bf16|qB,index=auto|bitmap|delta]",
     .help = "keep the fraction F of largest magnitudes (per sample by default, as Paper A); positions as a bitmap or delta varints, "
@@ -527,7 +531,7 @@ const codec_family codec_topk = {
 };
 
 const codec_family codec_randk = {
-    .name = "randk", .wire_id = 5, .fraction = 1, .option_mask = OPT_UNBIASED,
+    .name = "randk", .wire_id = 5, .arg = FRACTION_ARG("randk:0.1"), .option_mask = OPT_UNBIASED,
     .fields = PZ_FRAME_USES_GRANULARITY | PZ_FRAME_USES_K | PZ_FRAME_USES_SEED | PZ_FRAME_USES_VALUES,
     .usage = "randk:F[,unbiased,per=sample|tensor,values=...]",
     .help = "F of the positions at random from a seed carried in the header: no positions on the wire; unbiased scales by d/k",
@@ -537,7 +541,7 @@ const codec_family codec_randk = {
 
 const codec_family codec_randtopk = {
     .checks_finite = 1,
-    .name = "randtopk", .wire_id = 6, .fraction = 1,
+    .name = "randtopk", .wire_id = 6, .arg = FRACTION_ARG("randtopk:0.1"),
     .fields = PZ_FRAME_USES_GRANULARITY | PZ_FRAME_USES_K | PZ_FRAME_USES_VALUES | PZ_FRAME_USES_INDEX,
     .usage = "randtopk:F[,alpha=0.1,per=...,values=...,index=...]",
     .help = "randomized TopK (Zheng et al.): k draws, top positions weighted (1-alpha)/k, the others alpha/(d-k)",

@@ -136,7 +136,7 @@ static pz_status aqsgd_prepare(pz_codec *c, const float *x, const int64_t *shape
     PZ_TRY(codec_ensure_store(c, row));
     if (c->warmup) {
         *wire = WRAP_AQSGD_WARMUP;
-        *p = (codec_params){.fam = &codec_none};
+        *p = (codec_params){.fam = codec_family_plain};
         return PZ_OK;
     }
     /* AQ-SGD: send C(x_i - m(xi)) */
@@ -220,9 +220,9 @@ pz_status pz_codec_state_save(const pz_codec *c, uint8_t **out, size_t *len) {
     const int64_t rows = c->store_ready ? c->store.cap : 0;
     const size_t rb = c->store_ready ? store_row_bytes(&c->store) : 0;
     const uint32_t spec_len = (uint32_t)strlen(c->spec);
-    const int64_t lr_n = c->lr.q ? c->lr.rows * c->lr.rank : 0;
+    const size_t fs = c->fstate.len; /* the family's own state (codec_state), as its bytes */
     const size_t n = 4 + spec_len + 4 + 4 + 8 + 8 + 4 + 8 + 4 * (size_t)(c->state ? c->state_n : 0) + 4 + 8 + 4 + 8 + (size_t)rows * (1 + rb) +
-                     (lr_n ? 16 + 4 * (size_t)lr_n : 0);
+                     fs;
     uint8_t *b = malloc(n), *p = b;
     if (!b) return pz_fail(PZ_ERR_NOMEM, "out of memory for a %zu-byte codec state", n);
     const uint32_t magic = STATE_MAGIC, version = STATE_VERSION;
@@ -240,10 +240,7 @@ pz_status pz_codec_state_save(const pz_codec *c, uint8_t **out, size_t *len) {
         memcpy(p, c->store.present, (size_t)rows), p += rows;
         memcpy(p, c->store.data, (size_t)rows * rb), p += (size_t)rows * rb;
     }
-    if (lr_n) { /* lowrank's start (a section only when there is one: older blobs end before it) */
-        memcpy(p, &c->lr.rows, 8), memcpy(p + 8, &c->lr.rank, 8), p += 16;
-        memcpy(p, c->lr.q, 4 * (size_t)lr_n), p += 4 * (size_t)lr_n;
-    }
+    if (fs) memcpy(p, c->fstate.b, fs), p += fs; /* last, only when there is one: older blobs end before it */
     *out = b, *len = (size_t)(p - b);
     return PZ_OK;
 }
@@ -291,18 +288,14 @@ pz_status pz_codec_state_load(pz_codec *c, const uint8_t *b, size_t len) {
         }
         p += (size_t)rows * (1 + rb);
     }
-    if (end - p >= 16) { /* lowrank's start */
-        int64_t lrows, lrank;
-        memcpy(&lrows, p, 8), memcpy(&lrank, p + 8, 8), p += 16;
-        if (lrows < 1 || lrank < 1 || lrank > 4096 || (uint64_t)lrows > (uint64_t)(end - p) / 4 / (uint64_t)lrank)
-            return pz_fail(PZ_ERR_FORMAT, "codec state: a low-rank start of %lld x %lld does not fit its %zu bytes", (long long)lrows,
-                           (long long)lrank, (size_t)(end - p));
-        float *q = realloc(c->lr.q, 4 * (size_t)(lrows * lrank));
-        if (!q) return pz_fail(PZ_ERR_NOMEM, "out of memory for a low-rank start");
-        c->lr.q = q, c->lr.cap = lrows * lrank, c->lr.rows = lrows, c->lr.rank = lrank;
-        memcpy(q, p, 4 * (size_t)(lrows * lrank)), p += 4 * (size_t)(lrows * lrank);
+    if (p != end) { /* the family's own state */
+        const codec_family *f = c->d.p.fam;
+        const size_t fs = (size_t)(end - p);
+        if (!f->state_check) return pz_fail(PZ_ERR_FORMAT, "codec state: %zu bytes left over", fs);
+        PZ_TRY(f->state_check(p, fs));
+        if (!codec_state_reserve(&c->fstate, fs)) return pz_fail(PZ_ERR_NOMEM, "out of memory for a %zu-byte codec state", fs);
+        memcpy(c->fstate.b, p, fs), c->fstate.len = fs;
     }
-    if (p != end) return pz_fail(PZ_ERR_FORMAT, "codec state: %zu bytes left over", (size_t)(end - p));
     c->seed = seed, c->counter = counter, c->warmup = warm;
     return PZ_OK;
 short_blob:
