@@ -2,6 +2,7 @@
 /* cmd_time.c — `pipezip time`: its flags; the timing is the tool's
  * (tool/time_step.c over the library's dry timing mode). */
 #include "cli.h"
+#include "exp/settings.h"
 #include "args.h"
 #include "tool/time_step.h"
 
@@ -26,7 +27,7 @@ static const char usage[] =
 
 int cmd_time(int argc, char **argv) {
     time_options o = {.model = "gpt-tiny", .input = "1x28x28", .classes = 10, .vocab = 256, .batch = 32, .stages = 4,
-                      .micro_batches = "1", .max_micro = 256, .schedule = "gpipe", .link_model = "duplex", .clip_norm = -1,
+                      .micro_batches = "1", .max_micro = 256, .schedule = run_setting_of(PZ_SET_PIPE_SCHEDULE)->def, .link_model = run_setting_of(PZ_SET_LINK_MODEL)->def, .clip_norm = -1,
                       .steps = 3};
     const char *format = "text";
     long long tokens = 0;
@@ -42,8 +43,11 @@ int cmd_time(int argc, char **argv) {
         {"cuts", OPT_STR, &o.cuts, "LIST", "cut after these layers (pipezip models lists them)", 0, 0, NULL},
         {"micro-batches", OPT_STR, &o.micro_batches, "M", "micro-batches per step, or auto: the count that splits the batch evenly with the least step", 0, 0, NULL},
         {"max-micro-batches", OPT_INT, &o.max_micro, "N", "auto: at most N", 1, 256, NULL},
-        {"pipe-schedule", OPT_STR, &o.schedule, "KIND", "the step's schedule", 0, 0, "gpipe|1f1b"},
-        {"link-model", OPT_STR, &o.link_model, "MODEL", "duplex: a wire per direction; shared: one inbound wire per stage, stop and wait (ProtocolNanoGPT's meter)", 0, 0, "duplex|shared"},
+        /* as pipezip train's: the settings table's rows say their help and values */
+        {"pipe-schedule", OPT_STR, &o.schedule, "KIND", run_setting_help(run_setting_of(PZ_SET_PIPE_SCHEDULE)), 0, 0,
+         run_setting_choices(run_setting_of(PZ_SET_PIPE_SCHEDULE))},
+        {"link-model", OPT_STR, &o.link_model, "MODEL", run_setting_help(run_setting_of(PZ_SET_LINK_MODEL)), 0, 0,
+         run_setting_choices(run_setting_of(PZ_SET_LINK_MODEL))},
         {"link-bandwidth", OPT_STR, &o.bandwidth, "RATE", "every boundary's bandwidth: 200mbit, 1gbit, 12.5MB/s", 0, 0, NULL},
         {"link-latency", OPT_STR, &o.latency, "TIME", "every boundary's one-way latency: 50ms, 250us", 0, 0, NULL},
         {"bytes-per-token", OPT_STR, &o.bytes, "F[/B]", "bytes per token (image models: per sample) forward [and back], each message whole", 0, 0, NULL},

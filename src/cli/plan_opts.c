@@ -39,7 +39,7 @@ pz_opt cli_setting_opt(pz_run_plan *plan, pz_setting id, const char *help) {
     case SET_BOOL: snprintf(shown[id], sizeof shown[id], "%s", *(const int *)v < 0 ? "auto" : *(const int *)v ? "on" : "off"); break;
     default: def = plan->text[id]; break;
     }
-    return (pz_opt){.name = s->flag, .type = type_of(s->kind), .metavar = s->metavar, .help = help ? help : s->help,
+    return (pz_opt){.name = s->flag, .type = type_of(s->kind), .metavar = s->metavar, .help = help ? help : run_setting_help(s),
                     .min = s->min, .max = s->max, .choices = run_setting_choices(s), .set = set_setting, .ctx = plan,
                     .id = id, .shown = def};
 }

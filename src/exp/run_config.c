@@ -354,10 +354,10 @@ pz_status run_pipe_config(const pz_run_plan *p, const pz_model *model, const pz_
     pc->timeout_s = p->timeout;
     int stages = p->stages, n_cuts = p->n_cuts;
     const char(*cuts)[64] = p->cuts;
-    static const char paper_a[3][64] = {"layer1", "layer2", "layer3"}; /* Paper A's layout (auto is a pipeline only for resnets) */
-    if (stages == 0 && !n_cuts) { /* auto */
+    const pz_model_kind *kind = pz_model_kind_of(&p->model);
+    if (stages == 0 && !n_cuts) { /* auto: the model's own cuts, or one stage */
         if (ranks > 0) stages = ranks;
-        else if (p->model.arch == PZ_ARCH_RESNET) cuts = paper_a, n_cuts = 3;
+        else if (kind->n_default_cuts) cuts = kind->default_cuts, n_cuts = kind->n_default_cuts;
         else stages = 1;
     }
     PZ_TRY(pz_pipe_resolve_cuts(model, cuts, n_cuts, stages, pc));

@@ -189,7 +189,9 @@ static pz_status parse_path(pz_run_plan *p, const char *t, const char *flag) {
     [ID] = {ID, FLAG, KEY, KIND, offsetof(struct pz_run_plan, FIELD), MIN, MAX, NULL, NULL, META, HELP, NULL}
 #define TEXT(ID, FLAG, KEY, PARSE, DEF, META, HELP, CHOICES) [ID] = {ID, FLAG, KEY, SET_TEXT, 0, 0, 0, PARSE, DEF, META, HELP, CHOICES}
 #define ENUM(ID, FLAG, KEY, FIELD, NAMES, DEF, META, HELP) \
-    [ID] = {ID, FLAG, KEY, SET_ENUM, offsetof(struct pz_run_plan, FIELD), 0, 0, NULL, DEF, META, HELP, NULL, NAMES}
+    [ID] = {ID, FLAG, KEY, SET_ENUM, offsetof(struct pz_run_plan, FIELD), 0, 0, NULL, DEF, META, HELP, NULL, NAMES, 0}
+#define ENUM_DESCRIBED(ID, FLAG, KEY, FIELD, NAMES, DEF, META, HELP) \
+    [ID] = {ID, FLAG, KEY, SET_ENUM, offsetof(struct pz_run_plan, FIELD), 0, 0, NULL, DEF, META, HELP, NULL, NAMES, 1}
 
 const run_setting run_settings[PZ_SET_COUNT] = {
     TEXT(PZ_SET_MODEL, "model", "model", parse_model, "resnet8", "NAME",
@@ -254,10 +256,8 @@ const run_setting run_settings[PZ_SET_COUNT] = {
          "emulate this bandwidth at every boundary: 10mbit, 100mbit, 1gbit, 12.5MB/s", NULL),
     TEXT(PZ_SET_LINK_LATENCY, "link-latency", "link_latency", parse_latency, NULL, "TIME",
          "emulate this one-way latency at every boundary: 10ms, 250us", NULL),
-    ENUM(PZ_SET_LINK_MODEL, "link-model", "link_model", link_model, pz_wire_models, "duplex", "MODEL",
-         "how emulated links share their wires: duplex (a wire per direction, held for a message's transmission) or shared "
-         "(ProtocolNanoGPT's meter: one inbound wire per stage for both directions, held for a message's transmission and "
-         "its latency)"),
+    ENUM_DESCRIBED(PZ_SET_LINK_MODEL, "link-model", "link_model", link_model, pz_wire_models, "duplex", "MODEL",
+                   "how emulated links share their wires"),
     NUM(PZ_SET_LINK_REALTIME, "link-realtime", "link_realtime", SET_BOOL, realtime, 0, 0, NULL,
         "really hold frames back (default: a virtual clock reports the time the run would take)"),
     NUM(PZ_SET_TIMEOUT, "timeout", NULL, SET_DOUBLE, timeout, 0.001, 1e6, "SECONDS", "a stage or peer silent this long stops the run with an error"),
@@ -280,9 +280,8 @@ const run_setting run_settings[PZ_SET_COUNT] = {
         "train for N optimizer steps (the epochs follow from it, the last one cut short; 0 = --epochs decides)"),
     NUM(PZ_SET_CHECKPOINT_EVERY, "checkpoint-every", "checkpoint_every", SET_I64, checkpoint_every, 0, 1e12, "N",
         "also checkpoint every N steps (0 = at epoch ends only; SIGTERM and Ctrl-C always checkpoint the step they stop after)"),
-    ENUM(PZ_SET_PIPE_SCHEDULE, "pipe-schedule", "pipe_schedule", pipe_schedule, pz_pipe_schedules, "gpipe", "KIND",
-         "how stages order micro-batches: gpipe (all forward, then all backward) or 1f1b (a backward as soon as it can: stage i "
-         "holds at most S-i micro-batches' activations); the same numbers either way"),
+    ENUM_DESCRIBED(PZ_SET_PIPE_SCHEDULE, "pipe-schedule", "pipe_schedule", pipe_schedule, pz_pipe_schedules, "gpipe", "KIND",
+                   "how stages order micro-batches (the same numbers either way)"),
     TEXT(PZ_SET_COMPUTE_RATE, "compute-rate", "compute_rate", parse_compute_rate, "cpu", "RATE",
          "what the emulated clock charges a stage for its compute: cpu (its thread's CPU time), wall (wall time, shared cores "
          "included), or its counted FLOPs at RATE, an accelerator's sustained throughput (100tflops, 2.5e14)",
@@ -316,6 +315,17 @@ const char *run_setting_choices(const run_setting *s) {
     if (!s->names) return NULL;
     char *buf = joined[s->id];
     return buf[0] ? buf : pz_names_join(s->names, "|", "|", buf, sizeof joined[0]);
+}
+
+const char *run_setting_help(const run_setting *s) {
+    static char described[PZ_SET_COUNT][1024];
+    if (!s->describe || !s->names) return s->help;
+    char *buf = described[s->id];
+    if (buf[0]) return buf;
+    size_t n = (size_t)snprintf(buf, sizeof described[0], "%s:", s->help);
+    for (const pz_name *v = s->names; v->name && n < sizeof described[0]; v++)
+        n += (size_t)snprintf(buf + n, sizeof described[0] - n, "%s %s (%s)", v == s->names ? "" : ";", v->name, v->help);
+    return buf;
 }
 
 /* ---- the door ---------------------------------------------------------------------- */
@@ -373,20 +383,20 @@ static const char *flag_of(const run_setting *s, char *buf, size_t cap) {
  * experiments). A setting not given follows --model's kind. */
 static const struct {
     pz_setting id;
-    const char *image, *language;
+    const char *value[PZ_DEFAULTS_COUNT]; /* by the model's profile: image, language */
 } kind_defaults[] = {
-    {PZ_SET_DATA, "fashion-mnist", "kjv"}, {PZ_SET_EPOCHS, "10", "1"},        {PZ_SET_BATCH, "128", "16"},
-    {PZ_SET_OPTIMIZER, "sgd", "adamw"},     {PZ_SET_LR, "0.1", "2e-3"},        {PZ_SET_WEIGHT_DECAY, "5e-4", "0.1"},
-    {PZ_SET_SCHEDULE, "onecycle", "cosine"}, {PZ_SET_WARMUP, "0", "0.05"},    {PZ_SET_CLIP_NORM, "0", "1"},
+    {PZ_SET_DATA, {"fashion-mnist", "kjv"}}, {PZ_SET_EPOCHS, {"10", "1"}},        {PZ_SET_BATCH, {"128", "16"}},
+    {PZ_SET_OPTIMIZER, {"sgd", "adamw"}},     {PZ_SET_LR, {"0.1", "2e-3"}},        {PZ_SET_WEIGHT_DECAY, {"5e-4", "0.1"}},
+    {PZ_SET_SCHEDULE, {"onecycle", "cosine"}}, {PZ_SET_WARMUP, {"0", "0.05"}},    {PZ_SET_CLIP_NORM, {"0", "1"}},
 };
 
 static pz_status kind_defaults_of_model(pz_run_plan *p) {
-    const int language = pz_model_spec_is_sequence(&p->model);
+    const pz_defaults_profile profile = pz_model_kind_of(&p->model)->profile;
     for (size_t i = 0; i < sizeof kind_defaults / sizeof *kind_defaults; i++) {
         const pz_setting id = kind_defaults[i].id;
         if (p->given[id]) continue;
         char flag[80];
-        PZ_TRY(run_plan_set_as(p, id, language ? kind_defaults[i].language : kind_defaults[i].image,
+        PZ_TRY(run_plan_set_as(p, id, kind_defaults[i].value[profile],
                                flag_of(run_setting_of(id), flag, sizeof flag)));
         p->given[id] = 0; /* still a default */
     }
@@ -453,7 +463,7 @@ pz_status run_plan_set_as(pz_run_plan *p, pz_setting id, const char *text, const
     if (s->kind != SET_TEXT) PZ_TRY(keep_text(p, id, text));
     p->given[id] = 1;
     if (id == PZ_SET_MODEL) PZ_TRY(kind_defaults_of_model(p));
-    p->model.subspace = p->model.arch == PZ_ARCH_GPT ? p->subspace : 0; /* the model's value, whichever came first */
+    p->model.subspace = pz_model_kind_of(&p->model)->subspace ? p->subspace : 0; /* the model's value, whichever came first */
     return PZ_OK;
 }
 
@@ -531,11 +541,11 @@ int pz_setting_by_name(const char *name) {
 
 int run_plan_one_stage(const pz_run_plan *p) {
     if (p->n_cuts) return 0;
-    return p->stages == 1 || (p->stages == 0 && !p->link->remote && p->model.arch != PZ_ARCH_RESNET);
+    return p->stages == 1 || (p->stages == 0 && !p->link->remote && !pz_model_kind_of(&p->model)->n_default_cuts);
 }
 
 int pz_run_uses_pipeline(const pz_run_plan *p) {
-    return (p->stages == 0 && p->model.arch == PZ_ARCH_RESNET) || p->stages > 1 || p->n_cuts || p->link->remote ||
+    return (p->stages == 0 && pz_model_kind_of(&p->model)->n_default_cuts) || p->stages > 1 || p->n_cuts || p->link->remote ||
            p->micro_batches != 1 || p->given[PZ_SET_LINK_BANDWIDTH] || p->given[PZ_SET_LINK_LATENCY];
 }
 
@@ -544,7 +554,10 @@ const char *pz_run_layout(const pz_run_plan *p, char *buf, size_t cap) {
     if (p->n_cuts) snprintf(buf, cap, "%s", run_plan_str(p, PZ_SET_CUTS));
     else if (p->stages > 1) snprintf(buf, cap, "%d stages balanced by compute", p->stages);
     else if (p->link->remote) snprintf(buf, cap, "a stage per process");
-    else snprintf(buf, cap, "4 stages (resnets: after each residual group)");
+    else {
+        const pz_model_kind *k = pz_model_kind_of(&p->model);
+        snprintf(buf, cap, "%d stages (%s: %s)", k->n_default_cuts + 1, k->plural, k->default_layout);
+    }
     return buf;
 }
 
@@ -564,11 +577,12 @@ static pz_status boundary_flags(const pz_run_plan *p) {
         if (id == PZ_SET_GRAD_MASK && !p->grad_mask) continue;
         if (id == PZ_SET_PIPE_SCHEDULE && p->pipe_schedule == PZ_PIPE_GPIPE) continue;
         const char *val = run_settings[id].kind == SET_TEXT ? run_plan_str(p, id) : "";
+        char not_cut[96];
+        snprintf(not_cut, sizeof not_cut, "%s are not cut by default", pz_model_kind_of(&p->model)->plural);
         return pz_fail(PZ_ERR_ARG,
                        "--%s%s%s acts on the boundaries between stages, and this %s run has one stage (%s): "
                        "cut it with --stages S or --cuts LIST (pipezip models %s lists its layers)",
-                       run_settings[id].flag, *val ? " " : "", val, p->model.name, p->stages == 1 ? "--stages 1" : "only resnets are cut by default",
-                       p->model.name);
+                       run_settings[id].flag, *val ? " " : "", val, p->model.name, p->stages == 1 ? "--stages 1" : not_cut, p->model.name);
     }
     return PZ_OK;
 }
@@ -605,7 +619,7 @@ pz_status run_plan_check(const pz_run_plan *p) {
     if (p->data.text && !pz_model_spec_is_sequence(&p->model))
         return pz_fail(PZ_ERR_ARG, "--data %s is text: it trains a language model (--model gpt-tiny or gpt-small), not %s",
                        run_plan_str(p, PZ_SET_DATA), p->model.name);
-    if (p->subspace && p->model.arch != PZ_ARCH_GPT)
+    if (p->subspace && !pz_model_kind_of(&p->model)->subspace)
         return pz_fail(PZ_ERR_ARG, "--subspace %d confines a GPT's residual stream: it needs --model gpt-tiny, gpt-small or gpt:..., not %s",
                        p->subspace, p->model.name);
     if (p->subspace > p->model.dim)

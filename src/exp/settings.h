@@ -97,12 +97,15 @@ typedef struct {
     const char *metavar, *help;
     const char *(*choices)(void); /* SET_TEXT: "a|b|c" for help (NULL: free text) */
     const pz_name *names;      /* SET_ENUM: its table */
+    int describe;              /* SET_ENUM: help goes on with each value's help from its table */
 } run_setting;
 
 extern const run_setting run_settings[PZ_SET_COUNT];
 const run_setting *run_setting_of(pz_setting id);
 /* the values a setting takes, "a|b|c", for help (NULL: free text) */
 const char *run_setting_choices(const run_setting *s);
+/* its help, for --help: with each value's own where the row says so */
+const char *run_setting_help(const run_setting *s);
 
 /* pz_run_plan_set naming the flag as the user typed it ("--learning-rate"). */
 pz_status run_plan_set_as(pz_run_plan *p, pz_setting id, const char *text, const char *flag);

@@ -182,7 +182,21 @@ pz_status pz_model_build(pz_model *m, const pz_model_spec *spec, pz_shape in, in
  * parameters or activations allocated, so a model of any size is cheap to
  * describe or time; it cannot run. pz_model_free frees it. */
 pz_status pz_model_layers(pz_model *m, const pz_model_spec *spec, pz_shape in, int n_classes);
-static inline int pz_model_spec_is_sequence(const pz_model_spec *s) { return s->arch == PZ_ARCH_GPT; }
+/* What a run needs to know of an architecture, in its row (presets.c):
+ * the run layer reads these, never the architecture itself. */
+typedef enum { PZ_DEFAULTS_IMAGE = 0, PZ_DEFAULTS_LANGUAGE, PZ_DEFAULTS_COUNT } pz_defaults_profile;
+typedef struct {
+    pz_arch arch;
+    const char *plural;          /* said in messages: "resnets", "GPTs" */
+    int sequence;                /* a language model: token ids in, a token per position out */
+    int subspace;                /* takes --subspace K */
+    int n_default_cuts;          /* without --stages or --cuts, a pipeline cut after these layers (0: one stage) */
+    char default_cuts[4][64];
+    const char *default_layout;  /* those cuts in words: "after each residual group, as Paper A" */
+    pz_defaults_profile profile; /* which column of a run's kind-dependent defaults (data, optimizer, ...) */
+} pz_model_kind;
+const pz_model_kind *pz_model_kind_of(const pz_model_spec *s);
+static inline int pz_model_spec_is_sequence(const pz_model_spec *s) { return pz_model_kind_of(s)->sequence; }
 /* The name-taking forms below are for a program's edge (tests, bench): they parse the name and build. */
 pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_classes,
                           int batch_max, uint64_t seed);

@@ -9,6 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The architectures: what the run layer asks of each (nn.h). */
+static const pz_model_kind kinds[] = {
+    {PZ_ARCH_MLP, "MLPs", 0, 0, 0, {{0}}, NULL, PZ_DEFAULTS_IMAGE},
+    {PZ_ARCH_LENET5, "LeNet-5s", 0, 0, 0, {{0}}, NULL, PZ_DEFAULTS_IMAGE},
+    {PZ_ARCH_RESNET, "resnets", 0, 0, 3, {"layer1", "layer2", "layer3"}, "after each residual group, as Paper A", PZ_DEFAULTS_IMAGE},
+    {PZ_ARCH_GPT, "GPTs", 1, 1, 0, {{0}}, NULL, PZ_DEFAULTS_LANGUAGE},
+};
+
+const pz_model_kind *pz_model_kind_of(const pz_model_spec *s) {
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (kinds[i].arch == s->arch) return &kinds[i];
+    return &kinds[0]; /* unreachable for a parsed spec */
+}
+
 /* The presets: each name and the spec it stands for, in one table (what
  * --model accepts, `pipezip models` lists and errors name). */
 static const struct {

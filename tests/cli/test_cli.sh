@@ -55,7 +55,7 @@ err=$("$PZ" train --quiet --epochs 1 --data synthetic --limit-train 64 --limit-t
 if [ -z "$err" ] && grep -q "^test accuracy" "$tmp/quiet.out"; then ok; else bad "--quiet: stderr '$err', stdout $(cat "$tmp/quiet.out")"; fi
 expect 2 "--quiet and --progress bar disagree" -- "$PZ" train --quiet --progress bar --no-out --model mlp
 # a boundary flag on a run without boundaries is an error naming it, not silently unused
-expect 2 "--fwd q2 acts on the boundaries between stages, and this mlp run has one stage \(only resnets are cut by default\)" -- \
+expect 2 "--fwd q2 acts on the boundaries between stages, and this mlp run has one stage \(MLPs are not cut by default\)" -- \
   "$PZ" train --model mlp --fwd q2 --no-out
 expect 2 "--link-latency 5ms acts on the boundaries.*lenet5 run has one stage \(--stages 1\)" -- \
   "$PZ" train --model lenet5 --stages 1 --link-latency 5ms --no-out
