@@ -70,6 +70,9 @@ PZ_API int pz_codec_is_lossless(const pz_codec *codec);
  * (test samples have no per-sample state and must not move the training
  * state): "ef(topk:0.1),per=sample" -> "topk:0.1,per=sample,...". */
 PZ_API void pz_codec_base_spec(const pz_codec *codec, char *buf, size_t cap);
+/* A new codec: c's stateless base as a value (the codec evaluation runs,
+ * whatever c's wrapper), with the entropy stage c has; fresh state. */
+PZ_API pz_status pz_codec_create_base(pz_codec **out, const pz_codec *c);
 
 /* A spec per boundary from one argument: "SPEC" for every boundary, then
  * "N=SPEC" overrides for boundary N (1-based), e.g. "q8,2=ms:0.01,bits=2"

@@ -198,6 +198,30 @@ typedef int (*pz_progress_fn)(const pz_progress *p, void *user);
  * on_progress (may be NULL) is called after every step. */
 PZ_API pz_status pz_run_train(const pz_run_plan *plan, pz_run_result *result, pz_progress_fn on_progress, void *user);
 
+/* ---- the settings' grammar, for every front end ---------------------------
+ * What pipezip train reads, exported so other front ends (the Python
+ * package) read a setting's text the same way: one grammar, not copies. */
+/* A link rate: "100mbit", "1gbit", "10Mbit/s", "12.5MB/s", "0" (unlimited), into bits/s. */
+PZ_API pz_status pz_parse_bandwidth(const char *text, double *bits_per_second);
+/* A time: "50ms", "250us", "1s", "0", into seconds. */
+PZ_API pz_status pz_parse_duration(const char *text, double *seconds);
+/* The pipeline schedules' names, in --pipe-schedule's order ("gpipe",
+ * "1f1b"): the i-th, NULL past the last. */
+PZ_API const char *pz_pipe_schedule_name(int i);
+/* Stage `stage` (0-based) of `stages`'s order of work in a step of
+ * micro_batches micro-batches under the schedule named: ops[k] = m for
+ * micro-batch m's forward, -1 - m for its backward. Returns how many
+ * (2 x micro_batches), or -1 (pz_last_error says why: an unknown schedule,
+ * a stage out of range, cap too small). */
+PZ_API int pz_pipe_schedule_order(const char *schedule, int stages, int stage, int micro_batches, int *ops, int cap);
+/* The link emulator's arrival rule (--link-model): a message of `bytes`
+ * sent at `sent` seconds over a wire whose state is *wire (0 before the
+ * first message; duplex: the sender's direction, shared: the receiver's one
+ * inbound wire), bandwidth in bits/s (0: unlimited), latency in seconds.
+ * Writes the arrival time and moves *wire. */
+PZ_API pz_status pz_link_arrival(const char *model, double *wire, double sent, uint64_t bytes, double bandwidth, double latency,
+                                 double *arrival);
+
 #ifdef __cplusplus
 }
 #endif

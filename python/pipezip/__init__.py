@@ -30,6 +30,7 @@ import os
 import numpy as np
 
 __all__ = ["Codec", "Error", "decode", "empty", "inspect", "frame_vocabulary", "validate", "crc32c", "library_version", "codec_help", "Stats", "set_threads",
+           "parse_bandwidth", "parse_duration", "schedules", "schedule_order", "link_arrival",
            "FRAME_ERRORS"]
 
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -143,6 +144,14 @@ _FIELD_COUNT = 6  # PZ_FRAME_FIELD_COUNT
 _FIELD_OPTION = 2  # PZ_FIELD_OPTION
 _FIELD_WRAPPER = 5  # PZ_FIELD_WRAPPER
 _set_threads = _fn("pz_set_threads", None, ctypes.c_int)
+_create_base = _fn("pz_codec_create_base", ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+_parse_bandwidth = _fn("pz_parse_bandwidth", ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double))
+_parse_duration = _fn("pz_parse_duration", ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double))
+_schedule_name = _fn("pz_pipe_schedule_name", ctypes.c_char_p, ctypes.c_int)
+_schedule_order = _fn("pz_pipe_schedule_order", ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                      ctypes.POINTER(ctypes.c_int), ctypes.c_int)
+_link_arrival = _fn("pz_link_arrival", ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double), ctypes.c_double,
+                    ctypes.c_uint64, ctypes.c_double, ctypes.c_double, ctypes.POINTER(ctypes.c_double))
 _libc.free.argtypes, _libc.free.restype = [ctypes.c_void_p], None
 
 
@@ -291,9 +300,11 @@ class Codec:
     strict=False decodes any stateless frame, as pipezip.decode() does; a
     stateful receiver is strict whatever it is told."""
 
-    def __init__(self, spec, seed=None, max_samples=None, strict=True):
-        h = ctypes.c_void_p()
-        _check(_create(ctypes.byref(h), spec.encode()))
+    def __init__(self, spec, seed=None, max_samples=None, strict=True, _handle=None):
+        h = _handle
+        if h is None:
+            h = ctypes.c_void_p()
+            _check(_create(ctypes.byref(h), spec.encode()))
         self._h = h
         self._max_samples, self._strict = max_samples, bool(strict)
         if seed is not None:
@@ -323,6 +334,14 @@ class Codec:
 
     def __repr__(self):
         return f"pipezip.Codec({self.spec!r})"
+
+    def base(self, seed=None, max_samples=None, strict=True):
+        """A new codec: this one's stateless base (what evaluation runs:
+        ef(topk:0.1) -> topk:0.1, entropy stage kept), from the value, not
+        its spec's text; fresh state."""
+        h = ctypes.c_void_p()
+        _check(_create_base(ctypes.byref(h), self._h))
+        return Codec(None, seed=seed, max_samples=max_samples, strict=strict, _handle=h)
 
     @property
     def spec(self):
@@ -480,6 +499,54 @@ def decode(frame, out=None):
     _check(_frame_decode(ptr, n, ctypes.c_void_p(dst.ctypes.data), dst.size, ctypes.byref(nd), shp))
     del keep
     return _finish_decode(target, dst, nd, shp)
+
+
+def parse_bandwidth(text):
+    """A link rate as pipezip train reads it ("200mbit", "1gbit", "12.5MB/s",
+    "0" for unlimited): bits per second. Raises ValueError naming the text."""
+    v = ctypes.c_double()
+    if _parse_bandwidth(str(text).encode(), ctypes.byref(v)):
+        raise ValueError(f"pipezip: {_last_error().decode()}")
+    return v.value
+
+
+def parse_duration(text):
+    """A time as pipezip train reads it ("50ms", "250us", "1s", "0"): seconds.
+    Raises ValueError naming the text."""
+    v = ctypes.c_double()
+    if _parse_duration(str(text).encode(), ctypes.byref(v)):
+        raise ValueError(f"pipezip: {_last_error().decode()}")
+    return v.value
+
+
+def schedules():
+    """The pipeline schedules' names, as --pipe-schedule takes them."""
+    names, i = [], 0
+    while (n := _schedule_name(i)) is not None:
+        names.append(n.decode())
+        i += 1
+    return tuple(names)
+
+
+def schedule_order(schedule, stage, stages, micro_batches):
+    """Stage `stage`'s order of work in a step under the schedule named, as
+    pipezip's stages run it: [("F", m) | ("B", m), ...]."""
+    buf = (ctypes.c_int * (2 * max(int(micro_batches), 1)))()
+    n = _schedule_order(str(schedule).encode(), int(stages), int(stage), int(micro_batches), buf, len(buf))
+    if n < 0:
+        raise ValueError(f"pipezip: {_last_error().decode()}")
+    return [("F", o) if o >= 0 else ("B", -1 - o) for o in buf[:n]]
+
+
+def link_arrival(model, wire, sent, nbytes, bandwidth, latency):
+    """The link emulator's arrival rule (--link-model duplex or shared): a
+    message of nbytes sent at `sent` over a wire last free at `wire`;
+    returns (arrival, the wire's new state)."""
+    w, at = ctypes.c_double(wire), ctypes.c_double()
+    if _link_arrival(str(model).encode(), ctypes.byref(w), float(sent), int(nbytes), float(bandwidth or 0.0), float(latency),
+                     ctypes.byref(at)):
+        raise ValueError(f"pipezip: {_last_error().decode()}")
+    return at.value, w.value
 
 
 def frame_vocabulary():

@@ -28,26 +28,18 @@ it).
 import torch
 import torch.distributed as dist
 
-from . import Codec
-from .torch import Link, _Counter, _Side, _count, _mismatch, _seconds, isend, recv
+from . import Codec, schedules, schedule_order as _order
+from .distributed import Link, _Counter, _Side, _count, _mismatch, _seconds, isend, recv
 
 __all__ = ["Stage", "SCHEDULES", "schedule_order"]
 
-SCHEDULES = ("gpipe", "1f1b")
+SCHEDULES = schedules()  # the library's: ("gpipe", "1f1b")
 
 
 def schedule_order(schedule, rank, stages, micro_batches):
-    """The stage's operations in order: [("F", m) | ("B", m), ...]."""
-    M = micro_batches
-    if schedule == "gpipe":
-        return [("F", m) for m in range(M)] + [("B", m) for m in range(M)]
-    if schedule == "1f1b":
-        warm = min(stages - rank - 1, M)
-        ops = [("F", m) for m in range(warm)]
-        for i in range(M - warm):
-            ops += [("F", warm + i), ("B", i)]
-        return ops + [("B", m) for m in range(M - warm, M)]
-    raise ValueError(f"pipezip: unknown schedule '{schedule}' (expected {' or '.join(SCHEDULES)})")
+    """The stage's operations in order: [("F", m) | ("B", m), ...], the
+    library's own order (pz_pipe_schedule_order), as pipezip train runs it."""
+    return _order(schedule, rank, stages, micro_batches)
 
 
 def _per_boundary(spec, boundaries, what):
@@ -109,13 +101,13 @@ class Stage:
             b = self.rank
             f, g = self.fwd_specs[b - 1], self.bwd_specs[b - 1]
             self.codecs["in_fwd_rx"], self.codecs["in_bwd_tx"] = mk(f), mk(g)
-            self.codecs["in_eval_rx"] = mk(Codec(f).base_spec)
+            self.codecs["in_eval_rx"] = self.codecs["in_fwd_rx"].base(seed=seed, max_samples=max_samples)
             self.codecs["in_plain_rx"] = mk("none")
         if not self.last:
             b = self.rank + 1
             f, g = self.fwd_specs[b - 1], self.bwd_specs[b - 1]
             self.codecs["out_fwd_tx"], self.codecs["out_bwd_rx"] = mk(f), mk(g)
-            self.codecs["out_eval_tx"] = mk(Codec(f).base_spec)
+            self.codecs["out_eval_tx"] = self.codecs["out_fwd_tx"].base(seed=seed, max_samples=max_samples)
             self.codecs["out_plain_tx"] = mk("none")
         # what crossed this stage's boundaries, as this stage saw it
         self.inbound, self.outbound = _Counter(), _Counter()

@@ -222,13 +222,19 @@ class EmulatedLink(unittest.TestCase):
             pzt.Link("8mbit", model="half")
 
     def test_bad_settings_are_refused(self):
-        for bw in ("fast", "-1mbit", "0", "mbit"):
+        for bw in ("fast", "-1mbit", "mbit", "1e8", -5):
             with self.assertRaises(ValueError):
                 pzt.Link(bw)
-        with self.assertRaises(ValueError):
-            pzt.Link("1gbit", "soon")
+        for lat in ("soon", "5", "-1ms", -0.5):
+            with self.assertRaises(ValueError):
+                pzt.Link("1gbit", lat)
         self.assertEqual(pzt.Link("1.5gbit").bandwidth, 1.5e9)
         self.assertEqual(pzt.Link(1e8, 0.01).latency, 0.01)
+        # pipezip train's grammar, not a copy of it: bytes per second, microseconds, "0" unlimited
+        self.assertEqual(pzt.Link("12.5MB/s").bandwidth, 1e8)
+        self.assertEqual(pzt.Link("100Mbit/s", "250us").latency, 250e-6)
+        self.assertEqual(pzt.Link("0").bandwidth, 0.0)
+        self.assertAlmostEqual(pzt.Link("0", "10ms", clock=lambda: 1.0).depart(10**9), 1.01)
 
 
 class Mismatch(unittest.TestCase):

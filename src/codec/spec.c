@@ -205,6 +205,11 @@ void pz_codec_base_spec(const pz_codec *c, char *buf, size_t cap) {
 
 int pz_codec_is_lossless(const pz_codec *c) { return pz_codec_desc_is_lossless(&c->d); }
 
+pz_status pz_codec_create_base(pz_codec **out, const pz_codec *c) {
+    const pz_codec_desc b = pz_codec_desc_base(&c->d);
+    return pz_codec_create_desc(out, &b);
+}
+
 /* ---- per-boundary lists ------------------------------------------------------ */
 
 pz_status pz_codec_list_parse(pz_codec_list *l, const char *arg, int max_boundaries, const char *what) {

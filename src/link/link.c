@@ -3,6 +3,7 @@
  * clock, the bandwidth/latency emulator, and parsing link settings. */
 #define _GNU_SOURCE
 #include "link_internal.h"
+#include "pipezip/pipezip.h" /* pz_link_arrival, pz_parse_*: public */
 
 #include <ctype.h>
 #include <math.h>
@@ -106,6 +107,23 @@ double pz_wire_shared(pz_wire *w, const pz_link_emu *e, double sent, size_t byte
     const double start = sent > w->free_at ? sent : w->free_at;
     w->free_at = start + pz_wire_busy(e, bytes) + (header ? 0.0 : e->latency);
     return w->free_at;
+}
+
+pz_status pz_link_arrival(const char *model, double *wire, double sent, uint64_t bytes, double bandwidth, double latency,
+                          double *arrival) {
+    const pz_name *m = model ? pz_name_find(pz_wire_models, model) : NULL;
+    if (!m) {
+        char list[64];
+        return pz_fail(PZ_ERR_ARG, "link model '%s' (expected %s)", model ? model : "(null)",
+                       pz_names_join(pz_wire_models, ", ", " or ", list, sizeof list));
+    }
+    if (!(bandwidth >= 0) || !(latency >= 0) || !isfinite(sent) || !wire)
+        return pz_fail(PZ_ERR_ARG, "link arrival: bandwidth %g and latency %g must be at least 0, the time sent finite", bandwidth, latency);
+    const pz_link_emu e = {.bandwidth = bandwidth, .latency = latency, .model = m->value};
+    pz_wire w = {.free_at = *wire};
+    *arrival = m->value == PZ_WIRE_SHARED ? pz_wire_shared(&w, &e, sent, (size_t)bytes, 0) : pz_wire_duplex(&w, &e, sent, (size_t)bytes, 0);
+    *wire = w.free_at;
+    return PZ_OK;
 }
 
 /* Under the duplex model the sender stamps a message with its arrival;

@@ -100,9 +100,9 @@ void pz_clock_charge(pz_clock *c);
 void pz_clock_flops(pz_clock *c, double flops);
 
 /* "100mbit", "1gbit", "10Mbit/s", "500kbit", "12.5MB/s", "0" (unlimited). */
-pz_status pz_parse_bandwidth(const char *s, double *bits_per_second);
+PZ_API pz_status pz_parse_bandwidth(const char *s, double *bits_per_second); /* public: pipezip.h */
 /* "10ms", "250us", "1s", "0". */
-pz_status pz_parse_duration(const char *s, double *seconds);
+PZ_API pz_status pz_parse_duration(const char *s, double *seconds); /* public: pipezip.h */
 
 /* Two connected in-process ends; each direction holds up to `capacity`
  * messages before send blocks. Free each end with pz_link_free (the channel

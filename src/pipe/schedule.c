@@ -13,6 +13,7 @@
  * 1F1B). Stage 0's inputs are the driver's batch, kept whole. */
 #include "pipe_internal.h"
 #include "base/wire.h"
+#include "pipezip/pipezip.h" /* pz_pipe_schedule_name, pz_pipe_schedule_order: public */
 
 #include <math.h>
 #include <string.h>
@@ -412,3 +413,31 @@ const pz_name pz_pipe_schedules[] = {
     {PZ_PIPE_1F1B, "1f1b", "one forward, one backward: stage i holds at most S-i micro-batches"},
     {0, NULL, NULL},
 };
+
+const char *pz_pipe_schedule_name(int i) { return i >= 0 && i < pz_names_count(pz_pipe_schedules) ? pz_pipe_schedules[i].name : NULL; }
+
+int pz_pipe_schedule_order(const char *schedule, int stages, int stage, int micro_batches, int *ops, int cap) {
+    const pz_name *k = schedule ? pz_name_find(pz_pipe_schedules, schedule) : NULL;
+    if (!k) {
+        char list[64];
+        pz_fail(PZ_ERR_ARG, "unknown schedule '%s' (expected %s)", schedule ? schedule : "(null)",
+                pz_names_join(pz_pipe_schedules, ", ", " or ", list, sizeof list));
+        return -1;
+    }
+    if (stages < 1 || stage < 0 || stage >= stages || micro_batches < 1 || micro_batches > PZ_MAX_MICRO) {
+        pz_fail(PZ_ERR_ARG, "schedule %s: stage %d of %d stages, %d micro-batches (1..%d)", schedule, stage, stages, micro_batches,
+                PZ_MAX_MICRO);
+        return -1;
+    }
+    if (cap < 2 * micro_batches) {
+        pz_fail(PZ_ERR_ARG, "schedule %s: %d micro-batches make %d operations, the buffer holds %d", schedule, micro_batches,
+                2 * micro_batches, cap);
+        return -1;
+    }
+    pipe_action a[2 * PZ_MAX_MICRO + 1];
+    const int n = pipe_schedule_of(k->value)->actions(stages, stage, micro_batches, a);
+    int c = 0;
+    for (int i = 0; i < n; i++)
+        if (a[i].kind != PIPE_LOSS) ops[c++] = a[i].kind == PIPE_FWD ? a[i].m : -1 - a[i].m;
+    return c;
+}
