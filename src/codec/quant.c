@@ -146,6 +146,42 @@ static void decode_affine(int sym, int b, float lo, float step, float *dlo, floa
     else *dlo = -(float)((1 << (b - 1)) - 1) * step, *dstep = step;
 }
 
+/* x[i0, i1), one unit's plane run with its (lo, step), into b-bit codes */
+static inline void code_run(const pz_codec_kernels *k, const float *x, int64_t i0, int64_t i1, float ulo, float s, int b, int sym,
+                            int stoch, uint32_t seed32, uint8_t *cd) {
+    const int M = b >= 2 ? (1 << (b - 1)) - 1 : 0, L = (1 << b) - 1;
+    const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+    const size_t len = (size_t)(i1 - i0);
+    if (sym && b == 1) {
+        k->negative(x + i0, len, cd);
+        for (size_t j = 0; j < len; j++) cd[j] ^= 1; /* 1 = non-negative */
+    } else if (stoch) {
+        k->quant_stoch(x + i0, len, ulo, inv, sym ? 2 * M : L, sym, seed32, (uint32_t)i0, cd);
+    } else if (sym) {
+        k->quant_sym(x + i0, len, inv, M, cd);
+    } else {
+        k->quant_asym(x + i0, len, ulo, inv, L, cd);
+    }
+}
+
+/* the scales section at the body's start; returns the body's CRC-32C from
+ * it and the codes' super-chunks' CRCs (super elements each, w bits a code) */
+static uint32_t write_scales(const pz_codec_kernels *k, uint8_t *body, int options, const units *u, int sym, const float *lo,
+                             const float *step, const uint32_t *crcs, int64_t chunks, size_t super, int w) {
+    uint8_t *sp = body;
+    for (int64_t un = 0; un < u->U; un++) {
+        if (sym) put_f32(sp, step[un]), sp += 4;
+        else put_f32(sp, lo[un]), put_f32(sp + 4, step[un]), sp += 8;
+    }
+    const size_t sb = scale_bytes(options, u);
+    const int64_t n = u->n;
+    uint32_t crc = k->crc32c(0, body, sb);
+    if (chunks)
+        crc = pz_crc32c_combine(crc, crc_join_chunks(crcs, chunks, super * (size_t)w / 8, bits_bytes((uint64_t)(n - (chunks - 1) * (int64_t)super), w)),
+                                bits_bytes((uint64_t)n, w));
+    return crc;
+}
+
 static pz_status encode(const codec_params *p, const codec_io *io, const float *x, const units *u, uint64_t seed, uint8_t *body,
                         size_t cap, size_t *body_len, frame_header *h, uint32_t *body_crc, int *have_crc) {
     const pz_codec_kernels *k = io->k;
@@ -195,7 +231,6 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
     }
     uint8_t *codes_out = body + scale_bytes(h->options, u);
     const uint32_t seed32 = (uint32_t)(seed ^ (seed >> 32));
-    const int M = b >= 2 ? (1 << (b - 1)) - 1 : 0, L = (1 << b) - 1;
     int bad = 0; /* a fused unit that cannot be scaled */
 #pragma omp parallel for schedule(static) reduction(| : bad) if (n > PARALLEL_MIN)
     for (int64_t ci = 0; ci < chunks; ci++) {
@@ -216,21 +251,8 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
                 bad |= unit_scale(p, k, x, u, sym, un, ul, us) != PZ_OK;
                 next = un + 1;
             }
-            const float s = *us, inv = s > 0.0f ? 1.0f / s : 0.0f, ulo = *ul;
-            uint8_t *cd = codes + (i - c0);
-            const size_t len = (size_t)(end - i);
-            if (bad) { /* a unit here could not be scaled (NaN, Inf, overflow): the frame is refused, not coded */
-                memset(cd, 0, len);
-            } else if (sym && b == 1) {
-                k->negative(x + i, len, cd);
-                for (size_t j = 0; j < len; j++) cd[j] ^= 1; /* 1 = non-negative */
-            } else if (stoch) {
-                k->quant_stoch(x + i, len, ulo, inv, sym ? 2 * M : L, sym, seed32, (uint32_t)i, cd);
-            } else if (sym) {
-                k->quant_sym(x + i, len, inv, M, cd);
-            } else {
-                k->quant_asym(x + i, len, ulo, inv, L, cd);
-            }
+            if (bad) memset(codes + (i - c0), 0, (size_t)(end - i)); /* a unit here could not be scaled (NaN, Inf, overflow): the frame is refused, not coded */
+            else code_run(k, x, i, end, *ul, *us, b, sym, stoch, seed32, codes + (i - c0));
             i = end;
         }
         if (w != 8) bits_write(k, codes_out + (size_t)(c0 / 8) * w, codes, (size_t)(c1 - c0), w);
@@ -241,19 +263,9 @@ static pz_status encode(const codec_params *p, const codec_io *io, const float *
         st = unit_scales(p, k, x, u, sym, lo, step);
         if (!st) st = pz_fail(PZ_ERR_ARG, "cannot quantize: a unit cannot be scaled");
     } else { /* the body: scales, then the codes' super-chunks of SUPER * b / 8 bytes */
-        uint8_t *sp = body;
-        for (int64_t un = 0; un < u->U; un++) {
-            if (sym) put_f32(sp, step[un]), sp += 4;
-            else put_f32(sp, lo[un]), put_f32(sp + 4, step[un]), sp += 8;
-        }
-        const size_t sb = scale_bytes(h->options, u);
-        uint32_t crc = k->crc32c(0, body, sb);
-        if (chunks)
-            crc = pz_crc32c_combine(crc, crc_join_chunks(crcs, chunks, (size_t)SUPER * w / 8, bits_bytes((uint64_t)(n - (chunks - 1) * SUPER), w)),
-                                 bits_bytes((uint64_t)n, w));
-        *body_crc = crc;
+        *body_crc = write_scales(k, body, h->options, u, sym, lo, step, crcs, chunks, (size_t)SUPER, w);
         *have_crc = 1;
-        *body_len = sb + bits_bytes((uint64_t)n, w);
+        *body_len = scale_bytes(h->options, u) + bits_bytes((uint64_t)n, w);
     }
     crc_slots_free(crcs, crc_small);
     free(lo), free(step), free(xr);

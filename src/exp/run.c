@@ -2,9 +2,9 @@
 /* run.c — the training run behind `pipezip train`: load data, place the
  * stages (a single stage is a pipeline of one), loop over epochs (train,
  * evaluate on the test set), write step, epoch and boundary metrics, the
- * checkpoints and a summary into the run directory; and the split-learning
- * server behind `pipezip serve`. The rooms: run_config.c (configuration,
- * run directory), placement.c (transports), traffic.c (boundary accounting). */
+ * checkpoints and a summary into the run directory. The rooms: serve.c (the
+ * split-learning server), run_config.c (configuration, run directory),
+ * placement.c (transports), traffic.c (boundary accounting). */
 #include "run_internal.h"
 #include "records.h"
 #include "link/link.h"
@@ -130,40 +130,36 @@ static pz_status allowed_counts(run *r) {
     return PZ_OK;
 }
 
-static pz_status start(run *r) {
-    const pz_run_plan *cfg = r->cfg;
+/* --resume: its record, checked against this run's settings */
+static pz_status open_resume(run *r, const char *resume) {
     pz_run_result *res = r->res;
-    PZ_TRY(run_plan_check(cfg));
-    pz_set_threads(cfg->threads);
-    r->link = cfg->link;
-    r->pipeline = pz_run_uses_pipeline(cfg);
-    int ranks = 0;
-    if (r->link->processes) PZ_TRY(r->link->processes(&r->rank, &ranks));
-    r->ranks = ranks;
-    r->turn = cfg->turn;
-
-    run_fingerprint(cfg, r->fp, sizeof r->fp);
-    const char *resume = RESUME(cfg);
-    if (resume) {
-        PZ_TRY(run_state_read(resume, &r->rs));
-        if (strcmp(r->rs.fingerprint, r->fp)) {
-            char diff[1024];
-            run_fingerprint_diff(r->rs.fingerprint, r->fp, diff, sizeof diff);
-            return pz_fail(PZ_ERR_ARG, "--resume %s: that run was started with other settings (%s); resume it with its own:\n  it:   %s\n  this: %s",
-                           resume, diff, r->rs.fingerprint, r->fp);
-        }
-        res->resumed_from = r->rs.epoch;
-        res->resumed_from_step = r->rs.global_step;
-        run_state_dir(r->resume_dir, sizeof r->resume_dir, resume, &r->rs);
+    PZ_TRY(run_state_read(resume, &r->rs));
+    if (strcmp(r->rs.fingerprint, r->fp)) {
+        char diff[1024];
+        run_fingerprint_diff(r->rs.fingerprint, r->fp, diff, sizeof diff);
+        return pz_fail(PZ_ERR_ARG, "--resume %s: that run was started with other settings (%s); resume it with its own:\n  it:   %s\n  this: %s",
+                       resume, diff, r->rs.fingerprint, r->fp);
     }
-    r->out_dir = r->rank > 0 ? NULL : pz_run_dir_of(cfg); /* the driver's process writes the run directory */
+    res->resumed_from = r->rs.epoch;
+    res->resumed_from_step = r->rs.global_step;
+    run_state_dir(r->resume_dir, sizeof r->resume_dir, resume, &r->rs);
+    return PZ_OK;
+}
 
+static pz_status load_data(run *r) {
+    const pz_run_plan *cfg = r->cfg;
     if (cfg->data.text) PZ_TRY(load_text(r));
     else PZ_TRY(pz_data_load(&r->train, &r->test, &cfg->data, DATA_DIR(cfg), cfg->seed));
     if (cfg->limit_train > 0) pz_dataset_truncate(&r->train, cfg->limit_train);
     if (cfg->limit_test > 0) pz_dataset_truncate(&r->test, cfg->limit_test);
     if (cfg->shard_count > 0) PZ_TRY(pz_dataset_shard(&r->train, cfg->shard_index, cfg->shard_count));
+    return PZ_OK;
+}
 
+/* the model's layer list, the pipeline's configuration and the pipeline */
+static pz_status build_pipeline(run *r, const char *resume) {
+    const pz_run_plan *cfg = r->cfg;
+    pz_run_result *res = r->res;
     /* the stages hold the model; this copy only names layers and cuts */
     PZ_TRY(pz_model_build(&r->model, &cfg->model, pz_dataset_shape(&r->train), r->train.n_classes, cfg->batch, cfg->seed, 0, 0));
     res->n_params = r->model.n_params;
@@ -172,7 +168,7 @@ static pz_status start(run *r) {
     res->final_test_loss_compressed = -1;
     res->tokens = r->train.tokens;
     res->final_test_bits_per_byte = res->final_test_bits_per_byte_compressed = -1;
-    PZ_TRY(run_pipe_config(cfg, &r->model, &r->train, &r->pc, ranks));
+    PZ_TRY(run_pipe_config(cfg, &r->model, &r->train, &r->pc, r->ranks));
     if (resume) r->pc.resume = r->resume_dir;
     /* --micro-batches auto: the first step in one, then the count chosen (a resumed run: the one it chose) */
     if (cfg->micro_batches == 0) {
@@ -181,18 +177,16 @@ static pz_status start(run *r) {
         if (r->auto_micro && cfg->activation_memory > 0) PZ_TRY(allowed_counts(r));
     }
     res->micro_batches = r->pc.micro_batches;
-    if (r->link->place) PZ_TRY(r->link->place(cfg, r->rank, ranks, &r->pc));
+    if (r->link->place) PZ_TRY(r->link->place(cfg, r->rank, r->ranks, &r->pc));
     PZ_TRY(pz_pipe_create(&r->pipe, &r->pc));
     res->n_stages = r->pc.n_stages;
     for (int i = 0; i < r->pc.n_stages && i < 16; i++) res->activation_bytes[i] = pz_pipe_activation_bytes(r->pipe, i);
-    if (r->rank > 0) return PZ_OK;
-    if (r->link->session && !resume) {
-        /* split learning: start from the client-side weights the previous client left */
-        int found = 0;
-        PZ_TRY(pz_pipe_fetch(r->pipe, &found));
-        res->handed_over = found;
-    }
+    return PZ_OK;
+}
 
+/* the loader, the LR schedule and the run's length */
+static pz_status plan_steps(run *r, const char *resume) {
+    const pz_run_plan *cfg = r->cfg;
     pz_rng root;
     pz_rng_seed(&root, cfg->seed);
     const pz_rng data_rng = pz_rng_split(&root, 0xDA7A);
@@ -225,7 +219,12 @@ static pz_status start(run *r) {
             return pz_fail(PZ_ERR_ARG, "--resume %s: all %d epochs are already done", resume, cfg->epochs);
         }
     }
+    return PZ_OK;
+}
 
+/* the records and the counters, carried on from a resumed run's */
+static pz_status carry_on(run *r, const char *resume) {
+    pz_run_result *res = r->res;
     if (r->out_dir) PZ_TRY(open_streams(r));
     r->t0 = pz_now() - r->rs.wall;
     r->global_step = r->rs.global_step, r->samples = r->rs.samples;
@@ -243,6 +242,33 @@ static pz_status start(run *r) {
     }
     if (resume) snprintf(r->ckpt, sizeof r->ckpt, "%s", r->resume_dir);
     return PZ_OK;
+}
+
+static pz_status start(run *r) {
+    const pz_run_plan *cfg = r->cfg;
+    PZ_TRY(run_plan_check(cfg));
+    pz_set_threads(cfg->threads);
+    r->link = cfg->link;
+    r->pipeline = pz_run_uses_pipeline(cfg);
+    int ranks = 0;
+    if (r->link->processes) PZ_TRY(r->link->processes(&r->rank, &ranks));
+    r->ranks = ranks;
+    r->turn = cfg->turn;
+    run_fingerprint(cfg, r->fp, sizeof r->fp);
+    const char *resume = RESUME(cfg);
+    if (resume) PZ_TRY(open_resume(r, resume));
+    r->out_dir = r->rank > 0 ? NULL : pz_run_dir_of(cfg); /* the driver's process writes the run directory */
+    PZ_TRY(load_data(r));
+    PZ_TRY(build_pipeline(r, resume));
+    if (r->rank > 0) return PZ_OK;
+    if (r->link->session && !resume) {
+        /* split learning: start from the client-side weights the previous client left */
+        int found = 0;
+        PZ_TRY(pz_pipe_fetch(r->pipe, &found));
+        r->res->handed_over = found;
+    }
+    PZ_TRY(plan_steps(r, resume));
+    return carry_on(r, resume);
 }
 
 static pz_progress progress(const run *r, int epoch, int64_t step, double loss_sum, int64_t hits, int64_t seen, float lr,
@@ -767,167 +793,5 @@ pz_status pz_run_train(const pz_run_plan *cfg, pz_run_result *res, pz_progress_f
     pz_dataset_free(&r->test);
     pz_tokenizer_free(&r->tok);
     free(r);
-    return st;
-}
-
-/* ---- the split-learning server ----------------------------------------------- */
-/* The largest message a client of this model can legitimately send: an
- * activation frame of a whole micro-batch (training, or evaluation through
- * the compressed or the plain boundary), its header, the client's state
- * handed on (its parameters, optimizer slots, running statistics and the
- * boundary's codec states), the tied token table, the settings. */
-static pz_status serve_max_message(const pz_run_plan *cfg, const pz_model *model, const pz_pipe_config *pc, size_t *out) {
-    const pz_shape sh = model->net.layers[pc->cuts[0]].out;
-    const int M = pc->micro_batches > 0 ? pc->micro_batches : 1, mb = (pc->batch_max + M - 1) / M;
-    const int P = pc->targets > 0 ? pc->targets : 1;
-    int64_t shape[1 + PZ_SHAPE_MAX];
-    const int nd = pz_shape_batch(sh, mb, shape);
-    const int64_t per = pz_shape_numel(sh);
-    size_t frame = 0;
-    const pz_codec_desc *fwd = pz_codec_desc_or_none(&pc->fwd[0]), *bwd = pz_codec_desc_or_none(&pc->bwd[0]);
-    const pz_codec_desc base = pz_codec_desc_base(fwd);
-    const pz_codec_desc *sent[3] = {fwd, &base, pz_codec_desc_or_none(NULL)}; /* training, evaluation through the compressed and the plain boundary */
-    for (int k = 0; k < 3; k++) {
-        pz_codec *c;
-        PZ_TRY(pz_codec_create_desc(&c, sent[k]));
-        const size_t n = pz_codec_max_frame_bytes(c, nd, shape);
-        pz_codec_free(c);
-        if (n > frame) frame = n;
-    }
-    const int stateful = fwd->wrap || bwd->wrap;
-    int64_t params0 = 0;
-    for (int j = 0; j <= pc->cuts[0]; j++) params0 += model->net.layers[j].n_params;
-    /* a per-sample codec state grows with the client's training set: the
-     * dataset's own size (text: at most 2^16 windows) */
-    const double samples = (double)cfg->data.train_size;
-    double need = (double)frame + 16.0 + 8.0 * mb * (1.0 + P); /* + a (micro-)batch header */
-    const double state = 16.0 * (double)params0 + (stateful ? 2.0 * 8.0 * (double)per * (samples > mb ? samples : mb) : 0) + (1 << 20);
-    if (state > need) need = state;
-    need += 1 << 16; /* the settings, a checkpoint request, envelopes */
-    *out = need > 1e15 ? (size_t)1e15 : (size_t)need;
-    return PZ_OK;
-}
-
-/* a set of client ids: add id unless it is there or the set is full */
-static void id_add(uint64_t *set, int *n, int cap, uint64_t id) {
-    for (int i = 0; i < *n; i++)
-        if (set[i] == id) return;
-    if (*n < cap) set[(*n)++] = id;
-}
-
-static int id_in(const uint64_t *set, int n, uint64_t id) {
-    for (int i = 0; i < n; i++)
-        if (set[i] == id) return 1;
-    return 0;
-}
-
-/* The server's stages: the model (the server has no data: the input shape
- * is the dataset's), its pipeline from the first cut on, and the largest
- * message a client may send. */
-static pz_status serve_setup(const pz_run_plan *cfg, const pz_serve_options *o, pz_pipe_config *pc, size_t *max_msg) {
-    pz_dataset shape;
-    run_plan_shape(cfg, &shape);
-    pz_model model;
-    PZ_TRY(pz_model_build(&model, &cfg->model, pz_dataset_shape(&shape), shape.n_classes, 1, cfg->seed, 0, 1 << 30));
-    pz_status st = run_pipe_config(cfg, &model, &shape, pc, 0);
-    *max_msg = o->max_message;
-    if (!st && pc->n_stages < 2) st = pz_fail(PZ_ERR_ARG, "pipezip serve needs a cut (--cuts LAYER or --stages S >= 2)");
-    if (!st && !*max_msg) st = serve_max_message(cfg, &model, pc, max_msg);
-    pz_model_free(&model);
-    PZ_TRY(st);
-    pc->local_set = 1, pc->first_local = 1, pc->last_local = pc->n_stages - 1;
-    pc->save_dir = o->save_dir;
-    pc->serving = 1;
-    return PZ_OK;
-}
-
-/* What the server keeps between sessions: the state the last completed
- * session left, and which clients are done (finished or dropped out) or
- * had a turn. */
-typedef struct {
-    const pz_serve_options *o;
-    pz_pipe_state snap;
-    int have_snap, sessions, n_done, n_joined;
-    uint64_t *done, joined[256]; /* clients that had a turn: if one fails later it dropped out, wherever it failed */
-} serve_state;
-
-/* A session's pipeline has stopped (ps: how): keep its state if it closed
- * in order, or roll it back; count the clients it finished. *advance: the
- * link goes on to the next session (not after the server's own failure). */
-static pz_status session_ended(serve_state *sv, pz_pipe *pipe, pz_link *link, pz_status ps, const char *ended, int *advance) {
-    *advance = 1;
-    const pz_serve_options *o = sv->o;
-    uint64_t client = 0, gone[64];
-    int last = 0;
-    const int how = pz_link_zmq_session(link, &client, &last);
-    const int checked = pz_pipe_checked(pipe);
-    const int n_gone = pz_link_zmq_dropouts(link, gone, 64);
-    for (int g = 0; g < n_gone; g++) {
-        id_add(sv->done, &sv->n_done, o->clients, gone[g]);
-        fprintf(stderr, "pipezip serve: client %016llx dropped out (%d of %d)\n", (unsigned long long)gone[g], sv->n_done, o->clients);
-    }
-    if (how == PZ_ZMQ_SESSION_NONE) /* no session began: a client dropped out between turns, or the link failed */
-        return n_gone ? PZ_OK : pz_fail(ps ? ps : PZ_ERR_STATE, "%s", ended);
-    sv->sessions++;
-    int finished = 0;
-    if (!ps && how == PZ_ZMQ_SESSION_CLOSED) {
-        const pz_status e = pz_pipe_snapshot(pipe, &sv->snap); /* the state the next client receives */
-        if (e) return *advance = 0, e;
-        sv->have_snap = 1;
-        finished = last;
-        id_add(sv->joined, &sv->n_joined, 256, client);
-    } else {
-        char esc[1100];
-        pz_escape_text(esc, sizeof esc, ended); /* the reason may be the client's own ERROR text */
-        fprintf(stderr, "pipezip serve: session %d failed: %s; the server's stages go back to %s\n", sv->sessions, esc,
-                sv->have_snap ? "the state the last completed session left" : o->resume ? "the --resume checkpoint" : "their initial state");
-        /* a client that joined and dropped out is skipped; a refused one never joined */
-        finished = checked || id_in(sv->joined, sv->n_joined, client);
-    }
-    if (finished) {
-        id_add(sv->done, &sv->n_done, o->clients, client);
-        fprintf(stderr, "pipezip serve: client %016llx %s (%d of %d)\n", (unsigned long long)client,
-                how == PZ_ZMQ_SESSION_CLOSED && !ps ? "finished" : "dropped out", sv->n_done, o->clients);
-    }
-    return PZ_OK;
-}
-
-pz_status pz_run_serve(const pz_run_plan *cfg, const pz_serve_options *o) {
-    PZ_TRY(run_plan_check(cfg));
-    pz_set_threads(cfg->threads);
-    pz_pipe_config pc;
-    size_t max_msg = 0;
-    PZ_TRY(serve_setup(cfg, o, &pc, &max_msg));
-    const pz_zmq_server_config zc = {o->bind, o->server_key, o->client_key, cfg->timeout, max_msg, o->wait_for};
-    pz_link *link;
-    PZ_TRY(pz_link_zmq_listen(&link, &zc, "server <-> client"));
-    pc.prev_link = link;
-
-    /* One pipeline per session, started from the state the last completed
-     * session left (or --resume, or fresh): a session that fails — a client
-     * that dies, goes silent, breaks the protocol or runs other settings —
-     * is rolled back by never keeping what it did. */
-    serve_state sv = {.o = o, .done = calloc((size_t)o->clients, sizeof(uint64_t))};
-    pz_status st = sv.done ? PZ_OK : pz_fail(PZ_ERR_NOMEM, "out of memory");
-    for (int announced = 0; !st && sv.n_done < o->clients; announced = 1) {
-        pc.resume = sv.have_snap ? NULL : o->resume;
-        pc.restore = sv.have_snap ? &sv.snap : NULL;
-        pz_pipe *pipe;
-        if ((st = pz_pipe_create(&pipe, &pc))) break; /* the server's own state (a bad --resume, memory) */
-        if (!announced)
-            fprintf(stderr, "pipezip serve: stages 1..%d of %s (after the first cut) on %s for %d client%s%s; messages up to %.1f MB\n",
-                    pc.n_stages - 1, cfg->model.name, o->bind, o->clients, o->clients == 1 ? "" : "s", o->server_key ? ", CURVE" : "",
-                    (double)max_msg / 1e6);
-        const pz_status ps = pz_pipe_wait(pipe);
-        char ended[1024];
-        snprintf(ended, sizeof ended, "%s", ps ? pz_last_error() : "");
-        int advance;
-        st = session_ended(&sv, pipe, link, ps, ended, &advance);
-        pz_pipe_free(pipe);
-        if (advance) pz_link_zmq_next_session(link);
-    }
-    free(sv.done);
-    pz_pipe_state_free(&sv.snap);
-    pz_link_free(link);
     return st;
 }

@@ -14,6 +14,41 @@
 
 static pz_status driver_ask(pz_pipe *p, int tag, const void *msg, size_t len, int reply, size_t *n);
 
+/* The links: the driver's, between local stages, and the remote ones
+ * given; each stage's clock and emulation on its links. On failure the
+ * caller frees the pipeline (and with it what was connected). */
+static pz_status connect_stages(pz_pipe *p, const pz_pipe_config *cfg) {
+    pz_status st = PZ_OK;
+    pz_link *left = cfg->prev_link;
+    if (p->has_driver) st = pz_link_inproc_pair(&p->to_first, &left, 8, "driver <-> stage 0");
+    for (int i = p->first; i <= p->last && !st; i++) {
+        stage *s = &p->st[i];
+        s->prev = left, left = NULL;
+        if (i < p->last) {
+            char name[64];
+            snprintf(name, sizeof name, "stage %d <-> stage %d", i, i + 1);
+            st = pz_link_inproc_pair(&s->next, &left, 8, name);
+        } else if (i < p->S - 1) {
+            s->next = cfg->next_link;
+        }
+    }
+    if (st) { /* the given remote links are the pipeline's to free, even now */
+        if (!p->st[p->last].next && p->last < p->S - 1) pz_link_free(cfg->next_link);
+        return st;
+    }
+    for (int i = p->first; i <= p->last; i++) {
+        stage *s = &p->st[i];
+        pz_link_set_clock(s->prev, &s->clock);
+        if (s->next) pz_link_set_clock(s->next, &s->clock);
+        if (i > 0) pz_link_set_emulation(s->prev, &cfg->emu);
+        if (s->next) pz_link_set_emulation(s->next, &cfg->emu);
+        /* a micro-batch's header and its frame are one transmission */
+        pz_link_set_header_tag(s->prev, MSG_META), pz_link_set_header_tag(s->prev, MSG_EVAL_META);
+    }
+    if (p->has_driver) pz_link_set_clock(p->to_first, &p->clock);
+    return PZ_OK;
+}
+
 pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     *out = NULL;
     if (cfg->n_stages < 1 || cfg->n_stages > PZ_MAX_STAGES)
@@ -60,35 +95,10 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
         free(p);
         return st;
     }
-    /* links: the driver's, between local stages, and the remote ones given */
-    pz_link *left = cfg->prev_link;
-    if (p->has_driver) st = pz_link_inproc_pair(&p->to_first, &left, 8, "driver <-> stage 0");
-    for (int i = p->first; i <= p->last && !st; i++) {
-        stage *s = &p->st[i];
-        s->prev = left, left = NULL;
-        if (i < p->last) {
-            char name[64];
-            snprintf(name, sizeof name, "stage %d <-> stage %d", i, i + 1);
-            st = pz_link_inproc_pair(&s->next, &left, 8, name);
-        } else if (i < p->S - 1) {
-            s->next = cfg->next_link;
-        }
-    }
-    if (st) { /* the given remote links are the pipeline's to free, even now */
-        if (!p->st[p->last].next && p->last < p->S - 1) pz_link_free(cfg->next_link);
+    if ((st = connect_stages(p, cfg))) {
         pz_pipe_free(p);
         return st;
     }
-    for (int i = p->first; i <= p->last; i++) {
-        stage *s = &p->st[i];
-        pz_link_set_clock(s->prev, &s->clock);
-        if (s->next) pz_link_set_clock(s->next, &s->clock);
-        if (i > 0) pz_link_set_emulation(s->prev, &cfg->emu);
-        if (s->next) pz_link_set_emulation(s->next, &cfg->emu);
-        /* a micro-batch's header and its frame are one transmission */
-        pz_link_set_header_tag(s->prev, MSG_META), pz_link_set_header_tag(s->prev, MSG_EVAL_META);
-    }
-    if (p->has_driver) pz_link_set_clock(p->to_first, &p->clock);
     for (int i = p->first; i <= p->last && !st; i++) st = plan_stage(p, i);
     if (!st && cfg->restore && cfg->restore->kept) {
         stage *k = &p->st[p->first];

@@ -72,6 +72,86 @@ static void prof_collect(prof_table *t, const pz_seq *s, int B) {
     }
 }
 
+/* `repeat` more steps, each phase and layer timed: the profile's rows, means per step */
+static void profile_steps(pz_model *mp, pz_optim *opt, const float *x, const int32_t *y, int batch, int repeat, prof_table *out) {
+    double phase[3] = {0, 0, 0}; /* zeroing gradients, loss, optimizer */
+    prof_table pt = {0};
+    pz_nn_profile(1);
+    for (int i = 0; i < repeat; i++) {
+        double t0 = pz_now();
+        pz_model_zero_grad(mp);
+        phase[0] += pz_now() - t0;
+        pz_seq_forward(&mp->net, 0, mp->net.n, x, batch, 1);
+        t0 = pz_now();
+        pz_model_loss(mp, mp->dlogits, NULL, pz_model_logits(mp), y, batch);
+        phase[1] += pz_now() - t0;
+        pz_seq_backward(&mp->net, 0, mp->net.n, x, mp->dlogits, NULL, batch);
+        t0 = pz_now();
+        pz_optim_step(opt, mp->params, mp->grads, 0.01f);
+        phase[2] += pz_now() - t0;
+    }
+    pz_nn_profile(0);
+    prof_collect(&pt, &mp->net, batch);
+    static const char *const names[3] = {"(zero gradients)", "(loss)", "(optimizer)"};
+    for (int k = 0; k < 3; k++) prof_row_for(&pt, names[k], "step")->s[0] = phase[k];
+    for (int k = 0; k < pt.n; k++) pt.rows[k].s[0] /= repeat, pt.rows[k].s[1] /= repeat;
+    *out = pt;
+}
+
+/* the profile's table, ms per step and each row's share and rate */
+static void print_profile(FILE *out, const prof_table *tbl, const bench_peak *pk_, int repeat) {
+    const prof_table pt = *tbl;
+    const bench_peak peak = *pk_;
+    double total = 0;
+    for (int k = 0; k < pt.n; k++) total += pt.rows[k].s[0] + pt.rows[k].s[1];
+    fprintf(out, "\n  profile, ms per step (mean of %d more steps; rows summed over the blocks):\n", repeat);
+    fprintf(out, "    %-22s %-10s %9s %9s %9s %6s %9s %6s\n", "layer", "kind", "forward", "backward", "total", "share",
+            "GFLOP/s", "%peak");
+    for (int k = 0; k < pt.n; k++) {
+        const prof_row *r = &pt.rows[k];
+        const double s = r->s[0] + r->s[1];
+        char rate[16] = "", pk[16] = "";
+        if (r->flops > 0 && s > 0) {
+            snprintf(rate, sizeof rate, "%.1f", r->flops / s / 1e9);
+            if (peak.team_gflops > 0) snprintf(pk, sizeof pk, "%.0f%%", 100.0 * r->flops / s / 1e9 / peak.team_gflops);
+        }
+        fprintf(out, "    %-22s %-10s %9.3f %9.3f %9.3f %5.1f%% %9s %6s\n", r->name, r->kind, 1e3 * r->s[0], 1e3 * r->s[1],
+                1e3 * s, total > 0 ? 100.0 * s / total : 0.0, rate, pk);
+    }
+    fprintf(out, "    %-22s %-10s %9s %9s %9.3f\n", "all", "", "", "", 1e3 * total);
+    int fused = 0, adds = 0;
+    for (int k = 0; k < pt.n; k++) fused |= pt.rows[k].s[0] + pt.rows[k].s[1] == 0.0 && pt.rows[k].flops > 0;
+    for (int k = 0; k < pt.n; k++) adds |= !strcmp(pt.rows[k].kind, "residual") && pt.rows[k].flops == 0;
+    if (fused)
+        fprintf(out, "  (a row at 0 runs fused with a neighbour, its time in theirs: a GELU in the dense layers "
+                     "around it, a ReLU in the layer before it)\n");
+    if (adds)
+        fprintf(out, "  (a residual's add runs in its branch's last dense layer, forward, and first layer norm, backward: "
+                     "its row is the rest)\n");
+}
+
+/* which kernels ran the step: the matrix products, the BLAS, the convolutions */
+static void print_kernels(FILE *out, const pz_blas_info *b, const pz_conv_info *c, const pz_conv_info *g, int lm) {
+    const pz_blas_info bi = *b;
+    const pz_conv_info ci = *c, gi = *g;
+    fprintf(out, "  matrix products: %s\n",
+            !strcmp(gi.name, "blas") ? "the BLAS (this CPU lacks AVX2 and FMA, or PZ_GEMM_KERNELS=blas)"
+            : !strcmp(gi.name, "avx512") ? "pipezip's AVX-512 kernels" : "pipezip's AVX2 kernels");
+    fprintf(out, "  BLAS: %s; kernels %s, chosen by %s%s%s%s\n", bi.library, bi.core,
+           !strcmp(bi.source, "pipezip") ? "pipezip from the CPU's features" : !strcmp(bi.source, "user") ? "OPENBLAS_CORETYPE" : bi.source,
+           bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? " (OpenBLAS itself chose " : "",
+           bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? bi.openblas_choice : "",
+           bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? ")" : "");
+    if (lm)
+        ; /* no convolutions */
+    else if (!strcmp(ci.name, "im2col"))
+        fprintf(out, "  convolutions: im2col + BLAS, chosen by %s\n",
+               !strcmp(ci.source, "user") ? "PZ_CONV_KERNELS" : "pipezip (this CPU lacks AVX2 and FMA)");
+    else
+        fprintf(out, "  convolutions: pipezip's direct %s kernels (1x1: im2col + BLAS), chosen by %s\n",
+               !strcmp(ci.name, "avx512") ? "AVX-512" : "AVX2", !strcmp(ci.source, "user") ? "PZ_CONV_KERNELS" : "the CPU's features");
+}
+
 int tool_bench_train(const bench_train_options *o, FILE *out) {
     const char *model = o->model, *input = o->input;
     const int batch = o->batch, warmup = o->warmup, repeat = o->repeat;
@@ -118,28 +198,7 @@ int tool_bench_train(const bench_train_options *o, FILE *out) {
     const double gflops = step_flops / med / 1e9, frac = peak.team_gflops > 0 ? gflops / peak.team_gflops : 0.0;
     /* the profile: `repeat` more steps, each phase and layer timed */
     prof_table pt = {0};
-    double phase[3] = {0, 0, 0}; /* zeroing gradients, loss, optimizer */
-    if (o->profile) {
-        pz_nn_profile(1);
-        for (int i = 0; i < repeat; i++) {
-            double t0 = pz_now();
-            pz_model_zero_grad(&m);
-            phase[0] += pz_now() - t0;
-            pz_seq_forward(&m.net, 0, m.net.n, x, batch, 1);
-            t0 = pz_now();
-            pz_model_loss(&m, m.dlogits, NULL, pz_model_logits(&m), y, batch);
-            phase[1] += pz_now() - t0;
-            pz_seq_backward(&m.net, 0, m.net.n, x, m.dlogits, NULL, batch);
-            t0 = pz_now();
-            pz_optim_step(&opt, m.params, m.grads, 0.01f);
-            phase[2] += pz_now() - t0;
-        }
-        pz_nn_profile(0);
-        prof_collect(&pt, &m.net, batch);
-        static const char *const names[3] = {"(zero gradients)", "(loss)", "(optimizer)"};
-        for (int k = 0; k < 3; k++) prof_row_for(&pt, names[k], "step")->s[0] = phase[k];
-        for (int k = 0; k < pt.n; k++) pt.rows[k].s[0] /= repeat, pt.rows[k].s[1] /= repeat;
-    }
+    if (o->profile) profile_steps(&m, &opt, x, y, batch, repeat, &pt);
     /* what ran: the BLAS, its kernels and who chose them */
     const pz_blas_info bi = pz_blas_get_info();
     const pz_conv_info ci = pz_nn_conv_info(), gi = pz_nn_gemm_info();
@@ -175,50 +234,8 @@ int tool_bench_train(const bench_train_options *o, FILE *out) {
                          "(%s: %.1f GFLOP/s on %d thread%s, %.1f on one)\n",
                     step_flops / 1e9, gflops, 100.0 * frac, peak.isa, peak.team_gflops, peak.threads, peak.threads == 1 ? "" : "s",
                     peak.core_gflops);
-        fprintf(out, "  matrix products: %s\n",
-                !strcmp(gi.name, "blas") ? "the BLAS (this CPU lacks AVX2 and FMA, or PZ_GEMM_KERNELS=blas)"
-                : !strcmp(gi.name, "avx512") ? "pipezip's AVX-512 kernels" : "pipezip's AVX2 kernels");
-        fprintf(out, "  BLAS: %s; kernels %s, chosen by %s%s%s%s\n", bi.library, bi.core,
-               !strcmp(bi.source, "pipezip") ? "pipezip from the CPU's features" : !strcmp(bi.source, "user") ? "OPENBLAS_CORETYPE" : bi.source,
-               bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? " (OpenBLAS itself chose " : "",
-               bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? bi.openblas_choice : "",
-               bi.openblas_choice[0] && strcmp(bi.openblas_choice, bi.core) ? ")" : "");
-        if (lm)
-            ; /* no convolutions */
-        else if (!strcmp(ci.name, "im2col"))
-            fprintf(out, "  convolutions: im2col + BLAS, chosen by %s\n",
-                   !strcmp(ci.source, "user") ? "PZ_CONV_KERNELS" : "pipezip (this CPU lacks AVX2 and FMA)");
-        else
-            fprintf(out, "  convolutions: pipezip's direct %s kernels (1x1: im2col + BLAS), chosen by %s\n",
-                   !strcmp(ci.name, "avx512") ? "AVX-512" : "AVX2", !strcmp(ci.source, "user") ? "PZ_CONV_KERNELS" : "the CPU's features");
-        if (o->profile) {
-            double total = 0;
-            for (int k = 0; k < pt.n; k++) total += pt.rows[k].s[0] + pt.rows[k].s[1];
-            fprintf(out, "\n  profile, ms per step (mean of %d more steps; rows summed over the blocks):\n", repeat);
-            fprintf(out, "    %-22s %-10s %9s %9s %9s %6s %9s %6s\n", "layer", "kind", "forward", "backward", "total", "share",
-                    "GFLOP/s", "%peak");
-            for (int k = 0; k < pt.n; k++) {
-                const prof_row *r = &pt.rows[k];
-                const double s = r->s[0] + r->s[1];
-                char rate[16] = "", pk[16] = "";
-                if (r->flops > 0 && s > 0) {
-                    snprintf(rate, sizeof rate, "%.1f", r->flops / s / 1e9);
-                    if (peak.team_gflops > 0) snprintf(pk, sizeof pk, "%.0f%%", 100.0 * r->flops / s / 1e9 / peak.team_gflops);
-                }
-                fprintf(out, "    %-22s %-10s %9.3f %9.3f %9.3f %5.1f%% %9s %6s\n", r->name, r->kind, 1e3 * r->s[0], 1e3 * r->s[1],
-                        1e3 * s, total > 0 ? 100.0 * s / total : 0.0, rate, pk);
-            }
-            fprintf(out, "    %-22s %-10s %9s %9s %9.3f\n", "all", "", "", "", 1e3 * total);
-            int fused = 0, adds = 0;
-            for (int k = 0; k < pt.n; k++) fused |= pt.rows[k].s[0] + pt.rows[k].s[1] == 0.0 && pt.rows[k].flops > 0;
-            for (int k = 0; k < pt.n; k++) adds |= !strcmp(pt.rows[k].kind, "residual") && pt.rows[k].flops == 0;
-            if (fused)
-                fprintf(out, "  (a row at 0 runs fused with a neighbour, its time in theirs: a GELU in the dense layers "
-                             "around it, a ReLU in the layer before it)\n");
-            if (adds)
-                fprintf(out, "  (a residual's add runs in its branch's last dense layer, forward, and first layer norm, backward: "
-                             "its row is the rest)\n");
-        }
+        print_kernels(out, &bi, &ci, &gi, lm);
+        if (o->profile) print_profile(out, &pt, &peak, repeat);
     }
     if (bi.generic)
         fprintf(stderr, "pipezip bench train: warning: the BLAS runs its %s kernels, which do not use this CPU's vector units "

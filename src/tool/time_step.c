@@ -88,7 +88,7 @@ typedef struct {
     const pz_model *model;
     int S, T, subspace, classes, batch;
     const int *cuts;
-    const pz_codec_desc *fd, *bd;
+    pz_codec_desc *fd, *bd; /* the codecs (parsed into by time_bytes) */
     double *fh, *ff, *fb; /* where the bytes go */
 } frames;
 
@@ -114,10 +114,9 @@ static const char *size_str(double bytes, char *buf, size_t cap) {
     return buf;
 }
 
-int tool_time(const time_options *o, FILE *out) {
-    /* the settings as typed, each into its value at once */
-    pz_link_emu emu = {0};
-    const pz_name *sched = pz_name_find(pz_pipe_schedules, o->schedule), *wire = pz_name_find(pz_wire_models, o->link_model);
+/* the settings as typed, each into its value at once */
+static int time_settings(const time_options *o, pz_link_emu *emu, const pz_name **schedule, double *rate, int *M) {
+    const pz_name *sched = *schedule = pz_name_find(pz_pipe_schedules, o->schedule), *wire = pz_name_find(pz_wire_models, o->link_model);
     char why[512];
     if (!sched) {
         char list[128];
@@ -129,21 +128,21 @@ int tool_time(const time_options *o, FILE *out) {
         snprintf(why, sizeof why, "--link-model '%s' (expected %s)", o->link_model, pz_names_join(pz_wire_models, ", ", " or ", list, sizeof list));
         return fail(why);
     }
-    emu.model = wire->value;
-    if ((o->bandwidth && pz_parse_bandwidth(o->bandwidth, &emu.bandwidth)) || (o->latency && pz_parse_duration(o->latency, &emu.latency))) {
+    emu->model = wire->value;
+    if ((o->bandwidth && pz_parse_bandwidth(o->bandwidth, &emu->bandwidth)) || (o->latency && pz_parse_duration(o->latency, &emu->latency))) {
         snprintf(why, sizeof why, "--link-bandwidth / --link-latency: %s", pz_last_error()); /* the message names the value */
         return fail(why);
     }
-    double rate = 0;
+    *rate = 0;
     if (o->compute_rate) {
         pz_clock_mode cm;
         if (pz_parse_compute_rate(o->compute_rate, &cm) || cm.kind != PZ_CLOCK_RATE) {
             snprintf(why, sizeof why, "--compute-rate '%s': a FLOP rate such as 48tflops or 2.5e14", o->compute_rate);
             return fail(why);
         }
-        rate = cm.rate;
+        *rate = cm.rate;
     }
-    int M = 0;
+    *M = 0;
     if (strcmp(o->micro_batches, "auto")) {
         char *end;
         const long v = strtol(o->micro_batches, &end, 10);
@@ -151,14 +150,128 @@ int tool_time(const time_options *o, FILE *out) {
             snprintf(why, sizeof why, "--micro-batches '%s' (expected 1..%d or auto)", o->micro_batches, PZ_MAX_MICRO);
             return fail(why);
         }
-        M = (int)v;
+        *M = (int)v;
     }
     if (!!o->bytes + !!o->run + !!(o->fwd && *o->fwd) != 1)
         return fail("give the bytes each boundary carries one way: --bytes-per-token F[/B], --fwd SPEC [--bwd SPEC], or --from-run DIR");
     if (!!o->compute_rate + (o->links_off_step > 0) + (o->micro_seconds > 0) != 1)
         return fail("give the compute one way: --compute-rate RATE (FLOP/s), --links-off-step SECONDS or --micro-batch-seconds SECONDS");
-    if (M == 0 && o->links_off_step > 0)
+    if (*M == 0 && o->links_off_step > 0)
         return fail("--links-off-step is the step of one micro-batch count: give --micro-batches M with it (auto takes --compute-rate)");
+    return 0;
+}
+
+/* the stages: cut after the layers named, or balanced by FLOPs (any number up to the model's layers) */
+static int time_cuts(const time_options *o, const pz_model *model, int **cuts, int *S) {
+    int rc = 0;
+    *cuts = NULL, *S = 0;
+    if (o->cuts && *o->cuts) {
+        pz_pipe_config rc_cfg = {0};
+        char names[PZ_MAX_STAGES][64];
+        int n_cuts = 0;
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", o->cuts);
+        char *save = NULL;
+        for (char *t = strtok_r(buf, ",", &save); t && n_cuts < PZ_MAX_STAGES; t = strtok_r(NULL, ",", &save))
+            snprintf(names[n_cuts++], sizeof names[0], "%s", t);
+        if (pz_pipe_resolve_cuts(model, (const char(*)[64])names, n_cuts, 0, &rc_cfg)) rc = fail(pz_last_error());
+        else if ((*cuts = malloc(sizeof **cuts * PZ_MAX_STAGES))) memcpy(*cuts, rc_cfg.cuts, sizeof rc_cfg.cuts), *S = rc_cfg.n_stages;
+    } else if (o->stages < 2) {
+        rc = fail("one stage has no boundary to time: give --stages S (2 up to the model's top-level layers) or --cuts");
+    } else if ((*cuts = malloc(sizeof **cuts * (size_t)o->stages))) {
+        if (pz_pipe_balance(model, o->stages, *cuts)) rc = fail(pz_last_error());
+        *S = o->stages;
+    }
+    return rc;
+}
+
+/* the bytes per sample of each boundary, and where they come from (src) */
+static int time_bytes(const time_options *o, frames *fr, int M, int lm, char *src, size_t cap, int *from_codecs) {
+    if (o->run) {
+        double f = 0, b = 0, tps = 1;
+        const int rc = run_bytes(o->run, &f, &b, &tps);
+        for (int i = 0; !rc && i + 1 < fr->S; i++) fr->ff[i] = f / tps * fr->T, fr->fb[i] = b / tps * fr->T;
+        snprintf(src, cap, "measured in %s (%.1f / %.1f B per token each way, headers included)", o->run, f / tps, b / tps);
+        return rc;
+    }
+    if (o->bytes) {
+        double f = 0, b = 0;
+        if (parse_pair(o->bytes, &f, &b)) return fail("--bytes-per-token expects F or F/B, non-negative numbers of bytes");
+        for (int i = 0; i + 1 < fr->S; i++) fr->ff[i] = f * fr->T, fr->fb[i] = b * fr->T;
+        snprintf(src, cap, "given: %g / %g B per %s each way", f, b, lm ? "token" : "sample");
+        return 0;
+    }
+    pz_timing_bytes unused;
+    *from_codecs = 1;
+    snprintf(src, cap, "frames of --fwd %s / --bwd %s over Gaussian tensors of each boundary's shape, and the batch headers", o->fwd,
+             o->bwd ? o->bwd : o->fwd);
+    if (pz_pipe_parse_specs(o->fwd, fr->S - 1, fr->fd, "--fwd") || pz_pipe_parse_specs(o->bwd ? o->bwd : o->fwd, fr->S - 1, fr->bd, "--bwd") ||
+        frames_bytes(fr, M > 0 ? M : 1, &unused))
+        return fail(pz_last_error());
+    return 0;
+}
+
+/* what tool_time found, for print_time */
+typedef struct {
+    const pz_model_spec *spec;
+    int S, M, M_auto, batch, T;
+    const pz_name *sched;
+    pz_link_emu emu;
+    double rate;
+    const double *fh, *ff, *fb;
+    const char *source;
+    pz_timing_result r;
+} timed;
+
+static void print_time(FILE *out, const time_options *o, const timed *t) {
+    const pz_timing_result *r = &t->r;
+    const pz_link_emu *emu = &t->emu;
+    const double per = (double)t->batch / t->M, tokens = per * t->T;
+    char a[32], b[32], c[32];
+    const char *bw_unit = emu->bandwidth >= 1e9 ? "Gbit/s" : "Mbit/s";
+    const double bw_v = emu->bandwidth >= 1e9 ? emu->bandwidth / 1e9 : emu->bandwidth / 1e6;
+    if (o->json) {
+        fprintf(out,
+                "{\"model\": \"%s\", \"stages\": %d, \"micro_batches\": %d, \"micro_batches_auto\": %s, \"batch\": %d, "
+                "\"tokens_per_step\": %.0f, \"pipe_schedule\": \"%s\", \"link_model\": \"%s\", \"link_bandwidth_bps\": %.17g, "
+                "\"link_latency_s\": %.17g, \"compute_rate_flops\": %.17g, \"fwd_bytes_per_token\": %.17g, "
+                "\"bwd_bytes_per_token\": %.17g, \"step_s\": %.17g, \"first_step_s\": %.17g, \"path_compute_s\": %.17g, "
+                "\"path_transmit_s\": %.17g, \"path_latency_s\": %.17g, \"busiest_stage\": %d, \"busiest\": \"%s\", "
+                "\"busiest_s\": %.17g, \"bubble_s\": %.17g, \"bytes_per_step\": %.17g, \"messages_per_step\": %d}\n",
+                t->spec->name, t->S, t->M, t->M_auto ? "true" : "false", t->batch, (double)t->batch * t->T,
+                pz_name_of(pz_pipe_schedules, t->sched->value), pz_name_of(pz_wire_models, emu->model), emu->bandwidth,
+                emu->latency, t->rate, (t->fh[0] + t->ff[0]) / t->T, t->fb[0] / t->T, r->step_s, r->first_step_s, r->path_compute_s,
+                r->path_transmit_s, r->path_latency_s, r->busiest_stage, r->busiest_is_wire ? "wire" : "compute", r->busiest_s,
+                r->bubble_s, r->bytes_per_step, r->messages_per_step);
+        return;
+    }
+    fprintf(out, "%s in %d stages, %d micro-batch%s%s of %.4g samples (%.0f tokens), %s; %s, %.4g %s + %.4g ms\n",
+            t->spec->name, t->S, t->M, t->M == 1 ? "" : "es", t->M_auto ? " (auto: the least step)" : "", per, tokens,
+            pz_name_of(pz_pipe_schedules, t->sched->value), emu->model == PZ_WIRE_SHARED ? "one shared inbound wire per stage" : "duplex links",
+            bw_v, bw_unit, 1e3 * emu->latency);
+    fprintf(out, "messages per micro-batch at boundary 1: forward %s, backward %s (%s)\n", size_str((t->fh[0] + t->ff[0]) * per, a, sizeof a),
+            size_str(t->fb[0] * per, b, sizeof b), t->source);
+    if (o->micro_seconds > 0)
+        fprintf(out, "compute: %.4g s a micro-batch's forward and backward at every stage (1:2)\n", o->micro_seconds);
+    else
+        fprintf(out, "compute at %.4g TFLOP/s%s\n", t->rate / 1e12, o->links_off_step > 0 ? " (the rate whose links-off step is the one given)" : "");
+    fprintf(out, "step %.6g s (steady: step %d of %d; the first, from an empty pipeline, %.6g s)\n", r->step_s, o->steps, o->steps,
+            r->first_step_s);
+    fprintf(out, "  its critical path: compute %.4g s + transmission %.4g s + latency %.4g s\n", r->path_compute_s,
+            r->path_transmit_s, r->path_latency_s);
+    fprintf(out, "  busiest: stage %d's %s, %.4g s of work a step; bubble %.4g s (%.1f%% of the step)\n", r->busiest_stage,
+            r->busiest_is_wire ? (emu->model == PZ_WIRE_SHARED ? "inbound wire" : "inbound link") : "compute", r->busiest_s,
+            r->bubble_s, 100 * r->bubble_s / r->step_s);
+    fprintf(out, "  traffic: %s in %d messages a step\n", size_str(r->bytes_per_step, c, sizeof c), r->messages_per_step);
+}
+
+int tool_time(const time_options *o, FILE *out) {
+    pz_link_emu emu = {0};
+    const pz_name *sched = NULL;
+    double rate = 0;
+    int M = 0;
+    int rc = time_settings(o, &emu, &sched, &rate, &M);
+    if (rc) return rc;
     pz_model_spec spec;
     if (pz_model_spec_parse(&spec, o->model)) return fail(pz_last_error());
     const int lm = pz_model_spec_is_sequence(&spec);
@@ -178,26 +291,8 @@ int tool_time(const time_options *o, FILE *out) {
     }
     pz_model model;
     if (pz_model_layers(&model, &spec, in, classes)) return fail(pz_last_error());
-    int rc = 0;
-    /* the stages: cut after the layers named, or balanced by FLOPs (any number up to the model's layers) */
     int *cuts = NULL, S = 0;
-    if (o->cuts && *o->cuts) {
-        pz_pipe_config rc_cfg = {0};
-        char names[PZ_MAX_STAGES][64];
-        int n_cuts = 0;
-        char buf[1024];
-        snprintf(buf, sizeof buf, "%s", o->cuts);
-        char *save = NULL;
-        for (char *t = strtok_r(buf, ",", &save); t && n_cuts < PZ_MAX_STAGES; t = strtok_r(NULL, ",", &save))
-            snprintf(names[n_cuts++], sizeof names[0], "%s", t);
-        if (pz_pipe_resolve_cuts(&model, (const char(*)[64])names, n_cuts, 0, &rc_cfg)) rc = fail(pz_last_error());
-        else if ((cuts = malloc(sizeof *cuts * PZ_MAX_STAGES))) memcpy(cuts, rc_cfg.cuts, sizeof rc_cfg.cuts), S = rc_cfg.n_stages;
-    } else if (o->stages < 2) {
-        rc = fail("one stage has no boundary to time: give --stages S (2 up to the model's top-level layers) or --cuts");
-    } else if ((cuts = malloc(sizeof *cuts * (size_t)o->stages))) {
-        if (pz_pipe_balance(&model, o->stages, cuts)) rc = fail(pz_last_error());
-        S = o->stages;
-    }
+    rc = time_cuts(o, &model, &cuts, &S);
     if (!rc && !cuts) rc = fail("out of memory");
     if (!rc && M > batch) {
         char m[160];
@@ -209,33 +304,11 @@ int tool_time(const time_options *o, FILE *out) {
            *fb = calloc((size_t)(S > 1 ? S : 1), sizeof *fb);
     pz_codec_desc *fd = calloc((size_t)(S > 1 ? S : 1), sizeof *fd), *bd = calloc((size_t)(S > 1 ? S : 1), sizeof *bd);
     if (!rc && (!fh || !ff || !fb || !fd || !bd)) rc = fail("out of memory");
-    const char *source = "";
     int from_codecs = 0;
     char src[256];
     frames fr = {.model = &model, .S = S, .T = T, .subspace = spec.subspace, .classes = classes, .batch = batch, .cuts = cuts,
                  .fd = fd, .bd = bd, .fh = fh, .ff = ff, .fb = fb};
-    if (!rc && o->run) {
-        double f = 0, b = 0, tps = 1;
-        rc = run_bytes(o->run, &f, &b, &tps);
-        for (int i = 0; !rc && i + 1 < S; i++) ff[i] = f / tps * T, fb[i] = b / tps * T;
-        snprintf(src, sizeof src, "measured in %s (%.1f / %.1f B per token each way, headers included)", o->run, f / tps, b / tps);
-        source = src;
-    } else if (!rc && o->bytes) {
-        double f = 0, b = 0;
-        if (parse_pair(o->bytes, &f, &b)) rc = fail("--bytes-per-token expects F or F/B, non-negative numbers of bytes");
-        for (int i = 0; !rc && i + 1 < S; i++) ff[i] = f * T, fb[i] = b * T;
-        snprintf(src, sizeof src, "given: %g / %g B per %s each way", f, b, lm ? "token" : "sample");
-        source = src;
-    } else if (!rc) {
-        pz_timing_bytes unused;
-        if (pz_pipe_parse_specs(o->fwd, S - 1, fd, "--fwd") || pz_pipe_parse_specs(o->bwd ? o->bwd : o->fwd, S - 1, bd, "--bwd") ||
-            frames_bytes(&fr, M > 0 ? M : 1, &unused))
-            rc = fail(pz_last_error());
-        snprintf(src, sizeof src, "frames of --fwd %s / --bwd %s over Gaussian tensors of each boundary's shape, and the batch headers", o->fwd,
-                 o->bwd ? o->bwd : o->fwd);
-        source = src;
-        from_codecs = 1;
-    }
+    if (!rc) rc = time_bytes(o, &fr, M, lm, src, sizeof src, &from_codecs);
     pz_timing_plan plan = {.model = &model, .S = S, .cuts = cuts, .M = M > 0 ? M : 1, .schedule = sched->value,
                            .clip = (o->clip_norm < 0 ? lm : o->clip_norm > 0), .emu = emu, .batch = batch,
                            .bytes = {fh, ff, fb}, .steps = o->steps};
@@ -249,54 +322,17 @@ int tool_time(const time_options *o, FILE *out) {
     }
     plan.rate = rate, plan.micro_seconds = o->micro_seconds;
     if (!rc && !(rate > 0) && !(o->micro_seconds > 0)) rc = fail("give the compute: --compute-rate RATE (FLOP/s) or --links-off-step SECONDS");
-    pz_timing_result r;
-    const int M_auto = M == 0;
+    timed t = {.spec = &spec, .S = S, .M_auto = M == 0, .batch = batch, .T = T, .sched = sched, .emu = emu, .fh = fh, .ff = ff, .fb = fb,
+               .source = src};
     if (!rc && M == 0) { /* auto; with codecs, each count's frames are its micro-batches' own */
-        if (pz_timing_best_micro(&plan, o->max_micro, NULL, from_codecs ? frames_bytes : NULL, &fr, &M, &r) ||
+        if (pz_timing_best_micro(&plan, o->max_micro, NULL, from_codecs ? frames_bytes : NULL, &fr, &M, &t.r) ||
             (from_codecs && frames_bytes(&fr, M, &plan.bytes)))
             rc = fail(pz_last_error());
     } else if (!rc) {
-        if (pz_timing_of_plan(&plan, &r)) rc = fail(pz_last_error());
+        if (pz_timing_of_plan(&plan, &t.r)) rc = fail(pz_last_error());
     }
-    if (!rc) {
-        const double per = (double)batch / M, tokens = per * T;
-        char a[32], b[32], c[32];
-        const char *bw_unit = emu.bandwidth >= 1e9 ? "Gbit/s" : "Mbit/s";
-        const double bw_v = emu.bandwidth >= 1e9 ? emu.bandwidth / 1e9 : emu.bandwidth / 1e6;
-        if (o->json) {
-            fprintf(out,
-                    "{\"model\": \"%s\", \"stages\": %d, \"micro_batches\": %d, \"micro_batches_auto\": %s, \"batch\": %d, "
-                    "\"tokens_per_step\": %.0f, \"pipe_schedule\": \"%s\", \"link_model\": \"%s\", \"link_bandwidth_bps\": %.17g, "
-                    "\"link_latency_s\": %.17g, \"compute_rate_flops\": %.17g, \"fwd_bytes_per_token\": %.17g, "
-                    "\"bwd_bytes_per_token\": %.17g, \"step_s\": %.17g, \"first_step_s\": %.17g, \"path_compute_s\": %.17g, "
-                    "\"path_transmit_s\": %.17g, \"path_latency_s\": %.17g, \"busiest_stage\": %d, \"busiest\": \"%s\", "
-                    "\"busiest_s\": %.17g, \"bubble_s\": %.17g, \"bytes_per_step\": %.17g, \"messages_per_step\": %d}\n",
-                    spec.name, S, M, M_auto ? "true" : "false", batch, (double)batch * T,
-                    pz_name_of(pz_pipe_schedules, sched->value), pz_name_of(pz_wire_models, emu.model), emu.bandwidth,
-                    emu.latency, rate, (fh[0] + ff[0]) / T, fb[0] / T, r.step_s, r.first_step_s, r.path_compute_s,
-                    r.path_transmit_s, r.path_latency_s, r.busiest_stage, r.busiest_is_wire ? "wire" : "compute", r.busiest_s,
-                    r.bubble_s, r.bytes_per_step, r.messages_per_step);
-        } else {
-            fprintf(out, "%s in %d stages, %d micro-batch%s%s of %.4g samples (%.0f tokens), %s; %s, %.4g %s + %.4g ms\n",
-                    spec.name, S, M, M == 1 ? "" : "es", M_auto ? " (auto: the least step)" : "", per, tokens,
-                    pz_name_of(pz_pipe_schedules, sched->value), emu.model == PZ_WIRE_SHARED ? "one shared inbound wire per stage" : "duplex links",
-                    bw_v, bw_unit, 1e3 * emu.latency);
-            fprintf(out, "messages per micro-batch at boundary 1: forward %s, backward %s (%s)\n", size_str((fh[0] + ff[0]) * per, a, sizeof a),
-                    size_str(fb[0] * per, b, sizeof b), source);
-            if (o->micro_seconds > 0)
-                fprintf(out, "compute: %.4g s a micro-batch's forward and backward at every stage (1:2)\n", o->micro_seconds);
-            else
-                fprintf(out, "compute at %.4g TFLOP/s%s\n", rate / 1e12, o->links_off_step > 0 ? " (the rate whose links-off step is the one given)" : "");
-            fprintf(out, "step %.6g s (steady: step %d of %d; the first, from an empty pipeline, %.6g s)\n", r.step_s, o->steps, o->steps,
-                    r.first_step_s);
-            fprintf(out, "  its critical path: compute %.4g s + transmission %.4g s + latency %.4g s\n", r.path_compute_s,
-                    r.path_transmit_s, r.path_latency_s);
-            fprintf(out, "  busiest: stage %d's %s, %.4g s of work a step; bubble %.4g s (%.1f%% of the step)\n", r.busiest_stage,
-                    r.busiest_is_wire ? (emu.model == PZ_WIRE_SHARED ? "inbound wire" : "inbound link") : "compute", r.busiest_s,
-                    r.bubble_s, 100 * r.bubble_s / r.step_s);
-            fprintf(out, "  traffic: %s in %d messages a step\n", size_str(r.bytes_per_step, c, sizeof c), r.messages_per_step);
-        }
-    }
+    t.M = M, t.rate = rate;
+    if (!rc) print_time(out, o, &t);
     free(cuts), free(fh), free(ff), free(fb), free(fd), free(bd);
     pz_model_free(&model);
     return rc;
