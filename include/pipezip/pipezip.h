@@ -48,65 +48,70 @@ PZ_API pz_status pz_net_train_step(pz_net *net, const float *x, const int32_t *l
  * a typed plan. An error names the setting as its flag (--fwd) and says
  * what it accepts; the rooms of the run read typed values only. The flags
  * of `pipezip train` are these settings (pz_setting_name). */
-typedef enum {
-    PZ_SET_MODEL,          /* "resnet8": a preset (pipezip models) */
-    PZ_SET_DATA,           /* "fashion-mnist", "mnist", "cifar10", "synthetic", "kjv", "text:FILE" */
-    PZ_SET_TOKENIZER,      /* text: "bytes" or "bpe:N" */
-    PZ_SET_DATA_DIR,       /* the dataset's directory (default: its own) */
-    PZ_SET_LIMIT_TRAIN,    /* use only the first N training examples (0: all) */
-    PZ_SET_LIMIT_TEST,
-    PZ_SET_EPOCHS,
-    PZ_SET_BATCH,
-    PZ_SET_OPTIMIZER,      /* "sgd" or "adamw" */
-    PZ_SET_LR,
-    PZ_SET_MOMENTUM,
-    PZ_SET_NESTEROV,       /* 0/1 ("on"/"off") */
-    PZ_SET_WEIGHT_DECAY,
-    PZ_SET_SCHEDULE,       /* "constant", "cosine", "step:E,G", "onecycle[:PCT]" */
-    PZ_SET_WARMUP,         /* LR warm-up, in epochs */
-    PZ_SET_CLIP_NORM,      /* 0: off */
-    PZ_SET_CROP_PAD,       /* -1: the dataset's default */
-    PZ_SET_FLIP,           /* -1: the dataset's default */
-    PZ_SET_SEED,
-    PZ_SET_THREADS,        /* 0: all cores */
-    PZ_SET_STAGES,         /* 0: auto (resnets in 4 stages, others 1) */
-    PZ_SET_CUTS,           /* "layer1,layer2,layer3" or "3,4,5" */
-    PZ_SET_FWD,            /* activation codecs: "q4", "q8,1=q2" */
-    PZ_SET_BWD,            /* gradient codecs */
-    PZ_SET_EVAL_COMPRESS,  /* "both", "on", "off" */
-    PZ_SET_MICRO_BATCHES,
-    PZ_SET_AQSGD_WARMUP,   /* epochs */
-    PZ_SET_LINK,           /* "inproc", "mpi", "zmq" */
-    PZ_SET_CONNECT,        /* zmq: "tcp://HOST:PORT" */
-    PZ_SET_CLIENT_KEY,     /* zmq CURVE: this client's secret key file */
-    PZ_SET_SERVER_KEY,     /* zmq CURVE: the server's public key file */
-    PZ_SET_LINK_BANDWIDTH, /* emulated: "100mbit", "12.5MB/s" */
-    PZ_SET_LINK_LATENCY,   /* emulated: "10ms", "250us" */
-    PZ_SET_LINK_REALTIME,  /* really hold frames back */
-    PZ_SET_TIMEOUT,        /* seconds */
-    PZ_SET_TURN,           /* zmq: "run", "epoch" or a number of steps */
-    PZ_SET_SHARD,          /* "K/N" */
-    PZ_SET_RESUME,         /* a run directory to continue */
-    PZ_SET_OUT,            /* the run directory (unset: none is written) */
-    PZ_SET_METRICS,        /* "jsonl" or "csv" */
-    PZ_SET_LOG_EVERY,
-    PZ_SET_GRAD_MASK,      /* "none" or "fwd" */
-    PZ_SET_EVAL_EVERY,     /* steps; 0: at epoch ends only */
-    PZ_SET_COMMAND_LINE,   /* how the run was started, for config.json */
-    PZ_SET_STEPS,          /* optimizer steps (0: --epochs decides); epochs follow from it */
-    PZ_SET_CHECKPOINT_EVERY, /* also checkpoint every N steps (0: at epoch ends only) */
-    PZ_SET_PIPE_SCHEDULE,  /* "gpipe" or "1f1b" */
-    PZ_SET_COMPUTE_RATE,   /* the emulated clock's compute: "cpu", "wall" or a rate ("100tflops") */
-    PZ_SET_SUBSPACE,       /* a GPT's blocks write into a fixed K-dim subspace; boundaries carry K per token (0: off) */
-    PZ_SET_BUDGET,         /* a traffic budget: "40x", "2MB" (per step), "200mbit@50ms" (per link direction); unset: off */
-    PZ_SET_BUDGET_LADDER,  /* the budget's stateless codecs, best first: "q8:bytes+zstd/q6:bytes+zstd/..." */
-    PZ_SET_BUDGET_EVERY,   /* re-decide after step 1 and every N steps */
-    PZ_SET_BUDGET_FWD_WEIGHT, /* the activations' errors count W times a gradient's in the budget's choice */
-    PZ_SET_BUDGET_RULE,    /* what the budget's choice minimizes: "sum" or "max" of the errors */
-    PZ_SET_LINK_MODEL,     /* emulated links: "duplex" (a wire per direction) or "shared" (one inbound wire per stage, stop and wait) */
-    PZ_SET_ACTIVATION_MEMORY, /* --micro-batches auto: the most activation memory a stage may hold ("2GB"; unset: no bound) */
-    PZ_SET_COUNT
-} pz_setting;
+/* Every setting, in one list (an X-macro: X(NAME) for each): the enum
+ * below, the settings table, config.json and the resume fingerprint are
+ * generated from it (exp/settings.c), so a setting is added in one row. */
+#define PZ_SETTINGS(X) \
+    X(MODEL)              /* "resnet8": a preset (pipezip models) */ \
+    X(DATA)               /* "fashion-mnist", "mnist", "cifar10", "synthetic", "kjv", "text:FILE" */ \
+    X(TOKENIZER)          /* text: "bytes" or "bpe:N" */ \
+    X(DATA_DIR)           /* the dataset's directory (default: its own) */ \
+    X(LIMIT_TRAIN)        /* use only the first N training examples (0: all) */ \
+    X(LIMIT_TEST)         \
+    X(EPOCHS)             \
+    X(BATCH)              \
+    X(OPTIMIZER)          /* "sgd" or "adamw" */ \
+    X(LR)                 \
+    X(MOMENTUM)           \
+    X(NESTEROV)           /* 0/1 ("on"/"off") */ \
+    X(WEIGHT_DECAY)       \
+    X(SCHEDULE)           /* "constant", "cosine", "step:E,G", "onecycle[:PCT]" */ \
+    X(WARMUP)             /* LR warm-up, in epochs */ \
+    X(CLIP_NORM)          /* 0: off */ \
+    X(CROP_PAD)           /* -1: the dataset's default */ \
+    X(FLIP)               /* -1: the dataset's default */ \
+    X(SEED)               \
+    X(THREADS)            /* 0: all cores */ \
+    X(STAGES)             /* 0: auto (resnets in 4 stages, others 1) */ \
+    X(CUTS)               /* "layer1,layer2,layer3" or "3,4,5" */ \
+    X(FWD)                /* activation codecs: "q4", "q8,1=q2" */ \
+    X(BWD)                /* gradient codecs */ \
+    X(EVAL_COMPRESS)      /* "both", "on", "off" */ \
+    X(MICRO_BATCHES)      \
+    X(AQSGD_WARMUP)       /* epochs */ \
+    X(LINK)               /* "inproc", "mpi", "zmq" */ \
+    X(CONNECT)            /* zmq: "tcp://HOST:PORT" */ \
+    X(CLIENT_KEY)         /* zmq CURVE: this client's secret key file */ \
+    X(SERVER_KEY)         /* zmq CURVE: the server's public key file */ \
+    X(LINK_BANDWIDTH)     /* emulated: "100mbit", "12.5MB/s" */ \
+    X(LINK_LATENCY)       /* emulated: "10ms", "250us" */ \
+    X(LINK_REALTIME)      /* really hold frames back */ \
+    X(TIMEOUT)            /* seconds */ \
+    X(TURN)               /* zmq: "run", "epoch" or a number of steps */ \
+    X(SHARD)              /* "K/N" */ \
+    X(RESUME)             /* a run directory to continue */ \
+    X(OUT)                /* the run directory (unset: none is written) */ \
+    X(METRICS)            /* "jsonl" or "csv" */ \
+    X(LOG_EVERY)          \
+    X(GRAD_MASK)          /* "none" or "fwd" */ \
+    X(EVAL_EVERY)         /* steps; 0: at epoch ends only */ \
+    X(COMMAND_LINE)       /* how the run was started, for config.json */ \
+    X(STEPS)              /* optimizer steps (0: --epochs decides); epochs follow from it */ \
+    X(CHECKPOINT_EVERY)   /* also checkpoint every N steps (0: at epoch ends only) */ \
+    X(PIPE_SCHEDULE)      /* "gpipe" or "1f1b" */ \
+    X(COMPUTE_RATE)       /* the emulated clock's compute: "cpu", "wall" or a rate ("100tflops") */ \
+    X(SUBSPACE)           /* a GPT's blocks write into a fixed K-dim subspace; boundaries carry K per token (0: off) */ \
+    X(BUDGET)             /* a traffic budget: "40x", "2MB" (per step), "200mbit@50ms" (per link direction); unset: off */ \
+    X(BUDGET_LADDER)      /* the budget's stateless codecs, best first: "q8:bytes+zstd/q6:bytes+zstd/..." */ \
+    X(BUDGET_EVERY)       /* re-decide after step 1 and every N steps */ \
+    X(BUDGET_FWD_WEIGHT)  /* the activations' errors count W times a gradient's in the budget's choice */ \
+    X(BUDGET_RULE)        /* what the budget's choice minimizes: "sum" or "max" of the errors */ \
+    X(LINK_MODEL)         /* emulated links: "duplex" (a wire per direction) or "shared" (one inbound wire per stage, stop and wait) */ \
+    X(ACTIVATION_MEMORY)  /* --micro-batches auto: the most activation memory a stage may hold ("2GB"; unset: no bound) */
+
+#define PZ_SETTING_ENUM_(NAME) PZ_SET_##NAME,
+typedef enum { PZ_SETTINGS(PZ_SETTING_ENUM_) PZ_SET_COUNT } pz_setting;
+#undef PZ_SETTING_ENUM_
 
 typedef struct pz_run_plan pz_run_plan;
 
@@ -131,6 +136,26 @@ PZ_API const char *pz_setting_name(pz_setting setting);
 /* The setting a flag name ("link-bandwidth") or config.json key
  * ("link_bandwidth") names; -1 for none. */
 PZ_API int pz_setting_by_name(const char *name);
+/* What a setting takes, from the settings table (what --help prints). */
+typedef struct {
+    const char *flag, *key;   /* "link-bandwidth", "link_bandwidth" (the flag is NULL for a program's setting) */
+    const char *type;         /* "int", "int64", "uint64", "float", "double", "bool", "text" or "enum" */
+    double min, max;          /* numbers: the accepted range (both 0: any) */
+    const char *default_text; /* text and enums: the default (NULL: none) */
+    const char *choices;      /* "a|b|c" (NULL: free text or a number) */
+    const char *help;
+} pz_setting_info;
+PZ_API pz_status pz_setting_describe(pz_setting setting, pz_setting_info *info);
+
+/* One boundary's training traffic in a run (pz_run_result_boundary). */
+#define PZ_RUN_MAX_BOUNDARIES 15
+#define PZ_RUN_SPEC_MAX 256
+typedef struct {
+    char after[64];                                  /* the layer it follows */
+    char fwd[PZ_RUN_SPEC_MAX], bwd[PZ_RUN_SPEC_MAX]; /* its codec specs as given, whole */
+    uint64_t fwd_bytes, bwd_bytes, fp32_fwd_bytes, fp32_bwd_bytes;
+    double fwd_error, bwd_error;                     /* mean relative compression error */
+} pz_run_boundary;
 
 typedef struct {
     int epochs_done;
@@ -147,12 +172,7 @@ typedef struct {
     double emulated_seconds;               /* training time on the (emulated) links: the virtual clock */
     int resumed_from;                      /* the checkpoint's epoch when resuming (0: fresh) */
     int handed_over;                       /* split learning: started from the previous client's weights */
-    struct {                               /* per boundary (n_stages - 1 of them), this run's training traffic */
-        char after[48];                    /* the layer it follows */
-        char fwd[64], bwd[64];             /* codec specs (truncated) */
-        uint64_t fwd_bytes, bwd_bytes, fp32_fwd_bytes, fp32_bwd_bytes;
-        double fwd_error, bwd_error;       /* mean relative compression error */
-    } boundaries[15];
+    pz_run_boundary boundaries[PZ_RUN_MAX_BOUNDARIES]; /* read them through pz_run_result_boundary */
     double final_test_loss_compressed;     /* pipeline, eval through compressed boundaries (-1: not run) */
     int tokens;                            /* a language model: tokens per sample (0: an image model) */
     double final_test_bits_per_byte;       /* a language model: held-out bits per byte (-1: not one) */
@@ -197,6 +217,10 @@ typedef int (*pz_progress_fn)(const pz_progress *p, void *user);
  * the data a model takes, flags that need a boundary) are checked first.
  * on_progress (may be NULL) is called after every step. */
 PZ_API pz_status pz_run_train(const pz_run_plan *plan, pz_run_result *result, pz_progress_fn on_progress, void *user);
+/* Boundary b (0-based: the first cut) of a finished run's result: this
+ * run's traffic there (a resumed run: since the resume); NULL past its
+ * n_stages - 1 boundaries. */
+PZ_API const pz_run_boundary *pz_run_result_boundary(const pz_run_result *result, int b);
 
 /* ---- the settings' grammar, for every front end ---------------------------
  * What pipezip train reads, exported so other front ends (the Python

@@ -281,8 +281,8 @@ static void print_boundaries(const pz_run_plan *p, const pz_run_result *r, const
            r->fwd_bytes + r->bwd_bytes ? (double)r->fp32_bytes / (double)(r->fwd_bytes + r->bwd_bytes) : 0.0,
            ((double)r->fp32_bytes - (double)(r->fwd_bytes + r->bwd_bytes)) / 1e6);
     printf("  boundary  after       fwd codec            bytes   ratio  error   bwd codec            bytes   ratio  error\n");
-    for (int b = 0; b + 1 < r->n_stages && b < 15; b++) {
-        const __typeof__(r->boundaries[0]) *rb = &r->boundaries[b];
+    const pz_run_boundary *rb;
+    for (int b = 0; (rb = pz_run_result_boundary(r, b)); b++) {
         printf("  %8d  %-10s  %-16s %7.1fMB %6.2fx %6.4f   %-16s %7.1fMB %6.2fx %6.4f\n", b + 1, rb->after, rb->fwd, rb->fwd_bytes / 1e6,
                rb->fwd_bytes ? (double)rb->fp32_fwd_bytes / (double)rb->fwd_bytes : 0.0, rb->fwd_error, rb->bwd, rb->bwd_bytes / 1e6,
                rb->bwd_bytes ? (double)rb->fp32_bwd_bytes / (double)rb->bwd_bytes : 0.0, rb->bwd_error);
@@ -292,8 +292,8 @@ static void print_boundaries(const pz_run_plan *p, const pz_run_result *r, const
     fmt_time(em, sizeof em, r->emulated_seconds);
     const char *rate = pz_run_plan_text(p, PZ_SET_COMPUTE_RATE);
     char clock[96];
-    if (rate && strcmp(rate, "cpu") && strcmp(rate, "wall")) snprintf(clock, sizeof clock, "virtual clock, compute at %s", rate);
-    else snprintf(clock, sizeof clock, "virtual clock, compute as %s time", rate ? rate : "cpu");
+    if (p->clock.kind == PZ_CLOCK_RATE) snprintf(clock, sizeof clock, "virtual clock, compute at %s", rate);
+    else snprintf(clock, sizeof clock, "virtual clock, compute as %s time", p->clock.kind == PZ_CLOCK_WALL ? "wall" : "cpu");
     if (bw || lat)
         printf("training time on a %s%s%s link: %s (%s; %s here)\n", bw ? bw : "", bw && lat ? " / " : "", lat ? lat : "", em, clock, el);
     printf("activation memory per stage (MB):");

@@ -33,7 +33,7 @@ typedef struct {
     int rank, pipeline;        /* pipeline: more than one stage, a link or an emulated link (records say so) */
     const char *out_dir;       /* NULL: a process without the driver writes nothing */
     run_state rs;              /* where a resumed run continues */
-    char fp[1024], resume_dir[4200];
+    char fp[RUN_FINGERPRINT_MAX], resume_dir[4200];
     pz_dataset train, test;
     pz_tokenizer tok;          /* text with --tokenizer bpe:N */
     pz_model model;            /* the layers' names and shapes (the stages hold the parameters) */
@@ -134,8 +134,8 @@ static pz_status allowed_counts(run *r) {
 static pz_status open_resume(run *r, const char *resume) {
     pz_run_result *res = r->res;
     PZ_TRY(run_state_read(resume, &r->rs));
-    if (strcmp(r->rs.fingerprint, r->fp)) {
-        char diff[1024];
+    if (!run_fingerprint_same(r->rs.fingerprint, r->fp)) {
+        char diff[2048];
         run_fingerprint_diff(r->rs.fingerprint, r->fp, diff, sizeof diff);
         return pz_fail(PZ_ERR_ARG, "--resume %s: that run was started with other settings (%s); resume it with its own:\n  it:   %s\n  this: %s",
                        resume, diff, r->rs.fingerprint, r->fp);

@@ -27,35 +27,30 @@ pz_status run_write_json(const char *dir, const char *name, const pz_field *f, i
 
 /* config.json's settings, from the plan: each as it was given (or its
  * default), the augmentation as the dataset resolves it */
-static int config_fields(const pz_run_plan *p, pz_field *f, char *seed_buf) {
+/* config.json's settings: every row with a key, in the table's order, from
+ * its typed value (its text for text and names), or as its RECORD says;
+ * then what computes (the environment, the CPU, the BLAS, the kernels).
+ * bufs: room for the rows' texts, PZ_SET_COUNT x 32 bytes. */
+static int config_fields(const pz_run_plan *p, pz_field *f, char (*bufs)[32]) {
     int n = 0;
-    snprintf(seed_buf, 32, "%llu", (unsigned long long)p->seed);
-    f[n++] = PZ_STR("model", run_plan_str(p, PZ_SET_MODEL));
-    f[n++] = PZ_STR("data", run_plan_str(p, PZ_SET_DATA));
-    f[n++] = PZ_STR("data_dir", run_plan_str(p, PZ_SET_DATA_DIR));
-    f[n++] = PZ_STR("tokenizer", run_plan_str(p, PZ_SET_TOKENIZER));
-    f[n++] = PZ_NUM("limit_train", p->limit_train);
-    f[n++] = PZ_NUM("limit_test", p->limit_test);
-    f[n++] = PZ_NUM("epochs", p->epochs);
-    f[n++] = PZ_NUM("batch", p->batch);
-    f[n++] = PZ_STR("optimizer", run_plan_str(p, PZ_SET_OPTIMIZER));
-    f[n++] = PZ_NUM("lr", p->lr);
-    f[n++] = PZ_NUM("momentum", p->momentum);
-    f[n++] = PZ_NUM("weight_decay", p->weight_decay);
-    f[n++] = PZ_NUM("nesterov", p->nesterov);
-    f[n++] = PZ_STR("schedule", run_plan_str(p, PZ_SET_SCHEDULE));
-    f[n++] = PZ_NUM("warmup_epochs", p->warmup_epochs);
-    f[n++] = PZ_NUM("clip_norm", p->clip_norm);
-    f[n++] = PZ_NUM("eval_every", p->eval_every);
-    f[n++] = PZ_STR("grad_mask", run_plan_str(p, PZ_SET_GRAD_MASK));
-    const pz_augment aug = pz_data_augment(&p->data, p->crop_pad, p->flip);
-    f[n++] = PZ_NUM("augment_pad", aug.pad);
-    f[n++] = PZ_NUM("augment_flip", aug.flip);
-    f[n++] = PZ_STR("seed", seed_buf);
-    f[n++] = PZ_NUM("threads", pz_get_threads());
+    for (int id = 0; id < PZ_SET_COUNT; id++) {
+        const run_setting *s = &run_settings[id];
+        if (!s->key) continue;
+        const void *v = (const char *)p + s->offset;
+        if (s->record) f[n++] = s->record(p, s, bufs[id], sizeof bufs[id]);
+        else switch (s->kind) {
+            case SET_TEXT:
+            case SET_ENUM: f[n++] = PZ_STR(s->key, run_plan_str(p, (pz_setting)id)); break;
+            case SET_INT:
+            case SET_BOOL: f[n++] = PZ_NUM(s->key, *(const int *)v); break;
+            case SET_I64: f[n++] = PZ_NUM(s->key, (double)*(const int64_t *)v); break;
+            case SET_U64: f[n++] = PZ_NUM(s->key, (double)*(const uint64_t *)v); break;
+            case SET_FLOAT: f[n++] = PZ_NUM(s->key, *(const float *)v); break;
+            case SET_DOUBLE: f[n++] = PZ_NUM(s->key, *(const double *)v); break;
+            }
+    }
     f[n++] = PZ_STR("version", pz_version());
     f[n++] = PZ_STR("git_commit", PZ_GIT_COMMIT);
-    f[n++] = PZ_STR("command_line", run_plan_str(p, PZ_SET_COMMAND_LINE));
     static char host[256];
     if (gethostname(host, sizeof host - 1)) snprintf(host, sizeof host, "unknown");
     f[n++] = PZ_STR("host", host);
@@ -84,75 +79,89 @@ static int config_fields(const pz_run_plan *p, pz_field *f, char *seed_buf) {
     const pz_conv_info gi = pz_nn_gemm_info();
     f[n++] = PZ_STR("gemm_kernels", gi.name);
     f[n++] = PZ_STR("gemm_kernels_chosen_by", gi.source);
-    f[n++] = PZ_NUM("stages", p->stages);
-    f[n++] = PZ_STR("cuts", run_plan_str(p, PZ_SET_CUTS));
-    /* a budget chooses the codecs as it runs (budget.jsonl) */
-    const int budget = p->budget.kind != PZ_BUDGET_OFF;
-    f[n++] = PZ_STR("fwd", budget ? "budget" : run_plan_str(p, PZ_SET_FWD));
-    f[n++] = PZ_STR("bwd", budget ? "budget" : run_plan_str(p, PZ_SET_BWD));
-    f[n++] = PZ_STR("eval_compress", run_plan_str(p, PZ_SET_EVAL_COMPRESS));
-    f[n++] = p->micro_batches ? PZ_NUM("micro_batches", p->micro_batches) : PZ_STR("micro_batches", "auto");
-    f[n++] = PZ_STR("activation_memory", run_plan_str(p, PZ_SET_ACTIVATION_MEMORY));
-    f[n++] = PZ_NUM("aqsgd_warmup", p->aqsgd_warmup);
-    f[n++] = PZ_STR("link", run_plan_str(p, PZ_SET_LINK));
-    f[n++] = PZ_STR("link_bandwidth", run_plan_str(p, PZ_SET_LINK_BANDWIDTH));
-    f[n++] = PZ_STR("link_latency", run_plan_str(p, PZ_SET_LINK_LATENCY));
-    f[n++] = PZ_STR("link_model", run_plan_str(p, PZ_SET_LINK_MODEL));
-    f[n++] = PZ_NUM("link_realtime", p->realtime);
-    f[n++] = PZ_NUM("steps", (double)p->steps);
-    f[n++] = PZ_NUM("checkpoint_every", (double)p->checkpoint_every);
-    f[n++] = PZ_STR("pipe_schedule", run_plan_str(p, PZ_SET_PIPE_SCHEDULE));
-    f[n++] = PZ_STR("compute_rate", run_plan_str(p, PZ_SET_COMPUTE_RATE));
-    f[n++] = PZ_NUM("subspace", p->subspace);
-    f[n++] = PZ_STR("budget", budget ? run_plan_str(p, PZ_SET_BUDGET) : "off");
-    f[n++] = PZ_STR("budget_ladder", budget ? run_plan_str(p, PZ_SET_BUDGET_LADDER) : "");
-    f[n++] = PZ_NUM("budget_every", budget ? p->budget.every : 0);
-    f[n++] = PZ_NUM("budget_fwd_weight", budget ? p->budget.fwd_weight : 0);
-    f[n++] = PZ_STR("budget_rule", budget ? run_plan_str(p, PZ_SET_BUDGET_RULE) : "");
     return n;
 }
 
 /* ---- the run directory and its checkpoint record ---------------------------- */
-static void fp_append(char *out, size_t cap, const char *fmt, ...) {
-    const size_t n = strlen(out);
-    if (n >= cap) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out + n, cap - n, fmt, ap);
-    va_end(ap);
+/* The resume fingerprint: "v=2" and then every row's token in the table's
+ * order, as its FP or FP_BY says. Version 2 writes codec lists canonically;
+ * version 1 (no "v", earlier builds) wrote them as typed, and in another
+ * order: run_fingerprint_same compares the two as sets, canonicalizing a
+ * version 1 record's codec lists first, so runs started by earlier builds
+ * resume. */
+void run_fingerprint(const pz_run_plan *p, char *out, size_t cap) {
+    snprintf(out, cap, "v=2");
+    for (int id = 0; id < PZ_SET_COUNT; id++) {
+        const run_setting *s = &run_settings[id];
+        if (s->fp_by) {
+            s->fp_by(p, s, out, cap);
+            continue;
+        }
+        if (!s->fp) continue;
+        const void *v = (const char *)p + s->offset;
+        const int always = s->fp_when == FP_ALWAYS;
+        switch (s->kind) {
+        case SET_TEXT:
+            if (always || *run_plan_str(p, (pz_setting)id)) run_fp_append(out, cap, " %s=%s", s->fp, run_plan_str(p, (pz_setting)id));
+            break;
+        case SET_ENUM:
+            if (always || *(const int *)v) run_fp_append(out, cap, " %s=%s", s->fp, run_plan_str(p, (pz_setting)id));
+            break;
+        case SET_INT:
+        case SET_BOOL:
+            if (always || *(const int *)v) run_fp_append(out, cap, " %s=%d", s->fp, *(const int *)v);
+            break;
+        case SET_I64:
+            if (always || *(const int64_t *)v) run_fp_append(out, cap, " %s=%lld", s->fp, (long long)*(const int64_t *)v);
+            break;
+        case SET_U64:
+            if (always || *(const uint64_t *)v) run_fp_append(out, cap, " %s=%llu", s->fp, (unsigned long long)*(const uint64_t *)v);
+            break;
+        case SET_FLOAT:
+            if (always || *(const float *)v != 0.0f) run_fp_append(out, cap, " %s=%g", s->fp, (double)*(const float *)v);
+            break;
+        case SET_DOUBLE:
+            if (always || *(const double *)v != 0.0) run_fp_append(out, cap, " %s=%g", s->fp, *(const double *)v);
+            break;
+        }
+    }
 }
 
-void run_fingerprint(const pz_run_plan *p, char *out, size_t cap) {
-    snprintf(out, cap, "model=%s data=%s limit=%lld/%lld epochs=%d batch=%d opt=%s lr=%g mom=%g wd=%g nest=%d sched=%s warm=%g seed=%llu stages=%d cuts=%s fwd=%s bwd=%s mb=%d",
-             run_plan_str(p, PZ_SET_MODEL), run_plan_str(p, PZ_SET_DATA), (long long)p->limit_train, (long long)p->limit_test, p->epochs,
-             p->batch, run_plan_str(p, PZ_SET_OPTIMIZER), p->lr, p->momentum, p->weight_decay, p->nesterov, run_plan_str(p, PZ_SET_SCHEDULE),
-             p->warmup_epochs, (unsigned long long)p->seed, p->stages, run_plan_str(p, PZ_SET_CUTS), run_plan_str(p, PZ_SET_FWD),
-             run_plan_str(p, PZ_SET_BWD), p->micro_batches);
-    /* settings added later only when used: older runs keep their fingerprint */
-    if (p->clip_norm > 0.0f) fp_append(out, cap, " clip=%g", p->clip_norm);
-    if (p->vocab != 256) fp_append(out, cap, " tok=%s", run_plan_str(p, PZ_SET_TOKENIZER));
-    if (p->grad_mask) fp_append(out, cap, " grad_mask=fwd");
-    if (p->subspace) fp_append(out, cap, " subspace=%d", p->subspace);
-    if (p->budget.kind != PZ_BUDGET_OFF)
-        fp_append(out, cap, " budget=%s every=%d ladder=%s fwd_weight=%g", run_plan_str(p, PZ_SET_BUDGET), p->budget.every,
-                  run_plan_str(p, PZ_SET_BUDGET_LADDER), p->budget.fwd_weight);
-    if (p->budget.kind != PZ_BUDGET_OFF && p->budget.rule != PZ_BUDGET_SUM) fp_append(out, cap, " rule=%s", run_plan_str(p, PZ_SET_BUDGET_RULE));
-    /* everything else that moves the trajectory (a run that used the defaults keeps its older fingerprint) */
-    const pz_augment aug = pz_data_augment(&p->data, p->crop_pad, p->flip), def = pz_data_augment(&p->data, -1, -1);
-    if (aug.pad != def.pad || aug.flip != def.flip) fp_append(out, cap, " crop_pad=%d flip=%d", aug.pad, aug.flip);
-    if (p->shard_count > 0) fp_append(out, cap, " shard=%d/%d", p->shard_index + 1, p->shard_count);
-    if (p->aqsgd_warmup > 0) fp_append(out, cap, " aqsgd_warmup=%d", p->aqsgd_warmup);
-    if (*run_plan_str(p, PZ_SET_DATA_DIR)) fp_append(out, cap, " data_dir=%s", run_plan_str(p, PZ_SET_DATA_DIR));
-    if (p->turn) fp_append(out, cap, " turn=%s", run_plan_str(p, PZ_SET_TURN));
-    if (p->link->session) fp_append(out, cap, " link=%s", p->link->name);
-    if (p->metrics != RUN_METRICS_JSONL) fp_append(out, cap, " metrics=%s", run_plan_str(p, PZ_SET_METRICS));
-    /* the thread count orders the sums (same seed and threads, same numbers); 0, all cores, is not compared */
-    if (p->threads > 0) fp_append(out, cap, " threads=%d", p->threads);
-    if (p->steps > 0) fp_append(out, cap, " steps=%lld", (long long)p->steps);
-    /* the emulated clock's numbers go on from the checkpoint: the same clock */
-    if (p->given[PZ_SET_COMPUTE_RATE] && p->clock.kind != PZ_CLOCK_CPU) fp_append(out, cap, " compute_rate=%s", run_plan_str(p, PZ_SET_COMPUTE_RATE));
-    if (p->link_model != PZ_WIRE_DUPLEX) fp_append(out, cap, " link_model=%s", run_plan_str(p, PZ_SET_LINK_MODEL));
-    if (p->activation_memory > 0) fp_append(out, cap, " activation_memory=%.17g", p->activation_memory);
+/* a fingerprint's tokens, sorted; a version 1 record's codec lists
+ * canonical; the version itself left out: what two records compare */
+static void fp_normal(const char *fp, char *out, size_t cap) {
+    enum { MAX_TOKENS = 128 };
+    static _Thread_local char tok[MAX_TOKENS][PZ_CODEC_LIST_ITEMS * 64];
+    int n = 0, v1 = 1;
+    for (const char *t = fp; *t && n < MAX_TOKENS;) {
+        while (*t == ' ') t++;
+        if (!*t) break;
+        const char *e = strchr(t, ' ');
+        if (!e) e = t + strlen(t);
+        snprintf(tok[n], sizeof tok[n], "%.*s", (int)(e - t), t);
+        if (!strncmp(tok[n], "v=", 2)) v1 = 0;
+        else n++;
+        t = e;
+    }
+    for (int i = 0; v1 && i < n; i++) { /* "fwd=q4" -> "fwd=q4:asym,nearest,per=tensor" */
+        static _Thread_local pz_codec_list l;
+        static _Thread_local pz_budget b;
+        const int codecs = !strncmp(tok[i], "fwd=", 4) || !strncmp(tok[i], "bwd=", 4), ladder = !strncmp(tok[i], "ladder=", 7);
+        char *val = strchr(tok[i], '=') + 1, canon[sizeof tok[0]];
+        if (codecs && !pz_codec_list_parse(&l, val, RUN_MAX_CUTS, "fingerprint")) run_codec_list_canonical(&l, canon, sizeof canon);
+        else if (ladder && !pz_budget_parse_ladder(&b, val, "fingerprint")) run_ladder_canonical(&b, canon, sizeof canon);
+        else continue;
+        snprintf(val, sizeof tok[0] - (size_t)(val - tok[i]), "%s", canon);
+    }
+    qsort(tok, (size_t)n, sizeof tok[0], (int (*)(const void *, const void *))strcmp);
+    out[0] = 0;
+    for (int i = 0; i < n; i++) run_fp_append(out, cap, "%s%s", i ? " " : "", tok[i]);
+}
+
+int run_fingerprint_same(const char *a, const char *b) {
+    static _Thread_local char na[RUN_FINGERPRINT_MAX], nb[RUN_FINGERPRINT_MAX];
+    fp_normal(a, na, sizeof na), fp_normal(b, nb, sizeof nb);
+    return !strcmp(na, nb);
 }
 
 /* key's value in a fingerprint ("k=v k=v ..."): its start and length, or NULL */
@@ -171,7 +180,9 @@ static const char *fp_value(const char *fp, const char *key, size_t kn, size_t *
 }
 
 /* The settings two fingerprints disagree on: "key: A -> B; ..." */
-void run_fingerprint_diff(const char *a, const char *b, char *out, size_t cap) {
+void run_fingerprint_diff(const char *a_, const char *b_, char *out, size_t cap) {
+    static _Thread_local char a[RUN_FINGERPRINT_MAX], b[RUN_FINGERPRINT_MAX];
+    fp_normal(a_, a, sizeof a), fp_normal(b_, b, sizeof b);
     out[0] = 0;
     for (int pass = 0; pass < 2; pass++) {
         const char *x = pass ? b : a, *y = pass ? a : b;
@@ -184,9 +195,9 @@ void run_fingerprint_diff(const char *a, const char *b, char *out, size_t cap) {
                 size_t yn = 0;
                 const char *yv = fp_value(y, t, kn, &yn);
                 if (!pass && (!yv || yn != xn || strncmp(yv, eq + 1, xn)))
-                    fp_append(out, cap, "%s%.*s: %.*s -> %.*s", out[0] ? "; " : "", (int)kn, t, (int)xn, eq + 1, yv ? (int)yn : 7,
+                    run_fp_append(out, cap, "%s%.*s: %.*s -> %.*s", out[0] ? "; " : "", (int)kn, t, (int)xn, eq + 1, yv ? (int)yn : 7,
                               yv ? yv : "(unset)");
-                if (pass && !yv) fp_append(out, cap, "%s%.*s: (unset) -> %.*s", out[0] ? "; " : "", (int)kn, t, (int)xn, eq + 1);
+                if (pass && !yv) run_fp_append(out, cap, "%s%.*s: (unset) -> %.*s", out[0] ? "; " : "", (int)kn, t, (int)xn, eq + 1);
             }
             t = e;
         }
@@ -405,9 +416,10 @@ pz_status run_plan_resolve(const pz_run_plan *cfg) {
 
 pz_status run_write_config(const char *dir, const pz_run_plan *p, const pz_model *model, const pz_dataset *train,
                            const pz_dataset *test, const pz_pipe_config *pc, int pipeline) {
-    pz_field f[96];
-    char seed_buf[32], cuts[256] = "";
-    int n = config_fields(p, f, seed_buf);
+    pz_field f[PZ_SET_COUNT + 32];
+    static char bufs[PZ_SET_COUNT][32];
+    char cuts[256] = "";
+    int n = config_fields(p, f, bufs);
     f[n++] = PZ_NUM("n_params", model->n_params);
     f[n++] = PZ_NUM("train_examples", train->n);
     f[n++] = PZ_NUM("test_examples", test->n);

@@ -12,6 +12,8 @@
 #include "data/data.h"
 #include "pipe/pipe.h"
 
+#define RUN_FINGERPRINT_MAX 8192 /* a fingerprint's text, canonical codec lists included */
+
 /* ---- the run directory (run_config.c) ----------------------------------------
  * OUT/config.json, OUT/{steps,epochs,boundaries}.{jsonl,csv}, OUT/summary.json,
  * OUT/checkpoint/epoch-E/stage-<i>.bin (after epoch E) or
@@ -30,13 +32,17 @@ typedef struct {
     double ep_loss_sum, ep_eval_seconds;
     int eval_pending;
     int micro_batches;         /* --micro-batches auto: the count chosen (0: none) */
-    char fingerprint[1024];
+    char fingerprint[RUN_FINGERPRINT_MAX];
 } run_state;
 /* the checkpoint directory a state names (epoch-E or step-N) */
 void run_state_dir(char *out, size_t cap, const char *dir, const run_state *s);
 
-/* The settings a resumed run must share with the run it continues. */
+/* The settings a resumed run must share with the run it continues: the
+ * settings table's FP rows (run_config.c). */
 void run_fingerprint(const pz_run_plan *p, char *out, size_t cap);
+/* Whether two fingerprints say the same settings (in any order; an earlier
+ * build's codec lists as typed are read canonically). */
+int run_fingerprint_same(const char *a, const char *b);
 /* The settings fingerprints a and b disagree on, "key: A -> B; ...". */
 void run_fingerprint_diff(const char *a, const char *b, char *out, size_t cap);
 pz_status run_state_write(const char *dir, const run_state *s);

@@ -7,6 +7,7 @@
 #include "run_internal.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -184,127 +185,255 @@ static pz_status parse_path(pz_run_plan *p, const char *t, const char *flag) {
     return PZ_OK;
 }
 
+/* ---- how the records take a setting (the rows' FP_BY and RECORD) ---------------------- */
+
+void run_fp_append(char *out, size_t cap, const char *fmt, ...) {
+    const size_t n = strlen(out);
+    if (n >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+void run_codec_list_canonical(const pz_codec_list *l, char *buf, size_t cap) {
+    buf[0] = 0;
+    for (int i = 0; i < l->n; i++) {
+        char one[PZ_CODEC_SPEC_MAX];
+        pz_codec_desc_canonical(&l->item[i], one, sizeof one);
+        if (l->boundary[i]) run_fp_append(buf, cap, "%s%d=%s", i ? "," : "", l->boundary[i], one);
+        else run_fp_append(buf, cap, "%s%s", i ? "," : "", one);
+    }
+}
+
+void run_ladder_canonical(const pz_budget *b, char *buf, size_t cap) {
+    buf[0] = 0;
+    for (int i = 0; i < b->n_rungs; i++) {
+        char one[PZ_CODEC_SPEC_MAX];
+        pz_codec_desc_canonical(&b->rung[i], one, sizeof one);
+        run_fp_append(buf, cap, "%s%s", i ? "/" : "", one);
+    }
+}
+
+static void fp_tokenizer(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
+    if (p->vocab != 256) run_fp_append(out, cap, " tok=%s", run_plan_str(p, s->id));
+}
+static void fp_limit(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
+    (void)s;
+    run_fp_append(out, cap, " limit=%lld/%lld", (long long)p->limit_train, (long long)p->limit_test);
+}
+/* the augmentation as it runs, only where it is not the dataset's own */
+static void fp_augment(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
+    (void)s;
+    const pz_augment aug = pz_data_augment(&p->data, p->crop_pad, p->flip), def = pz_data_augment(&p->data, -1, -1);
+    if (aug.pad != def.pad || aug.flip != def.flip) run_fp_append(out, cap, " crop_pad=%d flip=%d", aug.pad, aug.flip);
+}
+/* codec lists canonically: "q4" and "q4:per=tensor" are the same run */
+static void fp_codecs(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
+    char list[PZ_CODEC_LIST_ITEMS * PZ_CODEC_SPEC_MAX];
+    run_codec_list_canonical(s->id == PZ_SET_FWD ? &p->fwd : &p->bwd, list, sizeof list);
+    run_fp_append(out, cap, " %s=%s", s->key, list);
+}
+static void fp_micro_batches(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
+    (void)s;
+    run_fp_append(out, cap, " mb=%d", p->micro_batches);
+}
+static void fp_link(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
+    (void)s;
+    if (p->link->session) run_fp_append(out, cap, " link=%s", p->link->name);
+}
+static void fp_turn(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
+    if (p->turn) run_fp_append(out, cap, " turn=%s", run_plan_str(p, s->id));
+}
+static void fp_shard(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
+    (void)s;
+    if (p->shard_count > 0) run_fp_append(out, cap, " shard=%d/%d", p->shard_index + 1, p->shard_count);
+}
+/* the emulated clock's numbers go on from the checkpoint: the same clock */
+static void fp_compute_rate(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
+    if (p->given[s->id] && p->clock.kind != PZ_CLOCK_CPU) run_fp_append(out, cap, " compute_rate=%s", run_plan_str(p, s->id));
+}
+static void fp_budget(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
+    if (p->budget.kind == PZ_BUDGET_OFF) return;
+    char ladder[PZ_BUDGET_RUNGS * PZ_CODEC_SPEC_MAX];
+    run_ladder_canonical(&p->budget, ladder, sizeof ladder);
+    run_fp_append(out, cap, " budget=%s every=%d ladder=%s fwd_weight=%g", run_plan_str(p, s->id), p->budget.every, ladder,
+                  p->budget.fwd_weight);
+    if (p->budget.rule != PZ_BUDGET_SUM) run_fp_append(out, cap, " rule=%s", run_plan_str(p, PZ_SET_BUDGET_RULE));
+}
+static void fp_activation_memory(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
+    (void)s;
+    if (p->activation_memory > 0) run_fp_append(out, cap, " activation_memory=%.17g", p->activation_memory);
+}
+
+/* config.json: the augmentation as it runs (the dataset's default resolved) */
+static pz_field record_augment(const pz_run_plan *p, const run_setting *s, char *buf, size_t cap) {
+    (void)buf, (void)cap;
+    const pz_augment aug = pz_data_augment(&p->data, p->crop_pad, p->flip);
+    return PZ_NUM(s->key, s->id == PZ_SET_CROP_PAD ? aug.pad : aug.flip);
+}
+/* a 64-bit seed as text: a JSON number would round it */
+static pz_field record_seed(const pz_run_plan *p, const run_setting *s, char *buf, size_t cap) {
+    snprintf(buf, cap, "%llu", (unsigned long long)p->seed);
+    return PZ_STR(s->key, buf);
+}
+/* the threads the run has (0 given: all cores) */
+static pz_field record_threads(const pz_run_plan *p, const run_setting *s, char *buf, size_t cap) {
+    (void)p, (void)buf, (void)cap;
+    return PZ_NUM(s->key, pz_get_threads());
+}
+/* a budget chooses the codecs as it runs (budget.jsonl) */
+static pz_field record_codecs(const pz_run_plan *p, const run_setting *s, char *buf, size_t cap) {
+    (void)buf, (void)cap;
+    return PZ_STR(s->key, p->budget.kind != PZ_BUDGET_OFF ? "budget" : run_plan_str(p, s->id));
+}
+static pz_field record_micro_batches(const pz_run_plan *p, const run_setting *s, char *buf, size_t cap) {
+    (void)buf, (void)cap;
+    return p->micro_batches ? PZ_NUM(s->key, p->micro_batches) : PZ_STR(s->key, "auto");
+}
+/* the budget's settings, as off when there is none */
+static pz_field record_budget(const pz_run_plan *p, const run_setting *s, char *buf, size_t cap) {
+    (void)buf, (void)cap;
+    const int on = p->budget.kind != PZ_BUDGET_OFF;
+    switch (s->id) {
+    case PZ_SET_BUDGET: return PZ_STR(s->key, on ? run_plan_str(p, s->id) : "off");
+    case PZ_SET_BUDGET_EVERY: return PZ_NUM(s->key, on ? p->budget.every : 0);
+    case PZ_SET_BUDGET_FWD_WEIGHT: return PZ_NUM(s->key, on ? p->budget.fwd_weight : 0);
+    default: return PZ_STR(s->key, on ? run_plan_str(p, s->id) : "");
+    }
+}
+
 /* ---- the table ---------------------------------------------------------------------- */
-#define NUM(ID, FLAG, KEY, KIND, FIELD, MIN, MAX, META, HELP) \
-    [ID] = {ID, FLAG, KEY, KIND, offsetof(struct pz_run_plan, FIELD), MIN, MAX, NULL, NULL, META, HELP, NULL}
-#define TEXT(ID, FLAG, KEY, PARSE, DEF, META, HELP, CHOICES) [ID] = {ID, FLAG, KEY, SET_TEXT, 0, 0, 0, PARSE, DEF, META, HELP, CHOICES}
-#define ENUM(ID, FLAG, KEY, FIELD, NAMES, DEF, META, HELP) \
-    [ID] = {ID, FLAG, KEY, SET_ENUM, offsetof(struct pz_run_plan, FIELD), 0, 0, NULL, DEF, META, HELP, NULL, NAMES, 0}
-#define ENUM_DESCRIBED(ID, FLAG, KEY, FIELD, NAMES, DEF, META, HELP) \
-    [ID] = {ID, FLAG, KEY, SET_ENUM, offsetof(struct pz_run_plan, FIELD), 0, 0, NULL, DEF, META, HELP, NULL, NAMES, 1}
+/* A row: what the setting is called and typed as, then (after HELP) how the
+ * records take it: FP(key, when) in the resume fingerprint, FP_BY(fn) when
+ * its token(s) need more than its value, RECORD(fn) when config.json needs
+ * more than its value (run_config.c writes both from the rows). */
+#define NUM(ID, FLAG, KEY, KIND, FIELD, MIN, MAX, META, HELP, ...)                                                          \
+    [ID] = {.id = ID, .flag = FLAG, .key = KEY, .kind = KIND, .offset = offsetof(struct pz_run_plan, FIELD), .min = MIN,   \
+            .max = MAX, .metavar = META, .help = HELP, __VA_ARGS__}
+#define TEXT(ID, FLAG, KEY, PARSE, DEF, META, HELP, CHOICES, ...)                                                           \
+    [ID] = {.id = ID, .flag = FLAG, .key = KEY, .kind = SET_TEXT, .parse = PARSE, .def = DEF, .metavar = META, .help = HELP, \
+            .choices = CHOICES, __VA_ARGS__}
+#define ENUM(ID, FLAG, KEY, FIELD, NAMES, DEF, META, HELP, ...)                                                             \
+    [ID] = {.id = ID, .flag = FLAG, .key = KEY, .kind = SET_ENUM, .offset = offsetof(struct pz_run_plan, FIELD), .def = DEF,  \
+            .metavar = META, .help = HELP, .names = NAMES, __VA_ARGS__}
+#define DESCRIBED .describe = 1
+#define FP(KEY, WHEN) .fp = KEY, .fp_when = WHEN
+#define FP_BY(FN) .fp_by = FN
+#define RECORD(FN) .record = FN
 
 const run_setting run_settings[PZ_SET_COUNT] = {
     TEXT(PZ_SET_MODEL, "model", "model", parse_model, "resnet8", "NAME",
          "model: a preset (see pipezip models) or a GPT of any shape, gpt:layers=L,d=D,heads=H,ctx=T (or a gpt preset with some changed, gpt-small:layers=8); a language model (gpt-*) makes the defaults of the settings not given --data kjv "
          "--epochs 1 --batch 16 --optimizer adamw --lr 2e-3 --weight-decay 0.1 --schedule cosine --warmup 0.05 --clip-norm 1",
-         model_choices),
+         model_choices, FP("model", FP_ALWAYS)),
     TEXT(PZ_SET_DATA, "data", "data", parse_data, "fashion-mnist", "NAME",
          "dataset (kjv: the King James Bible from Debian's bible-kjv; text:FILE any UTF-8 text; for gpt-*, tokens by --tokenizer)",
-         data_choices),
+         data_choices, FP("data", FP_ALWAYS)),
     TEXT(PZ_SET_TOKENIZER, "tokenizer", "tokenizer", parse_tokenizer, "bytes", "SPEC",
          "text's tokens: bytes (256) or bpe:N, byte-level BPE of N tokens learned from the training split, kept in the run directory",
-         tokenizer_choices),
+         tokenizer_choices, FP_BY(fp_tokenizer)),
     TEXT(PZ_SET_DATA_DIR, "data-dir", "data_dir", parse_path, NULL, "DIR",
          "dataset directory (default: fashion-mnist and mnist under /usr/share/datasets, cifar10 in data/cifar-10-batches-bin, the kjv text cached in data/)",
-         NULL),
-    NUM(PZ_SET_LIMIT_TRAIN, "limit-train", "limit_train", SET_I64, limit_train, 0, 1e12, "N", "use only the first N training examples (0 = all)"),
+         NULL, FP("data_dir", FP_NONZERO)),
+    NUM(PZ_SET_LIMIT_TRAIN, "limit-train", "limit_train", SET_I64, limit_train, 0, 1e12, "N", "use only the first N training examples (0 = all)", FP_BY(fp_limit)),
     NUM(PZ_SET_LIMIT_TEST, "limit-test", "limit_test", SET_I64, limit_test, 0, 1e12, "N", "use only the first N test examples (0 = all)"),
-    NUM(PZ_SET_EPOCHS, "epochs", "epochs", SET_INT, epochs, 1, 100000, "N", "training epochs"),
-    NUM(PZ_SET_BATCH, "batch", "batch", SET_INT, batch, 1, 65536, "N", "batch size"),
-    ENUM(PZ_SET_OPTIMIZER, "optimizer", "optimizer", optimizer, pz_optimizers, "sgd", "NAME", "optimizer"),
-    NUM(PZ_SET_LR, "lr", "lr", SET_FLOAT, lr, 1e-9, 100, "X", "peak learning rate"),
-    NUM(PZ_SET_MOMENTUM, "momentum", "momentum", SET_FLOAT, momentum, 0, 0.999999, "X", "SGD momentum"),
-    NUM(PZ_SET_NESTEROV, "nesterov", "nesterov", SET_BOOL, nesterov, 0, 0, NULL, "Nesterov momentum (SGD)"),
-    NUM(PZ_SET_WEIGHT_DECAY, "weight-decay", "weight_decay", SET_FLOAT, weight_decay, 0, 10, "X", "weight decay (SGD: L2; AdamW: decoupled)"),
+    NUM(PZ_SET_EPOCHS, "epochs", "epochs", SET_INT, epochs, 1, 100000, "N", "training epochs", FP("epochs", FP_ALWAYS)),
+    NUM(PZ_SET_BATCH, "batch", "batch", SET_INT, batch, 1, 65536, "N", "batch size", FP("batch", FP_ALWAYS)),
+    ENUM(PZ_SET_OPTIMIZER, "optimizer", "optimizer", optimizer, pz_optimizers, "sgd", "NAME", "optimizer", FP("opt", FP_ALWAYS)),
+    NUM(PZ_SET_LR, "lr", "lr", SET_FLOAT, lr, 1e-9, 100, "X", "peak learning rate", FP("lr", FP_ALWAYS)),
+    NUM(PZ_SET_MOMENTUM, "momentum", "momentum", SET_FLOAT, momentum, 0, 0.999999, "X", "SGD momentum", FP("mom", FP_ALWAYS)),
+    NUM(PZ_SET_NESTEROV, "nesterov", "nesterov", SET_BOOL, nesterov, 0, 0, NULL, "Nesterov momentum (SGD)", FP("nest", FP_ALWAYS)),
+    NUM(PZ_SET_WEIGHT_DECAY, "weight-decay", "weight_decay", SET_FLOAT, weight_decay, 0, 10, "X", "weight decay (SGD: L2; AdamW: decoupled)", FP("wd", FP_ALWAYS)),
     TEXT(PZ_SET_SCHEDULE, "schedule", "schedule", parse_schedule, "onecycle", "SPEC",
-         "learning-rate schedule (cosine and linear anneal to 0 after --warmup; onecycle: PCT of the steps rising)", schedule_choices),
-    NUM(PZ_SET_WARMUP, "warmup", "warmup_epochs", SET_FLOAT, warmup_epochs, 0, 1e6, "EPOCHS", "linear LR warm-up (constant, step, cosine, linear); gpt-*'s default, 0.05, is with --steps 5% of the steps"),
+         "learning-rate schedule (cosine and linear anneal to 0 after --warmup; onecycle: PCT of the steps rising)", schedule_choices, FP("sched", FP_ALWAYS)),
+    NUM(PZ_SET_WARMUP, "warmup", "warmup_epochs", SET_FLOAT, warmup_epochs, 0, 1e6, "EPOCHS", "linear LR warm-up (constant, step, cosine, linear); gpt-*'s default, 0.05, is with --steps 5% of the steps", FP("warm", FP_ALWAYS)),
     NUM(PZ_SET_CLIP_NORM, "clip-norm", "clip_norm", SET_FLOAT, clip_norm, 0, 1e9, "X",
-        "clip the gradients' global norm, over every stage, to X (0 = off; 1 is usual for gpt-*)"),
+        "clip the gradients' global norm, over every stage, to X (0 = off; 1 is usual for gpt-*)", FP("clip", FP_NONZERO)),
     NUM(PZ_SET_CROP_PAD, "crop-pad", "augment_pad", SET_INT, crop_pad, -1, 16, "PX",
-        "random-crop padding in pixels (0 = no crop, -1 = dataset default: 4 for cifar10, else 0)"),
-    NUM(PZ_SET_FLIP, "flip", "augment_flip", SET_BOOL, flip, 0, 0, NULL, "random horizontal flips (default: on for fashion-mnist and cifar10)"),
-    NUM(PZ_SET_SEED, "seed", "seed", SET_U64, seed, 0, 0, "N", "seed for initialisation, shuffling and augmentation"),
-    NUM(PZ_SET_THREADS, "threads", "threads", SET_INT, threads, 0, 1024, "N", "threads (0 = all cores)"),
+        "random-crop padding in pixels (0 = no crop, -1 = dataset default: 4 for cifar10, else 0)", FP_BY(fp_augment), RECORD(record_augment)),
+    NUM(PZ_SET_FLIP, "flip", "augment_flip", SET_BOOL, flip, 0, 0, NULL, "random horizontal flips (default: on for fashion-mnist and cifar10)", RECORD(record_augment)),
+    NUM(PZ_SET_SEED, "seed", "seed", SET_U64, seed, 0, 0, "N", "seed for initialisation, shuffling and augmentation", FP("seed", FP_ALWAYS), RECORD(record_seed)),
+    NUM(PZ_SET_THREADS, "threads", "threads", SET_INT, threads, 0, 1024, "N", "threads (0 = all cores)", FP("threads", FP_NONZERO), RECORD(record_threads)),
     NUM(PZ_SET_STAGES, "stages", "stages", SET_INT, stages, 1, 16, "S",
-        "cut the model into S stages balanced by compute (1: no pipeline; default: resnets in 4 stages, a cut after each residual group as in Paper A; other models 1)"),
+        "cut the model into S stages balanced by compute (1: no pipeline; default: resnets in 4 stages, a cut after each residual group as in Paper A; other models 1)", FP("stages", FP_ALWAYS)),
     TEXT(PZ_SET_CUTS, "cuts", "cuts", parse_cuts, NULL, "LIST",
-         "cut after these layers (indices or names from pipezip models, e.g. layer1,layer2,layer3)", NULL),
+         "cut after these layers (indices or names from pipezip models, e.g. layer1,layer2,layer3)", NULL, FP("cuts", FP_ALWAYS)),
     TEXT(PZ_SET_FWD, "fwd", "fwd", parse_fwd, "q4", "SPEC",
          "codec for activations: SPEC for every boundary, N=SPEC for boundary N (1 = first cut), e.g. q4 or q8,1=q2 (see pipezip codec --help)",
-         NULL),
-    TEXT(PZ_SET_BWD, "bwd", "bwd", parse_bwd, "q8", "SPEC", "codec for gradients, as --fwd", NULL),
+         NULL, FP_BY(fp_codecs), RECORD(record_codecs)),
+    TEXT(PZ_SET_BWD, "bwd", "bwd", parse_bwd, "q8", "SPEC", "codec for gradients, as --fwd", NULL, FP_BY(fp_codecs), RECORD(record_codecs)),
     ENUM(PZ_SET_EVAL_COMPRESS, "eval-compress", "eval_compress", eval_compress, run_eval_modes, "both", "MODE",
          "test through compressed boundaries, plain ones, or both"),
     TEXT(PZ_SET_MICRO_BATCHES, "micro-batches", "micro_batches", parse_micro_batches, "1", "M",
          "split every batch into M micro-batches that flow through the stages in turn; auto: after the first step (in 1), the "
          "count that splits the batch with the least step over the emulated links for the bytes that step measured (the dry "
          "timing mode of pipezip time), printed and recorded",
-         micro_batches_choices),
+         micro_batches_choices, FP_BY(fp_micro_batches), RECORD(record_micro_batches)),
     NUM(PZ_SET_AQSGD_WARMUP, "aqsgd-warmup", "aqsgd_warmup", SET_INT, aqsgd_warmup, 0, 100000, "EPOCHS",
-        "aqsgd(...) codecs send uncompressed for the first EPOCHS epochs, filling their buffers"),
+        "aqsgd(...) codecs send uncompressed for the first EPOCHS epochs, filling their buffers", FP("aqsgd_warmup", FP_NONZERO)),
     TEXT(PZ_SET_LINK, "link", "link", parse_link, "inproc", "KIND",
-         "how stages talk: threads in this process, Open MPI ranks (mpirun -np S), or ZeroMQ to a pipezip serve", link_choices),
+         "how stages talk: threads in this process, Open MPI ranks (mpirun -np S), or ZeroMQ to a pipezip serve", link_choices, FP_BY(fp_link)),
     TEXT(PZ_SET_CONNECT, "connect", NULL, parse_path, NULL, "ENDPOINT", "--link zmq: the server, e.g. tcp://server:5555", NULL),
     TEXT(PZ_SET_CLIENT_KEY, "client-key", NULL, parse_path, NULL, "FILE", "--link zmq: this client's CURVE secret key (pipezip keygen)", NULL),
     TEXT(PZ_SET_SERVER_KEY, "server-key", NULL, parse_path, NULL, "FILE",
          "--link zmq: the server's CURVE public key (FILE.pub from pipezip keygen)", NULL),
     TEXT(PZ_SET_ACTIVATION_MEMORY, "activation-memory", "activation_memory", parse_activation_memory, NULL, "SIZE",
          "--micro-batches auto: only counts whose busiest stage would hold at most this much activation memory (2GB; "
-         "each stage's layers built for one micro-batch of that count, before the first step)", NULL),
+         "each stage's layers built for one micro-batch of that count, before the first step)", NULL, FP_BY(fp_activation_memory)),
     TEXT(PZ_SET_LINK_BANDWIDTH, "link-bandwidth", "link_bandwidth", parse_bandwidth, NULL, "RATE",
          "emulate this bandwidth at every boundary: 10mbit, 100mbit, 1gbit, 12.5MB/s", NULL),
     TEXT(PZ_SET_LINK_LATENCY, "link-latency", "link_latency", parse_latency, NULL, "TIME",
          "emulate this one-way latency at every boundary: 10ms, 250us", NULL),
-    ENUM_DESCRIBED(PZ_SET_LINK_MODEL, "link-model", "link_model", link_model, pz_wire_models, "duplex", "MODEL",
-                   "how emulated links share their wires"),
+    ENUM(PZ_SET_LINK_MODEL, "link-model", "link_model", link_model, pz_wire_models, "duplex", "MODEL",
+         "how emulated links share their wires", DESCRIBED, FP("link_model", FP_NONZERO)),
     NUM(PZ_SET_LINK_REALTIME, "link-realtime", "link_realtime", SET_BOOL, realtime, 0, 0, NULL,
         "really hold frames back (default: a virtual clock reports the time the run would take)"),
     NUM(PZ_SET_TIMEOUT, "timeout", NULL, SET_DOUBLE, timeout, 0.001, 1e6, "SECONDS", "a stage or peer silent this long stops the run with an error"),
     TEXT(PZ_SET_TURN, "turn", "turn", parse_turn, "run", "WHEN",
          "--link zmq: give the next client its turn after the whole run, every epoch, or every K steps (split learning's round robin; each turn starts from the client-side weights the last one left)",
-         turn_choices),
+         turn_choices, FP_BY(fp_turn)),
     TEXT(PZ_SET_SHARD, "shard", "shard", parse_shard, NULL, "K/N",
-         "train on the K-th of N equal slices of the training set (split-learning clients)", NULL),
+         "train on the K-th of N equal slices of the training set (split-learning clients)", NULL, FP_BY(fp_shard)),
     TEXT(PZ_SET_RESUME, "resume", NULL, parse_path, NULL, "DIR",
          "continue the run in DIR from its last checkpoint (same flags as the original run)", NULL),
     TEXT(PZ_SET_OUT, "out", NULL, parse_path, NULL, "DIR", "run directory (default runs/DATE-MODEL-DATA)", NULL),
-    ENUM(PZ_SET_METRICS, "metrics", "metrics", metrics, run_metrics_formats, "jsonl", "FORMAT", "metrics file format"),
+    ENUM(PZ_SET_METRICS, "metrics", "metrics", metrics, run_metrics_formats, "jsonl", "FORMAT", "metrics file format", FP("metrics", FP_NONZERO)),
     NUM(PZ_SET_LOG_EVERY, "log-every", "log_every", SET_INT, log_every, 1, 1000000, "N", "write a step record every N steps"),
     ENUM(PZ_SET_GRAD_MASK, "grad-mask", "grad_mask", grad_mask, run_grad_masks, "none", "MODE",
-         "fwd: zero each boundary's gradient where its activation arrived as 0, before --bwd (the derivative of a forward TopK; Paper A's GPT-2 runs reuse the forward mask)"),
+         "fwd: zero each boundary's gradient where its activation arrived as 0, before --bwd (the derivative of a forward TopK; Paper A's GPT-2 runs reuse the forward mask)", FP("grad_mask", FP_NONZERO)),
     NUM(PZ_SET_EVAL_EVERY, "eval-every", "eval_every", SET_INT, eval_every, 0, 100000000, "N",
         "also evaluate every N steps (validation loss, bits per byte, plain and compressed) into evals.jsonl (0 = at epoch ends only)"),
     TEXT(PZ_SET_COMMAND_LINE, NULL, "command_line", parse_path, NULL, NULL, "how the run was started", NULL),
     NUM(PZ_SET_STEPS, "steps", "steps", SET_I64, steps, 0, 1e12, "N",
-        "train for N optimizer steps (the epochs follow from it, the last one cut short; 0 = --epochs decides)"),
+        "train for N optimizer steps (the epochs follow from it, the last one cut short; 0 = --epochs decides)", FP("steps", FP_NONZERO)),
     NUM(PZ_SET_CHECKPOINT_EVERY, "checkpoint-every", "checkpoint_every", SET_I64, checkpoint_every, 0, 1e12, "N",
         "also checkpoint every N steps (0 = at epoch ends only; SIGTERM and Ctrl-C always checkpoint the step they stop after)"),
-    ENUM_DESCRIBED(PZ_SET_PIPE_SCHEDULE, "pipe-schedule", "pipe_schedule", pipe_schedule, pz_pipe_schedules, "gpipe", "KIND",
-                   "how stages order micro-batches (the same numbers either way)"),
+    ENUM(PZ_SET_PIPE_SCHEDULE, "pipe-schedule", "pipe_schedule", pipe_schedule, pz_pipe_schedules, "gpipe", "KIND",
+         "how stages order micro-batches (the same numbers either way)", DESCRIBED),
     TEXT(PZ_SET_COMPUTE_RATE, "compute-rate", "compute_rate", parse_compute_rate, "cpu", "RATE",
          "what the emulated clock charges a stage for its compute: cpu (its thread's CPU time), wall (wall time, shared cores "
          "included), or its counted FLOPs at RATE, an accelerator's sustained throughput (100tflops, 2.5e14)",
-         compute_rate_choices),
+         compute_rate_choices, FP_BY(fp_compute_rate)),
     NUM(PZ_SET_SUBSPACE, "subspace", "subspace", SET_INT, subspace, 0, 65536, "K",
         "gpt-*: the residual stream between blocks is K coefficients of one fixed subspace and every branch reads it through "
         "token and position tables of its own, rebuilt from the ids at any stage, so a boundary carries K numbers per token "
-        "(and the ids) through --fwd and --bwd (Protocol Models; 0 = off)"),
+        "(and the ids) through --fwd and --bwd (Protocol Models; 0 = off)", FP("subspace", FP_NONZERO)),
     TEXT(PZ_SET_BUDGET, "budget", "budget", parse_budget, NULL, "BUDGET",
          "choose each boundary's and direction's codec from --budget-ladder, the least measured error that fits: a traffic "
          "reduction against fp32 (40x: both directions, headers included), bytes per step over all boundaries (2MB), or a link "
          "rate and a step time (200mbit@50ms: every link direction's step within it); re-decided after step 1 and every "
          "--budget-every steps from each sender's measurements, every choice in budget.jsonl (replaces --fwd and --bwd)",
-         budget_choices),
+         budget_choices, FP_BY(fp_budget), RECORD(record_budget)),
     TEXT(PZ_SET_BUDGET_LADDER, "budget-ladder", "budget_ladder", parse_budget_ladder, PZ_BUDGET_LADDER_DEFAULT, "LADDER",
-         "--budget's codecs, best first, SPEC/SPEC/...: stateless (any receiver decodes them), up to 8", NULL),
+         "--budget's codecs, best first, SPEC/SPEC/...: stateless (any receiver decodes them), up to 8", NULL, RECORD(record_budget)),
     NUM(PZ_SET_BUDGET_EVERY, "budget-every", "budget_every", SET_INT, budget.every, 1, 1000000000, "N",
-        "--budget: measure the rungs and choose again every N steps (and after step 1)"),
+        "--budget: measure the rungs and choose again every N steps (and after step 1)", RECORD(record_budget)),
     NUM(PZ_SET_BUDGET_FWD_WEIGHT, "budget-fwd-weight", "budget_fwd_weight", SET_DOUBLE, budget.fwd_weight, 0.001, 1000, "W",
         "--budget: an activation's squared relative error counts W times a gradient's in the choice (activations are also "
-        "what evaluation through the compressed boundaries sees)"),
+        "what evaluation through the compressed boundaries sees)", RECORD(record_budget)),
     ENUM(PZ_SET_BUDGET_RULE, "budget-rule", "budget_rule", budget.rule, pz_budget_rules, "sum", "RULE",
-         "--budget: minimize the summed error of the boundaries' directions, or the largest (then the sum)"),
+         "--budget: minimize the summed error of the boundaries' directions, or the largest (then the sum)", RECORD(record_budget)),
 };
 
 const run_setting *run_setting_of(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? &run_settings[id] : NULL; }
@@ -528,6 +657,17 @@ int pz_run_plan_is_set(const pz_run_plan *p, pz_setting id) { return p && (unsig
 const char *pz_run_plan_text(const pz_run_plan *p, pz_setting id) { return p && (unsigned)id < PZ_SET_COUNT ? p->text[id] : NULL; }
 const char *run_plan_str(const pz_run_plan *p, pz_setting id) { return p->text[id] ? p->text[id] : ""; }
 const char *pz_setting_name(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? run_settings[id].flag : NULL; }
+
+pz_status pz_setting_describe(pz_setting id, pz_setting_info *info) {
+    if (!info) return pz_fail(PZ_ERR_ARG, "pz_setting_describe: info is NULL");
+    const run_setting *s = run_setting_of(id);
+    if (!s) return pz_fail(PZ_ERR_ARG, "setting %d does not exist (0..%d)", (int)id, PZ_SET_COUNT - 1);
+    static const char *const types[] = {[SET_INT] = "int", [SET_I64] = "int64", [SET_U64] = "uint64", [SET_FLOAT] = "float",
+                                        [SET_DOUBLE] = "double", [SET_BOOL] = "bool", [SET_TEXT] = "text", [SET_ENUM] = "enum"};
+    *info = (pz_setting_info){.flag = s->flag, .key = s->key, .type = types[s->kind], .min = s->min, .max = s->max,
+                              .default_text = s->def, .choices = run_setting_choices(s), .help = run_setting_help(s)};
+    return PZ_OK;
+}
 
 int pz_setting_by_name(const char *name) {
     for (int i = 0; name && i < PZ_SET_COUNT; i++) {

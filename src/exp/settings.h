@@ -17,6 +17,7 @@
 #include "link/link.h"
 #include "nn/nn.h"
 #include "pipe/pipe.h"
+#include "exp/metrics.h"
 
 struct run_link;
 
@@ -83,7 +84,7 @@ struct pz_run_plan {
  * becomes that value. */
 /* SET_ENUM: a name of `names`, its value into an int field */
 typedef enum { SET_INT, SET_I64, SET_U64, SET_FLOAT, SET_DOUBLE, SET_BOOL, SET_TEXT, SET_ENUM } setting_kind;
-typedef struct {
+typedef struct run_setting_ {
     pz_setting id;
     const char *flag;          /* without "--"; NULL: not a flag (set by the program) */
     const char *key;           /* in config.json and the fingerprint */
@@ -98,7 +99,15 @@ typedef struct {
     const char *(*choices)(void); /* SET_TEXT: "a|b|c" for help (NULL: free text) */
     const pz_name *names;      /* SET_ENUM: its table */
     int describe;              /* SET_ENUM: help goes on with each value's help from its table */
+    /* the records (run_config.c writes them from the rows, in table order) */
+    const char *fp;            /* its key in the resume fingerprint (NULL: not in it, or fp_by writes it) */
+    int fp_when;               /* FP_ALWAYS, or FP_NONZERO: only when its value is not 0 (text: not empty) */
+    /* appends its fingerprint token(s) (" key=value") where its value alone cannot say them */
+    void (*fp_by)(const struct pz_run_plan *p, const struct run_setting_ *s, char *out, size_t cap);
+    /* config.json's field for its key where its value alone cannot say it (buf: room for its text) */
+    pz_field (*record)(const struct pz_run_plan *p, const struct run_setting_ *s, char *buf, size_t cap);
 } run_setting;
+enum { FP_ALWAYS = 1, FP_NONZERO = 2 };
 
 extern const run_setting run_settings[PZ_SET_COUNT];
 const run_setting *run_setting_of(pz_setting id);
@@ -106,6 +115,12 @@ const run_setting *run_setting_of(pz_setting id);
 const char *run_setting_choices(const run_setting *s);
 /* its help, for --help: with each value's own where the row says so */
 const char *run_setting_help(const run_setting *s);
+
+/* " key=value" appended to a record being written (out holds cap bytes) */
+void run_fp_append(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* a codec list's canonical text ("q8:asym,nearest,per=tensor,1=q2:..."), a budget ladder's ("SPEC/SPEC") */
+void run_codec_list_canonical(const pz_codec_list *l, char *buf, size_t cap);
+void run_ladder_canonical(const pz_budget *b, char *buf, size_t cap);
 
 /* pz_run_plan_set naming the flag as the user typed it ("--learning-rate"). */
 pz_status run_plan_set_as(pz_run_plan *p, pz_setting id, const char *text, const char *flag);

@@ -163,10 +163,10 @@ pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq
         }
         t->prev[b] = bs;
         /* this run's totals per boundary (a resumed run: since the resume) */
-        __typeof__(res->boundaries[0]) *rb = &res->boundaries[b];
-        snprintf(rb->after, sizeof rb->after, "%.47s", after);
-        snprintf(rb->fwd, sizeof rb->fwd, "%.63s", fwd);
-        snprintf(rb->bwd, sizeof rb->bwd, "%.63s", bwd);
+        pz_run_boundary *rb = &res->boundaries[b];
+        snprintf(rb->after, sizeof rb->after, "%s", after);
+        snprintf(rb->fwd, sizeof rb->fwd, "%s", fwd);
+        snprintf(rb->bwd, sizeof rb->bwd, "%s", bwd);
         rb->fwd_bytes = bs.fwd_bytes - f0->fwd_bytes, rb->bwd_bytes = bs.bwd_bytes - f0->bwd_bytes;
         rb->fp32_fwd_bytes = 4 * (bs.fwd_elements - f0->fwd_elements);
         rb->fp32_bwd_bytes = 4 * (bs.bwd_elements - f0->bwd_elements);
@@ -177,4 +177,9 @@ pz_status pz_traffic_epoch(pz_traffic *t, pz_pipe *pipe, int epoch, const pz_seq
     res->fp32_bytes = (uint64_t)t->fp32, res->eval_bytes = (uint64_t)t->eval;
     res->link_bytes = (uint64_t)t->link;
     return PZ_OK;
+}
+
+const pz_run_boundary *pz_run_result_boundary(const pz_run_result *r, int b) {
+    if (!r || b < 0 || b >= r->n_stages - 1 || b >= PZ_RUN_MAX_BOUNDARIES) return NULL;
+    return &r->boundaries[b];
 }
