@@ -17,6 +17,18 @@ def gpipe(S, i, M):
     return [("F", m) for m in range(M)] + [("B", m) for m in range(M)]
 
 
+def warm_then_alternate(warm, M):
+    ops = [("F", m) for m in range(warm)]
+    for k in range(M - warm):
+        ops += [("F", warm + k), ("B", k)]
+    return ops + [("B", m) for m in range(M - warm, M)]
+
+
+def eager_1f1b(S, i, M):
+    """1F1B after twice its warm-up: 2(S-1-i) forwards first"""
+    return warm_then_alternate(min(2 * (S - i - 1), M), M)
+
+
 def one_f_one_b(S, i, M):
     """PipeDream-Flush / Megatron's 1F1B: S-1-i forwards to fill the pipe,
     then one forward and one backward in turn, then the drain"""
@@ -59,8 +71,8 @@ class Grammar(unittest.TestCase):
         self.assertIn('"link_bandwidth_bps": 100000000', out.stdout)
 
     def test_schedules(self):
-        self.assertEqual(pipezip.schedules(), ("gpipe", "1f1b"))
-        ref = {"gpipe": gpipe, "1f1b": one_f_one_b}
+        self.assertEqual(pipezip.schedules(), ("gpipe", "1f1b", "eager-1f1b"))
+        ref = {"gpipe": gpipe, "1f1b": one_f_one_b, "eager-1f1b": eager_1f1b}
         for name in pipezip.schedules():
             for S in (1, 2, 3, 4, 8):
                 for i in range(S):

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* presets.c — the named models: image classifiers (mlp, lenet5, resnet8,
- * resnet20) and GPT-2 style language models (gpt-tiny, gpt-small). */
+ * resnet20, resnet56) and GPT-2 style language models (gpt-tiny, gpt-small). */
 #include "nn.h"
 #include "base/names.h"
 
@@ -33,6 +33,7 @@ static const struct {
     {"lenet5", {.arch = PZ_ARCH_LENET5}},
     {"resnet8", {.arch = PZ_ARCH_RESNET, .depth = 1}},
     {"resnet20", {.arch = PZ_ARCH_RESNET, .depth = 3}},
+    {"resnet56", {.arch = PZ_ARCH_RESNET, .depth = 9}}, /* He et al. 2016's CIFAR ResNet-56 (0.86M parameters) */
     {"gpt-tiny", {.arch = PZ_ARCH_GPT, .layers = 4, .dim = 128, .heads = 4, .context = 128}},
     {"gpt-small", {.arch = PZ_ARCH_GPT, .layers = 6, .dim = 256, .heads = 8, .context = 256}},
 };

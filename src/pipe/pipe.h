@@ -23,8 +23,9 @@
 /* The step schedules (pz_pipe_schedules: their names): GPipe runs every
  * micro-batch forward, then every one backward; 1F1B starts a micro-batch's
  * backward as soon as it can, so a stage holds at most S - i micro-batches'
- * activations. Both take the same steps bit for bit. */
-typedef enum { PZ_PIPE_GPIPE, PZ_PIPE_1F1B } pz_pipe_schedule_kind;
+ * activations; eager 1F1B warms up twice as long (slow links). All take
+ * the same steps bit for bit. */
+typedef enum { PZ_PIPE_GPIPE, PZ_PIPE_1F1B, PZ_PIPE_EAGER_1F1B } pz_pipe_schedule_kind;
 extern const pz_name pz_pipe_schedules[];
 
 typedef struct {

@@ -349,10 +349,9 @@ static int gpipe_actions(int S, int i, int M, pipe_action *a) {
     return n;
 }
 
-/* 1F1B: S-1-i forwards, then one forward and one backward in turn, the
- * last backwards, the loss back */
-static int one_f_one_b_actions(int S, int i, int M, pipe_action *a) {
-    const int ahead = S - 1 - i, warm = ahead < M ? ahead : M;
+/* 1F1B: S-1-i forwards (the warm-up), then one forward and one backward in
+ * turn, the last backwards, the loss back */
+static int warm_then_alternate(int warm, int M, pipe_action *a) {
     int n = 0, done = 0; /* micro-batches whose backward has run */
     for (int m = 0; m < M; m++) {
         a[n++] = (pipe_action){PIPE_FWD, m};
@@ -363,9 +362,23 @@ static int one_f_one_b_actions(int S, int i, int M, pipe_action *a) {
     return n;
 }
 
+static int one_f_one_b_actions(int S, int i, int M, pipe_action *a) {
+    const int ahead = S - 1 - i;
+    return warm_then_alternate(ahead < M ? ahead : M, M, a);
+}
+
+/* eager 1F1B: twice 1F1B's warm-up, 2(S-1-i) forwards, then in turn: over
+ * slow links the extra forwards in flight cover a gradient's round trip,
+ * for up to 2(S-i)-1 micro-batches' activations (GPipe: M) */
+static int eager_1f1b_actions(int S, int i, int M, pipe_action *a) {
+    const int ahead = 2 * (S - 1 - i);
+    return warm_then_alternate(ahead < M ? ahead : M, M, a);
+}
+
 const pipe_schedule pipe_schedules[] = {
     [PZ_PIPE_GPIPE] = {gpipe_actions},
     [PZ_PIPE_1F1B] = {one_f_one_b_actions},
+    [PZ_PIPE_EAGER_1F1B] = {eager_1f1b_actions},
 };
 
 const pipe_schedule *pipe_schedule_of(int kind) {
@@ -411,6 +424,8 @@ pz_status pipe_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) 
 const pz_name pz_pipe_schedules[] = {
     {PZ_PIPE_GPIPE, "gpipe", "every micro-batch forward, then every one backward"},
     {PZ_PIPE_1F1B, "1f1b", "one forward, one backward: stage i holds at most S-i micro-batches"},
+    {PZ_PIPE_EAGER_1F1B, "eager-1f1b", "1F1B after twice its warm-up: forwards in flight cover slow links' round trips, "
+                                       "stage i holds at most 2(S-i)-1 micro-batches"},
     {0, NULL, NULL},
 };
 

@@ -124,6 +124,8 @@ expect 1 "broken/train-images-idx3-ubyte' is not an idx file" -- \
 expect 0 "resnet8 \(input 1x28x28" -- "$PZ" models
 expect 0 "layer3.0 +basic_block +64x7x7" -- "$PZ" models resnet8
 expect 0 "total: 272474 parameters" -- "$PZ" models resnet20 --input 3x32x32
+# resnet56 (6n+2, n = 9): 432 + 32 (stem) + 9 x 4672 + 14528 + 8 x 18560 + 57728 + 8 x 73984 + 650 (fc), counted by hand
+expect 0 "total: 855770 parameters" -- "$PZ" models resnet56 --input 3x32x32
 expect 0 "h.3 +group +128x128" -- "$PZ" models gpt-tiny
 expect 0 "total: 842496 parameters" -- "$PZ" models gpt-tiny
 expect 0 "FLOPs forward per token" -- "$PZ" models gpt-small --vocab 512

@@ -9,6 +9,7 @@
 #include "pipe/pipe.h"
 #include "kernels/kernels.h"
 #include "pipezip/codec.h"
+#include "pipezip/pipezip.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -304,11 +305,14 @@ int main(void) {
         CHECK(pz_model_spec_parse(&g.model, "gpt:layers=6,d=32,heads=2,ctx=8") == PZ_OK, "%s", pz_last_error());
         CHECK(pz_pipe_parse_specs("ef(q4:per=token)", 3, g.fwd, "--fwd") == PZ_OK && pz_pipe_parse_specs("ef21(q8),2=topk:0.3", 3, g.bwd, "--bwd") == PZ_OK,
               "%s", pz_last_error());
-        float losses[2][5];
-        int64_t act[2][4];
-        for (int k = 0; k < 2; k++) {
+        enum { KINDS = 8 };
+        const int kinds = pz_names_count(pz_pipe_schedules); /* every schedule of the table */
+        CHECK(kinds >= 2 && kinds <= KINDS && pz_pipe_schedules[0].value == PZ_PIPE_GPIPE, "%d schedules", kinds);
+        float losses[KINDS][5];
+        int64_t act[KINDS][4];
+        for (int k = 0; k < kinds; k++) {
             pz_pipe_config c = g;
-            c.schedule = k ? PZ_PIPE_1F1B : PZ_PIPE_GPIPE;
+            c.schedule = pz_pipe_schedules[k].value;
             pz_pipe *p;
             CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
             for (int i = 0; i < 4; i++) act[k][i] = pz_pipe_activation_bytes(p, i);
@@ -325,8 +329,19 @@ int main(void) {
             }
             pz_pipe_free(p);
         }
-        CHECK(!memcmp(losses[0], losses[1], sizeof losses[0]), "1F1B = GPipe bit for bit: %.9g %.9g %.9g %.9g %.9g vs %.9g ... %.9g",
-              losses[1][0], losses[1][1], losses[1][2], losses[1][3], losses[1][4], losses[0][0], losses[0][4]);
+        for (int k = 1; k < kinds; k++) {
+            CHECK(!memcmp(losses[0], losses[k], sizeof losses[0]), "%s = GPipe bit for bit: %.9g %.9g %.9g %.9g %.9g vs %.9g ... %.9g",
+                  pz_pipe_schedules[k].name, losses[k][0], losses[k][1], losses[k][2], losses[k][3], losses[k][4], losses[0][0],
+                  losses[0][4]);
+            /* each stage holds what its order of work holds at most (pz_pipe_schedule_order, public) */
+            for (int i = 1; i < 4; i++) {
+                int ops[10], held = 0, most = 0;
+                const int n = pz_pipe_schedule_order(pz_pipe_schedules[k].name, 4, i, 5, ops, 10);
+                for (int j = 0; j < n; j++) held += ops[j] >= 0 ? 1 : -1, most = held > most ? held : most;
+                CHECK(n == 10 && act[k][i] * 5 == act[0][i] * most, "stage %d: %s holds %lld bytes of activations, GPipe %lld (%d of 5)", i,
+                      pz_pipe_schedules[k].name, (long long)act[k][i], (long long)act[0][i], most);
+            }
+        }
         CHECK(losses[0][4] != losses[0][0], "and the steps train");
         /* GPipe holds 5 micro-batches at every stage; 1F1B 4, 3, 2, 1 */
         for (int i = 1; i < 4; i++)

@@ -151,7 +151,7 @@ int main(void) {
     pz_set_threads(1);
     records();
     by_hand();
-    for (int s = 0; s < 2; s++)
-        for (int w = 0; w < 2; w++) against_a_run(s ? PZ_PIPE_1F1B : PZ_PIPE_GPIPE, w ? PZ_WIRE_SHARED : PZ_WIRE_DUPLEX);
+    for (int s = 0; pz_pipe_schedules[s].name; s++) /* every schedule of the table */
+        for (int w = 0; w < 2; w++) against_a_run(pz_pipe_schedules[s].value, w ? PZ_WIRE_SHARED : PZ_WIRE_DUPLEX);
     TEST_DONE();
 }
