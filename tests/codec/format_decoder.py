@@ -392,6 +392,39 @@ def decode_lowrank(h):
     return acc.reshape(-1)
 
 
+def fp8_value(code, e):
+    """an OCP 8-bit float's value, from FORMAT.md's formula (NaN for the codes it refuses)"""
+    m = 7 - e
+    bias = (1 << (e - 1)) - 1
+    E, M = (code & 0x7F) >> m, code & ((1 << m) - 1)
+    if (e == 4 and code & 0x7F == 0x7F) or (e == 5 and E == 31):
+        return float("nan")
+    v = 2.0 ** (E - bias) * (1 + M / 2 ** m) if E else 2.0 ** (1 - bias) * M / 2 ** m
+    return -v if code & 0x80 else v
+
+
+def decode_fp8(h):
+    """U f32 scales, then n codes; x = f32(value) * scale"""
+    if h.bits not in (4, 5) or h.options or h.value_type or h.index_coding or h.value_bits or h.k:
+        raise ValueError("fp8 parameters")
+    unit, U = units(h, h.gran)
+    scales, used = f32s(h.body, U)
+    if used + h.n != len(h.body):
+        raise ValueError("payload length")
+    if not (np.isfinite(scales).all() and (scales >= 0).all()):
+        raise ValueError("fp8 scale")
+    table = np.array([fp8_value(c, h.bits) for c in range(256)], dtype=F32)
+    codes = np.frombuffer(bytes(h.body[used:used + h.n]), dtype=np.uint8)
+    vals = table[codes]
+    if np.isnan(vals).any():
+        raise ValueError("fp8 NaN or infinity code")
+    with np.errstate(over="ignore"):
+        x = (vals * scales[unit]).astype(F32)
+    if not np.isfinite(x).all():
+        raise ValueError("fp8 value overflows")
+    return x
+
+
 def decode_base(h):
     if h.wrapper == 4 or h.codec == 0:
         x, used = f32s(h.body, h.n)
@@ -409,6 +442,8 @@ def decode_base(h):
         return decode_ms(h)
     elif h.codec == 8:
         return decode_lowrank(h)
+    elif h.codec == 9:
+        return decode_fp8(h)
     else:
         raise ValueError("unknown codec %d" % h.codec)
     if used != len(h.body):

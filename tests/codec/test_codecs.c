@@ -794,6 +794,95 @@ static void test_lowrank(void) {
     pz_codec_free(tx), pz_codec_free(rx);
 }
 
+/* fp8's rounding against a reference that knows nothing of float bits: the
+ * nearest of the format's 255 finite values by search, ties to the even
+ * code. A tensor whose largest magnitude is the format's largest has scale
+ * 1, so the codes are the elements' own. */
+static double fp8_ref_value(int c, int e) {
+    const int m = 7 - e, bias = (1 << (e - 1)) - 1, E = (c & 0x7F) >> m, M = c & ((1 << m) - 1);
+    const double v = E ? ldexp(1.0 + ldexp(M, -m), E - bias) : ldexp(M, 1 - bias - m);
+    return c & 0x80 ? -v : v;
+}
+static int fp8_ref_finite(int c, int e) { return e == 4 ? (c & 0x7F) != 0x7F : ((c & 0x7F) >> 2) != 31; }
+
+static void test_fp8(void) {
+    enum { N = 4000 };
+    for (int e = 4; e <= 5; e++) {
+        const double top = e == 4 ? 448.0 : 57344.0;
+        static float x[N];
+        pz_rng r;
+        pz_rng_seed(&r, 11 + e);
+        x[0] = (float)top, x[1] = (float)-top, x[2] = 0.0f, x[3] = -0.0f;
+        for (int i = 4; i < N; i++) {
+            const double mag = ldexp(pz_rng_uniform(&r), -(int)pz_rng_below(&r, e == 4 ? 12 : 20)) * top;
+            x[i] = (float)(pz_rng_below(&r, 2) ? mag : -mag);
+            if (i % 7 == 0) { /* exactly halfway between two neighbouring codes */
+                const int c = (int)pz_rng_below(&r, 0x7E), c1 = c + 1;
+                if (fp8_ref_finite(c, e) && fp8_ref_finite(c1, e)) x[i] = (float)((fp8_ref_value(c, e) + fp8_ref_value(c1, e)) / 2);
+            }
+        }
+        pz_codec *c;
+        CHECK(pz_codec_create(&c, e == 4 ? "fp8" : "fp8:e5m2") == PZ_OK, "%s", pz_last_error());
+        static uint8_t f[64 + 4 + N];
+        size_t len;
+        const int64_t shape[1] = {N};
+        CHECK(pz_codec_encode(c, x, 1, shape, NULL, f, sizeof f, &len, NULL) == PZ_OK && len == sizeof f, "%s", pz_last_error());
+        float scale;
+        memcpy(&scale, f + 64, 4);
+        CHECK(scale == 1.0f, "E%d: the scale of a tensor topped by %g is %g", e, top, scale);
+        int bad = 0;
+        for (int i = 0; i < N; i++) {
+            int best = -1;
+            double d_best = INFINITY;
+            for (int cd = 0; cd < 256; cd++) {
+                if (!fp8_ref_finite(cd, e) || (cd & 0x80) != (signbit(x[i]) ? 0x80 : 0)) continue;
+                const double d = fabs(fp8_ref_value(cd, e) - (double)x[i]);
+                if (d < d_best || (d == d_best && !(cd & 1))) d_best = d, best = cd;
+            }
+            const int got = f[68 + i];
+            if (got != best && bad++ < 5) fprintf(stderr, "  E%d: %.9g coded 0x%02X, the nearest is 0x%02X\n", e, (double)x[i], got, best);
+        }
+        CHECK(!bad, "E%dM%d: %d of %d codes are not the nearest value (ties to even)", e, 7 - e, bad, N);
+        /* the decoder gives every code's value back */
+        static float y[N];
+        CHECK(pz_codec_decode(c, f, len, y, N, NULL, NULL) == PZ_OK, "%s", pz_last_error());
+        int off = 0;
+        for (int i = 0; i < N; i++) off += (double)y[i] != fp8_ref_value(f[68 + i], e);
+        CHECK(!off, "E%d: %d decoded values are not their codes'", e, off);
+        /* a NaN (E5M2: infinity) code is refused, under a checksum that holds */
+        f[68] = e == 4 ? 0x7F : 0x7C;
+        static uint8_t cat[56 + 4 + N];
+        memcpy(cat, f, 56), memcpy(cat + 56, f + 64, len - 64);
+        const uint32_t crc = pz_crc32c(cat, 56 + len - 64);
+        for (int b = 0; b < 4; b++) f[56 + b] = (uint8_t)(crc >> (8 * b));
+        CHECK(pz_codec_decode(c, f, len, y, N, NULL, NULL) == PZ_ERR_FORMAT && pz_frame_error_of() == PZ_FRAME_PAYLOAD &&
+                  strstr(pz_last_error(), "not a finite"),
+              "E%d: a non-finite code: %s", e, pz_last_error());
+        pz_codec_free(c);
+    }
+    /* q8 against fp8 on a heavy-tailed tensor: fp8 keeps the small elements (relative error), q8 the large (absolute) */
+    static float h[4096], yq[4096], yf[4096];
+    pz_rng r;
+    pz_rng_seed(&r, 5);
+    for (int i = 0; i < 4096; i++) h[i] = pz_rng_normal(&r) * expf(2.0f * pz_rng_normal(&r));
+    const int64_t sh[1] = {4096};
+    pz_codec *q, *f8;
+    CHECK(pz_codec_create(&q, "q8:sym") == PZ_OK && pz_codec_create(&f8, "fp8") == PZ_OK, "%s", pz_last_error());
+    static uint8_t fq[8192], ff[8192];
+    size_t lq, lf;
+    CHECK(pz_codec_encode(q, h, 1, sh, NULL, fq, sizeof fq, &lq, NULL) == PZ_OK && pz_codec_encode(f8, h, 1, sh, NULL, ff, sizeof ff, &lf, NULL) == PZ_OK,
+          "%s", pz_last_error());
+    CHECK(pz_codec_decode(q, fq, lq, yq, 4096, NULL, NULL) == PZ_OK && pz_codec_decode(f8, ff, lf, yf, 4096, NULL, NULL) == PZ_OK, "%s",
+          pz_last_error());
+    double rq = 0, rf = 0;
+    int small = 0;
+    for (int i = 0; i < 4096; i++)
+        if (fabsf(h[i]) > 1e-3f && fabsf(h[i]) < 0.1f) rq += fabs(yq[i] - h[i]) / fabs(h[i]), rf += fabs(yf[i] - h[i]) / fabs(h[i]), small++;
+    CHECK(small > 100 && rf < 0.1 * rq, "small elements' mean relative error: fp8 %.4f, q8 %.4f (%d of them)", rf / small, rq / small, small);
+    printf("fp8 vs q8:sym on a heavy tail (%d elements in (1e-3, 0.1)): mean relative error %.4f vs %.4f\n", small, rf / small, rq / small);
+    pz_codec_free(q), pz_codec_free(f8);
+}
+
 static void test_specs(void) {
     const char *good[][2] = {
         {"none", "none"}, {"fp32", "none"}, {"fp16", "fp16"}, {"q4", "q4:asym,nearest,per=tensor"},
@@ -866,6 +955,7 @@ static void test_nonfinite(void) {
 }
 
 int main(void) {
+    test_fp8();
     test_nonfinite();
     test_none_and_halves();
     test_quant();

@@ -110,6 +110,11 @@ static const golden_case CASES[] = {
     {"q5_bytes", "q5:bytes", "gauss", 2, {3, 10}, 1, 0},
     {"q6_bytes_zstd", "q6:bytes+zstd", "gauss", 3, {4, 32, 16}, 1, 0},
     {"q3_sym_token_bytes", "q3:sym,per=token,bytes", "relu", 3, {2, 3, 7}, 1, 0},
+    /* fp8: E4M3 per tensor, E5M2 per token, per channel through the entropy stage, and inside EF21 over three steps */
+    {"fp8", "fp8", "gauss", 2, {3, 40}, 1, 0},
+    {"fp8_e5m2_token", "fp8:e5m2,per=token", "gauss", 3, {2, 3, 8}, 1, 0},
+    {"fp8_channel_zstd", "fp8:per=channel+zstd", "gauss", 4, {2, 3, 2, 5}, 1, 0},
+    {"ef21_fp8", "ef21(fp8)", "gauss", 2, {4, 12}, 3, 0},
 };
 enum { NCASES = sizeof CASES / sizeof *CASES };
 

@@ -79,6 +79,10 @@ static const row rows[] = {
     {"lowrank:6", GRAD, RELERR, 1e-5}, {"lowrank:6,values=fp16", ACT, RELERR, 0x1p-9},
     {"lowrank:2", GRAD, SIZE, 64 + 4 * 2 * (60 + 6)}, {"lowrank:2,values=fp16", ACT, SIZE, 64 + 2 * 2 * (60 + 6)},
     {"lowrank:2,values=q8", GRAD, SIZE, 64 + 4 + 120 + 4 + 12}, {"lowrank:2", GRAD, SYNC, 0}, {"ef(lowrank:1)", ACT, SYNC, 0},
+    /* fp8: a scale per unit and a byte per element; E4M3 keeps 3 mantissa bits, E5M2 2 */
+    {"fp8", GRAD, SIZE, 64 + 4 + N}, {"fp8:per=token", ACT, SIZE, 64 + 4 * 60 + N}, {"fp8:e5m2,per=channel", GRAD, SIZE, 64 + 4 * 3 + N},
+    {"fp8", GRAD, RELERR, 0x1p-4}, {"fp8:e5m2", ACT, RELERR, 0x1p-3}, {"fp8:per=sample", SPIKE, RELERR, 0x1p-4},
+    {"fp8", TIES, RELERR, 0x1p-4}, {"ef(fp8:e5m2)", GRAD, SYNC, 0},
     /* stateful wrappers */
     {"ef(q2)", GRAD, SYNC, 0}, {"ef(topk:0.1)", ACT, SYNC, 0}, {"ef21(q4)", GRAD, SYNC, 0},
     {"ef21(topk:0.2)", GRAD, SYNC, 0}, {"aqsgd(q2)", ACT, SYNC, 0}, {"aqsgd(topk:0.1),store=fp16", GRAD, SYNC, 0},
@@ -294,7 +298,7 @@ int main(void) {
         CHECK(ok, "%s on %s: %s %g (got %g)", w->spec, data_names[w->data], prop_names[w->prop], w->a, got);
     }
     /* every family of the library has rows */
-    const char *families[] = {"none", "fp16", "bf16", "q", "topk", "randk", "randtopk", "ms", "lowrank", "ef(", "ef21(", "aqsgd("};
+    const char *families[] = {"none", "fp16", "bf16", "q", "topk", "randk", "randtopk", "ms", "lowrank", "fp8", "ef(", "ef21(", "aqsgd("};
     for (size_t f = 0; f < sizeof families / sizeof *families; f++) {
         int has = 0;
         for (int r = 0; r < n_rows; r++) {

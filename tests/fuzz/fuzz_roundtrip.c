@@ -27,7 +27,7 @@ static const char *const specs[] = {
     "ms:0.1,bits=3,values=bf16", "ef(q2)", "ef21(q4)", "aqsgd(q2)", "aqsgd(topk:0.1),store=fp16",
     "q4:per=token,rot", "q3:sym,rot", "ef(q4:rot)",
     "q2+zstd", "aqsgd(q2)+zstd:1", "topk:0.2,values=q4+zstd",
-    "lowrank:2", "lowrank:3,values=q4,cold,iters=2", "ef(lowrank:1)", "q5:bytes", "q3:sym,per=token,bytes+zstd",
+    "lowrank:2", "lowrank:3,values=q4,cold,iters=2", "ef(lowrank:1)", "fp8", "fp8:e5m2,per=token+zstd", "ef21(fp8:per=channel)", "q5:bytes", "q3:sym,per=token,bytes+zstd",
 };
 #define N_SPECS (sizeof specs / sizeof *specs)
 
