@@ -50,7 +50,7 @@ PZ_API pz_status pz_net_train_step(pz_net *net, const float *x, const int32_t *l
  * of `pipezip train` are these settings (pz_setting_name). */
 /* Every setting, in one list (an X-macro: X(NAME) for each): the enum
  * below, the settings table, config.json and the resume fingerprint are
- * generated from it (exp/settings.c), so a setting is added in one row. */
+ * generated from it (run/settings.c), so a setting is added in one row. */
 #define PZ_SETTINGS(X) \
     X(MODEL)              /* "resnet8": a preset (pipezip models) */ \
     X(DATA)               /* "fashion-mnist", "mnist", "cifar10", "synthetic", "kjv", "text:FILE" */ \

@@ -2,7 +2,7 @@
 /* cmd_sample.c — `pipezip sample`: text from a trained language model. */
 #include "cli.h"
 #include "args.h"
-#include "exp/run.h"
+#include "run/run.h"
 
 #include <stdio.h>
 #include <string.h>

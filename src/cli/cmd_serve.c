@@ -3,7 +3,7 @@
  * `pipezip keygen` (CURVE key pairs for it). */
 #include "cli.h"
 #include "args.h"
-#include "exp/run.h"
+#include "run/run.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -32,7 +32,7 @@ static const char serve_usage[] =
 static int serve(pz_run_plan *plan, int argc, char **argv) {
     pz_serve_options so = {.bind = "tcp://0.0.0.0:5555", .clients = 1, .save_dir = "serve-checkpoints"};
     double max_mb = 0;
-    /* the server's own options, then the settings it shares with its clients (exp/settings.c's rows) */
+    /* the server's own options, then the settings it shares with its clients (run/settings.c's rows) */
     const pz_opt opts[] = {
         {"bind", OPT_STR, &so.bind, "ENDPOINT", "where to listen", 0, 0, NULL},
         {"clients", OPT_INT, &so.clients, "N", "serve until N clients have finished (a client that dropped out counts), then exit", 1, 1000000, NULL},

@@ -2,7 +2,7 @@
 /* cmd_time.c — `pipezip time`: its flags; the timing is the tool's
  * (tool/time_step.c over the library's dry timing mode). */
 #include "cli.h"
-#include "exp/settings.h"
+#include "run/settings.h"
 #include "args.h"
 #include "tool/time_step.h"
 

@@ -3,8 +3,8 @@
 #include "cli.h"
 #include "args.h"
 #include "pipezip/pipezip.h"
-#include "exp/run.h"
-#include "exp/settings.h"
+#include "run/run.h"
+#include "run/settings.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -171,7 +171,7 @@ typedef struct {
 } train_args;
 
 /* the options of pipezip train: every setting of the run plan that has a
- * flag (exp/settings.c's table, in its order), then the command's own */
+ * flag (run/settings.c's table, in its order), then the command's own */
 static int train_opts(pz_opt *opts, train_args *a) {
     int n = 0;
     for (int id = 0; id < PZ_SET_COUNT; id++) {

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* plan_opts.c — a run plan's settings as command-line options: the flags of
  * `pipezip train` and `pipezip serve` are rows of the settings table
- * (exp/settings.h), so a flag's name, type, range, values, help and default
+ * (run/settings.h), so a flag's name, type, range, values, help and default
  * are written once, and its text goes through the plan's door
  * (run_plan_set_as), which names the flag as typed in its errors. */
 #include "cli.h"
-#include "exp/settings.h"
+#include "run/settings.h"
 
 #include <stdio.h>
 

@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include "tool/sweep.h"
 #include "tool/ini.h"
-#include "exp/records.h"
+#include "run/records.h"
 #include "tool/svg.h"
 
 #include <errno.h>

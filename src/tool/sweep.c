@@ -6,8 +6,8 @@
  * results (sweep_results.c). See sweep.h for the file format. */
 #define _GNU_SOURCE
 #include "tool/sweep_plan.h"
-#include "exp/records.h"
-#include "exp/metrics.h"
+#include "run/records.h"
+#include "run/metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>

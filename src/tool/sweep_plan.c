@@ -4,7 +4,7 @@
  * expanded in order, each point's id. */
 #define _GNU_SOURCE
 #include "tool/sweep_plan.h"
-#include "exp/records.h"
+#include "run/records.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -5,8 +5,8 @@
  * step and its score. */
 #define _GNU_SOURCE
 #include "tool/sweep_plan.h"
-#include "exp/records.h"
-#include "exp/metrics.h"
+#include "run/records.h"
+#include "run/metrics.h"
 
 #include <errno.h>
 #include <math.h>

@@ -7,7 +7,7 @@
  * step with the links off). */
 #include "time_step.h"
 #include "base/names.h"
-#include "exp/records.h"
+#include "run/records.h"
 #include "pipe/timing.h"
 #include "pipe/protocol.h"
 #include "pipezip/codec.h"

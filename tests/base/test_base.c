@@ -4,7 +4,7 @@
  * the median, and the metrics writer. */
 #include "../test.h"
 #include "base/base.h"
-#include "exp/metrics.h"
+#include "run/metrics.h"
 
 #include <unistd.h>
 #include <zlib.h>

@@ -66,7 +66,7 @@ families = ("codec_none", "codec_fp16", "codec_bf16", "codec_quant", "codec_topk
 family_fields = ("lr_iters", "lr_warm", "ms_sign", "MS_SIGN_", "lowrank_warm")
 neutral = ["src/codec/codec.c", "src/codec/spec.c", "src/codec/wrappers.c", "src/codec/object.h", "src/codec/frame.c",
            "src/codec/entropy.c", "src/cli/cmd_codec.c", "src/cli/bench_codecs.c"] + \
-          [rel(p) for p in src_files("include")] + [rel(p) for p in src_files("src/pipe")] + [rel(p) for p in src_files("src/exp")]
+          [rel(p) for p in src_files("include")] + [rel(p) for p in src_files("src/pipe")] + [rel(p) for p in src_files("src/run")]
 for f in neutral:
     path = os.path.join(ROOT, f)
     if not os.path.exists(path):
@@ -78,7 +78,7 @@ for f in neutral:
                 bad.append(f"{f}:{n}: names codec family detail '{w}' (it belongs in the family's descriptor)")
 
 # 3. architectures named outside src/nn
-for sub in ("src/exp", "src/pipe", "src/link", "src/codec", "src/cli"):
+for sub in ("src/run", "src/pipe", "src/link", "src/codec", "src/cli"):
     for path in src_files(sub):
         code = code_only(open(path, encoding="utf-8").read())
         for n, line in enumerate(code.split("\n"), 1):

@@ -6,8 +6,8 @@
  * resume; codec lists compare canonically (q4 and q4:per=tensor are one
  * run, q4:per=sample another) and a difference is named. */
 #include "../test.h"
-#include "exp/run_internal.h"
-#include "exp/settings.h"
+#include "run/run_internal.h"
+#include "run/settings.h"
 
 #include <string.h>
 

@@ -7,8 +7,8 @@
  * the CLI). Every room below reads the plan's typed values and never parses
  * a setting's text again; config.json, the resume fingerprint and the
  * command's header lines are written from the plan (run_config.c). */
-#ifndef PZ_EXP_SETTINGS_H
-#define PZ_EXP_SETTINGS_H
+#ifndef PZ_RUN_SETTINGS_H
+#define PZ_RUN_SETTINGS_H
 
 #include "pipezip/pipezip.h"
 #include "base/names.h"
@@ -17,7 +17,7 @@
 #include "link/link.h"
 #include "nn/nn.h"
 #include "pipe/pipe.h"
-#include "exp/metrics.h"
+#include "run/metrics.h"
 
 struct run_link;
 
@@ -134,7 +134,7 @@ pz_status run_plan_check(const pz_run_plan *p);
  * group, and a run over processes has a stage per process. */
 int run_plan_one_stage(const pz_run_plan *p);
 /* Does it run a pipeline, and its layout: pz_run_uses_pipeline and
- * pz_run_layout (exp/run.h). */
+ * pz_run_layout (run/run.h). */
 /* text[id], or "" */
 const char *run_plan_str(const pz_run_plan *p, pz_setting id);
 
