@@ -122,12 +122,12 @@ static pz_status parse_link(pz_run_plan *p, const char *t, const char *flag) {
 }
 
 static pz_status parse_bandwidth(pz_run_plan *p, const char *t, const char *flag) {
-    (void)flag;
-    return pz_parse_bandwidth(t, &p->bandwidth);
+    if (pz_parse_bandwidth(t, &p->bandwidth)) return pz_fail(PZ_ERR_ARG, "%s: %s", flag, pz_last_error());
+    return PZ_OK;
 }
 static pz_status parse_latency(pz_run_plan *p, const char *t, const char *flag) {
-    (void)flag;
-    return pz_parse_duration(t, &p->latency);
+    if (pz_parse_duration(t, &p->latency)) return pz_fail(PZ_ERR_ARG, "%s: %s", flag, pz_last_error());
+    return PZ_OK;
 }
 
 static pz_status parse_micro_batches(pz_run_plan *p, const char *t, const char *flag) {

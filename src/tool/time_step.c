@@ -8,6 +8,7 @@
 #include "time_step.h"
 #include "base/names.h"
 #include "run/records.h"
+#include "run/settings.h"
 #include "pipe/timing.h"
 #include "pipe/protocol.h"
 #include "pipezip/codec.h"
@@ -114,44 +115,38 @@ static const char *size_str(double bytes, char *buf, size_t cap) {
     return buf;
 }
 
-/* the settings as typed, each into its value at once */
+/* the settings pipezip train shares, as typed, each into its value at once
+ * through the run plan's door (the same rows, parsers and errors as train's) */
 static int time_settings(const time_options *o, pz_link_emu *emu, const pz_name **schedule, double *rate, int *M) {
-    const pz_name *sched = *schedule = pz_name_find(pz_pipe_schedules, o->schedule), *wire = pz_name_find(pz_wire_models, o->link_model);
-    char why[512];
-    if (!sched) {
-        char list[128];
-        snprintf(why, sizeof why, "--pipe-schedule '%s' (expected %s)", o->schedule, pz_names_join(pz_pipe_schedules, ", ", " or ", list, sizeof list));
-        return fail(why);
+    pz_run_plan *plan = NULL;
+    if (pz_run_plan_create(&plan)) return fail(pz_last_error());
+    const struct {
+        pz_setting id;
+        const char *text;
+    } given[] = {{PZ_SET_PIPE_SCHEDULE, o->schedule}, {PZ_SET_LINK_MODEL, o->link_model}, {PZ_SET_LINK_BANDWIDTH, o->bandwidth},
+                 {PZ_SET_LINK_LATENCY, o->latency},   {PZ_SET_MICRO_BATCHES, o->micro_batches}, {PZ_SET_COMPUTE_RATE, o->compute_rate}};
+    int rc = 0;
+    for (size_t g = 0; g < sizeof given / sizeof *given && !rc; g++) {
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s", pz_setting_name(given[g].id));
+        if (given[g].text && run_plan_set_as(plan, given[g].id, given[g].text, flag)) rc = fail(pz_last_error());
     }
-    if (!wire) {
-        char list[128];
-        snprintf(why, sizeof why, "--link-model '%s' (expected %s)", o->link_model, pz_names_join(pz_wire_models, ", ", " or ", list, sizeof list));
-        return fail(why);
+    if (!rc && o->compute_rate && plan->clock.kind != PZ_CLOCK_RATE) {
+        char why[160];
+        snprintf(why, sizeof why, "--compute-rate '%s': a FLOP rate such as 48tflops or 2.5e14 (the dry mode has no CPU to time)",
+                 o->compute_rate);
+        rc = fail(why);
     }
-    emu->model = wire->value;
-    if ((o->bandwidth && pz_parse_bandwidth(o->bandwidth, &emu->bandwidth)) || (o->latency && pz_parse_duration(o->latency, &emu->latency))) {
-        snprintf(why, sizeof why, "--link-bandwidth / --link-latency: %s", pz_last_error()); /* the message names the value */
-        return fail(why);
+    if (!rc) {
+        *schedule = &pz_pipe_schedules[0];
+        for (const pz_name *n = pz_pipe_schedules; n->name; n++)
+            if (n->value == plan->pipe_schedule) *schedule = n;
+        *emu = (pz_link_emu){.bandwidth = plan->bandwidth, .latency = plan->latency, .model = plan->link_model};
+        *rate = o->compute_rate ? plan->clock.rate : 0.0;
+        *M = plan->micro_batches; /* 0: auto */
     }
-    *rate = 0;
-    if (o->compute_rate) {
-        pz_clock_mode cm;
-        if (pz_parse_compute_rate(o->compute_rate, &cm) || cm.kind != PZ_CLOCK_RATE) {
-            snprintf(why, sizeof why, "--compute-rate '%s': a FLOP rate such as 48tflops or 2.5e14", o->compute_rate);
-            return fail(why);
-        }
-        *rate = cm.rate;
-    }
-    *M = 0;
-    if (strcmp(o->micro_batches, "auto")) {
-        char *end;
-        const long v = strtol(o->micro_batches, &end, 10);
-        if (end == o->micro_batches || *end || v < 1 || v > PZ_MAX_MICRO) {
-            snprintf(why, sizeof why, "--micro-batches '%s' (expected 1..%d or auto)", o->micro_batches, PZ_MAX_MICRO);
-            return fail(why);
-        }
-        *M = (int)v;
-    }
+    pz_run_plan_free(plan);
+    if (rc) return rc;
     if (!!o->bytes + !!o->run + !!(o->fwd && *o->fwd) != 1)
         return fail("give the bytes each boundary carries one way: --bytes-per-token F[/B], --fwd SPEC [--bwd SPEC], or --from-run DIR");
     if (!!o->compute_rate + (o->links_off_step > 0) + (o->micro_seconds > 0) != 1)

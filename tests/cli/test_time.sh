@@ -94,11 +94,13 @@ expect 2 "--link-model 'half' is not one of: duplex\|shared" -- "$PZ" time --byt
 expect 2 "--pipe-schedule 'zigzag'" -- "$PZ" time --bytes-per-token 4 --compute-rate 1tflops --pipe-schedule zigzag
 expect 2 "one stage has no boundary" -- "$PZ" time --bytes-per-token 4 --compute-rate 1tflops --stages 1
 expect 2 "--links-off-step is the step of one micro-batch count" -- "$PZ" time --bytes-per-token 4 --links-off-step 1 --micro-batches auto
-expect 2 "--micro-batches 'many'" -- "$PZ" time --bytes-per-token 4 --compute-rate 1tflops --micro-batches many
+expect 2 "--micro-batches expects an integer or auto, got 'many'" -- "$PZ" time --bytes-per-token 4 --compute-rate 1tflops --micro-batches many
 expect 2 "--bytes-per-token expects F or F/B" -- "$PZ" time --bytes-per-token 4/x --compute-rate 1tflops
 expect 2 "not a finished pipeline run" -- "$PZ" time --from-run "$tmp/nothing" --compute-rate 1tflops
 expect 2 "unknown model" -- "$PZ" time --model gpt-huge --bytes-per-token 4 --compute-rate 1tflops
 expect 2 "tokens-per-step 1000 is not a whole number of 128-token" -- "$PZ" time --tokens-per-step 1000 --bytes-per-token 4 --compute-rate 1tflops
-expect 2 "compute-rate 'fast'" -- "$PZ" time --bytes-per-token 4 --compute-rate fast
+expect 2 "--compute-rate: 'fast' is not a compute rate" -- "$PZ" time --bytes-per-token 4 --compute-rate fast
+expect 2 "--compute-rate .wall.: a FLOP rate" -- "$PZ" time --bytes-per-token 4 --compute-rate wall
+expect 2 "--micro-batches must be in 1..256 or auto, got 300" -- "$PZ" time --bytes-per-token 4 --compute-rate 1tflops --micro-batches 300
 
 finish test_time.sh
