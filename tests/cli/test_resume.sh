@@ -36,6 +36,15 @@ check pipe "${common[@]}" --stages 3 --fwd "ef(q4)" --bwd "ef21(q8)"
 # lowrank's warm start is the sender's state: a resumed run starts each boundary's power iteration from the saved factors
 check lowrank "${common[@]}" --stages 3 --fwd "lowrank:3,values=fp16+zstd" --bwd "ef(lowrank:2)"
 check single "${common[@]}" --limit-train 4096
+# the codec lists are compared as what they mean: a run started with ef(q4) resumes as ef(q4:asym,nearest,per=tensor),per=boundary
+# and ends with the uninterrupted run's numbers; per=sample is another run and is refused, naming fwd
+PZ_TEST_KILL_AT_EPOCH=3 "$pz" train "${common[@]}" --stages 3 --fwd "ef(q4)" --bwd "ef21(q8)" --out "$tmp/spell" > "$tmp/spell.log" 2>&1
+expect 2 "other settings \(fwd: ef\(q4:asym,nearest,per=tensor\),per=boundary -> ef\(q4:asym,nearest,per=sample\)" -- \
+  "$pz" train "${common[@]}" --stages 3 --fwd "ef(q4:per=sample)" --bwd "ef21(q8)" --resume "$tmp/spell"
+if "$pz" train "${common[@]}" --stages 3 --fwd "ef(q4:asym,nearest,per=tensor),per=boundary" --bwd "ef21(q8:per=tensor)" \
+     --resume "$tmp/spell" > "$tmp/spell-r.log" 2>&1 &&
+   python3 -c 'import json, sys; a, b = ([json.loads(l)["test_loss"] for l in open(d + "/epochs.jsonl")] for d in sys.argv[1:]); sys.exit(a != b)' \
+     "$tmp/pipe-a" "$tmp/spell"; then ok; else bad "a run resumed with another spelling of its codecs differs: $(tail -2 "$tmp/spell-r.log")"; fi
 # a language model with BPE tokens: the resumed run reads the tokenizer its
 # directory keeps (the same text, the same losses)
 python3 - "$tmp/text.txt" <<'PY'
