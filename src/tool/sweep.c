@@ -9,6 +9,7 @@
 #include "run/records.h"
 #include "run/metrics.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -27,6 +28,19 @@ typedef struct {
     pid_t pid;
     int point;
 } child;
+
+/* " word", in single quotes where a POSIX shell would read it otherwise ("--fwd=ef21(q2)") */
+static void print_shell_word(const char *w) {
+    int plain = *w != 0;
+    for (const char *c = w; *c; c++) plain &= isalnum((unsigned char)*c) || strchr("-_=.,:/+@%^", *c) != NULL;
+    if (plain) {
+        printf(" %s", w);
+        return;
+    }
+    printf(" '");
+    for (const char *c = w; *c; c++) *c == '\'' ? printf("'\\''") : putchar(*c);
+    printf("'");
+}
 
 static pz_status spawn_point(const pz_sweep_opts *o, const plan *pl, int p, int threads, pid_t *pid, int dry) {
     const point *pt = &pl->pts[p];
@@ -56,9 +70,9 @@ static pz_status spawn_point(const pz_sweep_opts *o, const plan *pl, int p, int 
     }
     if (!has_threads) argv[a++] = thr;
     argv[a] = NULL;
-    if (dry) {
+    if (dry) { /* a command a shell runs as printed */
         printf("%s:", pt->id);
-        for (int i = 0; i < a; i++) printf(" %s", argv[i]);
+        for (int i = 0; i < a; i++) print_shell_word(argv[i]);
         printf("\n");
         return PZ_OK;
     }

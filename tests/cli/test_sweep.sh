@@ -129,6 +129,11 @@ printf '[sweep]\nname = x\nrows = fwdd  # a typo\n[grid]\nfwd+bwd = q4 + q8 | q2
 expect 2 "bad7.ini:3: rows = fwdd names no key of \[grid\] \(fwd\+bwd, seed\)" -- "$pz" sweep "$tmp/bad7.ini" --out "$tmp/bad7"
 printf '[sweep]\nname = x\nrows = bwd\ncols = seed+fwd\n[base]\nmodel = mlp\n[grid]\nfwd+bwd = q4 + q8 | q2 + q8\nseed = 1 | 2\n' > "$tmp/good7.ini"
 expect 0 "p004" -- "$pz" sweep "$tmp/good7.ini" --out "$tmp/good7" --dry-run
+# --dry-run prints commands a shell runs as printed: ef21(q2) quoted, every argument whole
+line=$("$pz" sweep "$configs/a3_error_feedback.ini" --variant quick --dry-run --out "$tmp/dq" | grep -m1 'ef21')
+words=$(bash -c "set -- ${line#*: }; printf '%s\n' \"\$@\"" 2>&1)
+if grep -qx -- '--fwd=ef21(q2)' <<<"$words" && grep -qx -- '--bwd=ef21(q4)' <<<"$words" && [ "$(head -2 <<<"$words" | tr '\n' ' ')" = "pipezip train " ]
+then ok; else bad "the dry run's command does not parse as its arguments: $line -> $words"; fi
 expect 2 "--variant .huge. is not one of: quick.full.paper" -- "$pz" sweep "$configs/a2_topk.ini" --variant huge --out "$tmp/bad6"
 expect 1 "not a sweep directory" -- "$pz" report "$tmp/nothing"
 # pipezip report on a published sweep (results.csv, its config, no runs) destroys nothing:
