@@ -322,11 +322,12 @@ static pz_field record_budget(const pz_run_plan *p, const run_setting *s, char *
 #define FP_BY(FN) .fp_by = FN
 #define RECORD(FN) .record = FN
 
+static const char *language_defaults(void); /* below, beside kind_defaults */
+
 const run_setting run_settings[PZ_SET_COUNT] = {
     TEXT(PZ_SET_MODEL, "model", "model", parse_model, "resnet8", "NAME",
-         "model: a preset (see pipezip models) or a GPT of any shape, gpt:layers=L,d=D,heads=H,ctx=T (or a gpt preset with some changed, gpt-small:layers=8); a language model (gpt-*) makes the defaults of the settings not given --data kjv "
-         "--epochs 1 --batch 16 --optimizer adamw --lr 2e-3 --weight-decay 0.1 --schedule cosine --warmup 0.05 --clip-norm 1",
-         model_choices, FP("model", FP_ALWAYS)),
+         "model: a preset (see pipezip models) or a GPT of any shape, gpt:layers=L,d=D,heads=H,ctx=T (or a gpt preset with some changed, gpt-small:layers=8); a language model (gpt-*) makes the defaults of the settings not given",
+         model_choices, FP("model", FP_ALWAYS), .help_more = language_defaults),
     TEXT(PZ_SET_DATA, "data", "data", parse_data, "fashion-mnist", "NAME",
          "dataset (kjv: the King James Bible from Debian's bible-kjv; text:FILE any UTF-8 text; for gpt-*, tokens by --tokenizer)",
          data_choices, FP("data", FP_ALWAYS)),
@@ -448,6 +449,11 @@ const char *run_setting_choices(const run_setting *s) {
 
 const char *run_setting_help(const run_setting *s) {
     static char described[PZ_SET_COUNT][1024];
+    if (s->help_more) {
+        static char more[PZ_SET_COUNT][1024];
+        if (!more[s->id][0]) snprintf(more[s->id], sizeof more[0], "%s%s", s->help, s->help_more());
+        return more[s->id];
+    }
     if (!s->describe || !s->names) return s->help;
     char *buf = described[s->id];
     if (buf[0]) return buf;
@@ -518,6 +524,15 @@ static const struct {
     {PZ_SET_OPTIMIZER, {"sgd", "adamw"}},     {PZ_SET_LR, {"0.1", "2e-3"}},        {PZ_SET_WEIGHT_DECAY, {"5e-4", "0.1"}},
     {PZ_SET_SCHEDULE, {"onecycle", "cosine"}}, {PZ_SET_WARMUP, {"0", "0.05"}},    {PZ_SET_CLIP_NORM, {"0", "1"}},
 };
+
+/* " --data kjv --epochs 1 ...": the language profile's defaults, for --model's help */
+static const char *language_defaults(void) {
+    static char buf[320];
+    if (buf[0]) return buf;
+    for (size_t i = 0; i < sizeof kind_defaults / sizeof *kind_defaults; i++)
+        run_fp_append(buf, sizeof buf, " --%s %s", run_settings[kind_defaults[i].id].flag, kind_defaults[i].value[PZ_DEFAULTS_LANGUAGE]);
+    return buf;
+}
 
 static pz_status kind_defaults_of_model(pz_run_plan *p) {
     const pz_defaults_profile profile = pz_model_kind_of(&p->model)->profile;

@@ -99,6 +99,7 @@ typedef struct run_setting_ {
     const char *(*choices)(void); /* SET_TEXT: "a|b|c" for help (NULL: free text) */
     const pz_name *names;      /* SET_ENUM: its table */
     int describe;              /* SET_ENUM: help goes on with each value's help from its table */
+    const char *(*help_more)(void); /* help goes on with this (generated from another table), or NULL */
     /* the records (run_config.c writes them from the rows, in table order) */
     const char *fp;            /* its key in the resume fingerprint (NULL: not in it, or fp_by writes it) */
     int fp_when;               /* FP_ALWAYS, or FP_NONZERO: only when its value is not 0 (text: not empty) */
