@@ -9,6 +9,7 @@
 #include "tool/ini.h"
 #include "run/records.h"
 #include "tool/svg.h"
+#include "nn/nn.h"
 
 #include <errno.h>
 #include <math.h>
@@ -332,6 +333,77 @@ static int reference_run(const table *t, int r) {
         if (same) return q;
     }
     return -1;
+}
+
+/* The strongest uncompressed model of a run's seed (issue 52's baseline
+ * rule): the better (lower validation loss) of the ordinary model
+ * (--subspace 0) and the same architecture at full width (--subspace K
+ * with K at least the model's width: every branch's lifts, nothing
+ * compressed), fwd and bwd "none", every other setting the same; -1 when
+ * the sweep has neither. */
+static int model_width(const char *model) {
+    pz_model_spec spec;
+    return model && *model && !pz_model_spec_parse(&spec, model) ? spec.dim : 0;
+}
+
+static int strongest_run(const table *t, int r) {
+    const int fc = col(t, "fwd"), bc = col(t, "bwd"), kc = col(t, "subspace"), first = col(t, "status") + 1, last = col(t, "epochs_done");
+    if (fc < 0 || bc < 0 || first <= 0 || last < first) return -1;
+    int best = -1;
+    for (int q = 0; q < t->nrow; q++) {
+        if (strcmp(t->rows[q].cell[fc], "none") || strcmp(t->rows[q].cell[bc], "none")) continue;
+        const int k = kc >= 0 ? atoi(t->rows[q].cell[kc]) : 0, width = model_width(cell(t, q, "model"));
+        if (k != 0 && !(width > 0 && k >= width)) continue; /* a narrow subspace is a compressed architecture */
+        int same = 1;
+        for (int c = first; c < last && same; c++)
+            if (c != fc && c != bc && c != kc) same = !strcmp(t->rows[q].cell[c], t->rows[r].cell[c]);
+        if (same && !isnan(num(t, q, "final_test_loss")) && (best < 0 || num(t, q, "final_test_loss") < num(t, best, "final_test_loss"))) best = q;
+    }
+    return best;
+}
+
+/* Every row of the sweep against its seed's strongest uncompressed model,
+ * with its traffic against the ordinary model's uncompressed bytes */
+static void report_strongest(FILE *f, const table *t, const char *rk) {
+    if (!rk || col(t, rk) < 0 || col(t, "subspace") < 0) return;
+    int any = 0; /* a sweep without an uncompressed run of the model has nothing to compare with here */
+    for (int r = 0; r < t->nrow && !any; r++) any = strongest_run(t, r) >= 0;
+    if (!any) return;
+    const char *rv[64];
+    const int nr = distinct(t, rk, rv, 64);
+    fprintf(f, "\n**Against the strongest uncompressed model** (rows: `%s`): each run's validation loss through the compressed "
+               "boundaries against its seed's better uncompressed model, the ordinary one (`--subspace 0`) or the same "
+               "architecture at full width (`--subspace K`, K at least the width: every branch's lifts, nothing compressed); traffic "
+               "both ways with headers against the ordinary model's uncompressed bytes of the same seed\n\n"
+               "| %s | baseline | vs the baseline, mean (min–max) | traffic less than the ordinary model |\n|---|---|---|---|\n",
+            rk, rk);
+    for (int i = 0; i < nr; i++) {
+        double gs = 0, glo = INFINITY, ghi = -INFINITY, rs = 0;
+        int n = 0, nrat = 0, ordinary = 0, wide = 0, wide_k = 0;
+        for (int r = 0; r < t->nrow; r++) {
+            if (strcmp(cell(t, r, rk), rv[i])) continue;
+            const int b = strongest_run(t, r), o = reference_run(t, r);
+            const double loss = num(t, r, "final_test_loss_compressed");
+            if (b >= 0 && !isnan(loss)) {
+                const double g = loss / num(t, b, "final_test_loss") - 1;
+                gs += g, glo = fmin(glo, g), ghi = fmax(ghi, g), n++;
+                const int k = atoi(cell(t, b, "subspace"));
+                if (k) wide++, wide_k = k;
+                else ordinary++;
+            }
+            const double mine = num(t, r, "fwd_bytes") + num(t, r, "bwd_bytes");
+            if (o >= 0 && mine > 0) rs += (num(t, o, "fwd_bytes") + num(t, o, "bwd_bytes")) / mine, nrat++;
+        }
+        fprintf(f, "| %s | ", rv[i]);
+        if (wide && ordinary) fprintf(f, "K = %d at full width (%d), ordinary (%d)", wide_k, wide, ordinary);
+        else if (wide) fprintf(f, "K = %d at full width", wide_k);
+        else if (ordinary) fputs("ordinary", f);
+        else fputs("—", f);
+        if (n) fprintf(f, " | %+.1f%% (%+.1f%% to %+.1f%%, n=%d)", 100 * gs / n, 100 * glo, 100 * ghi, n);
+        else fputs(" | —", f);
+        if (nrat) fprintf(f, " | %.1fx |\n", rs / nrat);
+        else fputs(" | — |\n", f);
+    }
 }
 
 static pz_status epoch_figure(const char *path, const table *t, const table *ep, const table *ev, char (*pn)[160], char (*sn)[160], int lm, int vs_time,
@@ -800,6 +872,7 @@ pz_status pz_sweep_report(const char *dir) {
     if (rk) add_joined_col(t, rk);
     if (ck) add_joined_col(t, ck);
     if (rk && col(t, rk) >= 0) report_grids(f, t, rk, ck && col(t, ck) >= 0 ? ck : NULL, lm);
+    if (lm) report_strongest(f, t, rk);
     report_runs(f, t, &ini, lm);
 
     /* the figures, from results.csv and epochs.csv (written from the runs'

@@ -152,6 +152,15 @@ for pub in "$configs/../docs/results"/*/; do
   for p in "$tmp/pub-$n"/plots/*.svg; do python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$p" || bad "$n: $p is not valid SVG"; done
   [ -s "$tmp/pub-$n/report.md" ] && ok || bad "no report for $n"
 done
+# the baseline rule (issue 52): each row against its seed's better uncompressed model, the ordinary GPT or
+# the lifted model at full width (K = 128 in f15: 1.514 / 1.523 / 1.535), traffic against the ordinary model's bytes
+grep -qF "| 16 + q8+zstd + q8+zstd | K = 128 at full width | +5.6% (+4.4% to +6.8%, n=3) | 38.4x |" "$tmp/pub-f15_frontier_gpt_tiny/report.md" && ok \
+  || bad "f15's report does not hold K = 16 q8+zstd against the full-width model"
+grep -qF "| 0 + none + none | K = 128 at full width | +7.6% (+7.1% to +8.4%, n=3) | 1.0x |" "$tmp/pub-f15_frontier_gpt_tiny/report.md" && ok \
+  || bad "f15's report does not measure the ordinary GPT against the full-width model"
+grep -qF "| 48 + q8+zstd + q8+zstd | ordinary | +0.6% (+0.0% to +1.1%, n=3) | 25.7x |" "$tmp/pub-f16_frontier_gpt_small/report.md" && ok \
+  || bad "f16 (no full-width control) is not measured against the ordinary GPT"
+! grep -q "Against the strongest" "$tmp/pub-f18_budget_gpt_tiny/report.md" && ok || bad "f18 has no uncompressed run to compare with"
 # a language model's losses per epoch (experiment 8): the diverged EF run (up
 # to 11 nats) does not flatten the other curves (the axis stops above the
 # rest, its points drawn on the edge with their values), and each panel of
