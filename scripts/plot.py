@@ -570,6 +570,34 @@ def short_spec(spec):
     return spec
 
 
+GPT_WIDTHS = {"gpt-tiny": 128, "gpt-small": 256}  # the presets' widths (pipezip models)
+
+
+def model_width(model):
+    """a GPT's width from its name as results.csv has it (gpt-tiny, gpt:...,d=D,...; a preset with d= changed); 0 otherwise"""
+    name, _, keys = (model or "").partition(":")
+    for kv in keys.split(","):
+        if kv.startswith("d="):
+            return int(kv[2:])
+    return GPT_WIDTHS.get(name, 128 if name == "gpt" else 0)
+
+
+def strongest(rows):
+    """issue 52's baseline rule: per seed, the better (lower loss) of the ordinary model's uncompressed run
+    (subspace 0) and the same lifted model's at full width (subspace K >= the width); {seed: (loss, K)}"""
+    best = {}
+    for r in rows:
+        if r.get("status") != "finished" or r.get("fwd") != "none" or r.get("bwd") != "none":
+            continue
+        k = int(r.get("subspace") or 0)
+        if k and k < model_width(r.get("model")):
+            continue
+        q, seed = num(r.get("final_test_loss")), r.get("seed", "1")
+        if not math.isnan(q) and (seed not in best or q < best[seed][0]):
+            best[seed] = (q, k)
+    return best
+
+
 def frontier(panels, out, formats, cut=None):
     """traffic against quality over seeds: a panel per argument (sweep
     directories joined by +), a point per setting at the mean over its seeds
@@ -577,11 +605,13 @@ def frontier(panels, out, formats, cut=None):
     range as a grey band; image classifiers by final test accuracy through
     the compressed boundaries, language models by validation loss. cut:
     one-cut runs at that cut only (split learning)"""
-    fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels) + 0.6, 4.2), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels) + 0.6, 4.6), squeeze=False, layout="constrained")
     for ax, dirs in zip(axes[0], panels):
         sws = [Sweep(d) for d in dirs.split("+")]
         lm = sws[0].lm
         groups = OrderedDict()
+        # a language model with subspace runs: each point's loss gap to its seed's strongest uncompressed model
+        best = strongest([r for sw in sws for r in sw.rows]) if lm and any(r.get("subspace", "0") not in ("", "0") for sw in sws for r in sw.rows) else {}
         for sw in sws:
             # a subspace model's own fp32 is K numbers per token: its traffic is
             # read against the uncompressed (unconstrained) run of its seed
@@ -600,10 +630,24 @@ def frontier(panels, out, formats, cut=None):
                 mine = num(r.get("fwd_bytes")) + num(r.get("bwd_bytes"))
                 ratio = base_bytes[r.get("seed", "1")] / mine if "subspace" in r and r.get("seed", "1") in base_bytes and mine > 0 \
                     else num(r.get("compression_ratio"))
+                if best:
+                    if r.get("seed", "1") not in best:
+                        continue
+                    q = 100 * (q / best[r.get("seed", "1")][0] - 1) / (1 if lm else 100)
                 g = groups.setdefault(key, ([], []))
                 g[0].append(ratio)
                 g[1].append(q * (1 if lm else 100))
         base = groups.pop("none / none", None)
+        if best:  # the baseline is 0 by definition: name it, and the issue's bars above it
+            wide = sorted({k for _, k in best.values() if k})
+            named = ("the same lifted model at full width (subspace %s)" % "/".join(map(str, wide)) if wide and all(k for _, k in best.values())
+                     else "the ordinary model" if not wide else "per seed the better of the ordinary model and the full-width one")
+            ax.axhline(0, color="#222222", lw=0.9, label="baseline: " + named)
+            for pct, ls in ((1, "--"), (3, ":")):
+                ax.axhline(pct, color="#555555", lw=0.8, ls=ls, label="baseline + %d%%" % pct)
+            if base:
+                groups["ordinary model, none / none"] = base
+            base = None
         if base:
             ax.axhspan(min(base[1]), max(base[1]), color="#a8a8a8", alpha=0.35, lw=0, label="none / none: its seeds' range")
             mean = sum(base[1]) / len(base[1])
@@ -629,9 +673,29 @@ def frontier(panels, out, formats, cut=None):
         ax.set_xticks(ticks, ["%gx" % t for t in ticks])
         ax.set_xticks([], minor=True)
         ax.set_xlim(lo, hi)
-        ax.set_xlabel("traffic less than fp32, both ways")
-        ax.set_ylabel("validation loss (nats/token)" if lm else "test accuracy % (compressed)")
-        ax.set_title(sws[0].rows[0].get("model", "") + (", one cut at " + cut if cut and any("," not in r.get("cuts", ",") for r in sws[0].rows)
+        ax.set_xlabel("traffic less than the ordinary fp32" if best else "traffic less than fp32, both ways")
+        ax.set_ylabel("loss above the baseline, %" if best else
+                      "validation loss (nats/token)" if lm else "test accuracy % (compressed)")
+        if best:  # the region the goals are about; a point far above it drawn on the top edge with its value
+            top = 12.0
+            ys = [y for xs_, ys_ in groups.values() for y in ys_]
+            if ys and max(ys) > top:
+                ax.set_ylim(-1.5, top)
+                above = []  # (x, mean, colour), then one label per cluster of nearby x
+                for i, (xs_, ys_) in enumerate(groups.values()):
+                    y = sum(ys_) / len(ys_)
+                    if y > top and len(ys_) >= 2:
+                        x = sum(xs_) / len(xs_)
+                        ax.plot([x], [top], marker="^", color=style(i)["color"], ms=4, clip_on=False)
+                        above.append((x, y))
+                above.sort()
+                while above:
+                    cl = [p for p in above if p[0] <= above[0][0] * 1.6]
+                    above = above[len(cl):]
+                    lo_, hi_ = min(p[1] for p in cl), max(p[1] for p in cl)
+                    ax.annotate(("%+.0f%%" % lo_) if len(cl) == 1 else "%+.0f to %+.0f%%" % (lo_, hi_),
+                                (sum(p[0] for p in cl) / len(cl), top), xytext=(0, -9), textcoords="offset points", fontsize=5, ha="center")
+        ax.set_title(sws[0].rows[0].get("model", "").split(",heads")[0] + (", one cut at " + cut if cut and any("," not in r.get("cuts", ",") for r in sws[0].rows)
                                                       else ", 4 stages"), fontsize=7.5)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=5.5, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)

@@ -54,6 +54,18 @@ assert plot.reference_run(sw, rows[2])["id"] == 1 and plot.reference_run(sw, row
 PY
 # bad input is named
 expect 0 "frontier.png" -- "$py" "$plot" --frontier "$tmp/s" --out "$tmp/front" --format png
+# a subspace sweep's frontier is the loss gap to each seed's strongest uncompressed model, named on the figure:
+# in f15 the lifted model at full width (subspace 128); the ordinary GPT is a point 7.6% above it
+"$py" "$plot" --frontier "$src/docs/results/f15_frontier_gpt_tiny" --out "$tmp/gap" --format svg > /dev/null 2>&1
+grep -q "baseline: the same lifted model at full width (subspace 128)" "$tmp/gap/frontier.svg" && grep -q "loss above the baseline, %" "$tmp/gap/frontier.svg" \
+  && grep -q "ordinary model, none / none" "$tmp/gap/frontier.svg" && ok || bad "f15's frontier does not name its baseline"
+"$py" - "$src/scripts" "$src/docs/results/f15_frontier_gpt_tiny/results.csv" <<'PY' && ok || bad "plot.py's strongest baseline is not f15's K = 128 runs"
+import csv, sys
+sys.path.insert(0, sys.argv[1]); import plot
+best = plot.strongest(list(csv.DictReader(open(sys.argv[2]))))
+assert {s: (round(q, 3), k) for s, (q, k) in best.items()} == {"1": (1.514, 128), "2": (1.523, 128), "3": (1.535, 128)}, best
+assert plot.model_width("gpt:layers=8,d=96,heads=4") == 96 and plot.model_width("gpt-small") == 256 and plot.model_width("resnet8") == 0
+PY
 expect 2 "no such directory" -- "$py" "$plot" "$tmp/nothing"
 expect 2 "neither a sweep directory" -- "$py" "$plot" "$tmp"
 cp -r "$tmp/s" "$tmp/broken" && sed -i '2s/,finished,/,finished,extra,/' "$tmp/broken/results.csv"
