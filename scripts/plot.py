@@ -560,13 +560,19 @@ def plot_sweep(d, out, formats, width):
 
 
 def short_spec(spec):
-    """a codec spec up to its first option (legends): topk:0.04,per=tensor -> topk:0.04"""
+    """a codec spec up to its first option (legends), keeping a rotation and the entropy stage:
+    topk:0.04,per=tensor -> topk:0.04; q3:per=token,rot+zstd -> q3:per=token,rot+zstd"""
     depth, k = 0, 0
     for k, ch in enumerate(spec):
         depth += ch == "("
         depth -= ch == ")"
         if ch == "," and depth == 0:
-            return spec[:k]
+            rest, short = spec[k:], spec[:k]
+            if ",rot" in rest.split("+")[0]:
+                short += ",rot"
+            if "+zstd" in rest:
+                short += "+" + rest.split("+", 1)[1]
+            return short
     return spec
 
 
