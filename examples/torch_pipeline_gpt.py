@@ -3,8 +3,11 @@
 """A GPT trained as a pipeline of PyTorch processes, every boundary
 compressed both ways with pipezip frames over torch.distributed (gloo).
 
-    torchrun --standalone --nproc-per-node 4 examples/torch_pipeline_gpt.py \\
-        --fwd q4:per=token --bwd q8 --steps 400
+    .venv/bin/python -m torch.distributed.run --standalone --nproc_per_node 4 -r 1 -t 1 \\
+        examples/torch_pipeline_gpt.py --fwd q4:per=token --bwd q8 --steps 400
+
+(the venv's Python, where pipezip is installed: the system's torchrun
+cannot import it; docs/PYTHON.md)
 
 One process per stage (pipezip.pipeline.Stage): gpt-tiny's architecture
 (GPT-2: learned positions, pre-norm blocks with causal multi-head

@@ -29,6 +29,19 @@ awk '/^## From Python/ {on = 1} on && /^```python/ {code = 1; next} code && /^``
 out=$(cd / && "${pyenv[@]}" env -u PYTHONPATH -u PIPEZIP_LIBRARY "$tmp/venv/bin/python" "$tmp/readme.py" 2>&1) ||
   { echo "FAIL: the README's example: $out" >&2; fail=$((fail + 1)); }
 grep -q "fwd_bytes" <<<"$out" || { echo "FAIL: the README's example printed: $out" >&2; fail=$((fail + 1)); }
+# the README's torchrun line, as written after its own install (the venv's Python launching the ranks),
+# shortened by flags appended to it (a small GPT, a generated text, 2 steps)
+line=$(awk '/^A 4-stage GPT pipeline/ {on = 1} on && /^```sh/ {code = 1; next} code && /^```/ {exit} code {print}' "$src/README.md")
+if [[ "$line" == .venv/bin/python\ -m\ torch.distributed.run* ]]; then
+  /usr/bin/python3 -c 'import random, sys; random.seed(7); w = "and the of unto he said LORD God".split(); open(sys.argv[1], "w").write(" ".join(random.choice(w) for _ in range(20000)))' "$tmp/text.txt"
+  mkdir -p "$tmp/tree" && cp -r "$src/examples" "$tmp/tree/" && ln -s "$tmp/venv" "$tmp/tree/.venv"
+  out=$(cd "$tmp/tree" && "${pyenv[@]}" env -u PYTHONPATH -u PIPEZIP_LIBRARY bash -c "$line --layers 4 --d 32 --heads 2 --ctx 32 --batch 8 \
+        --steps 2 --eval-every 2 --eval-windows 4 --final-eval-windows 4 --data text:$tmp/text.txt --out $tmp/tp" 2>&1) ||
+    { echo "FAIL: the README's torchrun line: $(tail -20 <<<"$out")" >&2; fail=$((fail + 1)); }
+  grep -q "less than fp32" <<<"$out" || { echo "FAIL: the README's torchrun line printed: $(tail -20 <<<"$out")" >&2; fail=$((fail + 1)); }
+else
+  echo "FAIL: README.md's pipeline command is not the venv's torch.distributed.run: $line" >&2; fail=$((fail + 1))
+fi
 out=$(cd / && "${pyenv[@]}" env -u PYTHONPATH -u PIPEZIP_LIBRARY "$tmp/venv/bin/python" -c '
 import importlib.metadata as md, pipezip, pipezip.torch, pipezip.pipeline
 print(pipezip.library_path)
@@ -50,5 +63,5 @@ print(pipezip.library_path, len(pipezip.Codec("q8").encode(np.ones(100, np.float
 else
   echo "FAIL: pip install against the prefix:" >&2; cat "$tmp/pip2.log" >&2; fail=$((fail + 1))
 fi
-echo "test_pip.sh: $((5 - fail)) passed, $fail failed"
+echo "test_pip.sh: $((6 - fail)) passed, $fail failed"
 [ "$fail" -eq 0 ]
