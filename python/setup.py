@@ -5,7 +5,8 @@ the library goes into the package (pipezip/libpipezip.so.0) when one is
 found: $PIPEZIP_LIBRARY, else ../build/libpipezip.so.0 (cmake's build in
 this source tree). Without one, the package records where an installed
 library is ($PIPEZIP_PREFIX/lib, /usr/local/lib, /usr/lib) in
-pipezip/_libpath.py, or else leaves it to the dynamic loader."""
+pipezip/_libpath.py; with none of them the install fails, naming what to
+do, unless PIPEZIP_ALLOW_NO_LIBRARY=1 leaves it to the dynamic loader."""
 import os
 import re
 import shutil
@@ -66,9 +67,13 @@ class BuildPy(build_py):
             with open(os.path.join(dst, "_libpath.py"), "w") as f:
                 f.write(f"# written by setup.py: the installed library\nLIBRARY = {lib!r}\n")
             print(f"pipezip: using the installed {lib}")
-        else:
-            print("pipezip: no libpipezip.so.0 found to bundle (build it with cmake first, or set PIPEZIP_LIBRARY); "
-                  "the package will look for it when imported")
+        elif os.environ.get("PIPEZIP_ALLOW_NO_LIBRARY") == "1":
+            print("pipezip: no libpipezip.so.0 bundled (PIPEZIP_ALLOW_NO_LIBRARY=1): the dynamic loader must find it at import")
+        else:  # a package that cannot import is not an install: say so now, not at the first import
+            raise SystemExit("pipezip: no libpipezip.so.0 to bundle or use: build it first (bash scripts/setup.sh, then "
+                             "cmake -S . -B build && cmake --build build), or set PIPEZIP_LIBRARY=/path/to/libpipezip.so.0, "
+                             "or PIPEZIP_PREFIX=the prefix it is installed in; PIPEZIP_ALLOW_NO_LIBRARY=1 leaves it to the "
+                             "dynamic loader")
 
 
 class Binary(Distribution):

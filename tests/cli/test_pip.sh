@@ -63,5 +63,15 @@ print(pipezip.library_path, len(pipezip.Codec("q8").encode(np.ones(100, np.float
 else
   echo "FAIL: pip install against the prefix:" >&2; cat "$tmp/pip2.log" >&2; fail=$((fail + 1))
 fi
-echo "test_pip.sh: $((6 - fail)) passed, $fail failed"
+# no library anywhere: the install fails and says what to do (a package that cannot import is not installed)
+if ! ls /usr/local/lib/libpipezip.so.0 /usr/lib/libpipezip.so.0 /usr/lib/x86_64-linux-gnu/libpipezip.so.0 >/dev/null 2>&1; then
+  /usr/bin/python3 -m venv --system-site-packages "$tmp/venv3"
+  if env -u PYTHONPATH -u PIPEZIP_LIBRARY -u PIPEZIP_PREFIX "$tmp/venv3/bin/pip" install \
+       --no-build-isolation --no-index "$tmp/src/python" >"$tmp/pip3.log" 2>&1; then
+    echo "FAIL: pip install without a library succeeded" >&2; fail=$((fail + 1))
+  elif ! grep -q "no libpipezip.so.0 to bundle or use: build it first" "$tmp/pip3.log"; then
+    echo "FAIL: pip install without a library does not say why: $(tail -5 "$tmp/pip3.log")" >&2; fail=$((fail + 1))
+  fi
+fi
+echo "test_pip.sh: $((7 - fail)) passed, $fail failed"
 [ "$fail" -eq 0 ]
