@@ -30,6 +30,16 @@ cc "$@" "$src/examples/run_api.c" $(pkg-config --cflags --libs pipezip) -Wl,-rpa
 out=$("$prefix/run_api" 2>&1)
 { grep -q "refused: --fwd: codec spec 'q9'" <<<"$out" && grep -q "3 stages: .*x less traffic than fp32" <<<"$out"; } ||
   { echo "FAIL: run example output: $out" >&2; fail=$((fail + 1)); }
+# the README's C example compiles as shown, and a mistyped codec in it stops before training, naming the flag
+{ printf '#include <pipezip/pipezip.h>\n#include <stdio.h>\nint main(void) {\n'
+  awk '/^From C,/ {on = 1} on && /^```c/ {code = 1; next} code && /^```/ {exit} code {print}' "$src/README.md" | sed 's/"q4"/"q9"/'
+  printf 'return 0;\n}\n'; } > "$prefix/readme_c.c"
+if cc "$@" "$prefix/readme_c.c" $(pkg-config --cflags --libs pipezip) -Wl,-rpath,"$prefix/lib" -o "$prefix/readme_c" 2>"$prefix/readme_c.log"; then
+  out=$("$prefix/readme_c" 2>&1)
+  grep -q "^--fwd: codec spec 'q9': unknown codec name" <<<"$out" || { echo "FAIL: the README's C example with q9 printed: $out" >&2; fail=$((fail + 1)); }
+else
+  echo "FAIL: the README's C example does not compile:" >&2; cat "$prefix/readme_c.log" >&2; fail=$((fail + 1))
+fi
 "$prefix/bin/pipezip" --version | grep -q "^pipezip " || { echo "FAIL: installed pipezip --version" >&2; fail=$((fail + 1)); }
 # only the public API leaves the shared library: every exported function is
 # pz_-prefixed and declared PZ_API in the installed headers
@@ -63,5 +73,5 @@ x = np.linspace(-1, 1, 1000, dtype=np.float32)
 y = c.decode(c.encode(x))
 print(pipezip.library_path, float(abs(y - x).max()) < 0.07)' 2>&1) || true
 grep -q "^$prefix/lib/libpipezip.so.0 True" <<<"$out" || { echo "FAIL: installed python package: $out" >&2; fail=$((fail + 1)); }
-echo "test_install.sh: $((16 - fail)) passed, $fail failed"
+echo "test_install.sh: $((17 - fail)) passed, $fail failed"
 [ "$fail" -eq 0 ]
