@@ -74,6 +74,12 @@ static long long kill_at_step;
 /* a step trained (not an evaluation's or an epoch's report): where the test hooks act */
 static int after_step(const pz_progress *p) { return !p->evaluating && !p->evaluation && !p->end_of_epoch; }
 
+/* this epoch's steps: a --steps run's last epoch ends at the run's last step, not the epoch's */
+static int64_t epoch_steps(const pz_progress *p) {
+    const int64_t left = p->total_steps - (int64_t)(p->epoch - 1) * p->steps_per_epoch;
+    return p->total_steps > 0 && left > 0 && left < p->steps_per_epoch ? left : p->steps_per_epoch;
+}
+
 static int on_progress(const pz_progress *p, void *user) {
     progress_state *ps = user;
     if (kill_at_epoch > 0 && p->epoch == kill_at_epoch && !p->end_of_epoch && !p->evaluation) kill(getpid(), SIGKILL);
@@ -116,7 +122,7 @@ static int on_progress(const pz_progress *p, void *user) {
         if (p->test_bits_per_byte >= 0) snprintf(bpb, sizeof bpb, " (%.3f bits per byte)", p->test_bits_per_byte);
         if (p->test_loss_compressed >= 0) snprintf(comp, sizeof comp, ", compressed %.4f", p->test_loss_compressed);
         fprintf(stderr, "epoch %d/%d step %lld/%lld  validation loss %.4f%s%s, accuracy %.2f%%\n", p->epoch, p->epochs,
-                (long long)p->step, (long long)p->steps_per_epoch, p->test_loss, bpb, comp, 100 * p->test_accuracy);
+                (long long)p->step, (long long)epoch_steps(p), p->test_loss, bpb, comp, 100 * p->test_accuracy);
         return 0;
     }
     if (p->end_of_epoch) {
@@ -145,20 +151,20 @@ static int on_progress(const pz_progress *p, void *user) {
     }
     const double now = wall();
     if (ps->mode == 1) {
-        if (now - ps->last < 0.2 && p->step != p->steps_per_epoch) return 0;
+        if (now - ps->last < 0.2 && p->step != epoch_steps(p)) return 0;
         ps->last = now;
-        const int width = 24, fill = (int)(width * p->step / (p->steps_per_epoch ? p->steps_per_epoch : 1));
+        const int width = 24, fill = (int)(width * p->step / (epoch_steps(p) ? epoch_steps(p) : 1));
         char bar[32];
         for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
         bar[width] = 0;
         fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %lld/%lld  loss %.4f  acc %5.2f%%  %.0f train samples/s  ETA %s",
-                p->epoch, p->epochs, bar, (long long)p->step, (long long)p->steps_per_epoch, p->loss,
+                p->epoch, p->epochs, bar, (long long)p->step, (long long)epoch_steps(p), p->loss,
                 100 * p->accuracy, p->train_samples_per_second, eta);
     } else if (ps->mode == 2) {
         if (now - ps->last < 10.0) return 0;
         ps->last = now;
         fprintf(stderr, "epoch %d/%d step %lld/%lld  loss %.4f  acc %5.2f%%  %.0f train samples/s  ETA %s\n", p->epoch,
-                p->epochs, (long long)p->step, (long long)p->steps_per_epoch, p->loss, 100 * p->accuracy,
+                p->epochs, (long long)p->step, (long long)epoch_steps(p), p->loss, 100 * p->accuracy,
                 p->train_samples_per_second, eta);
     }
     return 0;

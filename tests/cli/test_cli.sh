@@ -210,6 +210,10 @@ for _ in $(seq 40); do printf 'In the beginning God created the heaven and the e
 expect 0 "bits per byte" -- "$PZ" train --model gpt-tiny --data "text:$tmp/verse.txt" --epochs 1 --limit-train 4 --limit-test 2 \
   --batch 2 --stages 2 --fwd q8 --bwd q8 --optimizer adamw --lr 1e-3 --clip-norm 1 --out "$tmp/lm" --progress none --threads 2
 if grep -q '"test_bits_per_byte": [0-9.]' "$tmp/lm/epochs.jsonl"; then ok; else bad "lm epochs.jsonl: $(cat "$tmp/lm/epochs.jsonl")"; fi
+# progress counts a --steps run's steps, not its epoch's (it said step 10/1162 for --steps 6 of a long text)
+for _ in $(seq 20); do cat "$tmp/verse.txt"; done > "$tmp/verses20.txt"
+expect 0 "epoch 1/1 step 4/6  validation loss" -- "$PZ" train --model gpt:layers=2,d=32,heads=2,ctx=16 --data "text:$tmp/verses20.txt" \
+  --steps 6 --batch 2 --limit-test 2 --eval-every 4 --progress lines --no-out --threads 1
 "$PZ" sample --run "$tmp/lm" --prompt "And God" --tokens 24 --seed 5 --threads 2 > "$tmp/s1" 2>&1; rc1=$?
 "$PZ" sample --run "$tmp/lm" --prompt "And God" --tokens 24 --seed 5 --threads 1 --epoch 1 > "$tmp/s2" 2>&1; rc2=$?
 if [ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$(head -c 7 "$tmp/s1")" = "And God" ] && [ "$(wc -c < "$tmp/s1")" -eq 32 ] && \
