@@ -65,6 +65,9 @@ typedef struct pz_layer_ops {
     void (*backward_gelu)(pz_layer *l, const float *x, const float *h, const float *dy, float *dx, int B);
     /* Nested lists (a residual block's paths); returns how many. NULL: 0. */
     int (*children)(const pz_layer *l, pz_seq *kids[2]);
+    /* After each optimizer step over the layer's parameters (a constraint
+     * kept: the boundary projection's orthonormal columns). NULL: none. */
+    void (*after_step)(pz_layer *l);
     /* The kind's settings in a few characters ("3x3 s2 p1"); NULL: none. */
     void (*detail)(const pz_layer *l, char *buf, size_t cap);
 } pz_layer_ops;
@@ -105,6 +108,9 @@ void pz_seq_backward_add(pz_seq *s, const float *x, const float *dy, const float
  * init_std); the output (T, dim) for the T positions of its input. */
 void nn_token_tables(pz_layer *l, int vocab, int context, int dim, float init_std);
 void nn_alloc_token_tables(pz_layer *l, layer_alloc *a);
+/* w (rows, cols), row-major: its columns orthonormal again (modified
+ * Gram-Schmidt twice, in double precision: the same bits everywhere) */
+void nn_orthonormalize(float *w, int rows, int cols);
 void nn_kaiming_normal(float *w, int64_t n, int fan_in, pz_rng *rng);
 void nn_normal(float *w, int64_t n, float std, pz_rng *rng);
 /* rows of a layer's input: B for an image or a vector, B*T for a sequence */

@@ -55,7 +55,7 @@ pz_status nn_check_window(pz_seq *s, const char *name, int k, int stride, int pa
 extern const pz_layer_ops pz_conv_ops, pz_batchnorm_ops, pz_relu_ops, pz_maxpool_ops, pz_avgpool_ops, pz_global_avgpool_ops,
     pz_flatten_ops, pz_linear_ops, pz_block_ops, pz_embedding_ops, pz_layernorm_ops, pz_attention_ops, pz_gelu_ops, pz_group_ops,
     pz_residual_ops, pz_tied_head_ops;
-extern const pz_layer_ops pz_silu_ops, pz_subspace_ops;
+extern const pz_layer_ops pz_silu_ops, pz_subspace_ops, pz_project_ops, pz_unproject_ops;
 static const pz_layer_ops *const kinds[] = {
     [PZ_LAYER_CONV] = &pz_conv_ops,
     [PZ_LAYER_BATCHNORM] = &pz_batchnorm_ops,
@@ -75,6 +75,8 @@ static const pz_layer_ops *const kinds[] = {
     [PZ_LAYER_TIED_HEAD] = &pz_tied_head_ops,
     [PZ_LAYER_SILU] = &pz_silu_ops,
     [PZ_LAYER_SUBSPACE] = &pz_subspace_ops,
+    [PZ_LAYER_PROJECT] = &pz_project_ops,
+    [PZ_LAYER_UNPROJECT] = &pz_unproject_ops,
 };
 
 const pz_layer_ops *pz_layer_ops_of(pz_layer_kind k) { return kinds[k]; }
@@ -385,6 +387,19 @@ static void share_seq(pz_seq *s, const pz_model *dst, const pz_model *src) {
 }
 
 void pz_model_share(pz_model *dst, const pz_model *src) { share_seq(&dst->net, dst, src); }
+
+static void after_step(pz_seq *s, int from, int to) {
+    for (int i = from; i < to && i < s->n; i++) {
+        pz_layer *l = &s->layers[i];
+        const pz_layer_ops *ops = pz_layer_ops_of(l->kind);
+        if (ops->after_step) ops->after_step(l);
+        pz_seq *kids[2];
+        const int nk = ops->children ? ops->children(l, kids) : 0;
+        for (int k = 0; k < nk; k++) after_step(kids[k], 0, kids[k]->n);
+    }
+}
+
+void pz_seq_after_step(pz_seq *s, int from, int to) { after_step(s, from, to); }
 
 pz_conv_info pz_nn_conv_info(void) { return pz_conv_get_info(); }
 pz_conv_info pz_nn_gemm_info(void) { return pz_gemm_get_info(); }

@@ -31,6 +31,8 @@ typedef enum {
     PZ_LAYER_TIED_HEAD, /* (T, C) -> (T, V) logits through the embedding's token table */
     PZ_LAYER_SILU,      /* x * sigmoid(x), elementwise (SwiGLU's and LLaMA's activation) */
     PZ_LAYER_SUBSPACE,  /* (T, K) -> (T, C): a lift, E[id] + P[t] + U c, from the model's subspace */
+    PZ_LAYER_PROJECT,   /* (T, D) -> (T, K): a boundary's learned orthonormal projection, (x + A[id] + P[t]) W (--project) */
+    PZ_LAYER_UNPROJECT, /* (T, K) -> (T, D): the receiving side's, A[id] + P[t] + c W^T */
 } pz_layer_kind;
 
 typedef struct pz_seq pz_seq;
@@ -125,6 +127,11 @@ pz_status pz_add_subspace_embedding(pz_seq *s, const char *name, int vocab, int 
 /* A lift: (T, K) coefficients -> (T, C) = E[id] + P[t] + U c, E (V, C) and
  * P (context, C) trained, U the model's subspace; ids as recorded there. */
 pz_status pz_add_subspace(pz_seq *s, const char *name, int vocab, int context, int dim, float init_std);
+/* A boundary projection pair (--project K, layers/project.c): the sender's
+ * (T, D) -> (T, K) and the receiver's (T, K) -> (T, dim = D), each with its
+ * own anchor tables and orthonormal matrix; a subspace model's (the ids). */
+pz_status pz_add_project(pz_seq *s, const char *name, int vocab, int context, int k);
+pz_status pz_add_unproject(pz_seq *s, const char *name, int vocab, int context, int dim);
 pz_status pz_add_layernorm(pz_seq *s, const char *name);
 /* over (T, C): the same weights at every position; init_std 0 = Kaiming */
 pz_status pz_add_dense(pz_seq *s, const char *name, int out, int bias, float init_std);
@@ -167,6 +174,8 @@ typedef struct {
     int depth;                       /* resnet: basic blocks per group (1: resnet8, 3: resnet20) */
     int layers, dim, heads, context; /* gpt: blocks, width, heads, longest context */
     int subspace;                    /* gpt: K > 0 confines what blocks write to a K-dim subspace (--subspace) */
+    int project;                     /* gpt with a subspace: K > 0 sends K learned coefficients at each cut (--project) */
+    uint32_t project_after;          /* ... at the cut after block h.i for each bit i (set from the cuts) */
     int untied;                      /* gpt: 1: the head is a matrix of its own, not the token table (GPT-2 ties them) */
     char name[64];                   /* as named ("resnet8", "gpt:layers=8,d=256,heads=8,ctx=256") */
 } pz_model_spec;
@@ -196,6 +205,10 @@ typedef struct {
     pz_defaults_profile profile; /* which column of a run's kind-dependent defaults (data, optimizer, ...) */
 } pz_model_kind;
 const pz_model_kind *pz_model_kind_of(const pz_model_spec *s);
+/* The blocks a GPT's cuts follow where another block comes next (bit i: a
+ * cut after h.i, named or by top-level index): where --project puts its
+ * pairs. Cuts anywhere else add nothing. */
+uint32_t pz_model_cut_blocks(const pz_model_spec *s, const char (*cuts)[64], int n_cuts);
 static inline int pz_model_spec_is_sequence(const pz_model_spec *s) { return pz_model_kind_of(s)->sequence; }
 /* The name-taking forms below are for a program's edge (tests, bench): they parse the name and build. */
 pz_status pz_model_preset(pz_model *m, const char *preset, pz_shape in, int n_classes,
@@ -234,6 +247,10 @@ void pz_seq_forward(pz_seq *s, int from, int to, const float *x, int B, int trai
  * train --profile`. */
 void pz_nn_profile(int on);
 void pz_seq_backward(pz_seq *s, int from, int to, const float *x, const float *dy, float *dx, int B);
+/* After an optimizer step over top-level layers [from, to): each layer's
+ * constraint kept (layer.h's after_step). pz_train_step and the pipeline's
+ * stages call it; a caller that steps the parameters itself must too. */
+void pz_seq_after_step(pz_seq *s, int from, int to);
 const float *pz_model_logits(const pz_model *m);
 void pz_model_zero_grad(pz_model *m);
 

@@ -202,14 +202,32 @@ static pz_status build_resnet(pz_seq *s, int n, int n_classes) {
 /* what a GPT is built from: a spec's sizes and the data's vocabulary */
 typedef struct {
     int layers, dim, heads, context, subspace, vocab, untied;
+    int project;            /* --project K: a learned projection pair at each cut after a block in project_after */
+    uint32_t project_after;
+    int index;              /* the block being built */
 } gpt_spec;
 static gpt_spec gpt_of(const pz_model_spec *s, int vocab) {
     return (gpt_spec){.layers = s->layers, .dim = s->dim, .heads = s->heads, .context = s->context, .subspace = s->subspace,
-                      .vocab = vocab, .untied = s->untied};
+                      .vocab = vocab, .untied = s->untied, .project = s->subspace ? s->project : 0,
+                      .project_after = s->project_after};
 }
 
 static pz_status build_gpt(pz_seq *s, const gpt_spec *g);
 static pz_status decay_matrices_only(pz_model *m);
+
+uint32_t pz_model_cut_blocks(const pz_model_spec *s, const char (*cuts)[64], int n_cuts) {
+    uint32_t mask = 0;
+    if (s->arch != PZ_ARCH_GPT) return 0;
+    for (int c = 0; c < n_cuts; c++) {
+        char *end;
+        long b = -1;
+        if (!strncmp(cuts[c], "h.", 2)) b = strtol(cuts[c] + 2, &end, 10);
+        else b = strtol(cuts[c], &end, 10) - 1; /* a top-level index: the embedding is layer 0, h.N layer N + 1 */
+        if (end == cuts[c] || *end || b < 0 || b + 1 >= s->layers || b >= 32) continue;
+        mask |= 1u << b;
+    }
+    return mask;
+}
 
 pz_status pz_model_gpt(pz_model *m, int layers, int dim, int heads, int context, int T, int vocab, int batch_max,
                        uint64_t seed) {
@@ -265,9 +283,19 @@ static pz_status inner(pz_seq *s, const char *name, int residual, pz_status (*fi
     return st ? st : e;
 }
 
+/* With --project K, a block after a cut starts by lifting the boundary's
+ * K coefficients back to the stream's, and a block before one ends by
+ * projecting to them (layers/project.c): the top-level layers, and so the
+ * cuts, stay where they were. */
+static int cut_after(const gpt_spec *g, int block) {
+    return g->project && block >= 0 && block < 32 && (g->project_after >> block & 1u);
+}
+
 static pz_status block(pz_seq *b, const gpt_spec *g) {
+    if (cut_after(g, g->index - 1)) PZ_TRY(pz_add_unproject(b, "unproject", g->vocab, g->context, g->subspace));
     PZ_TRY(inner(b, "attn", 1, attn_branch, g));
-    return inner(b, "mlp", 1, mlp_branch, g);
+    PZ_TRY(inner(b, "mlp", 1, mlp_branch, g));
+    return cut_after(g, g->index) ? pz_add_project(b, "project", g->vocab, g->context, g->project) : PZ_OK;
 }
 
 /* With a subspace (--subspace K, Protocol Models): the stream between the
@@ -279,10 +307,14 @@ static pz_status build_gpt(pz_seq *s, const gpt_spec *g) {
     const int vocab = g->vocab;
     if (g->subspace) PZ_TRY(pz_add_subspace_embedding(s, "wte", vocab, g->context, g->subspace, 0.02f));
     else PZ_TRY(pz_add_embedding(s, "wte", vocab, g->context, g->dim, 0.02f));
+    if (g->project && (!g->subspace || g->project > g->subspace || g->project_after >> (g->layers - 1 < 31 ? g->layers - 1 : 31)))
+        return pz_fail(PZ_ERR_ARG, "--project %d: needs --subspace (at least %d) and cuts between blocks", g->project, g->project);
     for (int i = 0; i < g->layers; i++) {
         char name[32];
         snprintf(name, sizeof name, "h.%d", i);
-        PZ_TRY(inner(s, name, 0, block, g));
+        gpt_spec gi = *g;
+        gi.index = i;
+        PZ_TRY(inner(s, name, 0, block, &gi));
     }
     if (g->subspace) PZ_TRY(pz_add_subspace(s, "lift_f", vocab, g->context, g->dim, 0.02f));
     PZ_TRY(pz_add_layernorm(s, "ln_f"));

@@ -17,7 +17,10 @@ float pz_train_step(pz_model *m, pz_optim *o, float lr, const float *x, const in
     pz_seq_forward(s, 0, s->n, x, B, 1);
     const float loss = pz_model_loss(m, m->dlogits, correct, pz_model_logits(m), y, B);
     pz_seq_backward(s, 0, s->n, x, m->dlogits, NULL, B);
-    if (o) pz_optim_step(o, m->params, m->grads, lr);
+    if (o) {
+        pz_optim_step(o, m->params, m->grads, lr);
+        pz_seq_after_step(s, 0, s->n);
+    }
     return loss;
 }
 

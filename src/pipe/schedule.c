@@ -317,6 +317,7 @@ static pz_status finish_step(stage *s, stage_bufs *b, const step_state *t) {
     if (s->pipe->cfg.clip_norm > 0.0f) PZ_TRY(clip_grads(s, b));
     const double t0 = pz_now();
     pz_optim_step(&s->opt, s->model[0].params + s->p0, s->model[0].grads + s->p0, t->lr);
+    pz_seq_after_step(&s->model[0].net, s->from, s->to);
     s->rep.compute_s += pz_now() - t0;
     if (s->tie_e == s->index) s->tie_dirty = 1;
     return s->index == 0 ? pz_link_send(s->prev, MSG_STEPPED, "", 0) : PZ_OK;

@@ -63,9 +63,11 @@ pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(const uint8_t *b
     const int ok = pz_json_str(cfg, "model", model, sizeof model) && pz_json_str(cfg, "data", data, sizeof data);
     pz_json_str(cfg, "tokenizer", tokenizer, sizeof tokenizer); /* runs before BPE have none: bytes */
     /* a subspace model's basis is made from the run's seed (runs before subspaces have neither key: 0) */
-    double subspace = 0, seed_num = 0;
-    char seed_text[32] = "";
+    double subspace = 0, seed_num = 0, project = 0;
+    char seed_text[32] = "", cut_after[256] = "";
     pz_json_num(cfg, "subspace", &subspace);
+    pz_json_num(cfg, "project", &project); /* --project K: its pairs sit at the run's cuts */
+    pz_json_str(cfg, "cut_after", cut_after, sizeof cut_after);
     if (!pz_json_str(cfg, "seed", seed_text, sizeof seed_text) && pz_json_num(cfg, "seed", &seed_num))
         snprintf(seed_text, sizeof seed_text, "%.0f", seed_num);
     free(cfg);
@@ -75,6 +77,13 @@ pz_status pz_run_sample(const pz_sample_config *c, void (*emit)(const uint8_t *b
     int vocab;
     if (pz_model_spec_parse(&spec, model)) return pz_fail(PZ_ERR_FORMAT, "%s: %s", path, pz_last_error());
     spec.subspace = (int)subspace;
+    spec.project = spec.subspace ? (int)project : 0;
+    if (spec.project) {
+        char cuts[16][64];
+        int n = 0;
+        for (char *t = strtok(cut_after, ","); t && n < 16; t = strtok(NULL, ",")) snprintf(cuts[n++], sizeof cuts[0], "%s", t);
+        spec.project_after = pz_model_cut_blocks(&spec, (const char(*)[64])cuts, n);
+    }
     const uint64_t run_seed = strtoull(seed_text, NULL, 10);
     PZ_TRY(pz_tokenizer_spec(tokenizer, &vocab));
     if (!pz_model_spec_is_sequence(&spec))

@@ -420,6 +420,11 @@ const run_setting run_settings[PZ_SET_COUNT] = {
         "gpt-*: the residual stream between blocks is K coefficients of one fixed subspace and every branch reads it through "
         "token and position tables of its own, rebuilt from the ids at any stage, so a boundary carries K numbers per token "
         "(and the ids) through --fwd and --bwd (Protocol Models; 0 = off)", FP("subspace", FP_NONZERO)),
+    NUM(PZ_SET_PROJECT, "project", "project", SET_INT, project, 0, 65536, "K",
+        "with --subspace and --cuts between blocks: at each cut the sending stage projects the stream's coefficients onto K "
+        "learned orthonormal directions (after adding a learned table of the ids) and the receiving stage lifts them back "
+        "through its own, so the boundary carries K numbers per token; stages keep the full --subspace width inside "
+        "(after MAPL; 0 = off)", FP("project", FP_NONZERO)),
     TEXT(PZ_SET_BUDGET, "budget", "budget", parse_budget, NULL, "BUDGET",
          "choose each boundary's and direction's codec from --budget-ladder, the least measured error that fits: a traffic "
          "reduction against fp32 (40x: both directions, headers included), bytes per step over all boundaries (2MB), or a link "
@@ -608,6 +613,8 @@ pz_status run_plan_set_as(pz_run_plan *p, pz_setting id, const char *text, const
     p->given[id] = 1;
     if (id == PZ_SET_MODEL) PZ_TRY(kind_defaults_of_model(p));
     p->model.subspace = pz_model_kind_of(&p->model)->subspace ? p->subspace : 0; /* the model's value, whichever came first */
+    p->model.project = p->model.subspace ? p->project : 0;
+    p->model.project_after = p->model.project ? pz_model_cut_blocks(&p->model, p->cuts, p->n_cuts) : 0;
     return PZ_OK;
 }
 
@@ -780,6 +787,15 @@ pz_status run_plan_check(const pz_run_plan *p) {
     if (p->subspace > p->model.dim)
         return pz_fail(PZ_ERR_ARG, "--subspace %d is wider than %s's residual stream (%d): give 1 to %d", p->subspace, p->model.name,
                        p->model.dim, p->model.dim);
+    if (p->project && !p->subspace)
+        return pz_fail(PZ_ERR_ARG, "--project %d projects a subspace model's coefficients at its cuts: give --subspace too (--subspace %d "
+                       "is the full-width one)", p->project, p->model.dim);
+    if (p->project > p->subspace && p->subspace)
+        return pz_fail(PZ_ERR_ARG, "--project %d is wider than the stream it projects (--subspace %d): give 1 to %d", p->project,
+                       p->subspace, p->subspace);
+    if (p->project && (!p->n_cuts || __builtin_popcount(p->model.project_after) != p->n_cuts))
+        return pz_fail(PZ_ERR_ARG, "--project %d puts a learned projection at each cut, and needs every cut named between two blocks "
+                       "(--cuts h.0,h.1,...; got %s)", p->project, p->n_cuts ? run_plan_str(p, PZ_SET_CUTS) : "none");
     if (p->subspace && p->grad_mask)
         return pz_fail(PZ_ERR_ARG, "--grad-mask fwd and --subspace %d: a subspace boundary carries coefficients, whose zeros are "
                        "not the activation's; give one of them", p->subspace);

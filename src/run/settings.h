@@ -62,6 +62,7 @@ struct pz_run_plan {
     pz_clock_mode clock;       /* --compute-rate */
     int grad_mask;             /* 1: "fwd" */
     int subspace;               /* --subspace K (0: off); also in model.subspace */
+    int project;                /* --project K (0: off); also in model.project, its cuts in model.project_after */
     pz_budget budget;          /* --budget, --budget-ladder, --budget-every (kind OFF: --fwd and --bwd) */
     /* where the stages run and how they talk */
     const struct run_link *link;

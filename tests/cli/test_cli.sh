@@ -70,6 +70,15 @@ expect 2 "--subspace 8 confines a GPT's residual stream: it needs --model gpt-ti
 expect 2 "--subspace 200 is wider than gpt-tiny's residual stream \(128\): give 1 to 128" -- "$PZ" train --model gpt-tiny --subspace 200 --no-out
 expect 2 "--grad-mask fwd and --subspace 8" -- "$PZ" train --model gpt-tiny --subspace 8 --cuts h.1 --grad-mask fwd --no-out
 expect 0 "lift_f +subspace_lift +128x128" -- "$PZ" models gpt-tiny --subspace 16
+# --project: a subspace model's, no wider than it, at named cuts between blocks; models shows the pairs
+expect 2 "--project 8 projects a subspace model's coefficients at its cuts: give --subspace too \(--subspace 128 is the full-width one\)" -- \
+  "$PZ" train --model gpt-tiny --project 8 --cuts h.0 --no-out
+expect 2 "--project 64 is wider than the stream it projects \(--subspace 32\): give 1 to 32" -- \
+  "$PZ" train --model gpt-tiny --subspace 32 --project 64 --cuts h.0 --no-out
+expect 2 "--project 8 puts a learned projection at each cut, and needs every cut named between two blocks \(--cuts h.0,h.1,...; got h.0,h.3\)" -- \
+  "$PZ" train --model gpt-tiny --subspace 128 --project 8 --cuts h.0,h.3 --no-out
+expect 2 "needs every cut named between two blocks \(--cuts h.0,h.1,...; got none\)" -- \
+  "$PZ" train --model gpt-tiny --subspace 128 --project 8 --stages 2 --no-out
 # --budget: its grammar, stateless rungs only, not with --fwd/--bwd, its settings only with it, a pipeline's
 expect 2 "--budget 40x chooses every boundary's codecs from --budget-ladder: drop --fwd q2" -- "$PZ" train --budget 40x --fwd q2 --no-out
 expect 2 "--budget '40y' is not a budget: give a traffic reduction \(40x\)" -- "$PZ" train --budget 40y --no-out

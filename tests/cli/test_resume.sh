@@ -55,6 +55,10 @@ open(sys.argv[1], "w").write(" ".join(random.choice(w) + random.choice(["", "", 
 PY
 check bpe --model gpt-tiny --data "text:$tmp/text.txt" --tokenizer bpe:320 --optimizer adamw --lr 1e-3 --epochs 4 \
   --limit-train 48 --limit-test 8 --batch 8 --progress none --threads 1
+# learned boundary projections (--project): each stage's anchors and
+# orthonormal matrices are in its checkpoint, so a resumed run is the same
+check project --model gpt:layers=4,d=32,heads=2,ctx=16 --data "text:$tmp/text.txt" --subspace 32 --project 8 --cuts h.0,h.2 \
+  --fwd q8 --bwd q8 --optimizer adamw --lr 1e-3 --epochs 4 --limit-train 48 --limit-test 8 --batch 8 --progress none --threads 1
 # a GPT over a pipeline, in steps: SIGTERM (as a scheduler sends) at step 14,
 # mid-epoch and with an evaluation due, finishes the step, checkpoints it and
 # exits 130; resumed, it ends with exactly the uninterrupted run's step losses,

@@ -208,8 +208,80 @@ static pz_status subspace_block(pz_seq *s) {
     return st ? st : pz_add_subspace(s, "lift_f", 5, 8, 6, 0.5f);
 }
 
+/* a boundary projection pair (--project): the stream's 4 coefficients to
+ * 2 and back, then a last lift to 6 scores */
+static pz_status projection_pair(pz_seq *s, int k) {
+    PZ_TRY(pz_add_subspace_embedding(s, "wte_sub", 5, 8, 4, 0.5f));
+    PZ_TRY(pz_add_project(s, "project", 5, 8, k));
+    PZ_TRY(pz_add_unproject(s, "unproject", 5, 8, 4));
+    return pz_add_subspace(s, "lift_f", 5, 8, 6, 0.5f);
+}
+
+static void check_projection(void) {
+    { /* at K = D the pair starts as the identity, bit for bit */
+        pz_model m = {0};
+        pz_seq_init(&m.net, pz_shape_tokens(6));
+        CHECK(pz_subspace_create(&m.sub, 4, 6, 11) == PZ_OK, "%s", pz_last_error());
+        CHECK(projection_pair(&m.net, 4) == PZ_OK && pz_model_finalize(&m, 2, 6, 7) == PZ_OK, "%s", pz_last_error());
+        float x[12];
+        for (int i = 0; i < 12; i++) x[i] = (float)(i % 5);
+        pz_seq_forward(&m.net, 0, m.net.n, x, 2, 0);
+        CHECK(!memcmp(m.net.act[0], m.net.act[2], 12 * 4 * sizeof(float)), "a full-width pair starts as the identity");
+        pz_model_free(&m);
+    }
+    pz_model m = {0};
+    pz_seq_init(&m.net, pz_shape_tokens(6));
+    CHECK(pz_subspace_create(&m.sub, 4, 6, 11) == PZ_OK, "%s", pz_last_error());
+    CHECK(projection_pair(&m.net, 2) == PZ_OK && pz_model_finalize(&m, 2, 6, 7) == PZ_OK, "%s", pz_last_error());
+    {
+        pz_model w = {0};
+        pz_seq_init(&w.net, pz_shape_seq(6, 2));
+        CHECK(pz_add_project(&w.net, "too_wide", 5, 8, 3) == PZ_ERR_ARG, "a projection of 2 coefficients to 3 is refused");
+        CHECK(pz_add_unproject(&w.net, "too_narrow", 5, 8, 1) == PZ_ERR_ARG, "a lift of 2 coefficients into 1 is refused");
+        pz_model_free(&w);
+    }
+    /* anchors and matrices away from their start, the matrices retracted */
+    pz_rng rng;
+    pz_rng_seed(&rng, 5);
+    for (int i = 1; i <= 2; i++) {
+        pz_layer *l = &m.net.layers[i];
+        const int64_t n = l->n_params;
+        for (int64_t j = 0; j < n; j++) l->weight[j] += 0.3f * pz_rng_normal(&rng);
+    }
+    pz_seq_after_step(&m.net, 0, m.net.n);
+    for (int i = 1; i <= 2; i++) {
+        const pz_layer *l = &m.net.layers[i];
+        const float *w = l->bias + 8 * 4; /* W (4, 2) after the tables */
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 2; b++) {
+                double d = 0;
+                for (int r = 0; r < 4; r++) d += (double)w[r * 2 + a] * w[r * 2 + b];
+                CHECK(fabs(d - (a == b)) < 1e-6, "%s: after a step W^T W [%d][%d] = %.9f", l->name, a, b, d);
+            }
+    }
+    CHECK(memcmp(m.net.layers[1].bias + 32, m.net.layers[2].bias + 32, 8 * sizeof(float)),
+          "the two sides' matrices are their own (perturbed apart)");
+    /* the projection's output is (x + A[id] + P[t]) W, by hand in double */
+    float x[12];
+    for (int i = 0; i < 12; i++) x[i] = (float)(i % 5);
+    pz_seq_forward(&m.net, 0, m.net.n, x, 2, 0);
+    const pz_layer *l = &m.net.layers[1];
+    double off = 0, norm = 0;
+    for (int r = 0; r < 12; r++)
+        for (int j = 0; j < 2; j++) {
+            double v = 0;
+            for (int i = 0; i < 4; i++)
+                v += ((double)m.net.act[0][r * 4 + i] + l->weight[(int)x[r] * 4 + i] + l->bias[(r % 6) * 4 + i]) * l->bias[32 + i * 2 + j];
+            off += (v - m.net.act[1][r * 2 + j]) * (v - m.net.act[1][r * 2 + j]), norm += v * v;
+        }
+    CHECK(sqrt(off) <= 1e-6 * sqrt(norm), "project is (x + A[id] + P[t]) W: |difference| %.3g of %.3g", sqrt(off), sqrt(norm));
+    check_layer(&m, 2, INPUT_TOKENS, 0.0);
+    pz_model_free(&m);
+}
+
 int main(void) {
     pz_set_threads(2);
+    check_projection();
     const pz_shape img = pz_shape_image(3, 7, 7);
     ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_conv(s, "conv3x3_s2_p1_bias", 4, 3, 2, 1, 1));
     ONE_LAYER(img, 2, INPUT_NORMAL, 0.0, pz_add_conv(s, "conv3x3_s1_p1", 2, 3, 1, 1, 0));

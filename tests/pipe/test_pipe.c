@@ -349,17 +349,23 @@ int main(void) {
                   (long long)act[1][i], (long long)act[0][i], 4 - i);
         CHECK(act[1][0] < act[0][0], "stage 0 too: %lld < %lld", (long long)act[1][0], (long long)act[0][0]);
     }
-    { /* a subspace GPT (--subspace K, Protocol Models): its boundaries carry
+    for (int pj = 0; pj < 2; pj++) { /* a subspace GPT (--subspace K, Protocol Models): its boundaries carry
        * T x K coefficients and the tokens (each stage's lifts rebuild the
        * stream from them). Uncompressed, 4 stages train and evaluate as the
        * model on one stage, bit for bit; every frame is K numbers per token,
-       * with the targets and tokens in 1 byte each in META */
-        enum { T = 8, V = 64, GB = 7, K = 4, STEPS_S = 5 };
+       * with the targets and tokens in 1 byte each in META. Then the same
+       * with a learned projection pair at each cut (--project 2): frames of
+       * 2 numbers per token, and 4 stages still the one stage's numbers
+       * (each stage re-orthonormalizes its own matrices) */
+        enum { T = 8, V = 64, GB = 7, STEPS_S = 5 };
+        const int K = pj ? 2 : 4;
         pz_pipe_config g = {.in = pz_shape_tokens(T), .n_classes = V, .targets = T, .batch_max = GB, .seed = 9, .n_stages = 1,
                             .optimizer = PZ_OPT_ADAMW, .weight_decay = 0.1f, .clip_norm = 1.0f, .micro_batches = 2,
                             .max_samples = 1000, .timeout_s = 30};
         CHECK(pz_model_spec_parse(&g.model, "gpt:layers=6,d=32,heads=2,ctx=8") == PZ_OK, "%s", pz_last_error());
-        g.model.subspace = K;
+        g.model.subspace = 4;
+        g.model.project = pj ? K : 0;
+        g.model.project_after = pj ? 0x15u : 0; /* after h.0, h.2 and h.4: top-level layers 1, 3 and 5 */
         CHECK(pz_pipe_parse_specs("none", 3, g.fwd, "--fwd") == PZ_OK && pz_pipe_parse_specs("none", 3, g.bwd, "--bwd") == PZ_OK, "%s",
               pz_last_error());
         float losses[2][STEPS_S];
