@@ -193,13 +193,17 @@ def loss_fn(logits, y):
 
 def main():
     a = args_of()
+    if a.batch % a.micro_batches:
+        sys.exit(f"torch_pipeline_gpt: --batch {a.batch} does not split into {a.micro_batches} micro-batches")
+    for flag, w in (("--eval-windows", a.eval_windows), ("--final-eval-windows", a.final_eval_windows)):
+        if w and w < a.micro_batches:
+            sys.exit(f"torch_pipeline_gpt: {flag} {w} is fewer windows than the {a.micro_batches} micro-batches an evaluation "
+                     f"batch splits into: give at least {a.micro_batches} (or 0: every held-out window)")
     torch.set_num_threads(a.threads)
     dist.init_process_group("gloo")
     rank, S = dist.get_rank(), dist.get_world_size()
     if a.layers < S:
         sys.exit(f"torch_pipeline_gpt: {a.layers} blocks cannot fill {S} stages")
-    if a.batch % a.micro_batches:
-        sys.exit(f"torch_pipeline_gpt: --batch {a.batch} does not split into {a.micro_batches} micro-batches")
     (xtr, ytr), (xva, yva) = load_text(a)
     part, per = build(a, rank, S)
     fwd = a.fwd.split("/") if "/" in a.fwd else a.fwd
@@ -237,14 +241,17 @@ def main():
         evals = open(os.path.join(out, "evals.jsonl"), "w")
 
     def evaluate(windows, plain):
+        # batches of --batch, the last one shorter (a whole number of
+        # micro-batches): the mean over every window evaluated
         n = min(windows, len(xva)) if windows else len(xva)
-        n -= n % a.batch
+        n -= n % a.micro_batches
         tot = 0.0
         for i in range(0, n, a.batch):
-            r = stage.evaluate(inputs=xva[i:i + a.batch] if stage.first else None,
-                               targets=yva[i:i + a.batch] if stage.last else None, loss_fn=loss_fn, plain=plain)
-            tot += r if stage.last else 0.0
-        return tot / max(1, n // a.batch)
+            b = min(a.batch, n - i)
+            r = stage.evaluate(inputs=xva[i:i + b] if stage.first else None,
+                               targets=yva[i:i + b] if stage.last else None, loss_fn=loss_fn, plain=plain)
+            tot += r * b if stage.last else 0.0
+        return tot / n
 
     t0 = time.time()
     for step in range(1, a.steps + 1):

@@ -729,35 +729,47 @@ def plot_run(d, out, formats, width):
     lm = any("test_bits_per_byte" in e for e in epochs)
     fig, axes = plt.subplots(1, 3 if bounds else 2, figsize=(WIDTHS["page"], 2.3), squeeze=False, layout="constrained")
     ax = axes[0][0]
+    # a run of --steps N, or of one epoch, is drawn against the step (an
+    # epoch axis of 0.33/0.67/1.0 says nothing); longer ones against the epoch
+    by_step = bool(steps) and all("step" in s for s in steps) and (num(cfg.get("steps")) > 0 or len(epochs) <= 1)
+    ends = {}
+    for s in steps:  # each epoch's last logged step: where its evaluation sits
+        ends[s.get("epoch", 1)] = max(ends.get(s.get("epoch", 1), 0), s.get("step", 0))
+    def ex(e):
+        return e.get("step", ends.get(e["epoch"], math.nan)) if by_step else e["epoch"]
+    xlabel = "step" if by_step else "epoch"
     if steps:
-        # a logged step at its place within its epoch (steps count across epochs)
-        count = {}
-        for s in steps:
-            count[s.get("epoch", 1)] = count.get(s.get("epoch", 1), 0) + 1
-        seen, xs = {}, []
-        for s in steps:
-            e = s.get("epoch", 1)
-            seen[e] = seen.get(e, 0) + 1
-            xs.append(e - 1 + seen[e] / count[e])
+        if by_step:
+            xs = [s["step"] for s in steps]
+        else:
+            # a logged step at its place within its epoch (steps count across epochs)
+            count = {}
+            for s in steps:
+                count[s.get("epoch", 1)] = count.get(s.get("epoch", 1), 0) + 1
+            seen, xs = {}, []
+            for s in steps:
+                e = s.get("epoch", 1)
+                seen[e] = seen.get(e, 0) + 1
+                xs.append(e - 1 + seen[e] / count[e])
         ax.plot(xs, [s.get("loss", math.nan) for s in steps], lw=0.9, color=COLOURS[0], label="training (logged steps)")
     if epochs:
-        ax.plot([e["epoch"] for e in epochs], [e.get("test_loss", math.nan) for e in epochs], "o-", ms=3, color=COLOURS[1], label="test")
-    ax.set_xlabel("epoch")
+        ax.plot([ex(e) for e in epochs], [e.get("test_loss", math.nan) for e in epochs], "o-", ms=3, color=COLOURS[1], label="test")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("loss (nats)")
     ax.legend(fontsize=6, frameon=False)
     ax.grid(alpha=0.3)
     ax = axes[0][1]
     if epochs and not lm:
-        ax.plot([e["epoch"] for e in epochs], [100 * e.get("test_accuracy", math.nan) for e in epochs], "o-", ms=3, color=COLOURS[0], label="plain")
-        cs = [(e["epoch"], 100 * e["test_accuracy_compressed"]) for e in epochs if isinstance(e.get("test_accuracy_compressed"), (int, float)) and e["test_accuracy_compressed"] >= 0]
+        ax.plot([ex(e) for e in epochs], [100 * e.get("test_accuracy", math.nan) for e in epochs], "o-", ms=3, color=COLOURS[0], label="plain")
+        cs = [(ex(e), 100 * e["test_accuracy_compressed"]) for e in epochs if isinstance(e.get("test_accuracy_compressed"), (int, float)) and e["test_accuracy_compressed"] >= 0]
         if cs:
             ax.plot(*zip(*cs), "o--", ms=3, mfc="white", color=COLOURS[1], label="compressed")
         ax.set_ylabel("test accuracy (%)")
         ax.legend(fontsize=6, frameon=False)
     elif epochs:
-        ax.plot([e["epoch"] for e in epochs], [e.get("test_bits_per_byte", math.nan) for e in epochs], "o-", ms=3, color=COLOURS[0])
+        ax.plot([ex(e) for e in epochs], [e.get("test_bits_per_byte", math.nan) for e in epochs], "o-", ms=3, color=COLOURS[0])
         ax.set_ylabel("validation bits per byte")
-    ax.set_xlabel("epoch")
+    ax.set_xlabel(xlabel)
     ax.grid(alpha=0.3)
     if bounds:
         ax = axes[0][2]

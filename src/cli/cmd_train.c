@@ -331,6 +331,19 @@ static void print_summary(const pz_run_plan *p, const pz_run_result *r) {
             printf("through compressed boundaries: test accuracy %.2f%%\n", 100 * r->final_test_accuracy_compressed);
         print_boundaries(p, r, el);
     }
+    /* where most of a run went to evaluation (a short --steps run over a
+     * whole held-out split): say so, and what shortens it. Over the same
+     * samples, training's share of the wall time is the ratio of the rates */
+    const double train_share = r->train_samples_per_second > 0 ? r->samples_per_second / r->train_samples_per_second : 1.0;
+    if (r->wall_seconds >= 5.0 && train_share < 0.5) {
+        char ev[32];
+        fmt_time(ev, sizeof ev, (1.0 - train_share) * r->wall_seconds);
+        const int twice = r->n_stages > 1 && !strcmp(text_of(p, PZ_SET_EVAL_COMPRESS), "both");
+        printf("note: %s of the %s (%.0f%%) went to evaluation and checkpoints, not training: the held-out split is evaluated at "
+               "every epoch's end%s; --limit-test N evaluates fewer examples%s\n",
+               ev, el, 100 * (1.0 - train_share), twice ? " twice (plain and through the compressed boundaries)" : "",
+               twice ? ", --eval-compress on (or off) once" : "");
+    }
     const char *dir = pz_run_dir_of(p);
     if (dir) printf("run directory: %s\n", dir);
 }

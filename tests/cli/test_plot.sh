@@ -33,6 +33,22 @@ check "$tmp/pubfig" heatmap vs_bits error
 run=$(ls -d "$tmp/s/runs"/p001*/ | head -1)
 expect 0 "run.png" -- "$py" "$plot" "$run" --out "$tmp/runfig" --format png,pdf
 check "$tmp/runfig" run
+# a run of --steps N is drawn against the step, its evaluation at its last step
+"$pz" train --model mlp --data synthetic --steps 6 --batch 16 --limit-train 512 --limit-test 32 --progress none --log-every 1 \
+  --out "$tmp/steprun" > /dev/null 2>&1
+"$py" - "$plot" "$tmp/steprun" "$tmp/stepfig" <<'PY' && ok || bad "a --steps run's figure is not drawn against the step"
+import importlib.util, os, sys
+spec = importlib.util.spec_from_file_location("plot", sys.argv[1]); plot = importlib.util.module_from_spec(spec); spec.loader.exec_module(plot)
+figs = []
+real = plot.savefig
+plot.savefig = lambda fig, out, name, formats: (figs.append([(a.get_xlabel(), [list(l.get_xdata()) for l in a.lines]) for a in fig.axes]), real(fig, out, name, formats))[1]
+os.makedirs(sys.argv[3], exist_ok=True)
+plot.plot_run(sys.argv[2], sys.argv[3], ["png"], "column")
+(l0, lines0), (l1, lines1) = figs[0][0], figs[0][1]
+assert l0 == "step" and l1 == "step", (l0, l1)
+assert lines0[0] == [1, 2, 3, 4, 5, 6], lines0  # every logged step at its number
+assert lines0[1] == [6] and lines1[0] == [6], (lines0, lines1)  # the evaluation at the run's last step
+PY
 # the loss axis stops above a few far-off points (a diverged run), never
 # for evenly spread ones; the reference run shares every setting but the codecs
 "$py" - "$plot" <<'PY' && ok || bad "plot.py clip_level / reference_run"

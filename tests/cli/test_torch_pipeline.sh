@@ -67,10 +67,19 @@ PY
 else
   fail=$((fail + 1))
 fi
-if run "$tmp/b" --fwd "ef(topk:0.3)" --bwd "ef21(q8)" --schedule gpipe; then
+# evaluations of fewer windows than a batch (6 < 8) are the mean over those
+# windows, not 0 (the last batch is a shorter one)
+if run "$tmp/b" --fwd "ef(topk:0.3)" --bwd "ef21(q8)" --schedule gpipe --eval-windows 6 --final-eval-windows 6; then
   grep -q "ef(topk:0.3)" "$tmp/b/boundaries.jsonl" || { echo "FAIL: gpipe run's boundaries" >&2; fail=$((fail + 1)); }
+  /usr/bin/python3 -c 'import json, math, sys; e = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(not (len(e) == 2 and all(math.log(256) - 3 < x["val_loss"] < math.log(256) + 1 for x in e)))' "$tmp/b/evals.jsonl" ||
+    { echo "FAIL: 6-window evaluations: $(cat "$tmp/b/evals.jsonl")" >&2; fail=$((fail + 1)); }
 else
   fail=$((fail + 1))
 fi
-echo "test_torch_pipeline.sh: $((8 - fail)) passed, $fail failed"
+# fewer windows than micro-batches: refused before any process group, naming the flag
+msg=$(/usr/bin/python3 "$src/examples/torch_pipeline_gpt.py" --micro-batches 2 --eval-windows 1 2>&1) && fail=$((fail + 1))
+grep -q -- "--eval-windows 1 is fewer windows than the 2 micro-batches" <<<"$msg" ||
+  { echo "FAIL: --eval-windows 1: $msg" >&2; fail=$((fail + 1)); }
+echo "test_torch_pipeline.sh: $((10 - fail)) passed, $fail failed"
 [ "$fail" -eq 0 ]
