@@ -30,6 +30,17 @@ cc "$@" "$src/examples/run_api.c" $(pkg-config --cflags --libs pipezip) -Wl,-rpa
 out=$("$prefix/run_api" 2>&1)
 { grep -q "refused: --fwd: codec spec 'q9'" <<<"$out" && grep -q "3 stages: .*x less traffic than fp32" <<<"$out"; } ||
   { echo "FAIL: run example output: $out" >&2; fail=$((fail + 1)); }
+# statically, through pkg-config --static: the run API pulls in every transport (MPI, ZeroMQ), whose libraries Libs.private names
+if cc "$@" "$src/examples/run_api.c" "$prefix/lib/libpipezip.a" $(pkg-config --static --cflags --libs pipezip | sed 's/-lpipezip//') \
+     -o "$prefix/run_api_static" 2>"$prefix/static.log"; then
+  syms=$(nm "$prefix/run_api_static")
+  { grep -q "MPI_Init_thread" <<<"$syms" && grep -q "zmq_socket" <<<"$syms"; } ||
+    { echo "FAIL: the static run_api lacks the MPI or the ZeroMQ transport" >&2; fail=$((fail + 1)); }
+  out=$("$prefix/run_api_static" 2>&1)
+  grep -q "3 stages: .*x less traffic than fp32" <<<"$out" || { echo "FAIL: static run example output: $out" >&2; fail=$((fail + 1)); }
+else
+  echo "FAIL: pkg-config --static does not link the static library:" >&2; head -20 "$prefix/static.log" >&2; fail=$((fail + 1))
+fi
 # the README's C example compiles as shown, and a mistyped codec in it stops before training, naming the flag
 { printf '#include <pipezip/pipezip.h>\n#include <stdio.h>\nint main(void) {\n'
   awk '/^From C,/ {on = 1} on && /^```c/ {code = 1; next} code && /^```/ {exit} code {print}' "$src/README.md" | sed 's/"q4"/"q9"/'
@@ -60,6 +71,7 @@ if cmake -S "$src/examples" -B "$prefix/ex" -DCMAKE_PREFIX_PATH="$prefix" -DCMAK
   "$prefix/ex/net_api" | grep -q "memorised 16 of 16 examples" || { echo "FAIL: find_package net_api" >&2; fail=$((fail + 1)); }
   "$prefix/ex/codec_api" | grep -q "damaged frames: rejected" || { echo "FAIL: find_package codec_api" >&2; fail=$((fail + 1)); }
   "$prefix/ex/codec_api_static" | grep -q "damaged frames: rejected" || { echo "FAIL: find_package codec_api_static" >&2; fail=$((fail + 1)); }
+  "$prefix/ex/run_api_static" 2>&1 | grep -q "3 stages: .*x less traffic than fp32" || { echo "FAIL: find_package run_api_static" >&2; fail=$((fail + 1)); }
 else
   echo "FAIL: the examples do not build with find_package:" >&2; cat "$prefix/ex.log" >&2; fail=$((fail + 1))
 fi
