@@ -112,11 +112,26 @@ class Boundary(torch.nn.Module):
         self.counter = _Counter()
 
     def forward(self, x, ids=None):
+        if isinstance(x, torch.fx.Proxy):  # torch.fx: a leaf, called as itself in the traced graph
+            args = (x,) if ids is None else (x, ids)
+            return x.tracer.create_proxy("call_module", x.tracer.path_of_module(self), args, {})
+        if torch.jit.is_tracing():
+            raise RuntimeError(
+                "pipezip.torch.Boundary cannot be traced by torch.jit.trace: its codecs run in C outside TorchScript's "
+                "graph, which would record one batch's decoded tensor as a constant. Trace the modules on either side "
+                "of it and keep the Boundary between them in Python, or use torch.fx.symbolic_trace (the Boundary is "
+                "a leaf there)")
         if not self.training or not torch.is_grad_enabled():
             return _through(self._eval, x, None, self.counter, "eval", self.measure_error, self.tap)
         if not x.requires_grad:  # training traffic, but nothing to send back
             return _through(self._fwd, x, ids, self.counter, "fwd", self.measure_error, self.tap)
         return _Compress.apply(x, self._fwd, self._bwd, ids, self.counter, self.measure_error, self.tap)
+
+    def __prepare_scriptable__(self):  # torch.jit.script calls this first
+        raise RuntimeError(
+            "pipezip.torch.Boundary cannot be compiled by torch.jit.script: its codecs run in C and keep state "
+            "TorchScript cannot hold. Script the modules on either side of it and keep the Boundary between them in "
+            "Python, or use torch.fx.symbolic_trace (the Boundary is a leaf there)")
 
     def __getstate__(self):  # pickle: the tap is a hook of this process, not state
         d = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__

@@ -105,5 +105,57 @@ class Compress(unittest.TestCase):
         self.assertTrue(torch.equal(y, x))
 
 
+@unittest.skipIf(torch is None, "torch is not installed")
+class Tracing(unittest.TestCase):
+    def _model(self, fwd="q4", bwd="q8"):
+        torch.manual_seed(3)
+        return torch.nn.Sequential(torch.nn.Linear(6, 5), pzt.Boundary(fwd, bwd, seed=4), torch.nn.Linear(5, 3))
+
+    def test_fx_keeps_the_boundary_as_a_leaf(self):
+        # the traced graph calls the Boundary module itself: the same outputs,
+        # gradients and frames as the eager model, and the EF state moves once a step
+        eager, traced = self._model("ef(topk:0.4)"), self._model("ef(topk:0.4)")
+        g = torch.fx.symbolic_trace(traced)
+        calls = [n.target for n in g.graph.nodes if n.op == "call_module"]
+        self.assertEqual(calls, ["0", "1", "2"])
+        x = torch.randn(7, 6)
+        for _ in range(3):
+            for m in (eager, g):
+                m.zero_grad()
+                m(x).square().sum().backward()
+            self.assertTrue(torch.equal(eager(x), g(x)))
+            self.assertTrue(torch.equal(eager[0].weight.grad, g.get_submodule("0").weight.grad))
+        a, b = eager[1].stats(), g.get_submodule("1").stats()
+        self.assertEqual((a["fwd_frames"], a["bwd_frames"], a["fwd_bytes"]), (b["fwd_frames"], b["bwd_frames"], b["fwd_bytes"]))
+        self.assertEqual(b["bwd_frames"], 3)
+        self.assertIs(g.get_submodule("1"), traced[1])
+
+    def test_fx_passes_ids(self):
+        b = pzt.Boundary("aqsgd(q4)", "q8")
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.b = b
+
+            def forward(self, x, ids):
+                return self.b(x, ids)
+
+        g = torch.fx.symbolic_trace(Net())
+        node = [n for n in g.graph.nodes if n.op == "call_module"][0]
+        self.assertEqual((node.target, len(node.args)), ("b", 2))
+
+    def test_jit_trace_and_script_refuse_saying_what_to_do(self):
+        m = self._model()
+        with self.assertRaisesRegex(RuntimeError, "cannot be traced by torch.jit.trace.*Trace the modules on either side"):
+            torch.jit.trace(m, torch.randn(2, 6))
+        with self.assertRaisesRegex(RuntimeError, "cannot be compiled by torch.jit.script.*torch.fx.symbolic_trace"):
+            torch.jit.script(m)
+        # the halves around it trace, and the Boundary runs between them
+        head, tail = torch.jit.trace(m[0], torch.randn(2, 6)), torch.jit.trace(m[2], torch.randn(2, 5))
+        x = torch.randn(2, 6)
+        self.assertTrue(torch.equal(tail(m[1](head(x))), m(x)))
+
+
 if __name__ == "__main__":
     unittest.main()
