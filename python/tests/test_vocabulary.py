@@ -31,6 +31,7 @@ EXAMPLES = {
     ("codec", "ms"): ("ms:0.1,bits=2", r"codec: +ms \(id 7\)"),
     ("codec", "lowrank"): ("lowrank:2", r"codec: +lowrank \(id 8\)\n(.|\n)*rank: +2 factors"),
     ("codec", "fp8"): ("fp8:e5m2,per=token", r"codec: +fp8 \(id 9\)\n(.|\n)*format: +E5M2 \(largest 57344\), a scale per token"),
+    ("codec", "rvq"): ("rvq:3,bits=3", r"codec: +rvq \(id 10\)\n(.|\n)*codebooks: +2 stages of 8 entries over vectors of 3, a scale per token"),
     ("granularity", "tensor"): ("q4:per=tensor", r"per tensor"),
     ("granularity", "sample"): ("q4:per=sample", r"per sample"),
     ("granularity", "channel"): ("q4:per=channel", r"per channel"),

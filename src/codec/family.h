@@ -30,7 +30,8 @@ typedef struct {
     double fraction;  /* kept fraction (families with `fraction`) */
     double alpha;     /* randtopk */
     int ms_sign;
-    int lr_iters, lr_warm; /* lowrank: power iterations, start from the previous factors */
+    int lr_iters, lr_warm; /* lowrank: power iterations, start from the previous factors; rvq: k-means iterations, likewise */
+    int vq_stages;         /* rvq: codebooks (its vector length is the spec's count, in fraction) */
 } codec_params;
 
 /* A family's sender state kept between frames (keeps_state), as bytes the

@@ -15,11 +15,12 @@ extern const codec_family codec_topk, codec_randk, codec_randtopk; /* topk.c */
 extern const codec_family codec_ms;                                /* ms.c */
 extern const codec_family codec_lowrank;                           /* lowrank.c */
 extern const codec_family codec_fp8;                               /* fp8.c */
+extern const codec_family codec_rvq;                               /* rvq.c */
 
 const codec_family *const codec_family_plain = &codec_none;
 
 const codec_family *const codec_families[] = {
-    &codec_none, &codec_fp16, &codec_bf16, &codec_quant, &codec_topk, &codec_randk, &codec_randtopk, &codec_ms, &codec_lowrank, &codec_fp8,
+    &codec_none, &codec_fp16, &codec_bf16, &codec_quant, &codec_topk, &codec_randk, &codec_randtopk, &codec_ms, &codec_lowrank, &codec_fp8, &codec_rvq,
 };
 const int codec_family_count = (int)(sizeof codec_families / sizeof *codec_families);
 

@@ -425,6 +425,41 @@ def decode_fp8(h):
     return x
 
 
+def decode_rvq(h):
+    """U f32 scales, S codebooks of 2^b x G f16, S streams of nv b-bit codes;
+    x = (sum over stages, in order, of the chosen entries) * scale"""
+    b, G, S = h.bits, h.k & 0xFFFF, (h.k >> 16) & 0xFF
+    if not 1 <= b <= 8 or not 1 <= G <= 256 or not 1 <= S <= 8 or h.k >> 24 or h.gran == 2:
+        raise ValueError("rvq parameters")
+    if h.options or h.value_type or h.index_coding or h.value_bits:
+        raise ValueError("rvq parameters")
+    unit, U = units(h, h.gran)
+    m = h.n // U if U else 0
+    if m % G:
+        raise ValueError("rvq vector length")
+    E, nv = 1 << b, h.n // G
+    scales, pos = f32s(h.body, U)
+    books, used = f16s(h.body[pos:], S * E * G)
+    pos += used
+    if not (np.isfinite(scales).all() and (scales >= 0).all()):
+        raise ValueError("rvq scale")
+    if not np.isfinite(books).all():
+        raise ValueError("rvq codebook entry")
+    books = books.reshape(S, E, G)
+    acc = np.zeros((nv, G), dtype=F32)
+    for s in range(S):
+        codes, used = bit_stream(h.body[pos:], nv, b)
+        pos += used
+        acc = (acc + books[s][codes]).astype(F32)
+    if pos != len(h.body):
+        raise ValueError("payload length")
+    with np.errstate(over="ignore"):
+        x = (acc.reshape(-1) * scales[unit]).astype(F32)
+    if not np.isfinite(x).all():
+        raise ValueError("rvq value overflows")
+    return x
+
+
 def decode_base(h):
     if h.wrapper == 4 or h.codec == 0:
         x, used = f32s(h.body, h.n)
@@ -444,6 +479,8 @@ def decode_base(h):
         return decode_lowrank(h)
     elif h.codec == 9:
         return decode_fp8(h)
+    elif h.codec == 10:
+        return decode_rvq(h)
     else:
         raise ValueError("unknown codec %d" % h.codec)
     if used != len(h.body):

@@ -954,7 +954,96 @@ static void test_nonfinite(void) {
     free(x);
 }
 
+/* rvq: the error of one spec on x (per token, 64 tokens of `len`) */
+static double rvq_error(const char *spec, const float *x, int64_t tokens, int64_t len, size_t *bytes) {
+    const int64_t shape[2] = {tokens, len};
+    pz_codec *c;
+    CHECK(pz_codec_create(&c, spec) == PZ_OK, "%s: %s", spec, pz_last_error());
+    const size_t cap = pz_codec_max_frame_bytes(c, 2, shape);
+    uint8_t *f = malloc(cap);
+    float *y = malloc(sizeof(float) * (size_t)(tokens * len));
+    pz_codec_stats st = {0};
+    size_t len_f = 0;
+    CHECK(pz_codec_encode(c, x, 2, shape, NULL, f, cap, &len_f, &st) == PZ_OK, "%s: %s", spec, pz_last_error());
+    int nd;
+    int64_t got[4];
+    CHECK(pz_codec_decode(c, f, len_f, y, tokens * len, &nd, got) == PZ_OK, "%s: %s", spec, pz_last_error());
+    double e = 0, nn = 0;
+    for (int64_t i = 0; i < tokens * len; i++) e += ((double)y[i] - x[i]) * ((double)y[i] - x[i]), nn += (double)x[i] * x[i];
+    CHECK(fabs(sqrt(e / nn) - st.rel_error) < 1e-6, "%s: the stats' error %g is the decoded one %g", spec, st.rel_error, sqrt(e / nn));
+    if (bytes) *bytes = len_f;
+    free(f), free(y);
+    pz_codec_free(c);
+    return sqrt(e / nn);
+}
+
+/* rvq: tokens made of 8 distinct directions (each token scaled) come back
+ * to f16 precision from a codebook of 16 entries; Lloyd's iterations lower the error
+ * of a seeded codebook; a second stage lowers it again; a warm sender (its
+ * previous frame's codebooks) starts where a cold one ends */
+static void test_rvq(void) {
+    enum { T = 64, L = 16 };
+    float x[T * L], protos[8][4];
+    pz_rng r;
+    pz_rng_seed(&r, 12);
+    for (int p = 0; p < 8; p++) { /* unit norm: every token's RMS is then 1/2 before its scale */
+        double nn = 0;
+        for (int j = 0; j < 4; j++) protos[p][j] = pz_rng_normal(&r), nn += (double)protos[p][j] * protos[p][j];
+        for (int j = 0; j < 4; j++) protos[p][j] = (float)(protos[p][j] / sqrt(nn));
+    }
+    for (int t = 0; t < T; t++)
+        for (int v = 0; v < L / 4; v++) {
+            const int p = (int)pz_rng_below(&r, 8);
+            for (int j = 0; j < 4; j++) x[t * L + v * 4 + j] = protos[p][j];
+        }
+    for (int t = 0; t < T; t++) /* a scale per token: the RMS divides it out */
+        for (int j = 0; j < L; j++) x[t * L + j] *= 0.5f + (float)t;
+    double e_clusters = rvq_error("rvq:4,stages=1,bits=4,iters=8", x, T, L, NULL);
+    CHECK(e_clusters < 2e-3, "8 directions from 16 entries: error %g", e_clusters);
+    for (int i = 0; i < T * L; i++) x[i] = pz_rng_normal(&r) * (1.0f + (float)(i % 7));
+    const double e0 = rvq_error("rvq:4,stages=1,bits=4,iters=0,cold", x, T, L, NULL),
+                 e4 = rvq_error("rvq:4,stages=1,bits=4,iters=6,cold", x, T, L, NULL),
+                 e2s = rvq_error("rvq:4,stages=2,bits=4,iters=6,cold", x, T, L, NULL);
+    CHECK(e4 < 0.9 * e0 && e2s < 0.85 * e4, "Gaussian vectors: error %g (no k-means) > %g (6 iterations) > %g (two stages)", e0, e4, e2s);
+    { /* warm: one iteration a frame, each from the last frame's codebook, improves frame by frame */
+        const int64_t sh[2] = {T, L};
+        pz_codec *c;
+        CHECK(pz_codec_create(&c, "rvq:4,stages=1,bits=4,iters=1") == PZ_OK, "%s", pz_last_error());
+        uint8_t f[8192];
+        double e[4];
+        for (int k = 0; k < 4; k++) {
+            size_t len;
+            pz_codec_stats st = {0};
+            CHECK(pz_codec_encode(c, x, 2, sh, NULL, f, sizeof f, &len, &st) == PZ_OK, "%s", pz_last_error());
+            e[k] = st.rel_error;
+        }
+        CHECK(e[1] < e[0] && e[2] < e[1] && e[3] < e[2] && e[3] < e0, "warm frames' errors %g, %g, %g, %g (none: %g, 6 cold iterations: %g)",
+              e[0], e[1], e[2], e[3], e0, e4);
+        pz_codec_free(c);
+    }
+    size_t bytes = 0;
+    rvq_error("rvq:4,stages=2,bits=4", x, T, L, &bytes);
+    CHECK(bytes == 64 + 4 * T + 2 * 2 * 16 * 4 + 2 * (T * L / 4 * 4 / 8), "rvq:4,stages=2,bits=4: %zu bytes", bytes);
+    /* a wrong vector length, channel units and huge magnitudes are refused, naming what to do */
+    const int64_t shape[2] = {T, L};
+    pz_codec *c;
+    uint8_t f[8192];
+    size_t len;
+    CHECK(pz_codec_create(&c, "rvq:5") == PZ_OK, "%s", pz_last_error());
+    CHECK(pz_codec_encode(c, x, 2, shape, NULL, f, sizeof f, &len, NULL) == PZ_ERR_ARG && strstr(pz_last_error(), "does not split"),
+          "rvq:5 on tokens of 16: %s", pz_last_error());
+    pz_codec_free(c);
+    CHECK(pz_codec_create(&c, "rvq:4,per=channel") == PZ_ERR_ARG && strstr(pz_last_error(), "per= takes token, sample or tensor"), "%s",
+          pz_last_error());
+    CHECK(pz_codec_create(&c, "rvq:4") == PZ_OK, "%s", pz_last_error());
+    x[3] = 1e36f;
+    CHECK(pz_codec_encode(c, x, 2, shape, NULL, f, sizeof f, &len, NULL) == PZ_ERR_ARG && strstr(pz_last_error(), "FLT_MAX / 8192"), "%s",
+          pz_last_error());
+    pz_codec_free(c);
+}
+
 int main(void) {
+    test_rvq();
     test_fp8();
     test_nonfinite();
     test_none_and_halves();

@@ -115,6 +115,13 @@ static const golden_case CASES[] = {
     {"fp8_e5m2_token", "fp8:e5m2,per=token", "gauss", 3, {2, 3, 8}, 1, 0},
     {"fp8_channel_zstd", "fp8:per=channel+zstd", "gauss", 4, {2, 3, 2, 5}, 1, 0},
     {"ef21_fp8", "ef21(fp8)", "gauss", 2, {4, 12}, 3, 0},
+    /* residual vector quantization: 2 stages of 8 entries over vectors of 4 per token; 3 stages of 4 entries over pairs,
+     * warm over three steps (each frame's k-means starts from the last one's codebooks); per tensor, cold, through the
+     * entropy stage; and inside error feedback */
+    {"rvq4_2x3", "rvq:4,stages=2,bits=3", "gauss", 2, {6, 8}, 1, 0},
+    {"rvq2_3x2_warm", "rvq:2,stages=3,bits=2,iters=2", "gauss", 3, {2, 4, 6}, 3, 0},
+    {"rvq4_tensor_cold_zstd", "rvq:4,stages=1,bits=4,per=tensor,cold+zstd", "relu", 2, {5, 8}, 1, 0},
+    {"ef_rvq2", "ef(rvq:2,stages=1,bits=2)", "gauss", 2, {3, 8}, 3, 0},
 };
 enum { NCASES = sizeof CASES / sizeof *CASES };
 

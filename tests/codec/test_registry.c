@@ -83,6 +83,12 @@ static const row rows[] = {
     {"fp8", GRAD, SIZE, 64 + 4 + N}, {"fp8:per=token", ACT, SIZE, 64 + 4 * 60 + N}, {"fp8:e5m2,per=channel", GRAD, SIZE, 64 + 4 * 3 + N},
     {"fp8", GRAD, RELERR, 0x1p-4}, {"fp8:e5m2", ACT, RELERR, 0x1p-3}, {"fp8:per=sample", SPIKE, RELERR, 0x1p-4},
     {"fp8", TIES, RELERR, 0x1p-4}, {"ef(fp8:e5m2)", GRAD, SYNC, 0},
+    /* rvq: sizes are U scales + S 2^b G f16 entries + S code streams (per token: 60 units of 6, vectors of 3: 120 of them);
+     * with more entries than vectors every vector is an entry (f16 rounding, then stage 2 takes most of that); the warm
+     * codebooks restore from a saved state (SYNC) */
+    {"rvq:3,stages=2,bits=4", GRAD, SIZE, 64 + 4 * 60 + 2 * 2 * 16 * 3 + 2 * 60}, {"rvq:6,bits=8", GRAD, RELERR, 1e-5},
+    {"rvq:2,stages=1,bits=2,per=tensor", GRAD, SIZE, 64 + 4 + 2 * 4 * 2 + 45}, {"rvq:2,stages=3,bits=3", ACT, RELERR, 0.15},
+    {"rvq:3", GRAD, SYNC, 0}, {"ef(rvq:2,bits=3)", GRAD, SYNC, 0},
     /* stateful wrappers */
     {"ef(q2)", GRAD, SYNC, 0}, {"ef(topk:0.1)", ACT, SYNC, 0}, {"ef21(q4)", GRAD, SYNC, 0},
     {"ef21(topk:0.2)", GRAD, SYNC, 0}, {"aqsgd(q2)", ACT, SYNC, 0}, {"aqsgd(topk:0.1),store=fp16", GRAD, SYNC, 0},
@@ -298,7 +304,7 @@ int main(void) {
         CHECK(ok, "%s on %s: %s %g (got %g)", w->spec, data_names[w->data], prop_names[w->prop], w->a, got);
     }
     /* every family of the library has rows */
-    const char *families[] = {"none", "fp16", "bf16", "q", "topk", "randk", "randtopk", "ms", "lowrank", "fp8", "ef(", "ef21(", "aqsgd("};
+    const char *families[] = {"none", "fp16", "bf16", "q", "topk", "randk", "randtopk", "ms", "lowrank", "fp8", "rvq", "ef(", "ef21(", "aqsgd("};
     for (size_t f = 0; f < sizeof families / sizeof *families; f++) {
         int has = 0;
         for (int r = 0; r < n_rows; r++) {

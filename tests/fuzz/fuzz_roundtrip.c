@@ -27,7 +27,7 @@ static const char *const specs[] = {
     "ms:0.1,bits=3,values=bf16", "ef(q2)", "ef21(q4)", "aqsgd(q2)", "aqsgd(topk:0.1),store=fp16",
     "q4:per=token,rot", "q3:sym,rot", "ef(q4:rot)",
     "q2+zstd", "aqsgd(q2)+zstd:1", "topk:0.2,values=q4+zstd",
-    "lowrank:2", "lowrank:3,values=q4,cold,iters=2", "ef(lowrank:1)", "fp8", "fp8:e5m2,per=token+zstd", "ef21(fp8:per=channel)", "q5:bytes", "q3:sym,per=token,bytes+zstd",
+    "lowrank:2", "lowrank:3,values=q4,cold,iters=2", "ef(lowrank:1)", "fp8", "fp8:e5m2,per=token+zstd", "ef21(fp8:per=channel)", "rvq:2,bits=3", "rvq:1,stages=3,bits=2,per=tensor,cold+zstd", "q5:bytes", "q3:sym,per=token,bytes+zstd",
 };
 #define N_SPECS (sizeof specs / sizeof *specs)
 
@@ -67,8 +67,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* (a rotation of the last dimension L moves a value up to the row's norm, sqrt(L) times the largest, plus
          * the rotated error: within 2L times the largest) */
         /* (a rank-r projection of the tokens x features matrix keeps each column's norm: within sqrt(rows) times the largest) */
+        /* (rvq: a vector's sum of S entries within (2^S + 1) sqrt(G) times the largest: S <= 3, G <= 2 here) */
         const float bound = big * 1.01f * (strstr(spec, "unbiased") ? (float)n : 1.0f) * (strstr(spec, "rot") ? 2.0f * (float)shape[3] : 1.0f) *
-                                (strstr(spec, "lowrank") ? (float)n : 1.0f) +
+                                (strstr(spec, "lowrank") ? (float)n : 1.0f) * (strstr(spec, "rvq") ? 16.0f : 1.0f) +
                             (strstr(spec, "fp16") ? 6e-8f : 1e-37f);
         /* (rounding to half precision overflows past its largest value, as IEEE says) */
         const int may_overflow = (big > 65504.0f && strstr(spec, "fp16")) || (big > 3.3895313e38f && strstr(spec, "bf16"));

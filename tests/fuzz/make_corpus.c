@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
                            "topk:0.1,index=bitmap", "topk:0.05,index=delta", "topk:0.2,values=q4", "topk:0.2,values=fp16",
                            "randk:0.1,unbiased", "randtopk:0.1,alpha=0.2", "ms:0.05,bits=2", "ms:0.1,bits=3,values=bf16",
                            "ef21(q4)", "aqsgd(q2)", "aqsgd(topk:0.1),store=fp16", "q4:per=token,rot",
-                           "q1+zstd", "aqsgd(q1)+zstd", "topk:0.3,values=q1+zstd", "lowrank:2,values=fp16", "lowrank:3,values=q3", "q6:bytes", "fp8", "fp8:e5m2,per=token"};
+                           "q1+zstd", "aqsgd(q1)+zstd", "topk:0.3,values=q1+zstd", "lowrank:2,values=fp16", "lowrank:3,values=q3", "q6:bytes", "fp8", "fp8:e5m2,per=token", "rvq:5,bits=3", "rvq:1,stages=3,bits=2,per=sample"};
     char sub[512];
     snprintf(sub, sizeof sub, "%s/decode", argv[1]), mkdir(sub, 0755);
     const int64_t shape[] = {3, 4, 2, 5};
