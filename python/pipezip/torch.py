@@ -29,6 +29,11 @@ Tensors may live on any device: they are staged through host memory
 (pinned for CUDA) and come back on their device, at the cost of a copy
 each way (docs/PYTHON.md).
 """
+import os
+import sys
+import zlib
+
+import numpy as np
 import torch
 
 from . import Codec
@@ -60,6 +65,52 @@ class _Compress(torch.autograd.Function):
     def backward(ctx, g):
         dx = _through(ctx.bwd, g.contiguous(), ctx.ids, ctx.counter, "bwd", ctx.measure, ctx.tap)
         return dx, None, None, None, None, None, None
+
+
+class _Reuse(torch.autograd.Function):
+    """the recomputation under activation checkpointing: the frame the first
+    pass decoded, and the gradient back through the backward codec once"""
+
+    @staticmethod
+    def forward(ctx, x, held, bwd, ids, counter, measure, tap):
+        ctx.bwd, ctx.ids, ctx.counter, ctx.measure, ctx.tap = bwd, ids, counter, measure, tap
+        return held.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        dx = _through(ctx.bwd, g.contiguous(), ctx.ids, ctx.counter, "bwd", ctx.measure, ctx.tap)
+        return dx, None, None, None, None, None, None
+
+
+_CHECKPOINT_FILE = os.path.join("torch", "utils", "checkpoint.py")
+# where torch.utils.checkpoint recomputes a forward: the reentrant form in its
+# Function's backward, the other in the saved tensors' unpack hook (torch 1.13;
+# unpack_hook / recompute_fn in torch 2)
+_RECOMPUTE = {"backward", "unpack", "unpack_hook", "recompute_fn"}
+
+
+def _checkpoint_phase():
+    """None outside torch.utils.checkpoint, "first" in its forward, "recompute"
+    in its recomputation of that forward"""
+    f, inside = sys._getframe(2), False
+    while f is not None:
+        c = f.f_code
+        if c.co_filename.endswith(_CHECKPOINT_FILE):
+            if c.co_name in _RECOMPUTE:
+                return "recompute"
+            inside = True
+        f = f.f_back
+    return "first" if inside else None
+
+
+def _key(x, ids):
+    """what identifies a checkpointed forward's input: its shape, dtype and bytes (CRC-32), and the ids"""
+    a = x.detach()
+    if a.device.type != "cpu":
+        a = a.cpu()
+    crc = zlib.crc32(a.contiguous().reshape(-1).view(torch.uint8).numpy())
+    idk = None if ids is None else zlib.crc32(np.ascontiguousarray(ids.cpu().numpy() if torch.is_tensor(ids) else np.asarray(ids)))
+    return tuple(x.shape), str(x.dtype), crc, idk
 
 
 _shared = {}
@@ -110,6 +161,7 @@ class Boundary(torch.nn.Module):
         self.measure_error = measure_error
         self.tap = tap
         self.counter = _Counter()
+        self._held = {}  # activation checkpointing: the first pass's decoded output until its recomputation
 
     def forward(self, x, ids=None):
         if isinstance(x, torch.fx.Proxy):  # torch.fx: a leaf, called as itself in the traced graph
@@ -121,11 +173,42 @@ class Boundary(torch.nn.Module):
                 "graph, which would record one batch's decoded tensor as a constant. Trace the modules on either side "
                 "of it and keep the Boundary between them in Python, or use torch.fx.symbolic_trace (the Boundary is "
                 "a leaf there)")
-        if not self.training or not torch.is_grad_enabled():
+        if not self.training:
+            return _through(self._eval, x, None, self.counter, "eval", self.measure_error, self.tap)
+        phase = _checkpoint_phase()
+        if phase is not None:
+            return self._checkpointed(x, ids, phase)
+        if not torch.is_grad_enabled():
             return _through(self._eval, x, None, self.counter, "eval", self.measure_error, self.tap)
         if not x.requires_grad:  # training traffic, but nothing to send back
             return _through(self._fwd, x, ids, self.counter, "fwd", self.measure_error, self.tap)
         return _Compress.apply(x, self._fwd, self._bwd, ids, self.counter, self.measure_error, self.tap)
+
+    def _checkpointed(self, x, ids, phase):
+        """Under torch.utils.checkpoint (either form): the first pass sends the
+        step's training frame (the state moves once) and keeps what it decoded;
+        the recomputation returns that, and the gradient goes back once"""
+        key = _key(x, ids)
+        pending = self.__dict__.setdefault("_held", {})  # (a Boundary pickled before it had one)
+        if phase == "recompute":
+            held = pending.pop(key, None)
+            if held is None:
+                raise RuntimeError(
+                    "pipezip.torch.Boundary: activation checkpointing recomputed this boundary with an input that differs "
+                    "from its first forward's (layers before it that are not deterministic, or preserve_rng_state=False with "
+                    "dropout), so the frame it sent does not belong to it: make the recomputation deterministic, or put the "
+                    "Boundary outside the checkpointed function")
+            return _Reuse.apply(x, held, self._bwd, ids, self.counter, self.measure_error, self.tap)
+        if torch.is_grad_enabled() and x.requires_grad:  # use_reentrant=False: this pass's graph gets the backward
+            y = _Compress.apply(x, self._fwd, self._bwd, ids, self.counter, self.measure_error, self.tap)
+        else:  # the reentrant form's first pass runs without gradients: still the step's training frame
+            y = _through(self._fwd, x, ids, self.counter, "fwd", self.measure_error, self.tap)
+        if len(pending) >= 64:
+            raise RuntimeError(
+                "pipezip.torch.Boundary: 64 checkpointed forwards are waiting for their recomputation (a backward never "
+                "ran?): call backward on each checkpointed forward's loss, or run the Boundary outside the checkpoint")
+        pending[key] = y.detach()
+        return y
 
     def __prepare_scriptable__(self):  # torch.jit.script calls this first
         raise RuntimeError(
@@ -137,6 +220,7 @@ class Boundary(torch.nn.Module):
         d = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__
         d = dict(d)
         d["tap"] = None
+        d["_held"] = {}
         return d
 
     # the codecs' state travels with the module's parameters

@@ -106,6 +106,57 @@ class Compress(unittest.TestCase):
 
 
 @unittest.skipIf(torch is None, "torch is not installed")
+class Checkpointing(unittest.TestCase):
+    """torch.utils.checkpoint around a Boundary, both forms: one training frame
+    a step each way, the codec state moved once, the same losses, parameters
+    and state as without checkpointing"""
+
+    def _model(self, spec):
+        torch.manual_seed(0)
+        return torch.nn.ModuleDict({"a": torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.GELU()),
+                                    "b": pzt.Boundary(spec, "ef21(q4)", seed=3), "c": torch.nn.Linear(8, 3)})
+
+    def test_both_forms_with_ef_and_aqsgd(self):
+        from torch.utils.checkpoint import checkpoint
+        for reentrant in (True, False):
+            for spec in ("ef(q4)", "aqsgd(q4)"):
+                plain, ck = self._model(spec), self._model(spec)
+                opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (plain, ck)]
+                for step in range(4):
+                    torch.manual_seed(10 + step % 2)  # two batches in turn: aqsgd's rows come back
+                    x = torch.randn(5, 6, requires_grad=True)
+                    ids = torch.arange(5) + 5 * (step % 2)
+
+                    def f(m):
+                        return lambda x: m["c"](m["b"](m["a"](x), ids))
+
+                    losses = [f(plain)(x).square().mean(), checkpoint(f(ck), x, use_reentrant=reentrant).square().mean()]
+                    for loss, o in zip(losses, opts):
+                        loss.backward()
+                        o.step()
+                        o.zero_grad()
+                    self.assertTrue(torch.equal(losses[0], losses[1]), (reentrant, spec, step, losses))
+                s = ck["b"].stats()
+                self.assertEqual((s["fwd_frames"], s["bwd_frames"], s["eval_frames"]), (4, 4, 0), (reentrant, spec))
+                self.assertEqual(s["fwd_bytes"], plain["b"].stats()["fwd_bytes"])
+                self.assertTrue(all(torch.equal(p, q) for p, q in zip(plain.parameters(), ck.parameters())))
+                self.assertEqual(plain["b"].get_extra_state()["codecs"], ck["b"].get_extra_state()["codecs"])
+
+    def test_a_recomputation_that_differs_is_refused(self):
+        from torch.utils.checkpoint import checkpoint
+        m = self._model("ef(q4)")
+        drop = torch.nn.Dropout(0.5)
+
+        def f(x):
+            return m["c"](m["b"](drop(m["a"](x))))
+
+        x = torch.randn(5, 6, requires_grad=True)
+        loss = checkpoint(f, x, use_reentrant=True, preserve_rng_state=False).square().mean()
+        with self.assertRaisesRegex(RuntimeError, "recomputed this boundary with an input that differs"):
+            loss.backward()
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
 class Tracing(unittest.TestCase):
     def _model(self, fwd="q4", bwd="q8"):
         torch.manual_seed(3)
