@@ -40,8 +40,9 @@ from . import Codec
 from .distributed import (Link, Wire, _Counter, _Side, _count, _decode_like, _encode, _mismatch, isend, recv, recv_frame,
                           send)
 from .pipeline import Stage
+from .ddp import DDPCompression, ddp_hook
 
-__all__ = ["Boundary", "compress", "send", "isend", "recv", "recv_frame", "Link", "Wire", "Stage"]
+__all__ = ["Boundary", "compress", "send", "isend", "recv", "recv_frame", "Link", "Wire", "Stage", "DDPCompression", "ddp_hook"]
 
 
 def _through(link, t, ids, counter, side, measure, tap=None):

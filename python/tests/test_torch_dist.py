@@ -56,6 +56,98 @@ def _frames_worker(rank, path, out):
     dist.destroy_process_group()
 
 
+def _ddp_net():
+    torch.manual_seed(5)
+    return torch.nn.Sequential(torch.nn.Linear(12, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+
+
+def _ddp_batches(rank, steps):
+    g = torch.Generator().manual_seed(100 + rank)
+    w = torch.Generator().manual_seed(7)
+    true = torch.randn(12, 4, generator=w)
+    xs = [torch.randn(16, 12, generator=g) for _ in range(steps)]
+    return [(x, x @ true) for x in xs]
+
+
+def _ddp_run(spec, rank, steps, comp=None, model=None, opt=None, taps=None):
+    """steps of DDP (plain, or through pipezip's hook with spec): the losses"""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    import pipezip.torch as pzt
+    net = model if model is not None else _ddp_net()
+    ddp = DDP(net)
+    if spec is not None:
+        comp = comp if comp is not None else pzt.DDPCompression(spec)
+        if taps is not None:
+            comp.tap = lambda i, t, f: taps.append((i, t, f))
+        ddp.register_comm_hook(comp, pzt.ddp_hook)
+    opt = opt if opt is not None else torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    for x, y in _ddp_batches(rank, steps)[-steps:]:
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(ddp(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    return net, comp, opt, losses
+
+
+def _ddp_worker(rank, path, out):
+    import copy
+    import pipezip.torch as pzt
+    _init(rank, 2, path + ".rdv")
+    r = {}
+    plain, _, _, r["plain"] = _ddp_run(None, rank, 30)
+    none, _, _, r["none"] = _ddp_run("none", rank, 30)
+    r["none_equal"] = all(torch.equal(a, b) for a, b in zip(plain.parameters(), none.parameters()))
+    taps = []
+    _, comp, _, r["q8"] = _ddp_run("q8", rank, 30, taps=taps)
+    r["q8_stats"] = comp.stats()
+    # every frame is the codec's frame of the bucket it was given (one bucket: one sender, in order)
+    ref = pipezip.Codec("q8", seed=0)
+    r["frames_match"] = len(taps) == 30 and all(ref.encode(t.numpy()) == f for _, t, f in taps)
+    _, comp, _, r["ef"] = _ddp_run("ef(q2)", rank, 30)
+    r["ef_stats"] = comp.stats()
+    _, comp, _, r["lowrank"] = _ddp_run("lowrank:2", rank, 30)
+    # resume: 10 steps, saved, 10 more; against a copy loaded from the save running the same 10
+    net, comp, opt, _ = _ddp_run("ef(q4)", rank, 10)
+    saved = (copy.deepcopy(net.state_dict()), copy.deepcopy(opt.state_dict()), comp.state_dict())
+    r["stateful_buckets"] = len(saved[2]["codecs"])
+    batches = _ddp_batches(rank, 20)[10:]
+    def more(net, comp, opt):
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        ddp = DDP(net)
+        ddp.register_comm_hook(comp, pzt.ddp_hook)
+        for x, y in batches:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(ddp(x), y).backward()
+            opt.step()
+        return [p.detach().clone() for p in net.parameters()]
+    a = more(net, comp, opt)
+    net2 = _ddp_net()
+    net2.load_state_dict(saved[0])
+    opt2 = torch.optim.SGD(net2.parameters(), lr=0.05, momentum=0.9)
+    opt2.load_state_dict(saved[1])
+    comp2 = pzt.DDPCompression("ef(q4)")
+    comp2.load_state_dict(saved[2])
+    b = more(net2, comp2, opt2)
+    fresh = pzt.DDPCompression("ef(q4)")
+    c = more(*(lambda n: (n, fresh, torch.optim.SGD(n.parameters(), lr=0.05, momentum=0.9)))(_ddp_net()))
+    r["resumed_equal"] = all(torch.equal(x, y) for x, y in zip(a, b))
+    try:
+        pzt.DDPCompression("q4").load_state_dict(saved[2])
+    except pipezip.Error as e:
+        r["mismatch"] = str(e)
+    try:
+        pzt.DDPCompression("ef21(q4)")
+    except ValueError as e:
+        r["refused"] = str(e)
+    del c
+    if rank == 0:
+        torch.save(r, out)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
 class _Two(torch.nn.Module if torch is not None else object):
     def __init__(self):
         super().__init__()
@@ -194,6 +286,28 @@ class OverGloo(unittest.TestCase):
         self.assertEqual((row["fwd_bytes"], row["bwd_bytes"]), (s["fwd_bytes"], s["bwd_bytes"]))
         self.assertEqual((row["fwd_frames"], row["bwd_frames"], row["eval_frames"]), (10, 10, 2))
         self.assertGreater(r1["eval"], 0)
+
+    def test_ddp_hook(self):
+        """pipezip's DDP hook: "none" is plain DDP bit for bit; q8 trains as
+        plain DDP within 2% of its final loss and sends a quarter of the
+        bytes (its frames are the codec's); ef(q2) and lowrank:2 train;
+        a hook resumed from state_dict() steps as the one never stopped"""
+        mp.spawn(_ddp_worker, args=(self.path, self.path + ".out"), nprocs=2, join=True)
+        r = torch.load(self.path + ".out")
+        self.assertTrue(r["none_equal"])
+        self.assertEqual(r["none"], r["plain"])
+        self.assertTrue(r["frames_match"])
+        self.assertLess(abs(r["q8"][-1] - r["plain"][-1]), 0.02 * r["plain"][-1] + 1e-4, (r["q8"][-1], r["plain"][-1]))
+        s = r["q8_stats"]
+        self.assertEqual(s["frames"], 30)
+        self.assertTrue(3.5 < s["ratio"] < 4.0, s)
+        self.assertLess(r["ef"][-1], 0.3 * r["ef"][0])
+        self.assertLess(r["lowrank"][-1], 0.5 * r["lowrank"][0])
+        self.assertTrue(r["ef_stats"]["ratio"] > 10, r["ef_stats"])
+        self.assertEqual(r["stateful_buckets"], 1)
+        self.assertTrue(r["resumed_equal"])
+        self.assertIn("'ef(q4", r["mismatch"])
+        self.assertIn("keeps receiver state", r["refused"])
 
     def test_stage_checkpoint_resumes_exactly(self):
         mp.spawn(_resume_worker, args=(self.path, self.path + ".out"), nprocs=2, join=True)

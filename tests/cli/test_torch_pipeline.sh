@@ -77,9 +77,27 @@ sys.exit(not (len(e) == 2 and all(math.log(256) - 3 < x["val_loss"] < math.log(2
 else
   fail=$((fail + 1))
 fi
+# the DDP example: 2 ranks, pipezip's hook (q8: about 4x less than fp32) and torch's PowerSGD, each trains and reports
+for hook in "pipezip:q8" "powersgd:2"; do
+  if /usr/bin/python3 -m torch.distributed.run --nnodes 1 --nproc_per_node 2 --master_addr 127.0.0.1 --master_port "$port" -r 1 -t 1 \
+       --log_dir "$tmp/logs_ddp_${hook%%:*}" "$src/examples/torch_ddp_gpt.py" --hook "$hook" --layers 2 --d 32 --heads 2 --ctx 32 \
+       --steps 12 --eval-windows 32 --data "text:$tmp/text.txt" --out "$tmp/ddp.jsonl" > "$tmp/ddp.log" 2>&1; then
+    :
+  else
+    echo "FAIL: torch_ddp_gpt.py --hook $hook:" >&2; tail -20 "$tmp/ddp.log" >&2; fail=$((fail + 1))
+  fi
+done
+/usr/bin/python3 - "$tmp/ddp.jsonl" <<'PY' || fail=$((fail + 1))
+import json, math, sys
+rows = {r["hook"]: r for r in map(json.loads, open(sys.argv[1]))}
+ok = set(rows) == {"pipezip:q8", "powersgd:2"} and 3.8 < rows["pipezip:q8"]["ratio"] < 4.0 and rows["powersgd:2"]["ratio"] > 1.5
+ok = ok and all(math.isfinite(r["val_loss"]) and r["val_loss"] < math.log(256) for r in rows.values())
+print("" if ok else "FAIL: the DDP example's records: " + str(rows), file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
 # fewer windows than micro-batches: refused before any process group, naming the flag
 msg=$(/usr/bin/python3 "$src/examples/torch_pipeline_gpt.py" --micro-batches 2 --eval-windows 1 2>&1) && fail=$((fail + 1))
 grep -q -- "--eval-windows 1 is fewer windows than the 2 micro-batches" <<<"$msg" ||
   { echo "FAIL: --eval-windows 1: $msg" >&2; fail=$((fail + 1)); }
-echo "test_torch_pipeline.sh: $((10 - fail)) passed, $fail failed"
+echo "test_torch_pipeline.sh: $((13 - fail)) passed, $fail failed"
 [ "$fail" -eq 0 ]
