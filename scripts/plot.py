@@ -29,6 +29,7 @@ import csv
 import json
 import math
 import os
+import re
 import sys
 from collections import OrderedDict
 
@@ -596,21 +597,22 @@ def strongest(rows):
         if r.get("status") != "finished" or r.get("fwd") != "none" or r.get("bwd") != "none":
             continue
         k = int(r.get("subspace") or 0)
-        if k and k < model_width(r.get("model")):
-            continue
+        if (k and k < model_width(r.get("model"))) or num(r.get("project")) > 0:
+            continue  # a narrower model, or one projected at its cuts, is not a baseline
         q, seed = num(r.get("final_test_loss")), r.get("seed", "1")
         if not math.isnan(q) and (seed not in best or q < best[seed][0]):
             best[seed] = (q, k)
     return best
 
 
-def frontier(panels, out, formats, cut=None):
+def frontier(panels, out, formats, cut=None, select=None):
     """traffic against quality over seeds: a panel per argument (sweep
     directories joined by +), a point per setting at the mean over its seeds
     with bars from the lowest to the highest seed, the uncompressed runs'
     range as a grey band; image classifiers by final test accuracy through
     the compressed boundaries, language models by validation loss. cut:
-    one-cut runs at that cut only (split learning)"""
+    one-cut runs at that cut only (split learning); select: a regular
+    expression, the settings (legend labels) to draw"""
     fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels) + 0.6, 4.6), squeeze=False, layout="constrained")
     for ax, dirs in zip(axes[0], panels):
         sws = [Sweep(d) for d in dirs.split("+")]
@@ -618,12 +620,13 @@ def frontier(panels, out, formats, cut=None):
         groups = OrderedDict()
         # a language model with subspace runs: each point's loss gap to its seed's strongest uncompressed model
         best = strongest([r for sw in sws for r in sw.rows]) if lm and any(r.get("subspace", "0") not in ("", "0") for sw in sws for r in sw.rows) else {}
+        # a subspace model's own fp32 is K numbers per token: its traffic is
+        # read against the uncompressed (unconstrained) run of its seed, in
+        # any of the joined sweeps
+        base_bytes = {r.get("seed", "1"): num(r.get("fwd_bytes")) + num(r.get("bwd_bytes")) for sw in sws for r in sw.rows
+                      if r.get("status") == "finished" and r.get("fwd") == "none" and r.get("bwd") == "none"
+                      and r.get("subspace", "0") in ("", "0")}
         for sw in sws:
-            # a subspace model's own fp32 is K numbers per token: its traffic is
-            # read against the uncompressed (unconstrained) run of its seed
-            base_bytes = {r.get("seed", "1"): num(r.get("fwd_bytes")) + num(r.get("bwd_bytes")) for r in sw.rows
-                          if r.get("status") == "finished" and r.get("fwd") == "none" and r.get("bwd") == "none"
-                          and r.get("subspace", "0") in ("", "0")}
             for r in sw.rows:
                 c = r.get("cuts", "")
                 if r.get("status") != "finished" or (cut and c and "," not in c and c != cut):
@@ -631,8 +634,11 @@ def frontier(panels, out, formats, cut=None):
                 q = num(r.get("final_test_loss_compressed" if lm else "final_test_accuracy_compressed"))
                 if math.isnan(q):
                     q = num(r.get("final_test_loss" if lm else "final_test_accuracy"))
-                k = r.get("subspace", "0")
-                key = ("subspace %s, " % k if k not in ("", "0") else "") + short_spec(r.get("fwd", "none")) + " / " + short_spec(r.get("bwd", "none"))
+                k, pj = r.get("subspace", "0"), r.get("project", "0")
+                key = ("subspace %s, " % k if k not in ("", "0") else "") + ("learned projection to %s, " % pj if pj not in ("", "0") else "") \
+                    + short_spec(r.get("fwd", "none")) + " / " + short_spec(r.get("bwd", "none"))
+                if select and key != "none / none" and not re.search(select, key):
+                    continue
                 mine = num(r.get("fwd_bytes")) + num(r.get("bwd_bytes"))
                 ratio = base_bytes[r.get("seed", "1")] / mine if "subspace" in r and r.get("seed", "1") in base_bytes and mine > 0 \
                     else num(r.get("compression_ratio"))
@@ -799,6 +805,8 @@ def main(argv=None):
     ap.add_argument("--frontier", action="store_true",
                     help="one figure, a panel per DIR (DIR+DIR joins sweeps): traffic reduction against quality over seeds (frontier.*)")
     ap.add_argument("--cut", help="with --frontier: one-cut runs at this cut only")
+    ap.add_argument("--select", help="with --frontier: only the settings whose label matches this regular expression "
+                                     "(\"subspace 16, q8\\+zstd\"); the baselines are always drawn")
     a = ap.parse_args(argv)
     if not 50 <= a.dpi <= 1200:
         fail(f"--dpi {a.dpi}: expected 50 to 1200")
@@ -814,7 +822,7 @@ def main(argv=None):
             if not os.path.exists(os.path.join(d, "results.csv")):
                 fail(f"{d} is not a sweep directory (results.csv)")
         os.makedirs(a.out or ".", exist_ok=True)
-        for p in frontier(a.dirs, a.out or ".", formats, a.cut):
+        for p in frontier(a.dirs, a.out or ".", formats, a.cut, a.select):
             print(p)
         return 0
     for d in a.dirs:
