@@ -192,8 +192,10 @@ PZ_API void pz_frame_options_text(int options, int mask, char *buf, size_t cap);
 /* Validate a frame's header (its family's parameters, the decoding limit)
  * and checksum and describe it; pz_frame_validate checks the payload too. */
 PZ_API pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info);
-/* Decode any stateless frame (or a stateful one's inner payload, without
- * the state: e.g. an ef21 frame gives C(x - A), not A). */
+/* Decode any frame its receiver needs no state for: a stateless codec's,
+ * an ef frame, an aqsgd warm-up frame. An ef21 or aqsgd frame is refused
+ * (PZ_ERR_FORMAT, PZ_FRAME_CODEC, naming the wrapper): it carries a difference the receiver
+ * adds to its state; decode that stream with a pz_codec of its spec. */
 /* Every check a decode makes (header, parameters, payload), without a
  * destination: what `pipezip codec inspect` reports as ok. */
 PZ_API pz_status pz_frame_validate(const uint8_t *frame, size_t len);

@@ -161,9 +161,6 @@ static int decode(int argc, char **argv) {
     if (pz_frame_decode(f, len, t.data, (size_t)info.elements, NULL, NULL) || pz_tensor_write(pos[1], &t)) {
         fprintf(stderr, "pipezip codec decode: '%s': %s\n", pos[0], pz_last_error());
         ret = 1;
-    } else if (info.wrapper) {
-        fprintf(strcmp(pos[1], "-") ? stdout : stderr, "note: a %s frame holds the compressed difference, not the tensor the receiver reconstructs with its state\n",
-               info.wrapper_name);
     }
     free(t.data);
     free(f);

@@ -256,6 +256,13 @@ static void give_shape(const frame_header *h, int *ndim, int64_t *shape) {
 pz_status pz_frame_decode(const uint8_t *frame, size_t len, float *x, size_t cap, int *ndim, int64_t *shape) {
     frame_header h;
     PZ_TRY(parse_for_decode(frame, len, cap, &h));
+    /* an ef21 or aqsgd frame is a difference its receiver adds to the state
+     * it keeps: alone it is not the tensor (an aqsgd warm-up frame is) */
+    const wrapper_kind *w = wrapper_by_wire(h.wrapper);
+    if (w && w->receiver_state && h.wrapper != WRAP_AQSGD_WARMUP)
+        return frame_error(PZ_FRAME_CODEC, "an %s frame holds the compressed difference its receiver adds to the state it keeps, not the "
+                       "tensor: decode the stream with a receiving codec of its spec, every frame in order (pz_codec_create and "
+                       "pz_codec_decode; pipezip.Codec(spec).decode in Python)", w->name);
     codec_scratch sc = {0};
     const pz_status st = base_decode(&h, pz_codec_kernels_best(), x, &sc);
     scratch_release(&sc);

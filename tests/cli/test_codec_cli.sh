@@ -115,6 +115,10 @@ PY
 expect 1 "quantization width 9" -- "$PZ" codec decode "$tmp/q9.pzf" "$tmp/out.f32"
 expect 1 "quantization width 9" -- "$PZ" codec inspect "$tmp/q9.pzf"
 expect 1 "decoding limit" -- "$PZ" codec decode "$tmp/big.pzf" "$tmp/out.f32"
+# an ef21 frame alone is a difference, not the tensor: refused, naming the wrapper and what decodes the stream
+"$PZ" codec encode --codec "ef21(q4)" "$tmp/q4.npy" "$tmp/ef21.pzf" > /dev/null
+expect 1 "an ef21 frame holds the compressed difference .* decode the stream with a receiving codec of its spec" -- \
+  "$PZ" codec decode "$tmp/ef21.pzf" "$tmp/out.f32"
 expect 1 "decoding limit" -- "$PZ" codec inspect "$tmp/big.pzf"
 expect 1 "unit 0 has 29 positions in its bitmap, not 30" -- "$PZ" codec decode "$tmp/tkbad.pzf" "$tmp/out.f32"
 expect 1 "unit 0 has 29 positions" -- "$PZ" codec inspect "$tmp/tkbad.pzf"

@@ -48,6 +48,21 @@ int main(void) {
     const int64_t shape[] = {4, 100};
     uint8_t f[1 << 16];
 
+    { /* a frame whose receiver keeps state (ef21, aqsgd) is a difference, not the tensor: refused alone, naming the
+       * wrapper and what decodes it; an ef frame (its receiver keeps nothing) decodes */
+        const uint32_t ids[4] = {0, 1, 2, 3};
+        const char *refused[] = {"ef21(q4)", "aqsgd(q4)"};
+        for (int i = 0; i < 2; i++) {
+            make(refused[i], 2, shape, ids);
+            CHECK(frame[30] == (i ? 3 : 2), "%s: wrapper byte %d", refused[i], frame[30]);
+            CHECK(pz_frame_decode(frame, flen, out, 400, NULL, NULL) == PZ_ERR_FORMAT && pz_frame_error_of() == PZ_FRAME_CODEC && strstr(pz_last_error(), i ? "an aqsgd frame" : "an ef21 frame") &&
+                      strstr(pz_last_error(), "pz_codec_decode"),
+                  "%s alone: %s", refused[i], pz_last_error());
+            CHECK(pz_frame_validate(frame, flen) == PZ_OK, "%s: still a valid frame (%s)", refused[i], pz_last_error());
+        }
+        make("ef(q4)", 2, shape, NULL);
+        CHECK(pz_frame_decode(frame, flen, out, 400, NULL, NULL) == PZ_OK, "an ef frame decodes: %s", pz_last_error());
+    }
     make("q4", 2, shape, NULL);
     CHECK(pz_frame_decode(frame, flen, out, 400, NULL, NULL) == PZ_OK, "a valid frame decodes");
     expect("empty", frame, 0, 400, PZ_FRAME_TRUNCATED);
