@@ -5,6 +5,9 @@
  * refused with an error rather than read. */
 #include "../test.h"
 #include "pipe/protocol.h"
+#include "pipe/budget.h"
+
+#include <math.h>
 
 static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
@@ -144,5 +147,62 @@ int main(void) {
     msg_report_put(rep, &r);
     msg_report_get(rep, &back);
     CHECK(le32(rep + 4) == (3u | 6u << 16) && back.rung_act == 2 && back.rung_grad == 5, "report: the budget's rungs");
+
+    /* BUDGET items and BUDGET_SET from a hostile or broken peer: truncated, oversized, rungs out of range,
+     * measurements that are NaN, infinite, negative or beyond 2^53; each refused with an error naming the
+     * message, an honest message round-trips (PROTOCOL.md: BUDGET, BUDGET_SET) */
+    {
+        enum { LR = 3, NI = 4 };
+        pz_budget_round good = {.step = 41, .n_items = NI, .limit = 1e6, .planned = 9e5, .met = 1};
+        for (int i = 0; i < NI; i++) {
+            good.choice[i] = i % LR;
+            good.meas[i].elements = 1000 + (uint64_t)i;
+            for (int q = 0; q < LR; q++) good.meas[i].bytes[q] = 4000 / (uint64_t)(q + 1), good.meas[i].err[q] = 0.01 * (q + 1);
+        }
+        const size_t len = msg_budget_set_bytes(NI, LR);
+        CHECK(len == 28 + 4 * NI + NI * (8 + 16 * LR) && msg_budget_item_bytes(LR) == 56, "BUDGET_SET of %d items of %d rungs: %zu bytes", NI,
+              LR, len);
+        uint8_t buf[1024], bad[1024];
+        msg_budget_set_put(buf, &good, LR);
+        pz_budget_round got;
+        CHECK(msg_budget_set_get(buf, len, NI, LR, &got) == PZ_OK && got.step == 41 && got.choice[3] == 0 &&
+                  got.meas[2].bytes[1] == 2000 && got.meas[3].err[2] == 0.03 && got.limit == 1e6,
+              "an honest BUDGET_SET round-trips: %s", pz_last_error());
+        CHECK(msg_budget_set_get(buf, len - 1, NI, LR, &got) == PZ_ERR_STATE && strstr(pz_last_error(), "BUDGET_SET message of"),
+              "truncated: %s", pz_last_error());
+        CHECK(msg_budget_set_get(buf, len + 1, NI, LR, &got) == PZ_ERR_STATE, "oversized: %s", pz_last_error());
+        CHECK(msg_budget_set_get(buf, len, NI + 1, LR, &got) == PZ_ERR_STATE, "more items than were sent: %s", pz_last_error());
+        CHECK(msg_budget_set_get(buf, len, PZ_BUDGET_MAX_ITEMS + 1, LR, &got) == PZ_ERR_STATE, "too many items: %s", pz_last_error());
+        const int rungs[] = {-1, LR, 1 << 30};
+        for (int k = 0; k < 3; k++) {
+            memcpy(bad, buf, len);
+            memcpy(bad + 28 + 4 * 2, &rungs[k], 4);
+            CHECK(msg_budget_set_get(bad, len, NI, LR, &got) == PZ_ERR_STATE && strstr(pz_last_error(), "choosing rung"),
+                  "rung %d of %d: %s", rungs[k], LR, pz_last_error());
+        }
+        const int32_t met2 = 2;
+        memcpy(bad, buf, len), memcpy(bad + 8, &met2, 4);
+        CHECK(msg_budget_set_get(bad, len, NI, LR, &got) == PZ_ERR_STATE && strstr(pz_last_error(), "met 2"), "met 2: %s", pz_last_error());
+        const double nan = NAN, inf = INFINITY, neg = -0.5;
+        memcpy(bad, buf, len), memcpy(bad + 12, &nan, 8);
+        CHECK(msg_budget_set_get(bad, len, NI, LR, &got) == PZ_ERR_STATE, "a NaN limit: %s", pz_last_error());
+        const double errs[] = {nan, inf, neg};
+        for (int k = 0; k < 3; k++) { /* item 1's rung 2 error */
+            memcpy(bad, buf, len);
+            memcpy(bad + 28 + 4 * NI + 1 * 56 + 8 + 16 * 2 + 8, &errs[k], 8);
+            CHECK(msg_budget_set_get(bad, len, NI, LR, &got) == PZ_ERR_STATE && strstr(pz_last_error(), "a BUDGET item whose rung 2"),
+                  "an error of %g: %s", errs[k], pz_last_error());
+        }
+        const uint64_t huge = ((uint64_t)1 << 53) + 1;
+        memcpy(bad, buf, len), memcpy(bad + 28 + 4 * NI, &huge, 8);
+        CHECK(msg_budget_set_get(bad, len, NI, LR, &got) == PZ_ERR_STATE && strstr(pz_last_error(), "elements"), "2^53 + 1 elements: %s",
+              pz_last_error());
+        memcpy(bad, buf, len), memcpy(bad + 28 + 4 * NI + 8, &huge, 8);
+        CHECK(msg_budget_set_get(bad, len, NI, LR, &got) == PZ_ERR_STATE && strstr(pz_last_error(), "bytes"), "2^53 + 1 bytes: %s",
+              pz_last_error());
+        /* a BUDGET item alone (what each stage appends) */
+        pz_budget_meas m;
+        CHECK(msg_budget_item_get(buf + 28 + 4 * NI, LR, &m) == PZ_OK && m.elements == 1000 && m.bytes[2] == 1333, "an honest item");
+    }
     TEST_DONE();
 }
