@@ -12,7 +12,9 @@ pipezip.torch.ddp_hook).
     torch.save({"model": ddp.module.state_dict(), "comm": comp.state_dict()}, "ck.pt")
 
 Each rank encodes its bucket (the gradients DDP flattened into one
-tensor) as a frame, the ranks all-gather their frames (their lengths first)
+tensor) as a frame (lowrank: each gradient matrix of the bucket as a frame
+of its own, as PowerSGD compresses them, and the vectors and matrices too
+small to gain uncompressed), the ranks all-gather their frames (their lengths first)
 and every rank decodes each one with the codec's stateless base and
 averages them in rank order, so all ranks step with the same gradient. A
 stateful sender (ef(...): error feedback; lowrank's warm start: PowerSGD's)
@@ -41,6 +43,10 @@ class DDPCompression:
                         "sender, which an all-gather of frames does not give; use a stateless spec, ef(...) or lowrank:R")
         self.spec, self.seed, self.process_group = spec, seed, process_group
         self.decoder = Codec(spec, seed=seed)  # a receiving end: decodes every rank's frames (it keeps nothing)
+        # lowrank: a matrix per gradient (its rank), the rest uncompressed
+        base = probe.base_spec() if callable(probe.base_spec) else probe.base_spec
+        self.rank = int(base.split(":")[1].split(",")[0]) if base.startswith("lowrank") else 0
+        self.plain = Codec("none")
         self.codecs = {}  # (bucket index, elements) -> the sender's Codec
         self.sent = _Side()
         self.tap = None  # tap(bucket_index, gradient, frame): what this rank encoded (a copy) and its frame, as bytes
@@ -96,10 +102,39 @@ def _exchange(state, frame):
     return [g[:int(n)].numpy() for g, n in zip(got, lens)]
 
 
+def _send(state, key, t, tx):
+    """t (this rank's) through tx, every rank's frame decoded and averaged into t"""
+    flat = t.detach()
+    frame = _encode(tx, flat.to(torch.float32) if flat.device.type != "cpu" else flat, None)
+    if state.tap is not None:
+        state.tap(key, flat.clone(), bytes(frame))
+    state.sent.bytes += len(frame)
+    state.sent.elements += flat.numel()
+    state.sent.frames += 1
+    acc = np.zeros(flat.numel(), dtype=np.float32)
+    rx = state.decoder if tx is not state.plain else state.plain
+    for f in _exchange(state, frame):
+        acc += rx.decode(f).reshape(-1)
+    if acc.size:
+        acc /= np.float32(dist.get_world_size(state.process_group))
+    t.copy_(torch.from_numpy(acc).reshape(t.shape).to(t.dtype))
+
+
 def ddp_hook(state, bucket):
     """DistributedDataParallel.register_comm_hook(state, ddp_hook) with a
     DDPCompression state: the bucket's gradient through state.spec, averaged
     over the ranks."""
+    if state.rank:  # lowrank: each gradient matrix on its own (a view of the bucket), the rest uncompressed
+        for i, g in enumerate(bucket.gradients()):
+            rows = g.shape[0] if g.dim() > 1 else 1
+            cols = g.numel() // max(rows, 1)
+            if g.dim() > 1 and state.rank * (rows + cols) < rows * cols:
+                _send(state, (bucket.index(), i), g.view(rows, cols), state.sender(bucket.index() * 4096 + i, g.numel()))
+            else:
+                _send(state, (bucket.index(), i), g.view(-1), state.plain)
+        fut = torch.futures.Future()
+        fut.set_result(_bucket_tensor(bucket))
+        return fut
     g = _bucket_tensor(bucket)
     flat = g.detach().reshape(-1)
     tx = state.sender(bucket.index(), flat.numel())
