@@ -9,6 +9,7 @@
 #include "pipe_internal.h"
 #include "base/wire.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,10 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     }
     p->cfg = *cfg;
     p->cfg.micro_batches = M;
+    p->kill_stage = -1;
+    const char *kill = getenv("PZ_TEST_KILL_STAGE_AT");
+    long long ks = -1, kt = -1;
+    if (kill && sscanf(kill, "%lld:%lld", &ks, &kt) == 2 && ks >= 0 && kt >= 1) p->kill_stage = (int)ks, p->kill_step = kt;
     const pz_budget *bg = &cfg->budget;
     if (bg->kind != PZ_BUDGET_OFF) { /* the senders start at the ladder's first rung */
         if (bg->n_rungs < 1 || bg->n_rungs > PZ_BUDGET_RUNGS || bg->every < 1 || !(bg->value > 0) || cfg->n_stages < 2) {

@@ -120,6 +120,11 @@ struct pz_pipe {
     uint8_t *buf;
     size_t cap;
     stage_report reports[PZ_MAX_STAGES];
+    /* crash tests: PZ_TEST_KILL_STAGE_AT=STAGE:STEP kills the process that
+     * runs stage STAGE with SIGKILL right after its optimizer step STEP (a
+     * rank dying at a state, not after a time); -1: never */
+    int kill_stage;
+    int64_t kill_step;
 };
 
 /* ---- plan.c ---- */

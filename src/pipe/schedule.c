@@ -16,6 +16,7 @@
 #include "pipezip/pipezip.h" /* pz_pipe_schedule_name, pz_pipe_schedule_order: public */
 
 #include <math.h>
+#include <signal.h>
 #include <string.h>
 
 /* One step's running state at a stage. */
@@ -319,6 +320,7 @@ static pz_status finish_step(stage *s, stage_bufs *b, const step_state *t) {
     pz_optim_step(&s->opt, s->model[0].params + s->p0, s->model[0].grads + s->p0, t->lr);
     pz_seq_after_step(&s->model[0].net, s->from, s->to);
     s->rep.compute_s += pz_now() - t0;
+    if (s->index == s->pipe->kill_stage && s->opt.t == s->pipe->kill_step) raise(SIGKILL); /* crash tests (pipe_internal.h) */
     if (s->tie_e == s->index) s->tie_dirty = 1;
     return s->index == 0 ? pz_link_send(s->prev, MSG_STEPPED, "", 0) : PZ_OK;
 }

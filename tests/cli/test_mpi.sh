@@ -4,7 +4,8 @@
 # gives the in-process run's losses, accuracies and byte counts exactly; the
 # bytes it reports are the bytes MPI_Send was handed (counted by an
 # interposed MPI_Send, minus the 8-byte clock trailer per message); a rank
-# killed mid-run ends the whole run with an error, not a hang.
+# killed mid-run ends the whole run with an error, not a hang; any rank
+# killed after any step resumes to the uninterrupted run's numbers.
 . "$(dirname "$0")/lib.sh" mpi
 pz="$1"; count="$2"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -130,4 +131,46 @@ wait "$runner"; rc=$?
 took=$(( $(date +%s) - start ))
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -lt 120 ]; then ok; else bad "killed rank: exit $rc after ${took}s: $(tail -5 "$tmp/dead.log")"; fi
 grep -qiE "exited|killed|signal|abort" "$tmp/dead.log" && ok || bad "no reason given: $(tail -5 "$tmp/dead.log")"
+# any rank killed at any step (issue 56): SIGKILL right after stage R's optimizer step K (a state, not a time:
+# PZ_TEST_KILL_STAGE_AT), R and K drawn from a seed printed here, 21 points over GPipe, 1F1B and a budget run.
+# Each ends within its timeout naming the dead rank, leaves a checkpoint that reads whole, and --resume
+# continues to exactly the uninterrupted run's step losses, evaluations and byte counts
+kseed=${PZ_TEST_KILL_SEED:-$(( $(date +%s) % 100000 ))}
+echo "test_mpi: kill points from seed $kseed (PZ_TEST_KILL_SEED=$kseed repeats them)"
+kargs=(--model lenet5 --stages 4 --lr 0.05 --limit-train 256 --limit-test 64 --epochs 2 --batch 32 --micro-batches 2
+       --progress none --threads 1 --seed 5 --checkpoint-every 2 --log-every 1)
+kinds=(gpipe 1f1b budget)
+extra() { case "$1" in gpipe) echo "--fwd q4 --bwd q8" ;; 1f1b) echo "--fwd q4 --bwd q8 --pipe-schedule 1f1b" ;; budget) echo "--budget 6x --budget-every 4" ;; esac; }
+for k in "${kinds[@]}"; do
+  timeout 300 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS "$pz" train "${kargs[@]}" $(extra $k) --link mpi --out "$tmp/kref-$k" \
+    > "$tmp/kref-$k.log" 2>&1 || bad "uninterrupted $k run: $(tail -5 "$tmp/kref-$k.log")"
+done
+points=$(python3 -c "import random; r = random.Random($kseed); print(' '.join('%d:%d' % (r.randrange(4), r.randrange(3, 16)) for _ in range(21)))")
+i=0
+for pt in $points; do
+  k=${kinds[$((i % 3))]}; i=$((i + 1)); st=${pt%%:*}; step=${pt##*:}; d="$tmp/kill-$i"
+  PZ_TEST_KILL_STAGE_AT=$pt timeout 300 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS -x PZ_TEST_KILL_STAGE_AT "$pz" train "${kargs[@]}" \
+    $(extra $k) --link mpi --out "$d" > "$d.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || ! grep -q "rank $st .*signal 9\|rank $st .*Killed" "$d.log"; then
+    bad "$k, rank $st killed after step $step: exit $rc, the dead rank not named: $(tail -4 "$d.log")"; continue
+  fi
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert 2 <= d["global_step"] < int(sys.argv[2]), d' \
+    "$d/checkpoint/latest.json" "$step" 2>/dev/null || { bad "$k, rank $st at step $step: no whole checkpoint before it"; continue; }
+  timeout 300 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS "$pz" train "${kargs[@]}" $(extra $k) --link mpi --resume "$d" \
+    > "$d.resume.log" 2>&1 || { bad "$k, rank $st at step $step: --resume failed: $(tail -4 "$d.resume.log")"; continue; }
+  python3 - "$tmp/kref-$k" "$d" <<'PY' && ok || bad "$k, rank $st killed after step $step: the resumed run differs"
+import json, sys
+a, b = sys.argv[1:3]
+ep = lambda d: [json.loads(l) for l in open(d + "/epochs.jsonl")]
+for x, y in zip(ep(a), ep(b)):
+    for key in ("train_loss", "test_accuracy", "test_accuracy_compressed", "fwd_bytes", "bwd_bytes", "eval_bytes"):
+        assert x[key] == y[key], (x["epoch"], key, x[key], y[key])
+assert len(ep(a)) == len(ep(b)) == 2
+last = lambda d: {s["step"]: s["loss"] for s in map(json.loads, open(d + "/steps.jsonl"))}  # a step logged twice: its last line
+assert last(a) == last(b), [(k, last(a)[k], last(b).get(k)) for k in last(a) if last(a)[k] != last(b).get(k)][:3]
+sa, sb = (json.load(open(d + "/summary.json")) for d in (a, b))
+assert (sa["final_test_accuracy"], sa["fwd_bytes"], sa["bwd_bytes"]) == (sb["final_test_accuracy"], sb["fwd_bytes"], sb["bwd_bytes"])
+PY
+done
 finish test_mpi
