@@ -635,8 +635,10 @@ def frontier(panels, out, formats, cut=None, select=None):
                 if math.isnan(q):
                     q = num(r.get("final_test_loss" if lm else "final_test_accuracy"))
                 k, pj = r.get("subspace", "0"), r.get("project", "0")
+                bud = r.get("budget") or ""
                 key = ("subspace %s, " % k if k not in ("", "0") else "") + ("learned projection to %s, " % pj if pj not in ("", "0") else "") \
-                    + short_spec(r.get("fwd", "none")) + " / " + short_spec(r.get("bwd", "none"))
+                    + ("budget %s (codecs chosen as it trains)" % bud if bud not in ("", "off") else
+                       short_spec(r.get("fwd") or "none") + " / " + short_spec(r.get("bwd") or "none"))
                 if select and key != "none / none" and not re.search(select, key):
                     continue
                 mine = num(r.get("fwd_bytes")) + num(r.get("bwd_bytes"))
@@ -707,8 +709,10 @@ def frontier(panels, out, formats, cut=None, select=None):
                     lo_, hi_ = min(p[1] for p in cl), max(p[1] for p in cl)
                     ax.annotate(("%+.0f%%" % lo_) if len(cl) == 1 else "%+.0f to %+.0f%%" % (lo_, hi_),
                                 (sum(p[0] for p in cl) / len(cl), top), xytext=(0, -9), textcoords="offset points", fontsize=5, ha="center")
-        ax.set_title(sws[0].rows[0].get("model", "").split(",heads")[0] + (", one cut at " + cut if cut and any("," not in r.get("cuts", ",") for r in sws[0].rows)
-                                                      else ", 4 stages"), fontsize=7.5)
+        r0 = sws[0].rows[0]
+        n_st = int(num(r0.get("stages"))) if num(r0.get("stages")) > 0 else (len(r0["cuts"].split(",")) + 1 if r0.get("cuts") else 4)
+        ax.set_title(r0.get("model", "").split(",heads")[0] + (", one cut at " + cut if cut and any("," not in r.get("cuts", ",") for r in sws[0].rows)
+                                                                else ", %d stages" % n_st), fontsize=7.5)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=5.5, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
     fig.suptitle("Traffic against quality: mean and range over seeds 1-3 (activations / gradients)", fontsize=8.5)
