@@ -2,6 +2,10 @@
 /* bench_codecs.c — `pipezip bench codecs`: its flags; the measurement is
  * the tool's (tool/bench_codecs.c). */
 #include "cli.h"
+#include "kernels/codec_kernels.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
 #include "args.h"
 #include "tool/bench.h"
 #include "pipezip/codec.h"
@@ -23,7 +27,10 @@ static const char *default_codecs =
 int bench_codecs(int argc, char **argv) {
     const char *codecs = default_codecs, *sizes = "1e4,1e5,1e6,1e7", *format = "text", *data = "both";
     int threads = 1, repeat = 5, width = 0;
+    const char *kernels = "best";
     const pz_opt opts[] = {
+        {"kernels", OPT_STR, &kernels, "SET", "which codec kernels: the widest the CPU runs, one set, or every set it runs, one table each", 0, 0,
+         "best|scalar|avx2|avx512|all"},
         {"codecs", OPT_STR, &codecs, "LIST", "codec specs separated by ';'", 0, 0, NULL},
         {"sizes", OPT_STR, &sizes, "LIST", "tensor sizes in elements, ','-separated (1e4 .. 1e8)", 0, 0, NULL},
         {"data", OPT_STR, &data, "KIND", "value distribution", 0, 0, "activation|gradient|both"},
@@ -35,6 +42,54 @@ int bench_codecs(int argc, char **argv) {
     int rc = pz_parse_args("pipezip bench codecs", opts, (int)(sizeof opts / sizeof *opts), argc, argv, 3, usage, NULL, 0, NULL);
     if (rc == 1) return 0;
     if (rc) return 2;
+    /* a kernel set is chosen once per process (PZ_CODEC_KERNELS, before the
+     * first codec): one set here, or each set in a child of its own */
+    static const char *const sets[] = {"avx512", "avx2", "scalar"};
+    const pz_codec_kernels *(*const getters[])(void) = {pz_codec_kernels_avx512, pz_codec_kernels_avx2, pz_codec_kernels_scalar};
+    if (!strcmp(kernels, "all")) {
+        int worst = 0;
+        for (int i = 0; i < 3; i++) {
+            if (!getters[i]()) {
+                printf("(%s kernels: this CPU does not run them)\n", sets[i]);
+                continue;
+            }
+            fflush(stdout);
+            const pid_t pid = fork();
+            if (pid == 0) {
+                setenv("PZ_CODEC_KERNELS", sets[i], 1);
+                char flag[32];
+                snprintf(flag, sizeof flag, "--kernels=%s", sets[i]);
+                char *args[64];
+                int n = 0;
+                for (int a = 0; a < argc && n < 62; a++)
+                    if (strncmp(argv[a], "--kernels", 9) && (a == 0 || strcmp(argv[a - 1], "--kernels"))) args[n++] = argv[a];
+                args[n++] = flag, args[n] = NULL;
+                _exit(bench_codecs(n, args));
+            }
+            int status = 0;
+            if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) worst = 1;
+        }
+        return worst;
+    }
+    if (strcmp(kernels, "best")) {
+        int found = -1;
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(kernels, sets[i])) found = i;
+        if (found < 0) {
+            fprintf(stderr, "pipezip bench codecs: --kernels '%s' is not best, scalar, avx2, avx512 or all\n", kernels);
+            return 2;
+        }
+        if (!getters[found]()) {
+            fprintf(stderr, "pipezip bench codecs: --kernels %s: this CPU does not run them\n", kernels);
+            return 2;
+        }
+        setenv("PZ_CODEC_KERNELS", kernels, 1);
+        if (strcmp(pz_codec_kernels_best()->name, kernels)) {
+            fprintf(stderr, "pipezip bench codecs: --kernels %s: the %s kernels were chosen before (PZ_CODEC_KERNELS)\n", kernels,
+                    pz_codec_kernels_best()->name);
+            return 2;
+        }
+    }
     long long ns[16];
     int n_sizes = 0;
     char sbuf[256];

@@ -65,6 +65,12 @@ expect 2 "--compute-rate 100tflops acts on the boundaries" -- "$PZ" train --mode
 expect 2 "--compute-rate: '5xflops' is not a compute rate" -- "$PZ" train --model gpt-tiny --stages 2 --compute-rate 5xflops --no-out
 expect 2 "--model: model 'gpt:layers=4,d=30,heads=4': width d=30 does not split into 4 heads" -- "$PZ" train --model gpt:layers=4,d=30,heads=4 --no-out
 expect 2 "unknown key 'width'" -- "$PZ" models gpt:width=4
+# bench codecs --kernels: one set, or a table per set this CPU runs (scalar always); a set it cannot name is refused
+expect 0 "1 thread, scalar kernels" -- "$PZ" bench codecs --kernels scalar --codecs q4 --sizes 1e4 --repeat 1 --data gradient
+out=$("$PZ" bench codecs --kernels all --codecs q4 --sizes 1e4 --repeat 1 --data gradient 2>&1)
+if grep -q "scalar kernels" <<<"$out" && [ "$(grep -c "^q4 " <<<"$out")" -eq "$(grep -c "kernels, memory read" <<<"$out")" ]; then ok
+else bad "bench codecs --kernels all: $out"; fi
+expect 2 "--kernels 'sse' is not one of: best\|scalar\|avx2\|avx512\|all" -- "$PZ" bench codecs --kernels sse
 # --subspace: a GPT's, at most its width, not with --grad-mask fwd; models lists the lifts
 expect 2 "--subspace 8 confines a GPT's residual stream: it needs --model gpt-tiny" -- "$PZ" train --model resnet8 --subspace 8 --no-out
 expect 2 "--subspace 200 is wider than gpt-tiny's residual stream \(128\): give 1 to 128" -- "$PZ" train --model gpt-tiny --subspace 200 --no-out
