@@ -605,16 +605,21 @@ def strongest(rows):
     return best
 
 
-def frontier(panels, out, formats, cut=None, select=None):
+def frontier(panels, out, formats, cut=None, select=None, columns=None):
     """traffic against quality over seeds: a panel per argument (sweep
     directories joined by +), a point per setting at the mean over its seeds
     with bars from the lowest to the highest seed, the uncompressed runs'
     range as a grey band; image classifiers by final test accuracy through
     the compressed boundaries, language models by validation loss. cut:
     one-cut runs at that cut only (split learning); select: a regular
-    expression, the settings (legend labels) to draw"""
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels) + 0.6, 4.6), squeeze=False, layout="constrained")
-    for ax, dirs in zip(axes[0], panels):
+    expression, the settings (legend labels) to draw; columns: panels a
+    row (the rest wrap)"""
+    cols = min(columns or len(panels), len(panels))
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols + 0.6, 4.6 * rows), squeeze=False, layout="constrained")
+    for ax in axes.flat[len(panels):]:
+        ax.set_axis_off()
+    for ax, dirs in zip(axes.flat, panels):
         sws = [Sweep(d) for d in dirs.split("+")]
         lm = sws[0].lm
         groups = OrderedDict()
@@ -809,6 +814,7 @@ def main(argv=None):
     ap.add_argument("--frontier", action="store_true",
                     help="one figure, a panel per DIR (DIR+DIR joins sweeps): traffic reduction against quality over seeds (frontier.*)")
     ap.add_argument("--cut", help="with --frontier: one-cut runs at this cut only")
+    ap.add_argument("--columns", type=int, help="with --frontier: panels a row (default: all in one)")
     ap.add_argument("--select", help="with --frontier: only the settings whose label matches this regular expression "
                                      "(\"subspace 16, q8\\+zstd\"); the baselines are always drawn")
     a = ap.parse_args(argv)
@@ -826,7 +832,7 @@ def main(argv=None):
             if not os.path.exists(os.path.join(d, "results.csv")):
                 fail(f"{d} is not a sweep directory (results.csv)")
         os.makedirs(a.out or ".", exist_ok=True)
-        for p in frontier(a.dirs, a.out or ".", formats, a.cut, a.select):
+        for p in frontier(a.dirs, a.out or ".", formats, a.cut, a.select, a.columns):
             print(p)
         return 0
     for d in a.dirs:
