@@ -4,6 +4,7 @@
 #define PZ_KNAME "avx2"
 #define PZ_USE_F16C 1
 #define PZ_USE_SSE42 1
+#define PZ_USE_AVX2 1
 #include "codec_kernels_impl.h"
 
 const pz_codec_kernels *pz_codec_kernels_avx2(void) {

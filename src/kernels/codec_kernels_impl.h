@@ -519,6 +519,104 @@ static inline void compress_store(uint32_t *idx, float *vals, __mmask16 m, __m51
 }
 #endif
 
+#ifdef PZ_USE_AVX2
+/* AVX2 has no compress: the lanes of an 8-bit mask packed to the front by
+ * a permutation, its lane indices 3 bits each in LEFT_PACK[mask] (lane k of
+ * the result takes lane (LEFT_PACK[m] >> 3k) & 7), the whole vector stored
+ * (the lanes past the packed ones are overwritten by the next store, as the
+ * AVX-512 path's: the outputs have room for every element read) */
+static const uint32_t LEFT_PACK[256] = {
+    0x000000, 0x000000, 0x000001, 0x000008, 0x000002, 0x000010, 0x000011, 0x000088,
+    0x000003, 0x000018, 0x000019, 0x0000C8, 0x00001A, 0x0000D0, 0x0000D1, 0x000688,
+    0x000004, 0x000020, 0x000021, 0x000108, 0x000022, 0x000110, 0x000111, 0x000888,
+    0x000023, 0x000118, 0x000119, 0x0008C8, 0x00011A, 0x0008D0, 0x0008D1, 0x004688,
+    0x000005, 0x000028, 0x000029, 0x000148, 0x00002A, 0x000150, 0x000151, 0x000A88,
+    0x00002B, 0x000158, 0x000159, 0x000AC8, 0x00015A, 0x000AD0, 0x000AD1, 0x005688,
+    0x00002C, 0x000160, 0x000161, 0x000B08, 0x000162, 0x000B10, 0x000B11, 0x005888,
+    0x000163, 0x000B18, 0x000B19, 0x0058C8, 0x000B1A, 0x0058D0, 0x0058D1, 0x02C688,
+    0x000006, 0x000030, 0x000031, 0x000188, 0x000032, 0x000190, 0x000191, 0x000C88,
+    0x000033, 0x000198, 0x000199, 0x000CC8, 0x00019A, 0x000CD0, 0x000CD1, 0x006688,
+    0x000034, 0x0001A0, 0x0001A1, 0x000D08, 0x0001A2, 0x000D10, 0x000D11, 0x006888,
+    0x0001A3, 0x000D18, 0x000D19, 0x0068C8, 0x000D1A, 0x0068D0, 0x0068D1, 0x034688,
+    0x000035, 0x0001A8, 0x0001A9, 0x000D48, 0x0001AA, 0x000D50, 0x000D51, 0x006A88,
+    0x0001AB, 0x000D58, 0x000D59, 0x006AC8, 0x000D5A, 0x006AD0, 0x006AD1, 0x035688,
+    0x0001AC, 0x000D60, 0x000D61, 0x006B08, 0x000D62, 0x006B10, 0x006B11, 0x035888,
+    0x000D63, 0x006B18, 0x006B19, 0x0358C8, 0x006B1A, 0x0358D0, 0x0358D1, 0x1AC688,
+    0x000007, 0x000038, 0x000039, 0x0001C8, 0x00003A, 0x0001D0, 0x0001D1, 0x000E88,
+    0x00003B, 0x0001D8, 0x0001D9, 0x000EC8, 0x0001DA, 0x000ED0, 0x000ED1, 0x007688,
+    0x00003C, 0x0001E0, 0x0001E1, 0x000F08, 0x0001E2, 0x000F10, 0x000F11, 0x007888,
+    0x0001E3, 0x000F18, 0x000F19, 0x0078C8, 0x000F1A, 0x0078D0, 0x0078D1, 0x03C688,
+    0x00003D, 0x0001E8, 0x0001E9, 0x000F48, 0x0001EA, 0x000F50, 0x000F51, 0x007A88,
+    0x0001EB, 0x000F58, 0x000F59, 0x007AC8, 0x000F5A, 0x007AD0, 0x007AD1, 0x03D688,
+    0x0001EC, 0x000F60, 0x000F61, 0x007B08, 0x000F62, 0x007B10, 0x007B11, 0x03D888,
+    0x000F63, 0x007B18, 0x007B19, 0x03D8C8, 0x007B1A, 0x03D8D0, 0x03D8D1, 0x1EC688,
+    0x00003E, 0x0001F0, 0x0001F1, 0x000F88, 0x0001F2, 0x000F90, 0x000F91, 0x007C88,
+    0x0001F3, 0x000F98, 0x000F99, 0x007CC8, 0x000F9A, 0x007CD0, 0x007CD1, 0x03E688,
+    0x0001F4, 0x000FA0, 0x000FA1, 0x007D08, 0x000FA2, 0x007D10, 0x007D11, 0x03E888,
+    0x000FA3, 0x007D18, 0x007D19, 0x03E8C8, 0x007D1A, 0x03E8D0, 0x03E8D1, 0x1F4688,
+    0x0001F5, 0x000FA8, 0x000FA9, 0x007D48, 0x000FAA, 0x007D50, 0x007D51, 0x03EA88,
+    0x000FAB, 0x007D58, 0x007D59, 0x03EAC8, 0x007D5A, 0x03EAD0, 0x03EAD1, 0x1F5688,
+    0x000FAC, 0x007D60, 0x007D61, 0x03EB08, 0x007D62, 0x03EB10, 0x03EB11, 0x1F5888,
+    0x007D63, 0x03EB18, 0x03EB19, 0x1F58C8, 0x03EB1A, 0x1F58D0, 0x1F58D1, 0xFAC688,
+};
+static inline __m256i left_pack(unsigned m) {
+    const __m256i shifts = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
+    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)LEFT_PACK[m]), shifts), _mm256_set1_epi32(7));
+}
+/* and the inverse: lane j of the result takes lane popcount(m & ((1 << j) - 1))
+ * of the source where bit j of m is set (MS's decode puts the kept values
+ * back in their places) */
+static const uint32_t EXPAND[256] = {
+    0x000000, 0x000000, 0x000000, 0x000008, 0x000000, 0x000040, 0x000040, 0x000088,
+    0x000000, 0x000200, 0x000200, 0x000408, 0x000200, 0x000440, 0x000440, 0x000688,
+    0x000000, 0x001000, 0x001000, 0x002008, 0x001000, 0x002040, 0x002040, 0x003088,
+    0x001000, 0x002200, 0x002200, 0x003408, 0x002200, 0x003440, 0x003440, 0x004688,
+    0x000000, 0x008000, 0x008000, 0x010008, 0x008000, 0x010040, 0x010040, 0x018088,
+    0x008000, 0x010200, 0x010200, 0x018408, 0x010200, 0x018440, 0x018440, 0x020688,
+    0x008000, 0x011000, 0x011000, 0x01A008, 0x011000, 0x01A040, 0x01A040, 0x023088,
+    0x011000, 0x01A200, 0x01A200, 0x023408, 0x01A200, 0x023440, 0x023440, 0x02C688,
+    0x000000, 0x040000, 0x040000, 0x080008, 0x040000, 0x080040, 0x080040, 0x0C0088,
+    0x040000, 0x080200, 0x080200, 0x0C0408, 0x080200, 0x0C0440, 0x0C0440, 0x100688,
+    0x040000, 0x081000, 0x081000, 0x0C2008, 0x081000, 0x0C2040, 0x0C2040, 0x103088,
+    0x081000, 0x0C2200, 0x0C2200, 0x103408, 0x0C2200, 0x103440, 0x103440, 0x144688,
+    0x040000, 0x088000, 0x088000, 0x0D0008, 0x088000, 0x0D0040, 0x0D0040, 0x118088,
+    0x088000, 0x0D0200, 0x0D0200, 0x118408, 0x0D0200, 0x118440, 0x118440, 0x160688,
+    0x088000, 0x0D1000, 0x0D1000, 0x11A008, 0x0D1000, 0x11A040, 0x11A040, 0x163088,
+    0x0D1000, 0x11A200, 0x11A200, 0x163408, 0x11A200, 0x163440, 0x163440, 0x1AC688,
+    0x000000, 0x200000, 0x200000, 0x400008, 0x200000, 0x400040, 0x400040, 0x600088,
+    0x200000, 0x400200, 0x400200, 0x600408, 0x400200, 0x600440, 0x600440, 0x800688,
+    0x200000, 0x401000, 0x401000, 0x602008, 0x401000, 0x602040, 0x602040, 0x803088,
+    0x401000, 0x602200, 0x602200, 0x803408, 0x602200, 0x803440, 0x803440, 0xA04688,
+    0x200000, 0x408000, 0x408000, 0x610008, 0x408000, 0x610040, 0x610040, 0x818088,
+    0x408000, 0x610200, 0x610200, 0x818408, 0x610200, 0x818440, 0x818440, 0xA20688,
+    0x408000, 0x611000, 0x611000, 0x81A008, 0x611000, 0x81A040, 0x81A040, 0xA23088,
+    0x611000, 0x81A200, 0x81A200, 0xA23408, 0x81A200, 0xA23440, 0xA23440, 0xC2C688,
+    0x200000, 0x440000, 0x440000, 0x680008, 0x440000, 0x680040, 0x680040, 0x8C0088,
+    0x440000, 0x680200, 0x680200, 0x8C0408, 0x680200, 0x8C0440, 0x8C0440, 0xB00688,
+    0x440000, 0x681000, 0x681000, 0x8C2008, 0x681000, 0x8C2040, 0x8C2040, 0xB03088,
+    0x681000, 0x8C2200, 0x8C2200, 0xB03408, 0x8C2200, 0xB03440, 0xB03440, 0xD44688,
+    0x440000, 0x688000, 0x688000, 0x8D0008, 0x688000, 0x8D0040, 0x8D0040, 0xB18088,
+    0x688000, 0x8D0200, 0x8D0200, 0xB18408, 0x8D0200, 0xB18440, 0xB18440, 0xD60688,
+    0x688000, 0x8D1000, 0x8D1000, 0xB1A008, 0x8D1000, 0xB1A040, 0xB1A040, 0xD63088,
+    0x8D1000, 0xB1A200, 0xB1A200, 0xD63408, 0xB1A200, 0xD63440, 0xD63440, 0xFAC688,
+};
+static inline __m256i expand_perm(unsigned m) {
+    const __m256i shifts = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
+    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)EXPAND[m]), shifts), _mm256_set1_epi32(7));
+}
+/* the 8 lanes whose bit is set in m, as an all-ones lane mask */
+static inline __m256i lanes_of(unsigned m) {
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)m), bit), bit);
+}
+static inline void pack_store_ps(float *vals, unsigned m, __m256 v) { _mm256_storeu_ps(vals, _mm256_permutevar8x32_ps(v, left_pack(m))); }
+static inline void pack_store(uint32_t *idx, float *vals, unsigned m, __m256i pos, __m256 v) {
+    const __m256i p = left_pack(m);
+    _mm256_storeu_si256((__m256i *)(void *)idx, _mm256_permutevar8x32_epi32(pos, p));
+    _mm256_storeu_ps(vals, _mm256_permutevar8x32_ps(v, p));
+}
+#endif
+
 static size_t K(select_ge)(const float *restrict x, size_t n, float t, int by_value, uint32_t *restrict idx,
                           float *restrict vals, unsigned *nonfinite) {
     size_t c = 0, i = 0;
@@ -537,6 +635,20 @@ static size_t K(select_ge)(const float *restrict x, size_t n, float t, int by_va
         compress_store(idx + c, vals + c, m, pos, v);
         c += (size_t)__builtin_popcount(m);
         pos = _mm512_add_epi32(pos, step);
+    }
+    bad = nf != 0;
+#elif defined(PZ_USE_AVX2)
+    const __m256 vt = _mm256_set1_ps(t), vmax = _mm256_set1_ps(3.40282347e38f), sign = _mm256_set1_ps(-0.0f);
+    const __m256i step = _mm256_set1_epi32(8);
+    __m256i pos = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    unsigned nf = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i), a = _mm256_andnot_ps(sign, v);
+        const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(by_value ? v : a, vt, _CMP_GE_OQ));
+        nf |= (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, vmax, _CMP_NLE_UQ)); /* NaN or infinite */
+        pack_store(idx + c, vals + c, m, pos, v);
+        c += (size_t)__builtin_popcount(m);
+        pos = _mm256_add_epi32(pos, step);
     }
     bad = nf != 0;
 #endif
@@ -576,10 +688,8 @@ static size_t K(select_ge_bits)(const float *restrict x, size_t n, float t, int 
         const __m256 key = by_value ? v : _mm256_andnot_ps(sign, v);
         const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(key, vt, _CMP_GE_OQ));
         bits[i / 8] = (uint8_t)m;
-        for (int j = 0; j < 8; j++) { /* branch-free compaction */
-            vals[c] = x[i + j];
-            c += (m >> j) & 1u;
-        }
+        pack_store_ps(vals + c, m, v);
+        c += (size_t)__builtin_popcount(m);
     }
 #endif
     for (; i < n; i += 8) {
@@ -616,6 +726,24 @@ static size_t K(select_band)(const float *restrict x, size_t n, float lo, float 
         else compress_store_ps(vals + c, mb, v);
         c += (size_t)__builtin_popcount(mb);
         pos = _mm512_add_epi32(pos, step);
+    }
+    bad = nf != 0;
+#elif defined(PZ_USE_AVX2)
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi), vmax = _mm256_set1_ps(3.40282347e38f), sign = _mm256_set1_ps(-0.0f);
+    const __m256i step = _mm256_set1_epi32(8);
+    __m256i pos = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    unsigned nf = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i), a = _mm256_andnot_ps(sign, v);
+        const __m256 key = by_value ? v : a;
+        const unsigned mh = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(key, vhi, _CMP_GE_OQ));
+        const unsigned mb = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(key, vlo, _CMP_GE_OQ)) & ~mh;
+        nf |= (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, vmax, _CMP_NLE_UQ));
+        above += (size_t)__builtin_popcount(mh);
+        if (idx) pack_store(idx + c, vals + c, mb, pos, v);
+        else pack_store_ps(vals + c, mb, v);
+        c += (size_t)__builtin_popcount(mb);
+        pos = _mm256_add_epi32(pos, step);
     }
     bad = nf != 0;
 #endif
@@ -663,6 +791,25 @@ static size_t K(ms_place)(const uint8_t *restrict codes, const uint8_t *restrict
         _mm512_storeu_ps(x + i, _mm512_mask_blend_ps(mark, sv, kept));
         next += (size_t)__builtin_popcount(mark);
     }
+#elif defined(PZ_USE_AVX2)
+    const __m256 vstep = _mm256_set1_ps(step);
+    const __m128i vl = _mm_set1_epi8((char)L);
+    const __m256i sbit = _mm256_set1_epi32((int)0x80000000u);
+    const unsigned r = (unsigned)(s0 & 7); /* i steps by 8: the bit offset within a byte stays */
+    for (; i + 8 <= n; i += 8) {
+        const __m128i c8 = _mm_loadl_epi64((const __m128i *)(const void *)(codes + i));
+        const unsigned mark = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c8, vl)) & 0xFFu;
+        unsigned sgn = 0;
+        if (signs) { /* 8 sign bits from bit s0 + i: 1 byte, a second when s0 is not on a byte (inside the section) */
+            const uint8_t *sb = signs + ((s0 + i) >> 3);
+            sgn = ((r ? (unsigned)sb[0] | (unsigned)sb[1] << 8 : sb[0]) >> r) & 0xFFu;
+        }
+        const __m256i v = _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(c8)), vstep));
+        const __m256 sv = _mm256_castsi256_ps(_mm256_xor_si256(v, _mm256_and_si256(lanes_of(sgn), sbit))); /* code 0 negated is -0.0 */
+        const __m256 kept = _mm256_permutevar8x32_ps(_mm256_loadu_ps(vals + next), expand_perm(mark));
+        _mm256_storeu_ps(x + i, _mm256_blendv_ps(sv, kept, _mm256_castsi256_ps(lanes_of(mark))));
+        next += (size_t)__builtin_popcount(mark);
+    }
 #endif
     for (; i < n; i++) {
         const float v = (float)codes[i] * step;
@@ -696,6 +843,15 @@ static size_t K(compact_ge)(uint32_t *idx, float *vals, size_t n, float t, int b
         compress_store(idx + c, vals + c, m, p, v);
         c += (size_t)__builtin_popcount(m);
     }
+#elif defined(PZ_USE_AVX2)
+    const __m256 vt = _mm256_set1_ps(t), sign = _mm256_set1_ps(-0.0f);
+    for (; i + 8 <= n; i += 8) { /* in place: each vector is loaded before a store can reach it (c <= i) */
+        const __m256 v = _mm256_loadu_ps(vals + i);
+        const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(idx + i));
+        const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(by_value ? v : _mm256_andnot_ps(sign, v), vt, _CMP_GE_OQ));
+        pack_store(idx + c, vals + c, m, p, v);
+        c += (size_t)__builtin_popcount(m);
+    }
 #endif
     for (; i < n; i++) {
         const uint32_t p = idx[i];
@@ -720,6 +876,16 @@ static size_t K(keep_pattern)(const float *src, size_t n, uint32_t mask, uint32_
         const __m512i o = _mm512_xor_si512(u, _mm512_or_si512(_mm512_srai_epi32(u, 31), top));
         const __mmask16 m = _mm512_cmpeq_epi32_mask(_mm512_and_si512(o, vmask), vwant);
         compress_store_ps(dst + c, m, _mm512_castsi512_ps(u));
+        c += (size_t)__builtin_popcount(m);
+    }
+#elif defined(PZ_USE_AVX2)
+    const __m256i vmask = _mm256_set1_epi32((int)mask), vwant = _mm256_set1_epi32((int)want);
+    const __m256i top = _mm256_set1_epi32((int)0x80000000u);
+    for (; i + 8 <= n; i += 8) {
+        const __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+        const __m256i o = _mm256_xor_si256(u, _mm256_or_si256(_mm256_srai_epi32(u, 31), top));
+        const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(o, vmask), vwant)));
+        pack_store_ps(dst + c, m, _mm256_castsi256_ps(u));
         c += (size_t)__builtin_popcount(m);
     }
 #endif

@@ -132,6 +132,23 @@ static void compare(const pz_codec_kernels *ref, const pz_codec_kernels *k) {
                 const size_t bb = k->select_band(x, n, 1.0f, 3.0f, bv, &hb_n, ib, vb, &nfb);
                 NOTE(ba != bb || ha_n != hb_n || !same_bits(ia, ib, 4 * ba) || !same_bits(va, vb, 4 * ba), "select_band");
                 NOTE(nfa != want_nf || nfb != want_nf, "select_band's non-finite flag");
+                /* values alone (no positions) */
+                const size_t bva = ref->select_band(x, n, 1.0f, 3.0f, bv, &ha_n, NULL, va, NULL);
+                const size_t bvb = k->select_band(x, n, 1.0f, 3.0f, bv, &hb_n, NULL, vb, NULL);
+                NOTE(bva != bvb || !same_bits(va, vb, 4 * bva), "select_band without positions");
+                /* in place: every position and value as the input, the pairs >= 1.5 to the front */
+                for (size_t j = 0; j < n; j++) ia[j] = ib[j] = (uint32_t)(j * 3 + 1), va[j] = vb[j] = x[j];
+                const size_t ka = ref->compact_ge(ia, va, n, 1.5f, bv), kb = k->compact_ge(ib, vb, n, 1.5f, bv);
+                NOTE(ka != kb || !same_bits(ia, ib, 4 * ka) || !same_bits(va, vb, 4 * ka), "compact_ge");
+                /* TopK's radix pass: the floats whose top bits (order-preserving) match, in place and not */
+                for (uint32_t sh = 24; sh <= 31; sh += 7) {
+                    const uint32_t mask = ~0u << sh, want = 0xC0000000u & mask;
+                    const size_t pa_n = ref->keep_pattern(x, n, mask, want, va), pb_n = k->keep_pattern(x, n, mask, want, vb);
+                    NOTE(pa_n != pb_n || !same_bits(va, vb, 4 * pa_n), "keep_pattern");
+                    memcpy(ya, x, 4 * n), memcpy(yb, x, 4 * n);
+                    const size_t qa = ref->keep_pattern(ya, n, mask, want, ya), qb = k->keep_pattern(yb, n, mask, want, yb);
+                    NOTE(qa != qb || !same_bits(ya, yb, 4 * qa), "keep_pattern in place");
+                }
                 if (n) { /* one infinity, at the last place (the tail of any vector loop) */
                     const float keep = x[n - 1];
                     x[n - 1] = -INFINITY;
