@@ -38,6 +38,6 @@ typedef struct {
 int tool_bench_codecs(const bench_codecs_options *o, FILE *out);
 
 /* `pipezip models`: the presets named (all when n_names is 0), layer by layer */
-int tool_models(FILE *out, char **names, int n_names, const char *input, int classes, int vocab, int subspace);
+int tool_models(FILE *out, char **names, int n_names, const char *input, int classes, int vocab, int subspace, int project, const char *cuts);
 
 #endif

@@ -252,7 +252,7 @@ int tool_bench_train(const bench_train_options *o, FILE *out) {
 }
 
 
-int tool_models(FILE *out, char **names, int n_names, const char *input, int classes, int vocab, int subspace) {
+int tool_models(FILE *out, char **names, int n_names, const char *input, int classes, int vocab, int subspace, int project, const char *cuts) {
     pz_shape in = !strcmp(input, "3x32x32") ? pz_shape_image(3, 32, 32) : pz_shape_image(1, 28, 28);
     pz_set_threads(1);
     const char *const *presets = pz_model_preset_names();
@@ -274,13 +274,30 @@ int tool_models(FILE *out, char **names, int n_names, const char *input, int cla
         pz_model_spec_parse(&s, name);
         const int lm = pz_model_spec_is_sequence(&s);
         if (lm) s.subspace = subspace;
+        if (lm && subspace && project) { /* --project's pairs at the named cuts */
+            char list[16][64];
+            int nc = 0;
+            for (const char *c = cuts; c && *c && nc < 16;) {
+                const char *e = strchr(c, ',');
+                const size_t len = e ? (size_t)(e - c) : strlen(c);
+                snprintf(list[nc++], sizeof list[0], "%.*s", (int)(len < 63 ? len : 63), c);
+                c = e ? e + 1 : c + len;
+            }
+            s.project = project, s.project_after = pz_model_cut_blocks(&s, (const char(*)[64])list, nc);
+            if (!nc || __builtin_popcount(s.project_after) != nc) {
+                fprintf(stderr, "pipezip models: --project %d needs --cuts naming blocks with another after them (h.0,h.1,...), got '%s'\n",
+                        project, cuts ? cuts : "");
+                return 2;
+            }
+        }
         if (pz_model_build(&m, &s, lm ? pz_shape_tokens(s.context) : in, lm ? vocab : classes, 1, 0, 0, 1 << 30)) {
             fprintf(stderr, "pipezip models: %s\n", pz_last_error());
             return 1;
         }
         if (lm)
-            fprintf(out, "%s%s (%d blocks, width %d, %d heads, context %d tokens, vocabulary %d%s%.0d)\n", i ? "\n" : "", name,
-                    s.layers, s.dim, s.heads, s.context, vocab, s.subspace ? ", subspace " : "", s.subspace);
+            fprintf(out, "%s%s (%d blocks, width %d, %d heads, context %d tokens, vocabulary %d%s%.0d%s%.0d)\n", i ? "\n" : "", name,
+                    s.layers, s.dim, s.heads, s.context, vocab, s.subspace ? ", subspace " : "", s.subspace,
+                    s.project ? ", projected at the cuts to " : "", s.project);
         else fprintf(out, "%s%s (input %s, %d classes)\n", i ? "\n" : "", name, input, classes);
         pz_model_describe(&m, out);
         pz_model_free(&m);

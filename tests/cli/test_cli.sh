@@ -65,6 +65,8 @@ expect 2 "--compute-rate 100tflops acts on the boundaries" -- "$PZ" train --mode
 expect 2 "--compute-rate: '5xflops' is not a compute rate" -- "$PZ" train --model gpt-tiny --stages 2 --compute-rate 5xflops --no-out
 expect 2 "--model: model 'gpt:layers=4,d=30,heads=4': width d=30 does not split into 4 heads" -- "$PZ" train --model gpt:layers=4,d=30,heads=4 --no-out
 expect 2 "unknown key 'width'" -- "$PZ" models gpt:width=4
+expect 0 "h.1 +group +128x16 .* 64 B +unproject\+attn\+mlp\+project" -- "$PZ" models gpt-tiny --subspace 128 --project 16 --cuts h.0,h.1,h.2
+expect 2 "--project 16 needs --cuts naming blocks with another after them" -- "$PZ" models gpt-tiny --subspace 128 --project 16 --cuts h.3
 # bench codecs --kernels: one set, or a table per set this CPU runs (scalar always); a set it cannot name is refused
 expect 0 "1 thread, scalar kernels" -- "$PZ" bench codecs --kernels scalar --codecs q4 --sizes 1e4 --repeat 1 --data gradient
 out=$("$PZ" bench codecs --kernels all --codecs q4 --sizes 1e4 --repeat 1 --data gradient 2>&1)
