@@ -160,14 +160,17 @@ static pz_status stage_save(stage *s, uint8_t **buf, size_t *cap, size_t len) {
     snprintf(dir, sizeof dir, "%.*s", (int)len, (char *)*buf);
     if (p->cfg.save_dir) {
         /* a split-learning server keeps its stages' files in its own
-         * directory, DIR/epoch-E: of what the client sent only the number
-         * E is used, so nothing it sends chooses where the server writes */
+         * directory, DIR/epoch-E or DIR/step-N (--checkpoint-every): of
+         * what the client sent only the kind and the number are used, so
+         * nothing it sends chooses where the server writes */
         const char *leaf = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+        const int is_step = !strncmp(leaf, "step-", 5);
+        const char *num = is_step ? leaf + 5 : !strncmp(leaf, "epoch-", 6) ? leaf + 6 : NULL;
         char *end = NULL;
-        const long e = !strncmp(leaf, "epoch-", 6) && leaf[6] >= '0' && leaf[6] <= '9' ? strtol(leaf + 6, &end, 10) : -1;
-        if (e < 1 || e > 100000000 || !end || *end)
-            return pz_fail(PZ_ERR_STATE, "a checkpoint request for '%.80s' (a server writes only DIR/epoch-E)", leaf);
-        snprintf(dir, sizeof dir, "%.4000s/epoch-%ld", p->cfg.save_dir, e);
+        const long long e = num && *num >= '0' && *num <= '9' ? strtoll(num, &end, 10) : -1;
+        if (e < 1 || e > 1000000000000LL || !end || *end)
+            return pz_fail(PZ_ERR_STATE, "a checkpoint request for '%.80s' (a server writes only DIR/epoch-E and DIR/step-N)", leaf);
+        snprintf(dir, sizeof dir, "%.4000s/%s-%lld", p->cfg.save_dir, is_step ? "step" : "epoch", e);
     }
     PZ_TRY(pz_mkdir_p(dir)); /* a stage on another host writes on its own disk */
     snprintf(path, sizeof path, "%s/stage-%d.bin", dir, s->index);

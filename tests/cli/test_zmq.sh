@@ -5,7 +5,9 @@
 # byte counts; CURVE admits the client whose key the server was given and
 # refuses another; two clients take turns, the second starting from the
 # weights the first handed on; a server killed mid-run stops the client
-# within its --timeout with a message, not a hang.
+# within its --timeout with a message, not a hang; either party killed after
+# any step, both resumed from the last checkpoint they hold, give the
+# uninterrupted run's numbers.
 . "$(dirname "$0")/lib.sh" zmq
 pz="$1"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}"
@@ -147,4 +149,47 @@ if [ "$rc" -eq 1 ] && [ "$took" -lt 60 ]; then ok; else bad "client after the se
 grep -qE "server.*(no message|dead|closed)" "$tmp/d.log" && ok || bad "no reason given: $(tail -1 "$tmp/d.log")"
 # the client waited one --timeout for the server (another party), not one per stage behind it
 grep -q "no message within 5.0 s" "$tmp/d.log" && ok || bad "the client did not give up after its --timeout: $(tail -1 "$tmp/d.log")"
+# any party killed at any step (issue 56): the server (stage 1) or the client (stage 0) SIGKILLed right after
+# its optimizer step K (PZ_TEST_KILL_STAGE_AT), 20 points drawn from a seed printed here, checkpoints every 2
+# steps on both sides (the server's in its own DIR/step-N); the client ends (naming the server when it is the one
+# that died), and both resumed from the last checkpoint they hold reach the uninterrupted run's numbers exactly
+kseed=${PZ_TEST_KILL_SEED:-$(( $(date +%s) % 100000 ))}
+echo "test_zmq: kill points from seed $kseed (PZ_TEST_KILL_SEED=$kseed repeats them)"
+kd=(--limit-train 512 --limit-test 200 --epochs 2 --progress none --checkpoint-every 2)
+"$pz" train "${model[@]}" "${kd[@]}" --out "$tmp/kref" > "$tmp/kref.log" 2>&1 || bad "uninterrupted run: $(tail -3 "$tmp/kref.log")"
+points=$(python3 -c "import random; r = random.Random($kseed); print(' '.join('%d:%d' % (r.randrange(2), r.randrange(3, 16)) for _ in range(20)))")
+i=0
+for pt in $points; do
+  i=$((i + 1)); who=${pt%%:*}; step=${pt##*:}; d="$tmp/kz$i"; sd="$tmp/kzsrv$i"; port=$((port + 1))
+  if [ "$who" = 1 ]; then senv=(env PZ_TEST_KILL_STAGE_AT=$pt); cenv=(env); else senv=(env); cenv=(env PZ_TEST_KILL_STAGE_AT=$pt); fi
+  "${senv[@]}" "$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" --checkpoint-dir "$sd" > "$d.serve.log" 2>&1 &
+  srv=$!
+  wait_port "$d.serve.log" || { bad "server $i did not start: $(tail -2 "$d.serve.log")"; continue; }
+  "${cenv[@]}" "$pz" train "${model[@]}" "${kd[@]}" --link zmq --connect "tcp://127.0.0.1:$port" --timeout 5 --out "$d" > "$d.log" 2>&1
+  rc=$?
+  kill -9 "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
+  if [ "$rc" -eq 0 ] || { [ "$who" = 1 ] && ! grep -q "server dead or hung" "$d.log"; }; then
+    bad "$([ "$who" = 1 ] && echo server || echo client) killed after step $step: client exit $rc: $(tail -1 "$d.log")"; continue
+  fi
+  ck=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print("step-%d" % d["global_step"] if d.get("step_in_epoch") else "epoch-%d" % d["epoch"])' \
+       "$d/checkpoint/latest.json" 2>/dev/null) && [ -s "$sd/$ck/stage-1.bin" ] || { bad "point $i ($pt): no checkpoint both sides hold ($ck)"; continue; }
+  port=$((port + 1))
+  "$pz" serve "${model[@]}" --bind "tcp://127.0.0.1:$port" --checkpoint-dir "$sd" --resume "$sd/$ck" > "$d.serve2.log" 2>&1 &
+  srv=$!
+  wait_port "$d.serve2.log" || { bad "server $i did not restart: $(tail -2 "$d.serve2.log")"; continue; }
+  "$pz" train "${model[@]}" "${kd[@]}" --link zmq --connect "tcp://127.0.0.1:$port" --timeout 30 --resume "$d" > "$d.r.log" 2>&1 \
+    || { bad "point $i ($pt): resume failed: $(tail -2 "$d.r.log")"; kill -9 "$srv" 2>/dev/null; continue; }
+  wait "$srv"
+  python3 - "$tmp/kref" "$d" <<'PY' && ok || bad "point $i ($pt): the resumed pair differs from the uninterrupted run"
+import json, sys
+a, b = sys.argv[1:3]
+ep = lambda d: [json.loads(l) for l in open(d + "/epochs.jsonl")]
+assert len(ep(a)) == len(ep(b)) == 2
+for x, y in zip(ep(a), ep(b)):
+    for k in ("train_loss", "test_accuracy", "test_accuracy_compressed", "fwd_bytes", "bwd_bytes", "eval_bytes"):
+        assert x[k] == y[k], (x["epoch"], k, x[k], y[k])
+last = lambda d: {s["step"]: s["loss"] for s in map(json.loads, open(d + "/steps.jsonl"))}
+assert last(a) == last(b)
+PY
+done
 finish test_zmq
