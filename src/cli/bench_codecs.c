@@ -24,26 +24,11 @@ static const char usage[] =
 static const char *default_codecs =
     "fp16;bf16;q2;q4;q8;q4:sym;q8:stoch;topk:0.01;topk:0.1;topk:0.3;randk:0.1;randtopk:0.1;ms:0.01,bits=2;ms:0.1,bits=2";
 
-int bench_codecs(int argc, char **argv) {
-    const char *codecs = default_codecs, *sizes = "1e4,1e5,1e6,1e7", *format = "text", *data = "both";
-    int threads = 1, repeat = 5, width = 0;
-    const char *kernels = "best";
-    const pz_opt opts[] = {
-        {"kernels", OPT_STR, &kernels, "SET", "which codec kernels: the widest the CPU runs, one set, or every set it runs, one table each", 0, 0,
-         "best|scalar|avx2|avx512|all"},
-        {"codecs", OPT_STR, &codecs, "LIST", "codec specs separated by ';'", 0, 0, NULL},
-        {"sizes", OPT_STR, &sizes, "LIST", "tensor sizes in elements, ','-separated (1e4 .. 1e8)", 0, 0, NULL},
-        {"data", OPT_STR, &data, "KIND", "value distribution", 0, 0, "activation|gradient|both"},
-        {"threads", OPT_INT, &threads, "N", "threads for codecs and the bandwidth probe", 1, 1024, NULL},
-        {"width", OPT_INT, &width, "D", "tensors of 16 x tokens x D, a transformer's (per=token: vectors of D; each size rounded down to a multiple of 16 D); 0: 16 x size/16", 0, 1 << 20, NULL},
-        {"repeat", OPT_INT, &repeat, "N", "timed runs per measurement (median)", 1, 1000, NULL},
-        {"format", OPT_STR, &format, "FMT", "output format", 0, 0, "text|json"},
-    };
-    int rc = pz_parse_args("pipezip bench codecs", opts, (int)(sizeof opts / sizeof *opts), argc, argv, 3, usage, NULL, 0, NULL);
-    if (rc == 1) return 0;
-    if (rc) return 2;
-    /* a kernel set is chosen once per process (PZ_CODEC_KERNELS, before the
-     * first codec): one set here, or each set in a child of its own */
+/* --kernels: a kernel set is chosen once per process (PZ_CODEC_KERNELS,
+ * before the first codec): one set here, or each set in a child of its
+ * own. Returns an exit status when it is done (all, or an error), -1 to
+ * measure here. */
+static int use_kernels(const char *kernels, int argc, char **argv) {
     static const char *const sets[] = {"avx512", "avx2", "scalar"};
     const pz_codec_kernels *(*const getters[])(void) = {pz_codec_kernels_avx512, pz_codec_kernels_avx2, pz_codec_kernels_scalar};
     if (!strcmp(kernels, "all")) {
@@ -90,6 +75,29 @@ int bench_codecs(int argc, char **argv) {
             return 2;
         }
     }
+    return -1;
+}
+
+int bench_codecs(int argc, char **argv) {
+    const char *codecs = default_codecs, *sizes = "1e4,1e5,1e6,1e7", *format = "text", *data = "both";
+    int threads = 1, repeat = 5, width = 0;
+    const char *kernels = "best";
+    const pz_opt opts[] = {
+        {"kernels", OPT_STR, &kernels, "SET", "which codec kernels: the widest the CPU runs, one set, or every set it runs, one table each", 0, 0,
+         "best|scalar|avx2|avx512|all"},
+        {"codecs", OPT_STR, &codecs, "LIST", "codec specs separated by ';'", 0, 0, NULL},
+        {"sizes", OPT_STR, &sizes, "LIST", "tensor sizes in elements, ','-separated (1e4 .. 1e8)", 0, 0, NULL},
+        {"data", OPT_STR, &data, "KIND", "value distribution", 0, 0, "activation|gradient|both"},
+        {"threads", OPT_INT, &threads, "N", "threads for codecs and the bandwidth probe", 1, 1024, NULL},
+        {"width", OPT_INT, &width, "D", "tensors of 16 x tokens x D, a transformer's (per=token: vectors of D; each size rounded down to a multiple of 16 D); 0: 16 x size/16", 0, 1 << 20, NULL},
+        {"repeat", OPT_INT, &repeat, "N", "timed runs per measurement (median)", 1, 1000, NULL},
+        {"format", OPT_STR, &format, "FMT", "output format", 0, 0, "text|json"},
+    };
+    int rc = pz_parse_args("pipezip bench codecs", opts, (int)(sizeof opts / sizeof *opts), argc, argv, 3, usage, NULL, 0, NULL);
+    if (rc == 1) return 0;
+    if (rc) return 2;
+    const int kr = use_kernels(kernels, argc, argv);
+    if (kr >= 0) return kr;
     long long ns[16];
     int n_sizes = 0;
     char sbuf[256];
