@@ -33,7 +33,19 @@ from .distributed import Link, _Counter, _Side, _count, _mismatch, _seconds, ise
 
 __all__ = ["Stage", "SCHEDULES", "schedule_order"]
 
-SCHEDULES = schedules()  # the library's: ("gpipe", "1f1b")
+
+
+def _steps_alone(name):
+    try:
+        _order(name, 0, 2, 2)
+        return True
+    except ValueError:
+        return False
+
+
+# the library's schedules whose step runs alone ("gpipe", "1f1b", ...; not
+# "async", whose micro-batches go on into the next step)
+SCHEDULES = tuple(s for s in schedules() if _steps_alone(s))
 
 
 def schedule_order(schedule, rank, stages, micro_batches):
@@ -84,6 +96,8 @@ class Stage:
         if not dist.is_initialized():
             raise RuntimeError("pipezip: torch.distributed is not initialised (dist.init_process_group first)")
         if schedule not in SCHEDULES:
+            if schedule in schedules():
+                _order(schedule, 0, 2, 2)  # raises the library's reason
             raise ValueError(f"pipezip: unknown schedule '{schedule}' (expected {' or '.join(SCHEDULES)})")
         if micro_batches < 1:
             raise ValueError(f"pipezip: {micro_batches} micro-batches")

@@ -71,15 +71,17 @@ class Grammar(unittest.TestCase):
         self.assertIn('"link_bandwidth_bps": 100000000', out.stdout)
 
     def test_schedules(self):
-        self.assertEqual(pipezip.schedules(), ("gpipe", "1f1b", "eager-1f1b"))
+        self.assertEqual(pipezip.schedules(), ("gpipe", "1f1b", "eager-1f1b", "async"))
         ref = {"gpipe": gpipe, "1f1b": one_f_one_b, "eager-1f1b": eager_1f1b}
-        for name in pipezip.schedules():
+        with self.assertRaisesRegex(ValueError, "into the next.*torchrun"):
+            pipezip.schedule_order("async", 0, 4, 4)  # its micro-batches go on into the next step
+        for name in ref:
             for S in (1, 2, 3, 4, 8):
                 for i in range(S):
                     for M in (1, 2, 3, 4, 7, 16):
                         self.assertEqual(pipezip.schedule_order(name, i, S, M), ref[name](S, i, M), (name, S, i, M))
         from pipezip.pipeline import SCHEDULES, schedule_order
-        self.assertEqual(SCHEDULES, pipezip.schedules())
+        self.assertEqual(SCHEDULES, ("gpipe", "1f1b", "eager-1f1b"))
         self.assertEqual(schedule_order("1f1b", 0, 4, 6), one_f_one_b(4, 0, 6))
         for bad in (("zigzag", 0, 2, 2), ("1f1b", 2, 2, 2), ("gpipe", 0, 2, 0), ("gpipe", 0, 2, 10**6)):
             with self.assertRaises(ValueError, msg=str(bad)):

@@ -161,6 +161,11 @@ void pz_model_free(pz_model *m);
  * running statistics: a second set of activation buffers over one model
  * (pipeline micro-batches). src must outlive dst's use; free both. */
 void pz_model_share(pz_model *dst, const pz_model *src);
+/* Layers [from, to) of s (their sub-layers too) read their parameters at
+ * to_base instead of from_base: every weight and bias pointer in
+ * [from_base, from_base + n) moves by the same offset (a pipeline stage's
+ * second version of its parameters, the asynchronous schedule's stash). */
+void pz_seq_rebase(pz_seq *s, int from, int to, const float *from_base, int64_t n, float *to_base);
 
 /* Presets: mlp, lenet5, resnet8, resnet20 (CIFAR-style, widths 16/32/64)
  * over an image input (C, H, W) with n_classes classes; gpt-tiny (4 blocks,

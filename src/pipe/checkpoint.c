@@ -4,10 +4,14 @@
  * optimizer's moments and step count, and its codecs' states.
  *
  * Little-endian (docs/PROTOCOL.md, "The checkpoint blob"):
- * [8 "PZCKPT02"][i32 stage][i64 p0][i64 p1][i64 n_buffers][i32 opt kind][i64 opt t]
+ * [8 "PZCKPT03"][i32 stage][i64 p0][i64 p1][i64 n_buffers][i32 opt kind][i64 opt t]
  * [(p1-p0) f32 params][n_buffers f32][(p1-p0) f32 m][(p1-p0) f32 v or none]
- * [i32 n_codecs] n_codecs x ([u64 len][len bytes]) [u32 CRC-32C of every byte before it]
- * A damaged blob is refused. "PZCKPT01" blobs (before the CRC) still load. */
+ * [i32 n_codecs] n_codecs x ([u64 len][len bytes]) [i64 n_stash][n_stash f32 stash]
+ * [u32 CRC-32C of every byte before it]
+ * The stash (n_stash = p1 - p0, else 0) is the asynchronous schedule's
+ * version of the parameters before the newest (async.c). A damaged blob is
+ * refused. "PZCKPT02" blobs (no stash) and "PZCKPT01" blobs (no CRC either)
+ * still load. */
 #include "pipe.h"
 #include "base/wire.h"
 
@@ -17,21 +21,29 @@
 /* the fixed head: magic, stage, p0, p1, n_buffers, optimizer kind, optimizer step */
 enum { CKPT_HEAD = 8 + 4 + 8 + 8 + 8 + 4 + 8 };
 
-static const char magic[8] = {'P', 'Z', 'C', 'K', 'P', 'T', '0', '2'};
+static const char magic[8] = {'P', 'Z', 'C', 'K', 'P', 'T', '0', '3'};
+static const char magic_v2[8] = {'P', 'Z', 'C', 'K', 'P', 'T', '0', '2'}; /* no stash */
 static const char magic_v1[8] = {'P', 'Z', 'C', 'K', 'P', 'T', '0', '1'}; /* no CRC */
 
-/* A checkpoint blob of either version, version 2's CRC checked; *body_len
- * the bytes before the CRC (all of a version-1 blob). */
-static pz_status check_blob(const uint8_t *data, size_t len, const char *path, size_t *body_len) {
-    *body_len = len;
+/* A checkpoint blob of any version, the CRC checked from version 2 on;
+ * *body_len the bytes before the CRC (all of a version-1 blob), *version
+ * 1, 2 or 3. */
+static pz_status check_blob_v(const uint8_t *data, size_t len, const char *path, size_t *body_len, int *version) {
+    *body_len = len, *version = 1;
     if (len >= 8 && !memcmp(data, magic_v1, 8)) return PZ_OK;
-    if (len < 12 || memcmp(data, magic, 8)) return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint", path);
+    *version = len >= 8 && !memcmp(data, magic_v2, 8) ? 2 : 3;
+    if (len < 12 || (*version == 3 && memcmp(data, magic, 8))) return pz_fail(PZ_ERR_FORMAT, "'%s' is not a pipezip checkpoint", path);
     const uint32_t want = (uint32_t)pz_get_i32(data + len - 4), got = pz_crc32c(data, len - 4);
     if (want != got)
         return pz_fail(PZ_ERR_FORMAT, "'%s' is damaged: its CRC-32C is %08x, the bytes give %08x (a truncated or corrupted file)",
                        path, want, got);
     *body_len = len - 4;
     return PZ_OK;
+}
+
+static pz_status check_blob(const uint8_t *data, size_t len, const char *path, size_t *body_len) {
+    int version;
+    return check_blob_v(data, len, path, body_len, &version);
 }
 
 /* A growing little-endian byte buffer; `failed` once an allocation failed. */
@@ -63,12 +75,12 @@ static void put_i64(wbuf *w, int64_t v) { uint8_t *at = room(w, 8); if (at) pz_p
 static void put_f32s(wbuf *w, const float *v, size_t n) { uint8_t *at = room(w, 4 * n); if (at) pz_put_words(at, v, n); }
 
 pz_status pz_checkpoint_pack(uint8_t **out, size_t *out_len, int stage, const pz_model *m, int64_t p0, int64_t p1,
-                             const pz_optim *opt, pz_codec *const *codecs, int n_codecs) {
+                             const pz_ckpt_params *v, const pz_optim *opt, pz_codec *const *codecs, int n_codecs) {
     wbuf w = {0};
     const int64_t n = p1 - p0;
     put_bytes(&w, magic, 8), put_i32(&w, stage), put_i64(&w, p0), put_i64(&w, p1), put_i64(&w, m->n_buffers);
     put_i32(&w, (int32_t)opt->kind), put_i64(&w, opt->t);
-    put_f32s(&w, m->params + p0, (size_t)n);
+    put_f32s(&w, v && v->params ? v->params : m->params + p0, (size_t)n);
     put_f32s(&w, m->buffers, (size_t)m->n_buffers);
     const int has_m = opt->m != NULL, has_v = opt->v != NULL;
     put_i32(&w, has_m | has_v << 1);
@@ -83,6 +95,9 @@ pz_status pz_checkpoint_pack(uint8_t **out, size_t *out_len, int stage, const pz
         put_i64(&w, (int64_t)len), put_bytes(&w, blob, len);
         free(blob);
     }
+    const int stash = v && v->stash;
+    put_i64(&w, stash ? n : 0);
+    if (stash) put_f32s(&w, v->stash, (size_t)n);
     if (!s && !w.failed) {
         const uint32_t crc = pz_crc32c(w.b, w.len);
         put_i32(&w, (int32_t)crc);
@@ -97,29 +112,30 @@ pz_status pz_checkpoint_pack(uint8_t **out, size_t *out_len, int stage, const pz
 }
 
 pz_status pz_checkpoint_write(const char *path, int stage, const pz_model *m, int64_t p0, int64_t p1,
-                              const pz_optim *opt, pz_codec *const *codecs, int n_codecs) {
+                              const pz_ckpt_params *v, const pz_optim *opt, pz_codec *const *codecs, int n_codecs) {
     uint8_t *b;
     size_t n;
-    PZ_TRY(pz_checkpoint_pack(&b, &n, stage, m, p0, p1, opt, codecs, n_codecs));
+    PZ_TRY(pz_checkpoint_pack(&b, &n, stage, m, p0, p1, v, opt, codecs, n_codecs));
     const pz_status s = pz_write_file_atomic(path, b, n);
     free(b);
     return s;
 }
 
-pz_status pz_checkpoint_read(const char *path, int stage, pz_model *m, int64_t p0, int64_t p1, pz_optim *opt,
-                             pz_codec **codecs, int n_codecs) {
+pz_status pz_checkpoint_read(const char *path, int stage, pz_model *m, int64_t p0, int64_t p1, const pz_ckpt_params *v,
+                             pz_optim *opt, pz_codec **codecs, int n_codecs) {
     uint8_t *data;
     size_t len;
     PZ_TRY(pz_read_file(path, &data, &len));
-    const pz_status s = pz_checkpoint_unpack(data, len, path, stage, m, p0, p1, opt, codecs, n_codecs);
+    const pz_status s = pz_checkpoint_unpack(data, len, path, stage, m, p0, p1, v, opt, codecs, n_codecs);
     free(data);
     return s;
 }
 
 pz_status pz_checkpoint_unpack(const uint8_t *data, size_t len, const char *path, int stage, pz_model *m, int64_t p0,
-                               int64_t p1, pz_optim *opt, pz_codec **codecs, int n_codecs) {
+                               int64_t p1, const pz_ckpt_params *v, pz_optim *opt, pz_codec **codecs, int n_codecs) {
     size_t body;
-    PZ_TRY(check_blob(data, len, path, &body));
+    int version;
+    PZ_TRY(check_blob_v(data, len, path, &body, &version));
     const uint8_t *p = data, *end = data + body;
     pz_status s = PZ_OK;
 #define NEED(n) do { if ((size_t)(end - p) < (size_t)(n)) goto truncated; } while (0)
@@ -139,7 +155,7 @@ pz_status pz_checkpoint_unpack(const uint8_t *data, size_t len, const char *path
         goto done;
     }
     const size_t n = (size_t)(p1 - p0);
-    GETF(m->params + p0, n);
+    GETF(v && v->params ? v->params : m->params + p0, n);
     GETF(m->buffers, nb);
     GET32(flags);
     if (flags & ~3) {
@@ -175,6 +191,22 @@ pz_status pz_checkpoint_unpack(const uint8_t *data, size_t len, const char *path
             goto done;
         }
         p += l64;
+    }
+    int64_t ns = 0;
+    if (version >= 3) GET64(ns);
+    if (ns != 0 && ns != (int64_t)n) {
+        s = pz_fail(PZ_ERR_FORMAT, "'%s' holds a stash of %lld parameters, its stage %lld", path, (long long)ns, (long long)n);
+        goto done;
+    }
+    if (v && v->stash && !ns) {
+        s = pz_fail(PZ_ERR_ARG, "'%s' holds no second version of the parameters (it was saved by a schedule that flushes every "
+                    "step): resume it with that schedule (--pipe-schedule)", path);
+        goto done;
+    }
+    if (ns) {
+        NEED(4 * n);
+        if (v && v->stash) pz_get_words(v->stash, p, n);
+        p += 4 * n;
     }
     if (p != end) s = pz_fail(PZ_ERR_FORMAT, "'%s' has %zu bytes after its end", path, (size_t)(end - p));
     goto done;

@@ -9,6 +9,7 @@
 #include "pipe_internal.h"
 #include "base/wire.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,18 @@ static pz_status connect_stages(pz_pipe *p, const pz_pipe_config *cfg) {
     return PZ_OK;
 }
 
+/* what the asynchronous schedule cannot run with yet (NULL: nothing) */
+static const char *overlap_refusal(const pz_pipe_config *cfg) {
+    if (!pz_pipe_schedule_overlaps(cfg->schedule)) return NULL;
+    return cfg->delay < 0 || cfg->delay > 1 ? "a delay of 0 or 1 steps"
+           : cfg->n_stages < 2              ? "a pipeline of two stages or more"
+           : cfg->clip_norm > 0             ? "no --clip-norm yet (each stage updates at its own time: no global norm to wait for; "
+                                              "--clip-norm 0)"
+           : cfg->budget.kind != PZ_BUDGET_OFF ? "no --budget yet"
+           : cfg->serving || cfg->session   ? "its stages in one run (not split learning's turns yet)"
+                                            : NULL;
+}
+
 pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     *out = NULL;
     if (cfg->n_stages < 1 || cfg->n_stages > PZ_MAX_STAGES)
@@ -58,7 +71,13 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
     if (!pipe_schedule_of(cfg->schedule)) return pz_fail(PZ_ERR_ARG, "pipeline schedule %d is not one of pz_pipe_schedules", cfg->schedule);
     if (M < 1 || M > PZ_MAX_MICRO || M > cfg->batch_max)
         return pz_fail(PZ_ERR_ARG, "--micro-batches %d: expected 1..%d and at most the batch size", M, PZ_MAX_MICRO);
-    pz_pipe *p = calloc(1, sizeof *p);
+    const char *why = overlap_refusal(cfg);
+    pz_pipe *p = why ? NULL : calloc(1, sizeof *p);
+    if (why) {
+        if (!cfg->serving) pz_link_free(cfg->prev_link);
+        pz_link_free(cfg->next_link);
+        return pz_fail(PZ_ERR_ARG, "--pipe-schedule %s (delay %d) needs %s", pz_name_of(pz_pipe_schedules, cfg->schedule), cfg->delay, why);
+    }
     if (!p) {
         if (!cfg->serving) pz_link_free(cfg->prev_link);
         pz_link_free(cfg->next_link);
@@ -82,6 +101,7 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
         for (int b = 0; b + 1 < cfg->n_stages; b++) p->cfg.fwd[b] = p->cfg.bwd[b] = bg->rung[0];
     }
     p->schedule = pipe_schedule_of(cfg->schedule);
+    p->lag = pz_pipe_schedule_overlaps(cfg->schedule) && cfg->delay > 0;
     if (p->cfg.timeout_s <= 0) p->cfg.timeout_s = 60.0;
     if (p->cfg.err_every == 0) p->cfg.err_every = 10;
     p->S = cfg->n_stages;
@@ -160,10 +180,18 @@ static pz_status driver_recv(pz_pipe *p, int want, size_t *n) {
     return PZ_OK;
 }
 
+static pz_status drain(pz_pipe *p);
+
 /* Send stage 0 a message (msg may be p->buf) and wait for the answer `reply`
- * (into p->buf, *n bytes); errors name the stage where they started. */
+ * (into p->buf, *n bytes); errors name the stage where they started. A
+ * request other than a step finds no micro-batch in flight (it drains
+ * first). */
 static pz_status driver_ask(pz_pipe *p, int tag, const void *msg, size_t len, int reply, size_t *n) {
     if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver (stage 0 runs elsewhere)");
+    if (tag != MSG_BATCH && tag != MSG_DRAIN && p->in_flight) {
+        if (msg == p->buf) return pz_fail(PZ_ERR_STATE, "a %s request with micro-batches in flight", msg_name(tag));
+        PZ_TRY(drain(p));
+    }
     const pz_status st = pz_link_send(p->to_first, tag, msg, len);
     return st ? driver_error(p, st) : driver_recv(p, reply, n);
 }
@@ -182,9 +210,45 @@ pz_status pz_pipe_train_step(pz_pipe *p, const float *x, const int32_t *y, const
     msg_meta_put(p->buf, B, &L, ids, y, NULL, lr, 1, B);
     pz_put_words(p->buf + msg_meta_bytes(B, &L), x, (size_t)(B * per));
     size_t n;
-    PZ_TRY(driver_ask(p, MSG_BATCH, p->buf, len, MSG_LOSS, &n));
-    PZ_TRY(msg_loss_get(p->buf, n, loss, correct));
-    return driver_recv(p, MSG_STEPPED, &n);
+    if (!p->lag) {
+        PZ_TRY(driver_ask(p, MSG_BATCH, p->buf, len, MSG_LOSS, &n));
+        PZ_TRY(msg_loss_get(p->buf, n, loss, correct));
+        return driver_recv(p, MSG_STEPPED, &n);
+    }
+    /* lagging: the previous batch's loss comes during this step (or was kept by a drain) */
+    *loss = NAN, *correct = -1;
+    if (p->kept_n) *loss = p->kept_loss, *correct = p->kept_correct, p->kept_n = 0;
+    if (p->in_flight) {
+        PZ_TRY(driver_ask(p, MSG_BATCH, p->buf, len, MSG_LOSS, &n));
+        PZ_TRY(msg_loss_get(p->buf, n, loss, correct));
+        PZ_TRY(driver_recv(p, MSG_STEPPED, &n));
+    } else {
+        PZ_TRY(driver_ask(p, MSG_BATCH, p->buf, len, MSG_STEPPED, &n));
+    }
+    p->in_flight = 1;
+    return PZ_OK;
+}
+
+int pz_pipe_lag(const pz_pipe *p) { return p->lag; }
+
+/* DRAIN: the loss owed comes back, then STEPPED; kept for the next answer */
+static pz_status drain(pz_pipe *p) {
+    size_t n;
+    float loss;
+    int correct;
+    PZ_TRY(driver_ask(p, MSG_DRAIN, "", 0, MSG_LOSS, &n));
+    PZ_TRY(msg_loss_get(p->buf, n, &loss, &correct));
+    PZ_TRY(driver_recv(p, MSG_STEPPED, &n));
+    p->in_flight = 0;
+    p->kept_n = 1, p->kept_loss = loss, p->kept_correct = correct;
+    return PZ_OK;
+}
+
+pz_status pz_pipe_drain(pz_pipe *p, float *loss, int *correct) {
+    *loss = NAN, *correct = -1;
+    if (p->in_flight) PZ_TRY(drain(p));
+    if (p->kept_n) *loss = p->kept_loss, *correct = p->kept_correct, p->kept_n = 0;
+    return PZ_OK;
 }
 
 pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t N, int compress, double *loss,
@@ -322,7 +386,9 @@ pz_status pz_pipe_snapshot(pz_pipe *p, pz_pipe_state *out) {
     for (int i = p->first; i <= p->last && !rc; i++) {
         stage *s = &p->st[i];
         pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
-        rc = pz_checkpoint_pack(&st.blob[i], &st.len[i], i, &s->model[0], s->p0, s->p1, &s->opt, codecs, plan_stage_codecs(s));
+        const pz_ckpt_params v = {async_newest(s), async_stash(s)};
+        rc = async_eval_ready(s);
+        if (!rc) rc = pz_checkpoint_pack(&st.blob[i], &st.len[i], i, &s->model[0], s->p0, s->p1, &v, &s->opt, codecs, plan_stage_codecs(s));
     }
     const stage *k = &p->st[p->first];
     if (!rc && k->kept) {
@@ -353,6 +419,7 @@ void pz_pipe_free(pz_pipe *p) {
         for (int m = 0; m < PZ_MAX_MICRO; m++)
             if (s->model[m].params) pz_model_free(&s->model[m]);
         pz_optim_free(&s->opt);
+        free(s->stash_mem);
         pz_codec_free(s->fwd_rx), pz_codec_free(s->bwd_tx), pz_codec_free(s->fwd_tx), pz_codec_free(s->bwd_rx);
         pz_codec_free(s->eval_tx), pz_codec_free(s->eval_rx), pz_codec_free(s->plain_tx), pz_codec_free(s->plain_rx);
         for (int d = 0; d < 2; d++)

@@ -24,9 +24,14 @@
  * micro-batch forward, then every one backward; 1F1B starts a micro-batch's
  * backward as soon as it can, so a stage holds at most S - i micro-batches'
  * activations; eager 1F1B warms up twice as long (slow links). All take
- * the same steps bit for bit. */
-typedef enum { PZ_PIPE_GPIPE, PZ_PIPE_1F1B, PZ_PIPE_EAGER_1F1B } pz_pipe_schedule_kind;
+ * the same steps bit for bit. The asynchronous schedule (async.c) does not
+ * flush between steps: with a delay of 1 each batch's gradient is applied
+ * one step late, with a delay of 0 it is 1F1B. */
+typedef enum { PZ_PIPE_GPIPE, PZ_PIPE_1F1B, PZ_PIPE_EAGER_1F1B, PZ_PIPE_ASYNC } pz_pipe_schedule_kind;
 extern const pz_name pz_pipe_schedules[];
+/* 1 for a schedule whose steps overlap (async.c: micro-batches in flight
+ * from one step into the next, --pipe-delay), 0 for one that flushes */
+int pz_pipe_schedule_overlaps(int kind);
 
 typedef struct {
     pz_model_spec model;    /* the model every stage builds its layers of */
@@ -52,6 +57,7 @@ typedef struct {
     int nesterov;
     int micro_batches;      /* the batch split into M micro-batches (1: none) */
     int schedule;           /* pz_pipe_schedule_kind: GPipe or 1F1B */
+    int delay;              /* the asynchronous schedule: a batch's gradient is applied this many steps late (0 or 1) */
     pz_clock_mode clock;    /* what a stage's clock charges for its compute (link.h) */
     uint32_t max_samples;   /* sample ids are below this (the training set's size) */
     double timeout_s;       /* a neighbour silent this long is dead (default 60) */
@@ -118,9 +124,20 @@ static inline const char *pz_pipe_spec_text(const pz_codec_desc *d) { return pz_
 
 pz_status pz_pipe_create(pz_pipe **p, const pz_pipe_config *cfg);
 /* One training step of a batch through every stage; *loss and *correct from
- * the last stage. Errors name the stage and the reason. */
+ * the last stage. Errors name the stage and the reason. A lagging pipeline
+ * (pz_pipe_lag: the asynchronous schedule with a delay, over two stages or
+ * more) answers with the previous batch's loss, its last batch's in
+ * pz_pipe_drain; *correct = -1 (and *loss NaN) when there is none. */
 pz_status pz_pipe_train_step(pz_pipe *p, const float *x, const int32_t *y, const uint32_t *ids, int B, float lr,
                              float *loss, int *correct);
+/* 1 when a step's loss comes with the next step (or the drain), else 0. */
+int pz_pipe_lag(const pz_pipe *p);
+/* Let every micro-batch still in flight finish (their backward passes and
+ * the updates they complete; the numbers are the same as without it):
+ * *loss and *correct are the last batch's not yet returned (*correct = -1
+ * when none is owed). Evaluating, saving and the other requests drain
+ * first by themselves, keeping that loss for the next step or drain. */
+pz_status pz_pipe_drain(pz_pipe *p, float *loss, int *correct);
 /* Told after every evaluation batch: done of total examples of this pass. */
 typedef void (*pz_eval_progress_fn)(void *user, int64_t done, int64_t total);
 void pz_pipe_set_eval_progress(pz_pipe *p, pz_eval_progress_fn fn, void *user);
@@ -176,13 +193,21 @@ void pz_pipe_state_free(pz_pipe_state *st);
 int pz_pipe_checked(const pz_pipe *p);
 void pz_pipe_free(pz_pipe *p);
 
+/* Where a stage's parameters [p0, p1) are, when not in m->params (NULL:
+ * there, and no stash): the newest version, and the asynchronous
+ * schedule's version before it (the stash; NULL: none). */
+typedef struct {
+    float *params, *stash;
+} pz_ckpt_params;
+
 /* A stage's checkpoint file, also used for a whole model by 1-stage runs:
- * parameters [p0, p1), all running statistics, the optimizer's state and
- * the codecs' states (n_codecs, NULL entries allowed). */
+ * parameters [p0, p1) (and a stash, v), all running statistics, the
+ * optimizer's state and the codecs' states (n_codecs, NULL entries
+ * allowed). Reading with v->stash set needs a file that holds one. */
 pz_status pz_checkpoint_write(const char *path, int stage, const pz_model *m, int64_t p0, int64_t p1,
-                              const pz_optim *opt, pz_codec *const *codecs, int n_codecs);
-pz_status pz_checkpoint_read(const char *path, int stage, pz_model *m, int64_t p0, int64_t p1, pz_optim *opt,
-                             pz_codec **codecs, int n_codecs);
+                              const pz_ckpt_params *v, const pz_optim *opt, pz_codec *const *codecs, int n_codecs);
+pz_status pz_checkpoint_read(const char *path, int stage, pz_model *m, int64_t p0, int64_t p1, const pz_ckpt_params *v,
+                             pz_optim *opt, pz_codec **codecs, int n_codecs);
 
 /* The spec codec i's state in a checkpoint blob was saved by, into spec
  * (cap bytes; "" when that codec is absent): a budget's stage resumes with
@@ -196,8 +221,8 @@ pz_status pz_checkpoint_read_params(const char *path, pz_model *m, int64_t *p0, 
 
 /* The same in memory (path only names it in errors). */
 pz_status pz_checkpoint_pack(uint8_t **out, size_t *len, int stage, const pz_model *m, int64_t p0, int64_t p1,
-                             const pz_optim *opt, pz_codec *const *codecs, int n_codecs);
+                             const pz_ckpt_params *v, const pz_optim *opt, pz_codec *const *codecs, int n_codecs);
 pz_status pz_checkpoint_unpack(const uint8_t *data, size_t len, const char *path, int stage, pz_model *m, int64_t p0,
-                               int64_t p1, pz_optim *opt, pz_codec **codecs, int n_codecs);
+                               int64_t p1, const pz_ckpt_params *v, pz_optim *opt, pz_codec **codecs, int n_codecs);
 
 #endif

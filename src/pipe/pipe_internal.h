@@ -30,12 +30,63 @@ typedef struct {
 typedef struct {
     /* fills a[] (at least 2M + 1) and returns how many */
     int (*actions)(int S, int i, int M, pipe_action *a);
+    int overlaps; /* its steps overlap: run by async.c (actions: its order with no delay) */
 } pipe_schedule;
 /* the schedule of a pz_pipe_schedule_kind (its name: pz_pipe_schedules) */
 const pipe_schedule *pipe_schedule_of(int kind);
 /* the most micro-batches stage i holds at once (forward run, backward not
  * yet): its activation slots, micro-batch m in slot m % slots */
 int pipe_schedule_slots(const pipe_schedule *sc, int S, int i, int M);
+/* One step's running state at a stage. */
+typedef struct {
+    int M, Btot;               /* micro-batches, and the step's whole batch (META carries it) */
+    float lr;
+    double loss_sum;
+    int correct_sum;
+} step_state;
+
+/* the pieces of a step (schedule.c), for the schedules of async.c too: m
+ * is the micro-batch's index into the per-micro-batch buffers (its slot) */
+pz_status pipe_split_batch(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, step_state *t);
+pz_status pipe_take_micro(stage *s, stage_bufs *b, int m, int first, size_t len, step_state *t);
+pz_status pipe_forward_micro(stage *s, stage_bufs *b, int m, step_state *t);
+pz_status pipe_backward_micro(stage *s, stage_bufs *b, int m);
+pz_status pipe_loss_back(stage *s, stage_bufs *b, step_state *t);
+
+/* ---- async.c: the asynchronous schedule ----
+ * No flush between steps: stage i keeps min(S-1-i, M) micro-batches in
+ * flight from one step into the next (their backward passes run while the
+ * next batch's forwards do), so the batches' forward and backward waves
+ * overlap. With a delay of 1 a batch's gradient is applied one step late
+ * (W_u = W_{u-1} - lr g_u(W_{u-2}), PipeDream-2BW's rule): batch b's
+ * forwards and backwards use W_{b-2}, kept as a second version of the
+ * parameters (the stash) until batch b's own update overwrites it. With a
+ * delay of 0 each step ends with its batch done: 1F1B's order, the same
+ * steps bit for bit. */
+pz_status async_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen);
+/* DRAIN: the micro-batches still in flight run their backward passes and
+ * the updates they complete (the numbers are those of a run that never
+ * drains: only the time differs) */
+pz_status async_drain(stage *s, stage_bufs *b);
+/* the slots stage i of S holds (micro-batches in flight at once, in any
+ * step of M micro-batches) */
+int async_slots(int S, int i, int M, int delay);
+/* what async_* need set up at a stage (its second version, its slots'
+ * versions), after its layers and before its checkpoint is loaded */
+pz_status async_plan(stage *s);
+/* the parameters checkpoints hold: the newest version (any schedule), and
+ * the one before it (a delay of 1; NULL otherwise) */
+float *async_newest(const stage *s);
+float *async_stash(const stage *s);
+/* before an evaluation or a checkpoint: nothing in flight (else an
+ * error), and the evaluation slot on the newest version */
+pz_status async_eval_ready(stage *s);
+/* model[k] reads version v (0 or 1) of the parameters */
+void async_use(stage *s, int k, int v);
+/* a checkpoint's parameters were loaded into ver[0] and its stash into
+ * ver[1]: put each where the stage's step count says it lives */
+void async_loaded(stage *s);
+
 /* One training step at a stage from the messages on its links. stage 0
  * gets the driver's BATCH (batch, blen); the others the first micro-batch's
  * META, already in b->msg (blen bytes). */
@@ -78,6 +129,20 @@ struct stage {
     int64_t probe_t;
     pz_budget_meas meas[2];
     int meas_n[2];             /* frames measured */
+    /* the asynchronous schedule (async.c): two versions of the parameters
+     * [p0, p1) (ver[0] is model[0]'s own; version u lives in ver[u % 2]),
+     * where each slot's model reads them, and the stream of micro-batches
+     * across steps (item g in slot g % slots) */
+    int async, delay;
+    float *ver[2], *stash_mem;  /* stash_mem: the second version's memory (owned) */
+    float *slot_base[PZ_MAX_MICRO];
+    int eval_slot;             /* the slot evaluation runs in: 0, or (async) one past the training slots */
+    int warm;                  /* async: micro-batches kept in flight behind the forwards (S - 1 - index, at most M) */
+    int64_t batches;           /* async: batches whose forwards have begun here */
+    int64_t fwd_items, bwd_items; /* async: micro-batches forwarded and backwarded so far */
+    int64_t item_batch[PZ_MAX_MICRO]; /* async, per slot: its micro-batch's batch (0-based) */
+    int item_last[PZ_MAX_MICRO];      /* ... and whether it is that batch's last */
+    float bank_lr[2];          /* async: each batch's learning rate, by batch % 2 */
     double grad_norm;          /* stage 0, clipping: the last step's global gradient norm (before clipping) */
     uint8_t *kept;             /* split learning: the client state left by the last client */
     size_t kept_len;
@@ -112,6 +177,12 @@ struct pz_pipe {
     int S, first, last, has_driver, started, mb_max;
     int stage_threads; /* each local stage's threads: --threads shared among them (at least 1) */
     int checked;       /* the driver's CHECK passed here */
+    /* the driver of a lagging pipeline (pz_pipe_lag): a batch's loss is owed
+     * by the stages (in_flight), or was taken by a drain and kept for the
+     * next step's answer */
+    int lag, in_flight, kept_n;
+    float kept_loss;
+    int kept_correct;
     pz_eval_progress_fn eval_progress; /* told after every evaluation batch (NULL: nobody) */
     void *eval_user;
     stage st[PZ_MAX_STAGES];

@@ -173,7 +173,8 @@ pz_status pz_pipe_stage_memory(const pz_pipe_config *cfg, int i, int M, int64_t 
     const pipe_schedule *sc = pipe_schedule_of(cfg->schedule);
     const int S = cfg->n_stages;
     if (!sc || i < 0 || i >= S || M < 1 || M > PZ_MAX_MICRO) return pz_fail(PZ_ERR_ARG, "stage %d of %d in %d micro-batches", i, S, M);
-    const int mb = (cfg->batch_max + M - 1) / M, slots = pipe_schedule_slots(sc, S, i, M);
+    const int mb = (cfg->batch_max + M - 1) / M,
+              slots = pz_pipe_schedule_overlaps(cfg->schedule) ? async_slots(S, i, M, cfg->delay) + 1 : pipe_schedule_slots(sc, S, i, M);
     const int from = i ? cfg->cuts[i - 1] + 1 : 0, to = i == S - 1 ? 1 << 30 : cfg->cuts[i] + 1;
     pz_model m;
     PZ_TRY(pz_model_build(&m, &cfg->model, cfg->in, cfg->n_classes, mb, cfg->seed, from, to));
@@ -189,11 +190,14 @@ pz_status plan_stage(pz_pipe *p, int i) {
     const pz_pipe_config *cfg = &p->cfg;
     stage *s = &p->st[i];
     s->pipe = p, s->index = i, s->M = cfg->micro_batches;
-    /* GPipe holds every micro-batch's activations; 1F1B at most S - i */
-    s->slots = pipe_schedule_slots(p->schedule, p->S, i, s->M);
+    /* GPipe holds every micro-batch's activations; 1F1B at most S - i; the
+     * asynchronous schedule its micro-batches in flight, and evaluation's */
+    const int async = pz_pipe_schedule_overlaps(cfg->schedule);
+    s->slots = async ? async_slots(p->S, i, s->M, cfg->delay) : pipe_schedule_slots(p->schedule, p->S, i, s->M);
+    s->eval_slot = async ? s->slots : 0;
     /* buffers for this stage's layers only, one set per slot */
     const int from = i ? cfg->cuts[i - 1] + 1 : 0, to = i == p->S - 1 ? 1 << 30 : cfg->cuts[i] + 1;
-    for (int m = 0; m < s->slots; m++) {
+    for (int m = 0; m < s->slots + async; m++) {
         PZ_TRY(pz_model_build(&s->model[m], &cfg->model, cfg->in, cfg->n_classes, p->mb_max, cfg->seed, from, to));
         if (m) pz_model_share(&s->model[m], &s->model[0]);
     }
@@ -211,12 +215,17 @@ pz_status plan_stage(pz_pipe *p, int i) {
     for (int j = s->from; j < s->to; j++) s->macs += s->model[0].net.layers[j].macs;
     const int64_t in_per = pz_shape_numel(stage_in_shape(s)), out_per = pz_shape_numel(stage_out_shape(s));
     s->act_bytes = 0;
-    for (int m = 0; m < s->slots; m++)
+    for (int m = 0; m < s->slots + async; m++)
         s->act_bytes += stage_act_bytes(i, cfg->batch_max, p->mb_max, m ? 0 : 1, s->model[m].act_bytes, in_per, out_per);
     plan_tie(p, s);
+    if (async && s->tie_e >= 0)
+        return pz_fail(PZ_ERR_ARG, "--pipe-schedule async: model '%s' ties its head to its token table across stages %d and %d, "
+                       "which the asynchronous schedule does not version yet (untie it: untied=1)", cfg->model.name, s->tie_e, s->tie_l);
     s->opt = (pz_optim){.momentum = cfg->momentum, .nesterov = cfg->nesterov, .weight_decay = cfg->weight_decay,
                         .decay = s->model[0].decay ? s->model[0].decay + s->p0 : NULL};
     PZ_TRY(pz_optim_init(&s->opt, cfg->optimizer, s->p1 - s->p0));
+    if (async) PZ_TRY(async_plan(s));
+    const pz_ckpt_params v = {s->ver[0], s->ver[1]}, *vp = async ? &v : NULL;
     if (i > 0) {
         PZ_TRY(make_codec(&s->fwd_rx, &cfg->fwd[i - 1], cfg->max_samples));
         PZ_TRY(make_codec(&s->bwd_tx, &cfg->bwd[i - 1], cfg->max_samples));
@@ -249,7 +258,7 @@ pz_status plan_stage(pz_pipe *p, int i) {
             pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
             st = plan_adopt_rungs(s, data, len, path);
             if (!st) codecs[1] = s->bwd_tx, codecs[2] = s->fwd_tx; /* the rungs taken */
-            if (!st) st = pz_checkpoint_unpack(data, len, path, i, &s->model[0], s->p0, s->p1, &s->opt, codecs, plan_stage_codecs(s));
+            if (!st) st = pz_checkpoint_unpack(data, len, path, i, &s->model[0], s->p0, s->p1, vp, &s->opt, codecs, plan_stage_codecs(s));
             free(data);
         }
         if (st) return pz_fail(st, "stage %d: %s", i, pz_last_error());
@@ -257,9 +266,10 @@ pz_status plan_stage(pz_pipe *p, int i) {
         pz_status st = plan_adopt_rungs(s, cfg->restore->blob[i], cfg->restore->len[i], "a snapshot");
         pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
         if (!st) st = pz_checkpoint_unpack(cfg->restore->blob[i], cfg->restore->len[i], "a snapshot", i, &s->model[0], s->p0,
-                                           s->p1, &s->opt, codecs, plan_stage_codecs(s));
+                                           s->p1, vp, &s->opt, codecs, plan_stage_codecs(s));
         if (st) return pz_fail(st, "stage %d: %s", i, pz_last_error());
     }
+    if (async) async_loaded(s);
     return PZ_OK;
 }
 
@@ -332,6 +342,7 @@ void plan_fingerprint(pz_pipe *p) {
     if (pipe_targets(p) > 1 && n < cap) n += (size_t)snprintf(f + n, cap - n, " targets=%d", pipe_targets(p));
     /* the schedule orders each link's messages: every stage must run the same */
     if (cfg->schedule != PZ_PIPE_GPIPE && n < cap) n += (size_t)snprintf(f + n, cap - n, " schedule=%s", pz_name_of(pz_pipe_schedules, cfg->schedule));
+    if (pz_pipe_schedule_overlaps(cfg->schedule) && n < cap) n += (size_t)snprintf(f + n, cap - n, " delay=%d", cfg->delay);
     /* the shared wire: a stage's stamps mean "sent at", not "arrives at" */
     if (cfg->emu.model != PZ_WIRE_DUPLEX && n < cap)
         n += (size_t)snprintf(f + n, cap - n, " link_model=%s", pz_name_of(pz_wire_models, cfg->emu.model));

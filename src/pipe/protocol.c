@@ -16,6 +16,7 @@ static const char *const names[] = {
     [MSG_PUT_STATE] = "PUT_STATE", [MSG_GET_STATE] = "GET_STATE", [MSG_STATE] = "STATE", [MSG_KEPT] = "KEPT",
     [MSG_CHECK] = "CHECK", [MSG_CHECKED] = "CHECKED", [MSG_TIED_GRAD] = "TIED_GRAD", [MSG_TIED_WEIGHTS] = "TIED_WEIGHTS",
     [MSG_NORM] = "NORM", [MSG_CLIP] = "CLIP", [MSG_BUDGET] = "BUDGET", [MSG_BUDGET_SET] = "BUDGET_SET",
+    [MSG_DRAIN] = "DRAIN",
 };
 
 const char *msg_name(int tag) {

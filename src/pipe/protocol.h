@@ -43,6 +43,7 @@ enum {
     MSG_CLIP = 27,        /* forward: f32 the factor every gradient is scaled by before the step */
     MSG_BUDGET = 28,      /* forward: after a probe step, each stage's measurements of the budget's rungs */
     MSG_BUDGET_SET = 29,  /* backward: the rung chosen per boundary and direction, and what it was chosen from */
+    MSG_DRAIN = 30,       /* forward: the asynchronous schedule's micro-batches in flight finish (STEPPED back from stage 0) */
 };
 /* The message's name ("BATCH"), or "unknown" */
 const char *msg_name(int tag);

@@ -19,18 +19,10 @@
 #include <signal.h>
 #include <string.h>
 
-/* One step's running state at a stage. */
-typedef struct {
-    int M, Btot;               /* micro-batches, and the step's whole batch (META carries it) */
-    float lr;
-    double loss_sum;
-    int correct_sum;
-} step_state;
-
 /* stage 0: split the driver's BATCH into micro-batches (sizes differ by at
  * most one; a short last batch has fewer); its inputs are kept whole
  * (b->batch_x), each micro-batch's a slice of them */
-static pz_status split_batch(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, step_state *t) {
+pz_status pipe_split_batch(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, step_state *t) {
     pz_pipe *p = s->pipe;
     const int64_t in_per = pz_shape_numel(stage_in_shape(s));
     const int P = pipe_targets(p);
@@ -63,15 +55,16 @@ static const float *micro_tokens(const stage *s, stage_bufs *b, int m) {
     return s->index == 0 ? micro_x(s, b, m) : b->tokens[m];
 }
 
-/* past stage 0: micro-batch m's META (already received when pending) and
- * its ACT frame, decoded into x_in[m] */
-static pz_status take_micro(stage *s, stage_bufs *b, int m, int pending, size_t len, step_state *t) {
+/* past stage 0: micro-batch m's META (the step's first, already received)
+ * and its ACT frame, decoded into x_in[m] */
+pz_status pipe_take_micro(stage *s, stage_bufs *b, int m, int first, size_t len, step_state *t) {
+    const int pending = first;
     pz_pipe *p = s->pipe;
     if (!pending) PZ_TRY(stage_recv(s, s->prev, MSG_META, &b->msg, &b->cap, &len, p->cfg.timeout_s));
     const msg_layout L = pipe_layout(p);
     msg_meta h = {.ids = b->ids[m], .targets = b->labels[m], .tokens = b->tokens[m]};
     PZ_TRY(msg_meta_get(b->msg, len, 1, p->mb_max, s->M, &L, &h));
-    if (m == 0) t->M = h.M, t->lr = h.lr, t->Btot = h.Btot;
+    if (first) t->M = h.M, t->lr = h.lr, t->Btot = h.Btot;
     else if (h.M != t->M || h.Btot != t->Btot)
         return pz_fail(PZ_ERR_STATE, "micro-batch headers disagree (%d and %d micro-batches of batches of %d and %d)", t->M, h.M,
                        t->Btot, h.Btot);
@@ -120,7 +113,7 @@ static pz_status probe_rungs(stage *s, stage_bufs *b, int dir, const float *x, i
 
 /* micro-batch m forward through this stage's layers; the last stage takes
  * the loss and its gradient, the others send META and the ACT frame on */
-static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
+pz_status pipe_forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
     pz_pipe *p = s->pipe;
     const int last = s->index == p->S - 1;
     const int Bm = b->Bm[m], k = slot_of(s, m);
@@ -169,7 +162,7 @@ static pz_status forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
 
 /* the step's LOSS: the last stage sends it, the others pass it on (GPipe:
  * before any gradient; 1F1B: after the last) */
-static pz_status loss_back(stage *s, stage_bufs *b, step_state *t) {
+pz_status pipe_loss_back(stage *s, stage_bufs *b, step_state *t) {
     pz_pipe *p = s->pipe;
     if (s->index == p->S - 1) {
         uint8_t res[MSG_LOSS_BYTES];
@@ -216,7 +209,7 @@ static pz_status tied_grad_in(stage *s, stage_bufs *b) {
  * stage has dy from the loss), the layers' backward pass (parameter
  * gradients accumulate), and past stage 0 the input gradient's GRAD frame
  * to the stage before */
-static pz_status backward_micro(stage *s, stage_bufs *b, int m) {
+pz_status pipe_backward_micro(stage *s, stage_bufs *b, int m) {
     pz_pipe *p = s->pipe;
     const int first = s->index == 0, last = s->index == p->S - 1;
     const int Bm = b->Bm[m], k = slot_of(s, m);
@@ -327,7 +320,7 @@ static pz_status finish_step(stage *s, stage_bufs *b, const step_state *t) {
 
 /* what every schedule does before a step's first forward */
 static pz_status begin_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, step_state *t) {
-    if (s->index == 0) PZ_TRY(split_batch(s, b, batch, blen, t));
+    if (s->index == 0) PZ_TRY(pipe_split_batch(s, b, batch, blen, t));
     PZ_TRY(stage_send_tied_weights(s, b));
     memset(s->model[0].grads + s->p0, 0, sizeof(float) * (size_t)(s->p1 - s->p0));
     /* the head's stage never steps its copy of the table: keep its gradient from growing */
@@ -337,7 +330,7 @@ static pz_status begin_step(stage *s, stage_bufs *b, const uint8_t *batch, size_
 
 /* micro-batch m in: its META and ACT (stage 0 has split the batch) */
 static pz_status take(stage *s, stage_bufs *b, int m, size_t blen, step_state *t) {
-    return s->index == 0 ? PZ_OK : take_micro(s, b, m, m == 0, blen, t);
+    return s->index == 0 ? PZ_OK : pipe_take_micro(s, b, m, m == 0, blen, t);
 }
 
 /* ---- the schedules: each stage's order of pieces in a step ---- */
@@ -382,7 +375,14 @@ const pipe_schedule pipe_schedules[] = {
     [PZ_PIPE_GPIPE] = {gpipe_actions},
     [PZ_PIPE_1F1B] = {one_f_one_b_actions},
     [PZ_PIPE_EAGER_1F1B] = {eager_1f1b_actions},
+    /* its steps overlap (async.c): within a step, with no delay, 1F1B's order */
+    [PZ_PIPE_ASYNC] = {one_f_one_b_actions, .overlaps = 1},
 };
+
+int pz_pipe_schedule_overlaps(int kind) {
+    const pipe_schedule *sc = pipe_schedule_of(kind);
+    return sc && sc->overlaps;
+}
 
 const pipe_schedule *pipe_schedule_of(int kind) {
     return kind >= 0 && kind < (int)(sizeof pipe_schedules / sizeof *pipe_schedules) ? &pipe_schedules[kind] : NULL;
@@ -415,10 +415,10 @@ pz_status pipe_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) 
         switch (a[k].kind) {
         case PIPE_FWD:
             if (m > 0) PZ_TRY(take(s, b, m, blen, &t));
-            PZ_TRY(forward_micro(s, b, m, &t));
+            PZ_TRY(pipe_forward_micro(s, b, m, &t));
             break;
-        case PIPE_BWD: PZ_TRY(backward_micro(s, b, m)); break;
-        case PIPE_LOSS: PZ_TRY(loss_back(s, b, &t)); break;
+        case PIPE_BWD: PZ_TRY(pipe_backward_micro(s, b, m)); break;
+        case PIPE_LOSS: PZ_TRY(pipe_loss_back(s, b, &t)); break;
         }
     }
     return finish_step(s, b, &t);
@@ -429,6 +429,9 @@ const pz_name pz_pipe_schedules[] = {
     {PZ_PIPE_1F1B, "1f1b", "one forward, one backward: stage i holds at most S-i micro-batches"},
     {PZ_PIPE_EAGER_1F1B, "eager-1f1b", "1F1B after twice its warm-up: forwards in flight cover slow links' round trips, "
                                        "stage i holds at most 2(S-i)-1 micro-batches"},
+    {PZ_PIPE_ASYNC, "async", "no flush between steps: stage i keeps S-1-i micro-batches in flight into the next step, and "
+                             "each batch's gradient is applied --pipe-delay steps late (weight stashing; other numbers at a "
+                             "delay of 1, 1F1B's at 0)"},
     {0, NULL, NULL},
 };
 
@@ -440,6 +443,11 @@ int pz_pipe_schedule_order(const char *schedule, int stages, int stage, int micr
         char list[64];
         pz_fail(PZ_ERR_ARG, "unknown schedule '%s' (expected %s)", schedule ? schedule : "(null)",
                 pz_names_join(pz_pipe_schedules, ", ", " or ", list, sizeof list));
+        return -1;
+    }
+    if (pz_pipe_schedule_overlaps(k->value)) {
+        pz_fail(PZ_ERR_ARG, "schedule async carries micro-batches from one step into the next: it has no order of one step "
+                "to run alone (a torchrun Stage runs gpipe, 1f1b or eager-1f1b)");
         return -1;
     }
     if (stages < 1 || stage < 0 || stage >= stages || micro_batches < 1 || micro_batches > PZ_MAX_MICRO) {

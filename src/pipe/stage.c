@@ -88,19 +88,20 @@ static pz_status pass_on(stage *s, int tag, int reply, uint8_t **buf, size_t *ca
  * batch forward; EVAL_RESULT back from the last stage. */
 static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
     pz_pipe *p = s->pipe;
-    const int first = s->index == 0, last = s->index == p->S - 1;
-    pz_seq *net = &s->model[0].net;
+    const int first = s->index == 0, last = s->index == p->S - 1, k = s->eval_slot;
+    PZ_TRY(async_eval_ready(s));
+    pz_seq *net = &s->model[k].net;
     const int64_t in_per = pz_shape_numel(stage_in_shape(s));
-    float *x_in = b->x_in[0];
-    int32_t *labels = b->labels[0];
+    float *x_in = b->x_in[k];
+    int32_t *labels = b->labels[k];
     int B, compress;
     const int P = pipe_targets(p);
     const msg_layout L = first ? pipe_driver_layout(p) : pipe_layout(p), Lnext = pipe_layout(p);
     PZ_TRY(stage_send_tied_weights(s, b));
-    PZ_TRY(msg_eval_get(b->msg, len, !first, p->mb_max, &L, &B, &compress, labels, b->tokens[0]));
+    PZ_TRY(msg_eval_get(b->msg, len, !first, p->mb_max, &L, &B, &compress, labels, b->tokens[k]));
     const size_t hdr = msg_eval_bytes(B, &L);
     /* a subspace model's tokens: stage 0's inputs, the header's past it */
-    const float *tok = first ? x_in : b->tokens[0];
+    const float *tok = first ? x_in : b->tokens[k];
     if (first) {
         if (len != hdr + 4 * (size_t)(B * in_per))
             return pz_fail(PZ_ERR_STATE, "an evaluation batch of %zu bytes does not fit its header (%d samples)", len, B);
@@ -113,13 +114,13 @@ static pz_status stage_eval(stage *s, stage_bufs *b, size_t len) {
         PZ_TRY(pz_codec_decode(compress ? s->eval_rx : s->plain_rx, b->msg, n, x_in, (size_t)(p->mb_max * in_per), &nd, shape));
         PZ_TRY(stage_check_frame("evaluation activation", nd, shape, B, stage_in_shape(s)));
     }
-    stage_set_tokens(s, 0, tok);
+    stage_set_tokens(s, k, tok);
     pz_seq_forward(net, s->from, s->to, x_in, B, 0);
     const float *out = net->act[s->to - 1];
     if (last) {
         int correct = 0;
         PZ_TRY(stage_check_targets(s, labels, (size_t)B * P));
-        const float loss = pz_model_loss(&s->model[0], NULL, &correct, out, labels, B);
+        const float loss = pz_model_loss(&s->model[k], NULL, &correct, out, labels, B);
         uint8_t res[MSG_EVAL_RESULT_BYTES];
         msg_eval_result_put(res, (double)loss * B, correct);
         return pz_link_send(s->prev, MSG_EVAL_RESULT, res, sizeof res);
@@ -175,7 +176,9 @@ static pz_status stage_save(stage *s, uint8_t **buf, size_t *cap, size_t len) {
     PZ_TRY(pz_mkdir_p(dir)); /* a stage on another host writes on its own disk */
     snprintf(path, sizeof path, "%s/stage-%d.bin", dir, s->index);
     pz_codec *codecs[4] = {s->fwd_rx, s->bwd_tx, s->fwd_tx, s->bwd_rx};
-    pz_status st = pz_checkpoint_write(path, s->index, &s->model[0], s->p0, s->p1, &s->opt, codecs, plan_stage_codecs(s));
+    PZ_TRY(async_eval_ready(s));
+    const pz_ckpt_params v = {async_newest(s), async_stash(s)};
+    pz_status st = pz_checkpoint_write(path, s->index, &s->model[0], s->p0, s->p1, &v, &s->opt, codecs, plan_stage_codecs(s));
     if (st) return pz_fail(st, "checkpoint: %s", pz_last_error());
     return pass_on(s, MSG_SAVE, MSG_SAVED, buf, cap, len, "", 0);
 }
@@ -266,7 +269,7 @@ static pz_status stage_handoff(stage *s, int tag, uint8_t **buf, size_t *cap, si
     if (tag == MSG_PUT_STATE) {
         uint8_t *blob;
         size_t n;
-        PZ_TRY(pz_checkpoint_pack(&blob, &n, 0, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4));
+        PZ_TRY(pz_checkpoint_pack(&blob, &n, 0, &s->model[0], s->p0, s->p1, NULL, &s->opt, codecs, 4));
         pz_status st = pz_link_send(s->next, MSG_PUT_STATE, blob, n);
         free(blob);
         PZ_TRY(st);
@@ -278,7 +281,7 @@ static pz_status stage_handoff(stage *s, int tag, uint8_t **buf, size_t *cap, si
     const int found = n > 0;
     if (found) PZ_TRY(plan_adopt_rungs(s, *buf, n, "the previous client's state"));
     codecs[1] = s->bwd_tx, codecs[2] = s->fwd_tx; /* the rungs it had */
-    if (found) PZ_TRY(pz_checkpoint_unpack(*buf, n, "the previous client's state", 0, &s->model[0], s->p0, s->p1, &s->opt, codecs, 4));
+    if (found) PZ_TRY(pz_checkpoint_unpack(*buf, n, "the previous client's state", 0, &s->model[0], s->p0, s->p1, NULL, &s->opt, codecs, 4));
     if (found) s->tie_dirty = s->tie_e == s->index; /* the table changed: send it before the next forward */
     uint8_t flag[4];
     pz_put_i32(flag, found);
@@ -305,7 +308,8 @@ static pz_status stage_check(stage *s, uint8_t **buf, size_t *cap, size_t len) {
 }
 
 static void free_bufs(stage *s, stage_bufs *b) {
-    for (int m = 0; m < s->M; m++) free(b->x_in[m]), free(b->dy[m]), free(b->ids[m]), free(b->labels[m]), free(b->tokens[m]);
+    (void)s;
+    for (int m = 0; m < PZ_MAX_MICRO; m++) free(b->x_in[m]), free(b->dy[m]), free(b->ids[m]), free(b->labels[m]), free(b->tokens[m]);
     free(b->batch_x), free(b->dx), free(b->msg), free(b->frame), free(b->hdr), free(b->batch_ids), free(b->batch_labels), free(b->tie);
     free(b->norms), free(b->hdr_norm);
 }
@@ -317,22 +321,26 @@ static pz_status alloc_bufs(stage *s, stage_bufs *b) {
     const pz_subspace *sub = s->model[0].sub;
     const int T = p->cfg.in.d[0];
     int ok = 1;
-    for (int m = 0; m < s->M; m++) {
+    /* the asynchronous schedule: per slot, its evaluation's past the training
+     * slots, and two banks of stage 0's batches (the previous one in flight) */
+    const int n = s->async ? (s->M > s->slots + 1 ? s->M : s->slots + 1) : s->M, banks = s->async ? 2 : 1;
+    for (int m = 0; m < n; m++) {
         /* inputs and gradients per slot (stage 0 trains on the batch's inputs,
-         * b->batch_x: its x_in[0] is evaluation's) */
-        if (m < s->slots && (s->index > 0 || m == 0)) ok &= (b->x_in[m] = pz_floats_try(mb * (size_t)in_per)) != NULL;
-        if (m < s->slots) ok &= (b->dy[m] = pz_floats_try(mb * (size_t)out_per)) != NULL;
+         * b->batch_x: its x_in[eval_slot] is evaluation's) */
+        const int slot = m < s->slots || m == s->eval_slot;
+        if (slot && (s->index > 0 || m == s->eval_slot)) ok &= (b->x_in[m] = pz_floats_try(mb * (size_t)in_per)) != NULL;
+        if (slot) ok &= (b->dy[m] = pz_floats_try(mb * (size_t)out_per)) != NULL;
         ok &= (b->ids[m] = calloc(mb, sizeof(uint32_t))) != NULL;
         ok &= (b->labels[m] = calloc(mb * P, sizeof(int32_t))) != NULL;
         if (sub && s->index > 0) ok &= (b->tokens[m] = calloc(mb * (size_t)T, sizeof(float))) != NULL; /* stage 0's are its inputs */
     }
-    if (s->index == 0) ok &= (b->batch_x = pz_floats_try(B * (size_t)in_per)) != NULL;
+    if (s->index == 0) ok &= (b->batch_x = pz_floats_try(banks * B * (size_t)in_per)) != NULL;
     ok &= (b->dx = pz_floats_try(mb * (size_t)in_per)) != NULL;
     const msg_layout L = pipe_layout(p);
     const size_t hm = msg_meta_bytes((int)mb, &L), he = msg_eval_bytes((int)mb, &L);
     ok &= (b->hdr = malloc(hm > he ? hm : he)) != NULL;
-    ok &= (b->batch_ids = calloc(B, sizeof(uint32_t))) != NULL;
-    ok &= (b->batch_labels = calloc(B * P, sizeof(int32_t))) != NULL;
+    ok &= (b->batch_ids = calloc(banks * B, sizeof(uint32_t))) != NULL;
+    ok &= (b->batch_labels = calloc(banks * B * P, sizeof(int32_t))) != NULL;
     if (s->tie_e == s->index) ok &= (b->tie = pz_floats_try(s->tie_n)) != NULL;
     ok &= (b->norms = calloc((size_t)s->model[0].net.n + 1, sizeof(double))) != NULL;
     return ok ? PZ_OK : pz_fail(PZ_ERR_NOMEM, "stage %d: out of memory for its buffers", s->index);
@@ -381,8 +389,9 @@ void *stage_main(void *arg) {
             msg_error_text(b.msg, len, s->error, sizeof s->error);
             st = PZ_ERR_STATE;
             break;
-        case MSG_BATCH: st = first ? pipe_step(s, &b, b.msg, len) : unexpected(s, tag); break;
-        case MSG_META: st = !first ? pipe_step(s, &b, NULL, len) : unexpected(s, tag); break;
+        case MSG_BATCH: st = !first ? unexpected(s, tag) : s->async ? async_step(s, &b, b.msg, len) : pipe_step(s, &b, b.msg, len); break;
+        case MSG_META: st = first ? unexpected(s, tag) : s->async ? async_step(s, &b, NULL, len) : pipe_step(s, &b, NULL, len); break;
+        case MSG_DRAIN: st = async_drain(s, &b); break;
         case MSG_EVAL: st = first ? stage_eval(s, &b, len) : unexpected(s, tag); break;
         case MSG_EVAL_META: st = !first ? stage_eval(s, &b, len) : unexpected(s, tag); break;
         case MSG_STATS: st = stage_stats(s, &b.msg, &b.cap, len); break;

@@ -129,6 +129,9 @@ static pz_status check(const pz_timing_config *c) {
     if (c->S < 2 || c->S > 1 << 16) return pz_fail(PZ_ERR_ARG, "timing %d stages (expected 2..65536)", c->S);
     if (c->M < 1 || c->M > PZ_MAX_MICRO) return pz_fail(PZ_ERR_ARG, "timing %d micro-batches (expected 1..%d)", c->M, PZ_MAX_MICRO);
     if (!pipe_schedule_of(c->schedule)) return pz_fail(PZ_ERR_ARG, "pipeline schedule %d is not one of pz_pipe_schedules", c->schedule);
+    if (pz_pipe_schedule_overlaps(c->schedule))
+        return pz_fail(PZ_ERR_ARG, "the dry timing mode does not run the asynchronous schedule yet (its steps overlap): time it "
+                       "with a training run on the emulated links (pipezip train --link-bandwidth ... --steps N)");
     if (c->steps < 2) return pz_fail(PZ_ERR_ARG, "timing %d steps (at least 2: the last one is the steady step)", c->steps);
     if (!(c->emu.bandwidth >= 0) || !(c->emu.latency >= 0)) return pz_fail(PZ_ERR_ARG, "a negative bandwidth or latency");
     for (int i = 0; i < c->S; i++) {

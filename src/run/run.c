@@ -57,6 +57,12 @@ typedef struct {
     int turn;                  /* split learning: 0 the whole run is one turn, -1 a turn per epoch, K per K steps */
     int auto_micro;            /* --micro-batches auto, not chosen yet: choose after the first step */
     unsigned char allowed[PZ_MAX_MICRO + 1]; /* ... among these counts (--activation-memory) */
+    /* a lagging pipeline (pz_pipe_lag: --pipe-schedule async): the step whose
+     * loss comes with the next step or the drain */
+    int owed;
+    int owed_B;
+    float owed_lr;
+    int64_t owed_step;
 } run;
 
 /* ---- the run directory's streams ---------------------------------------------- */
@@ -275,8 +281,8 @@ static pz_progress progress(const run *r, int epoch, int64_t step, double loss_s
                             double now) {
     pz_progress p = {.epoch = epoch + 1, .epochs = r->epochs, .step = step,
                      .steps_per_epoch = r->sched.steps_per_epoch, .global_step = r->global_step,
-                     .total_steps = r->sched.total_steps, .loss = loss_sum / seen,
-                     .accuracy = (double)hits / ((double)seen * pz_dataset_targets(&r->train)), .lr = lr, .elapsed = now - r->t0,
+                     .total_steps = r->sched.total_steps, .loss = seen ? loss_sum / seen : NAN, /* NaN: no loss back yet (async) */
+                     .accuracy = seen ? (double)hits / ((double)seen * pz_dataset_targets(&r->train)) : NAN, .lr = lr, .elapsed = now - r->t0,
                      .samples_per_second = r->samples / (now - r->t0), .test_loss_compressed = -1,
                      .test_bits_per_byte = -1};
     p.eta = (now - r->t0) / r->global_step * (r->sched.total_steps - r->global_step);
@@ -404,8 +410,11 @@ typedef struct {
     double eval_seconds; /* spent in --eval-every evaluations (not training) */
 } epoch_sums;
 
+static pz_status settle(run *r, int epoch, epoch_sums *e, int force);
+
 /* the --eval-every evaluation after the current step (not the epoch's last: it is evaluated with the epoch) */
 static pz_status eval_now(run *r, int epoch, epoch_sums *e, float lr) {
+    PZ_TRY(settle(r, epoch, e, 0));
     const double t = pz_now(), c1 = r->pipeline ? pz_pipe_clock(r->pipe) : 0.0;
     eval_result v;
     double fb = 0, bb = 0;
@@ -430,6 +439,35 @@ static pz_status checkpoint_mid(run *r, int epoch, const epoch_sums *e, int eval
 /* the epoch's last step: the end of its batches, or the run's last step */
 static int epoch_last_step(const run *r, const epoch_sums *e) {
     return e->steps == r->sched.steps_per_epoch || r->global_step == r->sched.total_steps;
+}
+
+/* step `step`'s loss into the epoch's sums and (every --log-every steps,
+ * and the epoch's last: `force`) its record */
+static pz_status account(run *r, int epoch, epoch_sums *e, float loss, int correct, int B, float lr, int64_t step, int force) {
+    if (!isfinite(loss))
+        return pz_fail(PZ_ERR_STATE, "training diverged: loss is %g at epoch %d step %lld (try a lower --lr)", loss, epoch + 1,
+                       (long long)step);
+    e->loss_sum += (double)loss * B, e->hits += correct, e->seen += B;
+    if (r->steps_m.f && (step % r->cfg->log_every == 0 || force)) {
+        pz_field f[] = {PZ_NUM("epoch", epoch + 1), PZ_NUM("step", step), PZ_NUM("loss", loss),
+                        PZ_NUM("accuracy", (double)correct / ((double)B * pz_dataset_targets(&r->train))), PZ_NUM("lr", lr),
+                        PZ_NUM("time", pz_now() - r->t0)};
+        PZ_TRY(pz_metrics_write(&r->steps_m, f, (int)(sizeof f / sizeof *f)));
+    }
+    return PZ_OK;
+}
+
+/* a lagging pipeline: the last step's loss (the micro-batches in flight
+ * finish first), before anything that reads the epoch's sums or the whole
+ * state; the draining counts as training */
+static pz_status settle(run *r, int epoch, epoch_sums *e, int force) {
+    if (!r->owed) return PZ_OK;
+    float loss;
+    int correct;
+    PZ_TRY(pz_pipe_drain(r->pipe, &loss, &correct));
+    r->owed = 0;
+    if (correct < 0) return pz_fail(PZ_ERR_STATE, "the pipeline owed step %lld's loss and had none", (long long)r->owed_step);
+    return account(r, epoch, e, loss, correct, r->owed_B, r->owed_lr, r->owed_step, force);
 }
 
 /* --budget: after the step just taken (one pz_budget_due names), every
@@ -529,11 +567,16 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
         int correct = 0;
         float loss;
         PZ_TRY(pz_pipe_train_step(r->pipe, r->loader.x, r->loader.y, r->loader.ids, B, lr, &loss, &correct));
-        if (!isfinite(loss))
-            return pz_fail(PZ_ERR_STATE, "training diverged: loss is %g at epoch %d step %lld (try a lower --lr)", loss,
-                           epoch + 1, (long long)e->steps + 1);
-        e->loss_sum += (double)loss * B, e->hits += correct, e->seen += B, r->samples += B, r->samples_here += B;
+        r->samples += B, r->samples_here += B;
         e->steps++, r->global_step++;
+        const int last = epoch_last_step(r, e);
+        if (!r->pipeline || !pz_pipe_lag(r->pipe)) {
+            PZ_TRY(account(r, epoch, e, loss, correct, B, lr, r->global_step, last));
+        } else { /* the loss is the step before's */
+            if (r->owed && correct >= 0) PZ_TRY(account(r, epoch, e, loss, correct, r->owed_B, r->owed_lr, r->owed_step, 0));
+            r->owed = 1, r->owed_B = B, r->owed_lr = lr, r->owed_step = r->global_step;
+            if (last) PZ_TRY(settle(r, epoch, e, 1));
+        }
         int chosen = 0;
         if (r->auto_micro) PZ_TRY(choose_micro_batches(r, epoch, B, &chosen));
         /* --budget: choose the rungs again (not after the run's last step: nothing would use them) */
@@ -545,16 +588,10 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
             p.auto_step_seconds[0] = r->res->auto_step_seconds[0], p.auto_step_seconds[1] = r->res->auto_step_seconds[1];
         }
         if (r->on_progress && r->on_progress(&p, r->user)) r->res->stopped = 1;
-        const int last = epoch_last_step(r, e);
-        if (r->steps_m.f && (r->global_step % cfg->log_every == 0 || last)) {
-            pz_field f[] = {PZ_NUM("epoch", epoch + 1), PZ_NUM("step", r->global_step), PZ_NUM("loss", loss),
-                            PZ_NUM("accuracy", (double)correct / ((double)B * pz_dataset_targets(&r->train))), PZ_NUM("lr", lr),
-                            PZ_NUM("time", now - r->t0)};
-            PZ_TRY(pz_metrics_write(&r->steps_m, f, (int)(sizeof f / sizeof *f)));
-        }
         const int eval_due = cfg->eval_every > 0 && r->global_step % cfg->eval_every == 0 && !last;
         /* a stop (SIGTERM, Ctrl-C) ends the run after this step: its state is saved, an evaluation due is left to the resume */
         if (r->res->stopped) {
+            PZ_TRY(settle(r, epoch, e, 0));
             if (r->out_dir) PZ_TRY(checkpoint_mid(r, epoch, e, eval_due));
             break;
         }
@@ -562,10 +599,12 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
         if (r->turn > 0 && r->global_step % r->turn == 0 && r->global_step < r->sched.total_steps) PZ_TRY(next_turn(r, epoch));
         if (eval_due) PZ_TRY(eval_now(r, epoch, e, lr));
         /* --checkpoint-every: the epoch's last step is checkpointed with the epoch */
-        if (r->out_dir && !last && (r->res->stopped || (cfg->checkpoint_every > 0 && r->global_step % cfg->checkpoint_every == 0)))
+        if (r->out_dir && !last && (r->res->stopped || (cfg->checkpoint_every > 0 && r->global_step % cfg->checkpoint_every == 0))) {
+            PZ_TRY(settle(r, epoch, e, 0));
             PZ_TRY(checkpoint_mid(r, epoch, e, 0));
+        }
     }
-    return PZ_OK;
+    return settle(r, epoch, e, 1); /* the loader ran out, or a stop */
 }
 
 static pz_status write_epoch(run *r, int epoch, const epoch_sums *e, const eval_result *v, double train_s, double te,

@@ -360,6 +360,7 @@ pz_status run_pipe_config(const pz_run_plan *p, const pz_model *model, const pz_
     pc->momentum = p->momentum, pc->weight_decay = p->weight_decay, pc->nesterov = p->nesterov;
     pc->micro_batches = p->micro_batches;
     pc->schedule = p->pipe_schedule;
+    pc->delay = p->pipe_delay;
     pc->clock = p->clock;
     pc->max_samples = (uint32_t)train->n;
     pc->timeout_s = p->timeout;

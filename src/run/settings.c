@@ -253,6 +253,10 @@ static void fp_shard(const pz_run_plan *p, const run_setting *s, char *out, size
 static void fp_compute_rate(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
     if (p->given[s->id] && p->clock.kind != PZ_CLOCK_CPU) run_fp_append(out, cap, " compute_rate=%s", run_plan_str(p, s->id));
 }
+static void fp_pipe_delay(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
+    if (pz_pipe_schedule_overlaps(p->pipe_schedule)) run_fp_append(out, cap, " pipe_delay=%d", p->pipe_delay);
+    (void)s;
+}
 static void fp_budget(const pz_run_plan *p, const run_setting *s, char *out, size_t cap) {
     if (p->budget.kind == PZ_BUDGET_OFF) return;
     char ladder[PZ_BUDGET_RUNGS * PZ_CODEC_SPEC_MAX];
@@ -440,6 +444,10 @@ const run_setting run_settings[PZ_SET_COUNT] = {
         "what evaluation through the compressed boundaries sees)", RECORD(record_budget)),
     ENUM(PZ_SET_BUDGET_RULE, "budget-rule", "budget_rule", budget.rule, pz_budget_rules, "sum", "RULE",
          "--budget: minimize the summed error of the boundaries' directions, or the largest (then the sum)", RECORD(record_budget)),
+    NUM(PZ_SET_PIPE_DELAY, "pipe-delay", "pipe_delay", SET_INT, pipe_delay, 0, 1, "D",
+        "--pipe-schedule async: each batch's gradient is applied D steps late, through the weights its forward used (1: "
+        "PipeDream-2BW's W_u = W_{u-1} - lr g_u(W_{u-2}); 0: every step ends with its batch done, 1F1B's numbers)",
+        FP_BY(fp_pipe_delay)),
 };
 
 const run_setting *run_setting_of(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? &run_settings[id] : NULL; }
@@ -652,7 +660,7 @@ pz_status pz_run_plan_create(pz_run_plan **out) {
      * model's kind, kind_defaults, when --model's default goes in below) */
     p->momentum = 0.9f, p->nesterov = 1;
     p->crop_pad = -1, p->flip = -1, p->seed = 1, p->threads = 0, p->stages = 0;
-    p->micro_batches = 1, p->timeout = 60.0, p->log_every = 10;
+    p->micro_batches = 1, p->timeout = 60.0, p->log_every = 10, p->pipe_delay = 1;
     p->budget.every = PZ_BUDGET_EVERY_DEFAULT, p->budget.fwd_weight = 1.0;
     for (int i = 0; i < PZ_SET_COUNT; i++) {
         const run_setting *s = &run_settings[i];

@@ -59,6 +59,7 @@ struct pz_run_plan {
     int micro_batches, aqsgd_warmup; /* micro_batches 0: auto */
     double activation_memory;  /* auto: a stage's activation memory at most (0: no bound) */
     int pipe_schedule;         /* pz_pipe_schedule_kind */
+    int pipe_delay;            /* the asynchronous schedule's delay in steps (0 or 1) */
     pz_clock_mode clock;       /* --compute-rate */
     int grad_mask;             /* 1: "fwd" */
     int subspace;               /* --subspace K (0: off); also in model.subspace */

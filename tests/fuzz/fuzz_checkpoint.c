@@ -28,14 +28,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (pz_codec_create(&codecs[i], specs[i]) != PZ_OK) __builtin_trap();
         pz_codec_set_max_samples(codecs[i], 64);
     }
-    if (pz_checkpoint_unpack(data, size, "fuzz", 1, &m, P0, P1, &opt, codecs, 4) == PZ_OK) {
+    if (pz_checkpoint_unpack(data, size, "fuzz", 1, &m, P0, P1, NULL, &opt, codecs, 4) == PZ_OK) {
         /* what loaded packs, loads again and packs to the same bytes (the
          * first pack may canonicalize: NaN payloads in fp16 stores) */
         uint8_t *a, *b;
         size_t la, lb;
-        if (pz_checkpoint_pack(&a, &la, 1, &m, P0, P1, &opt, codecs, 4) != PZ_OK) __builtin_trap();
-        if (pz_checkpoint_unpack(a, la, "fuzz (packed again)", 1, &m, P0, P1, &opt, codecs, 4) != PZ_OK) __builtin_trap();
-        if (pz_checkpoint_pack(&b, &lb, 1, &m, P0, P1, &opt, codecs, 4) != PZ_OK) __builtin_trap();
+        if (pz_checkpoint_pack(&a, &la, 1, &m, P0, P1, NULL, &opt, codecs, 4) != PZ_OK) __builtin_trap();
+        if (pz_checkpoint_unpack(a, la, "fuzz (packed again)", 1, &m, P0, P1, NULL, &opt, codecs, 4) != PZ_OK) __builtin_trap();
+        if (pz_checkpoint_pack(&b, &lb, 1, &m, P0, P1, NULL, &opt, codecs, 4) != PZ_OK) __builtin_trap();
         if (la != lb || memcmp(a, b, la)) __builtin_trap();
         free(a), free(b);
     }

@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
         }
         uint8_t *blob;
         size_t len;
-        if (pz_checkpoint_pack(&blob, &len, 1, &m, 8, 32, &opt, codecs, 4)) return 1;
+        if (pz_checkpoint_pack(&blob, &len, 1, &m, 8, 32, NULL, &opt, codecs, 4)) return 1;
         char path[600];
         snprintf(path, sizeof path, "%s/seed-%d", sub, round);
         FILE *f = fopen(path, "wb");

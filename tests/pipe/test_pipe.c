@@ -36,6 +36,139 @@ static pz_pipe_config config(const char *fwd, const char *bwd) {
     return c;
 }
 
+/* The asynchronous schedule (async.c). With a delay of 1, batch u's
+ * gradient is taken at the weights its forward used, W_{u-2}, and applied
+ * to W_{u-1}: the one-stage reference below keeps both and does exactly
+ * that, so a stage that backpropagated through anything but the stash
+ * (the weights its forward used) would not give its numbers. The losses
+ * come one step late; draining in between (as evaluation, checkpoints and
+ * a resume do) changes no number. With a delay of 0 it is 1F1B. */
+static void async_schedule(float *x, int32_t *y, uint32_t *ids) {
+    enum { N = 6 };
+    float ref[N], ref_eval;
+    float *ex = pz_xfloats(24 * 784);
+    int32_t ey[24];
+    pz_rng er;
+    pz_rng_seed(&er, 78);
+    for (int i = 0; i < 24 * 784; i++) ex[i] = pz_rng_normal(&er);
+    for (int i = 0; i < 24; i++) ey[i] = (int32_t)pz_rng_below(&er, 10);
+    { /* W_u = W_{u-1} - lr g_u(W_{u-2}) on one stage */
+        pz_model m;
+        CHECK(pz_model_preset(&m, "resnet8", pz_shape_image(1, 28, 28), 10, B, 5) == PZ_OK, "%s", pz_last_error());
+        pz_optim o = {.momentum = 0.9f, .nesterov = 1, .weight_decay = 5e-4f};
+        pz_optim_init(&o, PZ_OPT_SGD, m.n_params);
+        const size_t np = (size_t)m.n_params;
+        float *cur = pz_xfloats(np), *old = pz_xfloats(np);
+        memcpy(cur, m.params, 4 * np), memcpy(old, m.params, 4 * np);
+        for (int t = 0; t < N; t++) {
+            batch(x, y, ids, t);
+            memcpy(m.params, old, 4 * np);
+            ref[t] = pz_train_step(&m, NULL, 0.05f, x, y, B, NULL); /* the gradient at W_{u-2} */
+            memcpy(old, cur, 4 * np);
+            memcpy(m.params, cur, 4 * np);
+            pz_optim_step(&o, m.params, m.grads, 0.05f);
+            memcpy(cur, m.params, 4 * np);
+        }
+        double el, ea;
+        pz_evaluate(&m, ex, ey, 24, &el, &ea);
+        ref_eval = (float)el;
+        free(cur), free(old);
+        pz_optim_free(&o);
+        pz_model_free(&m);
+    }
+    char dir[] = "/tmp/pz_async_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "a temporary directory");
+    for (int run = 0; run < 3; run++) { /* 0: straight through; 1: drained after every step; 2: saved after step 3, resumed */
+        pz_pipe_config c = config("none", "none");
+        c.schedule = PZ_PIPE_ASYNC, c.delay = 1;
+        if (run == 2) c.resume = dir;
+        pz_pipe *p;
+        CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
+        CHECK(pz_pipe_lag(p) == 1, "a delay of 1 over 4 stages answers a step late");
+        float got[N];
+        int n = run == 2 ? 3 : 0, correct, drained = 1; /* nothing in flight before the first step */
+        if (run == 2) memcpy(got, ref, sizeof ref); /* the first three came before the save */
+        for (int t = run == 2 ? 3 : 0; t < N; t++) {
+            batch(x, y, ids, t);
+            float loss;
+            CHECK(pz_pipe_train_step(p, x, y, ids, B, 0.05f, &loss, &correct) == PZ_OK, "%s", pz_last_error());
+            CHECK((correct >= 0) == !drained, "step %d answers %s", t + 1, correct >= 0 ? "a loss" : "none");
+            drained = run == 1 || (run == 0 && t == 2);
+            if (correct >= 0) got[n++] = loss;
+            if (run == 1) {
+                CHECK(pz_pipe_drain(p, &loss, &correct) == PZ_OK && correct >= 0, "a drain: %s", pz_last_error());
+                got[n++] = loss;
+            }
+            if (run == 0 && t == 2) {
+                CHECK(pz_pipe_drain(p, &loss, &correct) == PZ_OK && correct >= 0, "a drain before the save");
+                got[n++] = loss;
+                CHECK(pz_pipe_save(p, dir) == PZ_OK, "%s", pz_last_error());
+            }
+        }
+        float loss;
+        CHECK(pz_pipe_drain(p, &loss, &correct) == PZ_OK, "%s", pz_last_error());
+        if (correct >= 0) got[n++] = loss;
+        CHECK(n == N, "run %d: %d losses for %d steps", run, n, N);
+        for (int t = 0; t < N; t++)
+            CHECK(got[t] == ref[t], "run %d: step %d's loss %.9g, the delayed one-stage reference %.9g", run, t + 1, got[t], ref[t]);
+        double el, ea;
+        CHECK(pz_pipe_evaluate(p, ex, ey, 24, 0, &el, &ea) == PZ_OK && (float)el == ref_eval,
+              "run %d: evaluation after the drain sees every update: %.9g, the reference %.9g", run, el, ref_eval);
+        pz_pipe_free(p);
+    }
+    CHECK(ref[1] != ref[2] && ref[0] != ref[1], "the reference trains");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    free(ex);
+    { /* a delay of 0: 1F1B's steps bit for bit (5 uneven micro-batches, stateful codecs both ways, an untied GPT) */
+        enum { T = 8, V = 64, GB = 11 };
+        pz_pipe_config g = {.in = pz_shape_tokens(T), .n_classes = V, .targets = T, .batch_max = GB, .seed = 3, .n_stages = 4,
+                            .cuts = {1, 3, 5}, .optimizer = PZ_OPT_ADAMW, .weight_decay = 0.1f, .micro_batches = 5,
+                            .max_samples = 1000, .timeout_s = 30};
+        CHECK(pz_model_spec_parse(&g.model, "gpt:layers=6,d=32,heads=2,ctx=8,untied=1") == PZ_OK, "%s", pz_last_error());
+        CHECK(pz_pipe_parse_specs("ef(q4:per=token)", 3, g.fwd, "--fwd") == PZ_OK && pz_pipe_parse_specs("ef21(q8),2=topk:0.3", 3, g.bwd, "--bwd") == PZ_OK,
+              "%s", pz_last_error());
+        float losses[3][5];
+        for (int k = 0; k < 3; k++) { /* 1F1B, async with no delay, async with one */
+            pz_pipe_config c = g;
+            c.schedule = k ? PZ_PIPE_ASYNC : PZ_PIPE_1F1B, c.delay = k - 1;
+            pz_pipe *p;
+            CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
+            CHECK(pz_pipe_lag(p) == (k == 2), "lag %d", pz_pipe_lag(p));
+            float tx[GB * T];
+            int32_t ty[GB * T];
+            uint32_t tid[GB];
+            int n = 0, correct;
+            for (int t = 0; t < 5; t++) {
+                pz_rng r;
+                pz_rng_seed(&r, 500 + t);
+                for (int i = 0; i < GB * T; i++) tx[i] = (float)pz_rng_below(&r, V), ty[i] = (int32_t)pz_rng_below(&r, V);
+                for (int i = 0; i < GB; i++) tid[i] = (uint32_t)(t * GB + i);
+                float loss;
+                CHECK(pz_pipe_train_step(p, tx, ty, tid, GB - (t == 3), 1e-2f, &loss, &correct) == PZ_OK, "%s", pz_last_error());
+                if (correct >= 0) losses[k][n++] = loss;
+            }
+            CHECK(pz_pipe_drain(p, &losses[k][4], &correct) == PZ_OK && (correct >= 0) == (k == 2), "the drain owes %s",
+                  k == 2 ? "the last loss" : "nothing");
+            pz_pipe_free(p);
+        }
+        CHECK(!memcmp(losses[0], losses[1], sizeof losses[0]), "async with no delay = 1F1B bit for bit: %.9g ... %.9g vs %.9g ... %.9g",
+              losses[1][0], losses[1][4], losses[0][0], losses[0][4]);
+        CHECK(losses[2][0] == losses[0][0] && losses[2][4] != losses[0][4], "a delay of 1: the first batch the same, then other numbers");
+    }
+    { /* what it refuses, by name */
+        pz_pipe_config c = config("none", "none");
+        c.schedule = PZ_PIPE_ASYNC, c.delay = 1, c.clip_norm = 1.0f;
+        pz_pipe *p;
+        CHECK(pz_pipe_create(&p, &c) == PZ_ERR_ARG && strstr(pz_last_error(), "--clip-norm"), "clipping: %s", pz_last_error());
+        c.clip_norm = 0, c.delay = 2;
+        CHECK(pz_pipe_create(&p, &c) == PZ_ERR_ARG && strstr(pz_last_error(), "delay of 0 or 1"), "a delay of 2: %s", pz_last_error());
+        int ops[16];
+        CHECK(pz_pipe_schedule_order("async", 4, 1, 4, ops, 16) < 0 && strstr(pz_last_error(), "torchrun"), "no order of one step");
+    }
+}
+
 int main(void) {
     pz_set_threads(1);
     float *x = pz_xfloats(B * 784);
@@ -313,6 +446,7 @@ int main(void) {
         for (int k = 0; k < kinds; k++) {
             pz_pipe_config c = g;
             c.schedule = pz_pipe_schedules[k].value;
+            if (c.schedule == PZ_PIPE_ASYNC) continue; /* other numbers (its own tests below) */
             pz_pipe *p;
             CHECK(pz_pipe_create(&p, &c) == PZ_OK, "%s", pz_last_error());
             for (int i = 0; i < 4; i++) act[k][i] = pz_pipe_activation_bytes(p, i);
@@ -330,6 +464,7 @@ int main(void) {
             pz_pipe_free(p);
         }
         for (int k = 1; k < kinds; k++) {
+            if (pz_pipe_schedules[k].value == PZ_PIPE_ASYNC) continue;
             CHECK(!memcmp(losses[0], losses[k], sizeof losses[0]), "%s = GPipe bit for bit: %.9g %.9g %.9g %.9g %.9g vs %.9g ... %.9g",
                   pz_pipe_schedules[k].name, losses[k][0], losses[k][1], losses[k][2], losses[k][3], losses[k][4], losses[0][0],
                   losses[0][4]);
@@ -349,6 +484,7 @@ int main(void) {
                   (long long)act[1][i], (long long)act[0][i], 4 - i);
         CHECK(act[1][0] < act[0][0], "stage 0 too: %lld < %lld", (long long)act[1][0], (long long)act[0][0]);
     }
+    async_schedule(x, y, ids);
     for (int pj = 0; pj < 2; pj++) { /* a subspace GPT (--subspace K, Protocol Models): its boundaries carry
        * T x K coefficients and the tokens (each stage's lifts rebuild the
        * stream from them). Uncompressed, 4 stages train and evaluate as the

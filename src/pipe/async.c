@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/* async.c — the asynchronous schedule: a pipeline without a flush.
+ *
+ * The micro-batches of successive steps form one stream. Stage i of S
+ * runs each micro-batch's forward as it comes and keeps warm = min(S-1-i,
+ * M) of them in flight behind the forwards, so at a step's end it still
+ * holds the last `warm` micro-batches of the step's batch; their backward
+ * passes run in the next step, between that batch's forwards. The forward
+ * wave of batch b and the backward wave of batch b-1 cross in the
+ * pipeline, and no stage waits for a round trip at a step's end (1F1B's
+ * cool-down and warm-up, the flush, happen once, at the start).
+ *
+ * The weights. A stage's update for batch u runs when u's last backward
+ * has (mid-step, at a different time at each stage), so the next batch's
+ * forwards, some run before it and some after, must all use one version:
+ * with a delay of 1, batch b (1-based) forwards and backwards through
+ * W_{b-2}, and update u makes W_u = W_{u-1} - lr_u g_u(W_{u-2})
+ * (PipeDream-2BW). Two versions are live at once: version u lives in
+ * ver[u % 2], and a micro-batch's slot model reads the version its
+ * forward used until its backward has run (weight stashing, no copies:
+ * only the update copies W_{u-1} over W_{u-2}, which nothing reads any
+ * more, and steps it). With a delay of 0 one version is stepped in place
+ * and every step ends with its batch done: 1F1B's order, 1F1B's numbers.
+ *
+ * The loss of batch b reaches stage 0 during step b+1 (it follows the
+ * gradient of b's last micro-batch): the driver's step returns the one
+ * before (pipe.c). DRAIN runs every stage's micro-batches still in flight
+ * (their backwards and the updates they complete) before anything that
+ * needs the whole state (a checkpoint, an evaluation, the run's end);
+ * draining changes when the work runs, never what it computes, so a run
+ * gives the same numbers however often it drains. */
+#include "pipe_internal.h"
+#include "base/wire.h"
+
+#include <signal.h>
+#include <string.h>
+
+/* where version u of the parameters lives (u may be -1: the initial ones) */
+static int vidx(const stage *s, int64_t u) { return s->delay ? (int)(((u % 2) + 2) % 2) : 0; }
+
+void async_use(stage *s, int k, int v) {
+    float *want = s->ver[v];
+    if (s->slot_base[k] == want) return;
+    pz_seq_rebase(&s->model[k].net, s->from, s->to, s->slot_base[k], s->p1 - s->p0, want);
+    s->slot_base[k] = want;
+}
+
+float *async_newest(const stage *s) { return s->async ? s->ver[vidx(s, s->opt.t)] : s->model[0].params + s->p0; }
+
+float *async_stash(const stage *s) { return s->async && s->delay ? s->ver[vidx(s, s->opt.t - 1)] : NULL; }
+
+pz_status async_eval_ready(stage *s) {
+    if (!s->async) return PZ_OK;
+    if (s->fwd_items != s->bwd_items)
+        return pz_fail(PZ_ERR_STATE, "stage %d: %s with %lld micro-batches in flight (the driver drains the pipeline first)", s->index,
+                       "an evaluation or a checkpoint", (long long)(s->fwd_items - s->bwd_items));
+    async_use(s, s->eval_slot, vidx(s, s->opt.t));
+    return PZ_OK;
+}
+
+int async_slots(int S, int i, int M, int delay) {
+    const int warm = S - 1 - i < M ? S - 1 - i : M;
+    int64_t queue[2 * PZ_MAX_MICRO + PZ_MAX_STAGES];
+    int head = 0, tail = 0, most = 1;
+    for (int n = 0; n < 3; n++) { /* three batches reach the steady order */
+        for (int m = 0; m < M; m++) {
+            queue[tail++] = n;
+            if (tail - head > most) most = tail - head;
+            while (tail - head > warm) head++;
+        }
+        while (head < tail && (!delay || queue[head] < n)) head++;
+    }
+    return most;
+}
+
+pz_status async_plan(stage *s) {
+    pz_pipe *p = s->pipe;
+    s->async = 1, s->delay = p->cfg.delay;
+    s->warm = p->S - 1 - s->index < s->M ? p->S - 1 - s->index : s->M;
+    const int64_t n = s->p1 - s->p0;
+    s->ver[0] = s->model[0].params + s->p0;
+    if (s->delay) {
+        if (!(s->ver[1] = s->stash_mem = pz_floats_try((size_t)n)))
+            return pz_fail(PZ_ERR_NOMEM, "stage %d: out of memory for a second version of its %lld parameters", s->index, (long long)n);
+        memcpy(s->ver[1], s->ver[0], sizeof(float) * (size_t)n);
+    }
+    for (int k = 0; k <= s->slots; k++) s->slot_base[k] = s->model[0].params + s->p0;
+    memset(s->model[0].grads + s->p0, 0, sizeof(float) * (size_t)n);
+    return PZ_OK;
+}
+
+void async_loaded(stage *s) {
+    s->batches = s->opt.t; /* saved drained: every batch begun has its update */
+    if (!s->delay || vidx(s, s->opt.t) == 0) return;
+    float *t = s->ver[0]; /* the newest version was loaded into ver[0]: it lives in ver[1] */
+    s->ver[0] = s->ver[1], s->ver[1] = t;
+}
+
+/* stage 0: the driver's BATCH into bank `bank` of the kept batches (the
+ * other bank holds the previous batch, whose last micro-batches are still
+ * in flight) */
+static pz_status take_batch(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, int bank, step_state *t) {
+    pz_pipe *p = s->pipe;
+    const int64_t in_per = pz_shape_numel(stage_in_shape(s));
+    const size_t B = (size_t)p->cfg.batch_max, P = (size_t)pipe_targets(p);
+    const msg_layout L = pipe_driver_layout(p);
+    msg_meta h = {.ids = b->batch_ids + bank * B, .targets = b->batch_labels + bank * B * P};
+    PZ_TRY(msg_meta_get(batch, blen, 0, p->cfg.batch_max, 1, &L, &h));
+    if (blen != msg_meta_bytes(h.B, &L) + 4 * (size_t)(h.B * in_per))
+        return pz_fail(PZ_ERR_STATE, "a batch of %zu bytes does not fit its header (%d samples)", blen, h.B);
+    pz_get_words(b->batch_x + bank * B * (size_t)in_per, batch + msg_meta_bytes(h.B, &L), (size_t)(h.B * in_per));
+    t->M = s->M > h.B ? h.B : s->M;
+    t->lr = h.lr, t->Btot = h.B;
+    return PZ_OK;
+}
+
+/* stage 0: micro-batch m of the batch in `bank` into slot k (sizes differ
+ * by at most one, as pipe_split_batch's) */
+static void take_slice(stage *s, stage_bufs *b, int k, int bank, int m, const step_state *t) {
+    const size_t B = (size_t)s->pipe->cfg.batch_max, P = (size_t)pipe_targets(s->pipe);
+    int at = 0;
+    for (int j = 0; j < m; j++) at += t->Btot / t->M + (j < t->Btot % t->M);
+    const int Bm = t->Btot / t->M + (m < t->Btot % t->M);
+    b->Bm[k] = Bm, b->at[k] = (int)(bank * B) + at;
+    memcpy(b->ids[k], b->batch_ids + bank * B + at, 4 * (size_t)Bm);
+    memcpy(b->labels[k], b->batch_labels + (bank * B + (size_t)at) * P, 4 * (size_t)Bm * P);
+}
+
+/* the update of batch n (0-based: update n + 1) into the version it makes */
+static pz_status update(stage *s, int64_t n) {
+    const int64_t u = s->opt.t + 1;
+    if (u != n + 1)
+        return pz_fail(PZ_ERR_STATE, "stage %d: batch %lld completed after %lld updates (expected %lld)", s->index, (long long)n + 1,
+                       (long long)s->opt.t, (long long)n);
+    const double t0 = pz_now();
+    float *dst = s->ver[vidx(s, u)];
+    const size_t np = (size_t)(s->p1 - s->p0);
+    if (s->delay) memcpy(dst, s->ver[vidx(s, u - 1)], sizeof(float) * np);
+    pz_optim_step(&s->opt, dst, s->model[0].grads + s->p0, s->bank_lr[n % 2]);
+    async_use(s, s->eval_slot, vidx(s, u));
+    pz_seq_after_step(&s->model[s->eval_slot].net, s->from, s->to);
+    memset(s->model[0].grads + s->p0, 0, sizeof(float) * np);
+    s->rep.compute_s += pz_now() - t0;
+    if (s->index == s->pipe->kill_stage && s->opt.t == s->pipe->kill_step) raise(SIGKILL); /* crash tests (pipe_internal.h) */
+    return PZ_OK;
+}
+
+/* the oldest micro-batch in flight backward; after its batch's last, the
+ * loss goes back (the last stage's, passed on by the others) and the
+ * batch's update runs */
+static pz_status backward(stage *s, stage_bufs *b, step_state *t) {
+    const int k = (int)(s->bwd_items % s->slots);
+    PZ_TRY(pipe_backward_micro(s, b, k));
+    s->bwd_items++;
+    if (!s->item_last[k]) return PZ_OK;
+    PZ_TRY(pipe_loss_back(s, b, t));
+    return update(s, s->item_batch[k]);
+}
+
+pz_status async_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) {
+    step_state t = {.M = s->M};
+    const int64_t n = s->batches;
+    const int bank = (int)(n % 2);
+    if (s->index == 0) PZ_TRY(take_batch(s, b, batch, blen, bank, &t));
+    for (int m = 0; m < t.M; m++) {
+        const int k = (int)(s->fwd_items % s->slots);
+        if (s->fwd_items - s->bwd_items >= s->slots)
+            return pz_fail(PZ_ERR_STATE, "stage %d: %lld micro-batches in flight, its slots hold %d", s->index,
+                           (long long)(s->fwd_items - s->bwd_items + 1), s->slots);
+        if (s->index == 0) take_slice(s, b, k, bank, m, &t);
+        else PZ_TRY(pipe_take_micro(s, b, k, m == 0, blen, &t)); /* the first META says M */
+        if (m == 0) s->bank_lr[bank] = t.lr;
+        s->item_batch[k] = n, s->item_last[k] = m == t.M - 1;
+        async_use(s, k, vidx(s, n - s->delay)); /* batch n + 1 (1-based) reads W_{n - delay} */
+        PZ_TRY(pipe_forward_micro(s, b, k, &t));
+        s->fwd_items++;
+        while (s->fwd_items - s->bwd_items > s->warm) PZ_TRY(backward(s, b, &t));
+    }
+    /* nothing of an earlier batch stays in flight (two versions at most); with no delay, nothing at all */
+    while (s->bwd_items < s->fwd_items && (!s->delay || s->item_batch[s->bwd_items % s->slots] < n)) PZ_TRY(backward(s, b, &t));
+    s->batches++;
+    return s->index == 0 ? pz_link_send(s->prev, MSG_STEPPED, "", 0) : PZ_OK;
+}
+
+pz_status async_drain(stage *s, stage_bufs *b) {
+    if (!s->async) return pz_fail(PZ_ERR_STATE, "a DRAIN message, but stage %d runs a schedule that flushes every step", s->index);
+    if (s->next) PZ_TRY(pz_link_send(s->next, MSG_DRAIN, "", 0));
+    step_state t = {.M = s->M};
+    while (s->bwd_items < s->fwd_items) PZ_TRY(backward(s, b, &t));
+    return s->index == 0 ? pz_link_send(s->prev, MSG_STEPPED, "", 0) : PZ_OK;
+}
