@@ -392,16 +392,24 @@ static void rebase(float **ptr, const float *from_base, int64_t n, float *to_bas
     if (*ptr && *ptr >= from_base && *ptr < from_base + n) *ptr = to_base + (*ptr - from_base);
 }
 
-void pz_seq_rebase(pz_seq *s, int from, int to, const float *from_base, int64_t n, float *to_base) {
+static void rebase_seq(pz_seq *s, int from, int to, int grads, const float *from_base, int64_t n, float *to_base) {
     for (int i = from; i < to && i < s->n; i++) {
         pz_layer *l = &s->layers[i];
-        rebase(&l->weight, from_base, n, to_base);
-        rebase(&l->bias, from_base, n, to_base);
+        rebase(grads ? &l->dweight : &l->weight, from_base, n, to_base);
+        rebase(grads ? &l->dbias : &l->bias, from_base, n, to_base);
         const pz_layer_ops *ops = pz_layer_ops_of(l->kind);
         pz_seq *kids[2];
         const int nk = ops->children ? ops->children(l, kids) : 0;
-        for (int k = 0; k < nk; k++) pz_seq_rebase(kids[k], 0, kids[k]->n, from_base, n, to_base);
+        for (int k = 0; k < nk; k++) rebase_seq(kids[k], 0, kids[k]->n, grads, from_base, n, to_base);
     }
+}
+
+void pz_seq_rebase(pz_seq *s, int from, int to, const float *from_base, int64_t n, float *to_base) {
+    rebase_seq(s, from, to, 0, from_base, n, to_base);
+}
+
+void pz_seq_rebase_grads(pz_seq *s, int from, int to, const float *from_base, int64_t n, float *to_base) {
+    rebase_seq(s, from, to, 1, from_base, n, to_base);
 }
 
 static void after_step(pz_seq *s, int from, int to) {

@@ -166,6 +166,8 @@ void pz_model_share(pz_model *dst, const pz_model *src);
  * [from_base, from_base + n) moves by the same offset (a pipeline stage's
  * second version of its parameters, the asynchronous schedule's stash). */
 void pz_seq_rebase(pz_seq *s, int from, int to, const float *from_base, int64_t n, float *to_base);
+/* the same for the gradient pointers (dweight, dbias) */
+void pz_seq_rebase_grads(pz_seq *s, int from, int to, const float *from_base, int64_t n, float *to_base);
 
 /* Presets: mlp, lenet5, resnet8, resnet20 (CIFAR-style, widths 16/32/64)
  * over an image input (C, H, W) with n_classes classes; gpt-tiny (4 blocks,

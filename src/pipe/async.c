@@ -45,6 +45,14 @@ void async_use(stage *s, int k, int v) {
     s->slot_base[k] = want;
 }
 
+/* model[k] accumulates its parameter gradients into grad[g] */
+static void use_grads(stage *s, int k, int g) {
+    float *want = s->grad[g];
+    if (s->slot_gbase[k] == want) return;
+    pz_seq_rebase_grads(&s->model[k].net, s->from, s->to, s->slot_gbase[k], s->p1 - s->p0, want);
+    s->slot_gbase[k] = want;
+}
+
 float *async_newest(const stage *s) { return s->async ? s->ver[vidx(s, s->opt.t)] : s->model[0].params + s->p0; }
 
 float *async_stash(const stage *s) { return s->async && s->delay ? s->ver[vidx(s, s->opt.t - 1)] : NULL; }
@@ -77,15 +85,17 @@ pz_status async_plan(stage *s) {
     pz_pipe *p = s->pipe;
     s->async = 1, s->delay = p->cfg.delay;
     s->warm = p->S - 1 - s->index < s->M ? p->S - 1 - s->index : s->M;
+    s->warm0 = p->S - 1 < s->M ? p->S - 1 : s->M; /* stage 0's */
     const int64_t n = s->p1 - s->p0;
-    s->ver[0] = s->model[0].params + s->p0;
+    s->ver[0] = s->model[0].params + s->p0, s->grad[0] = s->model[0].grads + s->p0;
+    s->clip_batch = -1, s->clip_on = p->cfg.clip_norm > 0;
     if (s->delay) {
-        if (!(s->ver[1] = s->stash_mem = pz_floats_try((size_t)n)))
+        if (!(s->ver[1] = s->stash_mem = pz_floats_try((size_t)n)) || !(s->grad[1] = s->grad_mem = pz_floats_try((size_t)n)))
             return pz_fail(PZ_ERR_NOMEM, "stage %d: out of memory for a second version of its %lld parameters", s->index, (long long)n);
         memcpy(s->ver[1], s->ver[0], sizeof(float) * (size_t)n);
     }
-    for (int k = 0; k <= s->slots; k++) s->slot_base[k] = s->model[0].params + s->p0;
-    memset(s->model[0].grads + s->p0, 0, sizeof(float) * (size_t)n);
+    for (int k = 0; k <= s->slots; k++) s->slot_base[k] = s->ver[0], s->slot_gbase[k] = s->grad[0];
+    memset(s->grad[0], 0, sizeof(float) * (size_t)n);
     return PZ_OK;
 }
 
@@ -126,8 +136,9 @@ static void take_slice(stage *s, stage_bufs *b, int k, int bank, int m, const st
     memcpy(b->labels[k], b->batch_labels + (bank * B + (size_t)at) * P, 4 * (size_t)Bm * P);
 }
 
-/* the update of batch n (0-based: update n + 1) into the version it makes */
-static pz_status update(stage *s, int64_t n) {
+/* the update of batch n (0-based: update n + 1) into the version it makes,
+ * its gradient scaled by `scale` (clipping) */
+static pz_status update(stage *s, int64_t n, float scale) {
     const int64_t u = s->opt.t + 1;
     if (u != n + 1)
         return pz_fail(PZ_ERR_STATE, "stage %d: batch %lld completed after %lld updates (expected %lld)", s->index, (long long)n + 1,
@@ -135,26 +146,51 @@ static pz_status update(stage *s, int64_t n) {
     const double t0 = pz_now();
     float *dst = s->ver[vidx(s, u)];
     const size_t np = (size_t)(s->p1 - s->p0);
+    float *g = s->grad[vidx(s, n)];
+    if (scale < 1.0f)
+        for (size_t i = 0; i < np; i++) g[i] *= scale;
     if (s->delay) memcpy(dst, s->ver[vidx(s, u - 1)], sizeof(float) * np);
-    pz_optim_step(&s->opt, dst, s->model[0].grads + s->p0, s->bank_lr[n % 2]);
+    pz_optim_step(&s->opt, dst, g, s->bank_lr[n % 2]);
     async_use(s, s->eval_slot, vidx(s, u));
     pz_seq_after_step(&s->model[s->eval_slot].net, s->from, s->to);
-    memset(s->model[0].grads + s->p0, 0, sizeof(float) * np);
+    memset(g, 0, sizeof(float) * np);
     s->rep.compute_s += pz_now() - t0;
     if (s->index == s->pipe->kill_stage && s->opt.t == s->pipe->kill_step) raise(SIGKILL); /* crash tests (pipe_internal.h) */
     return PZ_OK;
 }
 
+/* Clipping: the scale of batch clip_batch's gradient, once its NORM went
+ * back and the forward the CLIP follows has run here (stage 0 sends it
+ * after its last backward of the batch, which comes after its forward of
+ * the next batch's micro-batch min(warm_0, M) - 1: every stage takes it
+ * after the same forward, or after its last backward of the batch when
+ * that is later; with no delay, at once), then the update. */
+static pz_status take_clip(stage *s, stage_bufs *b) {
+    if (s->clip_batch < 0 || !(s->clip_ready || !s->delay)) return PZ_OK;
+    float scale = s->clip_scale; /* stage 0's own; the others' comes with the CLIP */
+    PZ_TRY(pipe_clip_pass(s, b, &scale));
+    const int64_t n = s->clip_batch;
+    s->clip_batch = -1, s->clip_ready = 0;
+    return update(s, n, scale);
+}
+
 /* the oldest micro-batch in flight backward; after its batch's last, the
- * loss goes back (the last stage's, passed on by the others) and the
- * batch's update runs */
+ * loss goes back (the last stage's, passed on by the others), then the
+ * batch's update (clipping: its NORM back, and the update when the CLIP is
+ * here; stage 0 has it at once) */
 static pz_status backward(stage *s, stage_bufs *b, step_state *t) {
     const int k = (int)(s->bwd_items % s->slots);
     PZ_TRY(pipe_backward_micro(s, b, k));
     s->bwd_items++;
     if (!s->item_last[k]) return PZ_OK;
     PZ_TRY(pipe_loss_back(s, b, t));
-    return update(s, s->item_batch[k]);
+    const int64_t n = s->item_batch[k];
+    if (!s->clip_on) return update(s, n, 1.0f);
+    s->clip_scale = 1.0f;
+    PZ_TRY(pipe_clip_norms(s, b, s->grad[vidx(s, n)], &s->clip_scale));
+    s->clip_batch = n;
+    if (s->index == 0) s->clip_ready = 1;
+    return take_clip(s, b);
 }
 
 pz_status async_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) {
@@ -172,8 +208,12 @@ pz_status async_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen)
         if (m == 0) s->bank_lr[bank] = t.lr;
         s->item_batch[k] = n, s->item_last[k] = m == t.M - 1;
         async_use(s, k, vidx(s, n - s->delay)); /* batch n + 1 (1-based) reads W_{n - delay} */
+        use_grads(s, k, vidx(s, n));
         PZ_TRY(pipe_forward_micro(s, b, k, &t));
         s->fwd_items++;
+        /* clipping: the forward the previous batch's CLIP follows (stage 0 sends it after this one's backward) */
+        if (s->clip_on && m == (s->warm0 < t.M ? s->warm0 : t.M) - 1 && s->index > 0 && s->opt.t < n) s->clip_ready = 1;
+        PZ_TRY(take_clip(s, b));
         while (s->fwd_items - s->bwd_items > s->warm) PZ_TRY(backward(s, b, &t));
     }
     /* nothing of an earlier batch stays in flight (two versions at most); with no delay, nothing at all */
@@ -186,6 +226,10 @@ pz_status async_drain(stage *s, stage_bufs *b) {
     if (!s->async) return pz_fail(PZ_ERR_STATE, "a DRAIN message, but stage %d runs a schedule that flushes every step", s->index);
     if (s->next) PZ_TRY(pz_link_send(s->next, MSG_DRAIN, "", 0));
     step_state t = {.M = s->M};
+    s->clip_ready = 1; /* no forward to come: the last batch's CLIP follows this DRAIN */
+    PZ_TRY(take_clip(s, b)); /* a stage with nothing in flight (the last) may wait for it already */
     while (s->bwd_items < s->fwd_items) PZ_TRY(backward(s, b, &t));
+    if (s->clip_batch >= 0) return pz_fail(PZ_ERR_STATE, "stage %d: batch %lld's CLIP never came", s->index, (long long)s->clip_batch + 1);
+    s->clip_ready = 0;
     return s->index == 0 ? pz_link_send(s->prev, MSG_STEPPED, "", 0) : PZ_OK;
 }

@@ -56,8 +56,6 @@ static const char *overlap_refusal(const pz_pipe_config *cfg) {
     if (!pz_pipe_schedule_overlaps(cfg->schedule)) return NULL;
     return cfg->delay < 0 || cfg->delay > 1 ? "a delay of 0 or 1 steps"
            : cfg->n_stages < 2              ? "a pipeline of two stages or more"
-           : cfg->clip_norm > 0             ? "no --clip-norm yet (each stage updates at its own time: no global norm to wait for; "
-                                              "--clip-norm 0)"
            : cfg->budget.kind != PZ_BUDGET_OFF ? "no --budget yet"
            : cfg->serving || cfg->session   ? "its stages in one run (not split learning's turns yet)"
                                             : NULL;
@@ -160,9 +158,13 @@ pz_status pz_pipe_create(pz_pipe **out, const pz_pipe_config *cfg) {
 }
 
 static pz_status driver_error(pz_pipe *p, pz_status fallback) {
-    /* the reason a local stage recorded (its own or one passed along) */
-    for (int i = p->first; i <= p->last; i++)
-        if (p->st[i].error[0]) return pz_fail(PZ_ERR_STATE, "%s", p->st[i].error);
+    /* the reason a local stage recorded (its own or one passed along); a
+     * stage that only found its neighbour gone says less than the one
+     * that failed */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = p->first; i <= p->last; i++)
+            if (p->st[i].error[0] && (pass || !strstr(p->st[i].error, "the peer closed the link")))
+                return pz_fail(PZ_ERR_STATE, "%s", p->st[i].error);
     return fallback;
 }
 
@@ -419,7 +421,7 @@ void pz_pipe_free(pz_pipe *p) {
         for (int m = 0; m < PZ_MAX_MICRO; m++)
             if (s->model[m].params) pz_model_free(&s->model[m]);
         pz_optim_free(&s->opt);
-        free(s->stash_mem);
+        free(s->stash_mem), free(s->grad_mem);
         pz_codec_free(s->fwd_rx), pz_codec_free(s->bwd_tx), pz_codec_free(s->fwd_tx), pz_codec_free(s->bwd_rx);
         pz_codec_free(s->eval_tx), pz_codec_free(s->eval_rx), pz_codec_free(s->plain_tx), pz_codec_free(s->plain_rx);
         for (int d = 0; d < 2; d++)

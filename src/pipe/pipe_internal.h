@@ -52,6 +52,13 @@ pz_status pipe_take_micro(stage *s, stage_bufs *b, int m, int first, size_t len,
 pz_status pipe_forward_micro(stage *s, stage_bufs *b, int m, step_state *t);
 pz_status pipe_backward_micro(stage *s, stage_bufs *b, int m);
 pz_status pipe_loss_back(stage *s, stage_bufs *b, step_state *t);
+/* Gradient clipping by the global norm, in two halves. NORM: this stage's
+ * squared norms of its gradient g, per top-level layer, with those of the
+ * stages after it (from the next) go back; stage 0 adds them in layer
+ * order and sets *scale. CLIP: past stage 0 the scale comes from the stage
+ * before; it goes on to the next. */
+pz_status pipe_clip_norms(stage *s, stage_bufs *b, const float *g, float *scale);
+pz_status pipe_clip_pass(stage *s, stage_bufs *b, float *scale);
 
 /* ---- async.c: the asynchronous schedule ----
  * No flush between steps: stage i keeps min(S-1-i, M) micro-batches in
@@ -136,8 +143,16 @@ struct stage {
     int async, delay;
     float *ver[2], *stash_mem;  /* stash_mem: the second version's memory (owned) */
     float *slot_base[PZ_MAX_MICRO];
+    /* ... and the gradients of batch n in grad[n % 2] (a delay of 1: the
+     * next batch's accumulate while this one's wait for their CLIP) */
+    float *grad[2], *grad_mem, *slot_gbase[PZ_MAX_MICRO];
+    int64_t clip_batch;        /* async, clipping: the batch whose NORM went back and whose CLIP is awaited (-1: none) */
+    int clip_ready;            /* ... and the forward it comes after has run here */
+    int clip_on;               /* --clip-norm */
+    float clip_scale;          /* stage 0: the scale of clip_batch's gradient */
     int eval_slot;             /* the slot evaluation runs in: 0, or (async) one past the training slots */
     int warm;                  /* async: micro-batches kept in flight behind the forwards (S - 1 - index, at most M) */
+    int warm0;                 /* ... stage 0's before M caps it (S - 1) */
     int64_t batches;           /* async: batches whose forwards have begun here */
     int64_t fwd_items, bwd_items; /* async: micro-batches forwarded and backwarded so far */
     int64_t item_batch[PZ_MAX_MICRO]; /* async, per slot: its micro-batch's batch (0-based) */

@@ -259,7 +259,7 @@ pz_status pipe_backward_micro(stage *s, stage_bufs *b, int m) {
  * in layer order, as a model on one stage does, so the norm is the same bit
  * for bit however the model is cut; the factor max_norm / (norm + 1e-6),
  * when below 1, travels forward (CLIP) and scales every gradient. */
-static pz_status clip_grads(stage *s, stage_bufs *b) {
+pz_status pipe_clip_norms(stage *s, stage_bufs *b, const float *g, float *scale) {
     pz_pipe *p = s->pipe;
     const pz_seq *net = &s->model[0].net;
     const int n = net->n, mine = s->to - s->from, first = s->index == 0, last = s->index == p->S - 1;
@@ -272,37 +272,45 @@ static pz_status clip_grads(stage *s, stage_bufs *b) {
         if (len != 8 * have) return pz_fail(PZ_ERR_STATE, "a NORM message of %zu bytes, expected %zu", len, 8 * have);
         for (size_t k = 0; k < have; k++) sums[mine + k] = pz_get_f64(b->msg + 8 * k);
     }
-    const float *g = s->model[0].grads + s->p0;
     for (int j = 0; j < mine; j++) {
         double q = 0.0;
         for (int64_t i = 0; i < net->layers[s->from + j].n_params; i++, g++) q += (double)*g * *g;
         sums[j] = q;
     }
-    float scale;
     if (!first) {
         for (int k = 0; k < mine + (int)have; k++) pz_put_f64(b->hdr_norm + 8 * k, sums[k]);
-        PZ_TRY(pz_link_send(s->prev, MSG_NORM, b->hdr_norm, 8 * (size_t)(mine + (int)have)));
+        return pz_link_send(s->prev, MSG_NORM, b->hdr_norm, 8 * (size_t)(mine + (int)have));
+    }
+    double total = 0.0;
+    for (int k = 0; k < n; k++) total += sums[k];
+    s->grad_norm = sqrt(total);
+    const double coef = p->cfg.clip_norm / (s->grad_norm + 1e-6);
+    *scale = coef < 1.0 ? (float)coef : 1.0f;
+    return PZ_OK;
+}
+
+pz_status pipe_clip_pass(stage *s, stage_bufs *b, float *scale) {
+    pz_pipe *p = s->pipe;
+    if (s->index > 0) {
         size_t len;
         PZ_TRY(stage_recv(s, s->prev, MSG_CLIP, &b->msg, &b->cap, &len, stage_wait(s, s->prev, p->S)));
         if (len != 4) return pz_fail(PZ_ERR_STATE, "a CLIP message of %zu bytes", len);
-        scale = pz_get_f32(b->msg);
-        if (!(scale > 0.0f && scale <= 1.0f)) return pz_fail(PZ_ERR_STATE, "a gradient scale of %g", scale);
-    } else {
-        double total = 0.0;
-        for (int k = 0; k < n; k++) total += sums[k];
-        s->grad_norm = sqrt(total);
-        const double coef = p->cfg.clip_norm / (s->grad_norm + 1e-6);
-        scale = coef < 1.0 ? (float)coef : 1.0f;
+        *scale = pz_get_f32(b->msg);
+        if (!(*scale > 0.0f && *scale <= 1.0f)) return pz_fail(PZ_ERR_STATE, "a gradient scale of %g", *scale);
     }
-    if (!last) {
-        uint8_t c[4];
-        pz_put_f32(c, scale);
-        PZ_TRY(pz_link_send(s->next, MSG_CLIP, c, 4));
-    }
-    if (scale < 1.0f) {
-        float *gs = s->model[0].grads + s->p0;
+    if (s->index == p->S - 1) return PZ_OK;
+    uint8_t c[4];
+    pz_put_f32(c, *scale);
+    return pz_link_send(s->next, MSG_CLIP, c, 4);
+}
+
+static pz_status clip_grads(stage *s, stage_bufs *b) {
+    float scale = 1.0f;
+    float *gs = s->model[0].grads + s->p0;
+    PZ_TRY(pipe_clip_norms(s, b, gs, &scale));
+    PZ_TRY(pipe_clip_pass(s, b, &scale));
+    if (scale < 1.0f)
         for (int64_t i = 0; i < s->p1 - s->p0; i++) gs[i] *= scale;
-    }
     return PZ_OK;
 }
 
