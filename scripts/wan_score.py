@@ -10,7 +10,11 @@ steady step is the run's own emulated clock; for the others (GPipe, duplex)
 and for --micro-batches auto it is `pipezip time`'s dry step with the bytes
 per token the run carried in those windows (the dry mode equals a real
 pipeline's clock for the same bytes: tests/pipe/test_timing.c; the column
-dry_check is the dry step over the real one for the run's own setting).
+dry_check is the dry step over the real one for the run's own setting). A
+run of the asynchronous schedule (--pipe-schedule async, which the dry mode
+does not run) gives its own row only, from its own clock; its targets are
+the first sweep's (1F1B's) and the table after its own compares its T with
+1F1B's of the same seed and setting.
 
 The projection to ProtocolNanoGPT's scale: each setting's bytes per token
 relative to bf16's here (per direction), times the dense record's 2048
@@ -123,21 +127,23 @@ def main():
                   "--link-latency", r["link-latency"], "--compute-rate", r["compute-rate"], "--bytes-per-token", f"{fb!r}/{bb!r}",
                   "--subspace", r.get("subspace") or "0"]
         own = (r["pipe-schedule"], r["link-model"])
+        combos = [own] if own[0] == "async" else COMBOS + [("1f1b", "shared-auto")]
         base = dict(sweep=r["sweep"], id=r["id"], setting=setting(r), subspace=r.get("subspace") or "0", fwd=r["fwd"], bwd=r["bwd"],
                     budget=r.get("budget") or "", seed=r["seed"], target_loss=f"{tg:.6g}",
                     final_loss=r["final_test_loss_compressed"], steps_to_target=steps if steps else "",
                     strong_target_loss=f"{strong[r['seed']]:.6g}", steps_to_strong_target=steps_s if steps_s else "",
                     fwd_bytes_per_token=f"{fb:.4g}", bwd_bytes_per_token=f"{bb:.4g}")
-        for sched, wire in COMBOS + [("1f1b", "shared-auto")]:
+        for sched, wire in combos:
             model = wire.replace("-auto", "")
             micro = "auto" if wire.endswith("auto") else r["micro-batches"]
-            d = time_json(a.pipezip, common + ["--pipe-schedule", sched, "--link-model", model, "--micro-batches", micro])
             real = (sched, wire) == own
+            d = {"step_s": steady, "micro_batches": int(micro)} if sched == "async" else \
+                time_json(a.pipezip, common + ["--pipe-schedule", sched, "--link-model", model, "--micro-batches", micro])
             step = steady if real else d["step_s"]
             row = dict(base, pipe_schedule=sched, link_model=model, micro_batches=d["micro_batches"],
                        micro_batches_rule="auto" if micro == "auto" else "given",
                        step_source="run" if real else "dry", steady_step_s=f"{step:.6g}",
-                       dry_check=f"{d['step_s'] / steady:.4f}" if real else "",
+                       dry_check=f"{d['step_s'] / steady:.4f}" if real and sched != "async" else "",
                        T_s=f"{steps * step:.6g}" if steps else "",
                        T_strong_s=f"{steps_s * step:.6g}" if steps_s else "",
                        emulated_time_to_target_s=f"{float(hit['emulated_time']):.6g}" if hit and real else "")
@@ -192,7 +198,10 @@ def main():
              + ", ".join(seeds) + " in each cell. The target: each seed's uncompressed final validation loss + 1%; the "
              "strongest target: the better of the uncompressed model's and the subspace model's at full width (K = the width, "
              "nothing compressed) + 1%, and T against the less of those two models' T to it.", ""]
-    for rule, sched, wire, title in [("given", "1f1b", "shared", "1F1B, shared wire (ProtocolNanoGPT's meter), 64 micro-batches: the runs' own clocks"),
+    tables = [("given", "async", "shared", "async (no flush, one step of delay), shared wire, 64 micro-batches: the runs' own clocks"),
+              ("given", "async", "duplex", "async, duplex links, 64 micro-batches: the runs' own clocks")]
+    tables = [t for t in tables if any(o["pipe_schedule"] == t[1] and o["link_model"] == t[2] for o in out)]
+    for rule, sched, wire, title in tables + [("given", "1f1b", "shared", "1F1B, shared wire (ProtocolNanoGPT's meter), 64 micro-batches: the runs' own clocks"),
                                      ("auto", "1f1b", "shared", "1F1B, shared wire, `--micro-batches auto` (dry, from the runs' bytes)"),
                                      ("given", "gpipe", "shared", "GPipe, shared wire, 64 micro-batches (dry)"),
                                      ("given", "1f1b", "duplex", "1F1B, duplex links, 64 micro-batches (dry)"),
@@ -207,6 +216,26 @@ def main():
                          f"{fwdb} / {bwdb} | {cell(rule, sched, wire, s, 'micro_batches')} | {cell(rule, sched, wire, s, 'steady_step_s')} | "
                          f"{cell(rule, sched, wire, s, 'T_s')} | {cell(rule, sched, wire, s, 'T_vs_fp32')} | {cell(rule, sched, wire, s, 'T_vs_bf16')} | "
                          f"{cell(rule, sched, wire, s, 'steps_to_strong_target')} | {cell(rule, sched, wire, s, 'T_vs_strongest')} |")
+        lines.append("")
+    if tables:  # the asynchronous schedule against 1F1B, same seed, setting and wire
+        lines += ["## async against 1F1B (same seed, setting and wire)", "",
+                  "| setting | wire | final loss, 1F1B / async (seeds) | steps to target, 1F1B / async | steady step, 1F1B / async, s | "
+                  "T, 1F1B / async, s | T: async faster by |", "|---|---|---|---|---|---|---|"]
+        for _, _, wire, _ in tables:
+            for s in settings:
+                pairs = []
+                for o in out:
+                    if o["setting"] != s or o["pipe_schedule"] != "async" or o["link_model"] != wire:
+                        continue
+                    sync = [p for p in out if p["setting"] == s and p["seed"] == o["seed"] and p["pipe_schedule"] == "1f1b" and
+                            p["link_model"] == wire and p["micro_batches_rule"] == "given"]
+                    if sync:
+                        pairs.append((sync[0], o))
+                if not pairs:
+                    continue
+                f = lambda k: " / ".join(f"{p[k] or '-'}, {q[k] or '-'}" for p, q in pairs)
+                gain = " / ".join(f"{float(p['T_s']) / float(q['T_s']):.3f}x" if p["T_s"] and q["T_s"] else "-" for p, q in pairs)
+                lines.append(f"| {s} | {wire} | {f('final_loss')} | {f('steps_to_target')} | {f('steady_step_s')} | {f('T_s')} | {gain} |")
         lines.append("")
     lines += ["## Projected to ProtocolNanoGPT's scale (a projection, not a measurement)", "",
               "| setting | B/token at the record's shape fwd / bwd | step there, s | T projected, s (seeds) | against the records |",

@@ -262,8 +262,8 @@ const float *pz_model_logits(const pz_model *m);
 void pz_model_zero_grad(pz_model *m);
 
 /* ---- optimizers ----------------------------------------------------------- */
-typedef enum { PZ_OPT_SGD, PZ_OPT_ADAMW } pz_optim_kind;
-/* the optimizers' names: sgd, adamw */
+typedef enum { PZ_OPT_SGD, PZ_OPT_ADAMW, PZ_OPT_NADAMW } pz_optim_kind;
+/* the optimizers' names: sgd, adamw, nadamw */
 extern const pz_name pz_optimizers[];
 
 typedef struct {
@@ -271,7 +271,10 @@ typedef struct {
     float momentum;    /* sgd */
     int nesterov;      /* sgd */
     float weight_decay;/* sgd: L2 added to the gradient; adamw: decoupled */
-    float beta1, beta2, eps; /* adamw */
+    float beta1, beta2, eps; /* adamw, nadamw (nadamw: beta1 = momentum when given) */
+    float momentum_decay;    /* nadamw: psi in mu_t = beta1 (1 - 0.96^(t psi) / 2) (0.004) */
+    double mu_product;       /* nadamw: mu_1 ... mu_{mu_t} (recomputed from t when they differ: a loaded checkpoint) */
+    int64_t mu_t;
     int64_t n, t;
     float *m, *v;
     const uint8_t *decay; /* per parameter: 1 = weight decay applies; NULL = to every one (the caller's array) */
@@ -280,7 +283,7 @@ typedef struct {
 pz_status pz_optim_init(pz_optim *o, pz_optim_kind kind, int64_t n);
 void pz_optim_free(pz_optim *o);
 /* One update of params (n) from grads (n) at learning rate lr; PyTorch's
- * torch.optim.SGD / AdamW update rules. */
+ * torch.optim.SGD / AdamW / NAdam (with decoupled weight decay) update rules. */
 void pz_optim_step(pz_optim *o, float *params, const float *grads, float lr);
 
 /* ---- learning-rate schedules ---------------------------------------------- */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* optim.c — SGD (momentum, Nesterov, L2 weight decay) and AdamW, with the
- * update rules of torch.optim so a run can be checked against PyTorch, and
- * the learning-rate schedules. */
+/* optim.c — SGD (momentum, Nesterov, L2 weight decay), AdamW and NAdamW
+ * (Nesterov momentum with a decaying momentum, Dozat 2016; with a beta1 of
+ * 0.99 it is the correction the asynchronous pipeline of arXiv 2505.01099
+ * uses for its stale gradients), with the update rules of torch.optim so a
+ * run can be checked against PyTorch, and the learning-rate schedules. */
 #include "nn.h"
 
 #include <math.h>
@@ -13,6 +15,8 @@ void pz_optim_free(pz_optim *o);
 const pz_name pz_optimizers[] = {
     {PZ_OPT_SGD, "sgd", "SGD with momentum (Nesterov optional), L2 weight decay"},
     {PZ_OPT_ADAMW, "adamw", "AdamW: decoupled weight decay"},
+    {PZ_OPT_NADAMW, "nadamw", "NAdam with decoupled weight decay, beta1 = --momentum (0.99: arXiv 2505.01099's correction "
+                              "for --pipe-schedule async's stale gradients)"},
     {0, NULL, NULL},
 };
 
@@ -21,14 +25,17 @@ pz_status pz_optim_init(pz_optim *o, pz_optim_kind kind, int64_t n) {
     o->kind = kind;
     o->n = n;
     o->t = 0;
-    if (kind == PZ_OPT_ADAMW) {
-        if (o->beta1 == 0.0f) o->beta1 = 0.9f;
+    const int adam = kind == PZ_OPT_ADAMW || kind == PZ_OPT_NADAMW;
+    if (adam) {
+        if (o->beta1 == 0.0f) o->beta1 = kind == PZ_OPT_NADAMW && o->momentum > 0.0f ? o->momentum : 0.9f;
         if (o->beta2 == 0.0f) o->beta2 = 0.999f;
         if (o->eps == 0.0f) o->eps = 1e-8f;
+        if (o->momentum_decay == 0.0f) o->momentum_decay = 0.004f;
     }
+    o->mu_product = 1.0, o->mu_t = 0;
     o->m = pz_floats_try((size_t)n);
-    o->v = kind == PZ_OPT_ADAMW ? pz_floats_try((size_t)n) : NULL;
-    if (!o->m || (kind == PZ_OPT_ADAMW && !o->v)) {
+    o->v = adam ? pz_floats_try((size_t)n) : NULL;
+    if (!o->m || (adam && !o->v)) {
         pz_optim_free(o);
         return pz_fail(PZ_ERR_NOMEM, "out of memory for the optimizer's state (%lld parameters)", (long long)n);
     }
@@ -64,10 +71,49 @@ static inline void adamw_one(float *restrict p, float *restrict m, float *restri
     p[i] = pi - step * mi / (sqrtf(vi) / sq_bc2 + eps);
 }
 
+/* NAdam on element i (torch.optim.NAdam's arithmetic), its decoupled decay
+ * a factor f of the parameter first */
+static inline void nadamw_one(float *restrict p, float *restrict m, float *restrict v, const float *restrict g, int64_t i,
+                              float f, float b1, float b2, float bc2, float eps, float c_g, float c_m) {
+    const float pi = p[i] * f;
+    const float mi = b1 * m[i] + (1.0f - b1) * g[i];
+    const float vi = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+    m[i] = mi, v[i] = vi;
+    const float denom = sqrtf(vi / bc2) + eps;
+    p[i] = pi - c_g * g[i] / denom - c_m * mi / denom;
+}
+
+static double nadam_mu(const pz_optim *o, int64_t t) {
+    return (double)o->beta1 * (1.0 - 0.5 * pow(0.96, (double)t * o->momentum_decay));
+}
+
+static void nadamw_step(pz_optim *o, float *p, const float *g, float lr) {
+    const int64_t n = o->n, t = o->t;
+    if (o->mu_t != t - 1) /* a loaded checkpoint: the product so far from the step count */
+        for (o->mu_product = 1.0, o->mu_t = 0; o->mu_t < t - 1; o->mu_t++) o->mu_product *= nadam_mu(o, o->mu_t + 1);
+    const double mu = nadam_mu(o, t), mu_next = nadam_mu(o, t + 1);
+    o->mu_product *= mu, o->mu_t = t;
+    const float c_g = (float)(lr * (1.0 - mu) / (1.0 - o->mu_product));
+    const float c_m = (float)(lr * mu_next / (1.0 - o->mu_product * mu_next));
+    const float b1 = o->beta1, b2 = o->beta2, eps = o->eps, bc2 = 1.0f - powf(b2, (float)t);
+    const float keep = 1.0f - lr * o->weight_decay;
+    const uint8_t *dec = o->decay;
+    float *restrict m = o->m, *restrict v = o->v;
+    if (dec) {
+#pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 262144)
+        for (int64_t i = 0; i < n; i++) nadamw_one(p, m, v, g, i, dec[i] ? keep : 1.0f, b1, b2, bc2, eps, c_g, c_m);
+    } else {
+#pragma omp parallel for simd schedule(static) num_threads(pz_get_threads()) if (n > 262144)
+        for (int64_t i = 0; i < n; i++) nadamw_one(p, m, v, g, i, keep, b1, b2, bc2, eps, c_g, c_m);
+    }
+}
+
 void pz_optim_step(pz_optim *o, float *p, const float *g, float lr) {
     const int64_t n = o->n;
     o->t++;
-    if (o->kind == PZ_OPT_SGD) {
+    if (o->kind == PZ_OPT_NADAMW) {
+        nadamw_step(o, p, g, lr);
+    } else if (o->kind == PZ_OPT_SGD) {
         const float mu = o->momentum, wd = o->weight_decay;
         float *buf = o->m;
         const int first = o->t == 1;

@@ -150,8 +150,8 @@ pz_status pz_checkpoint_unpack(const uint8_t *data, size_t len, const char *path
     if (st != stage || a0 != p0 || a1 != p1 || nb != m->n_buffers || kind != (int32_t)opt->kind) {
         s = pz_fail(PZ_ERR_ARG, "'%s' holds stage %d with parameters [%lld, %lld) (%s); this run's stage %d has [%lld, %lld) (%s): "
                     "resume with the same model, cuts and optimizer",
-                    path, st, (long long)a0, (long long)a1, kind ? "adamw" : "sgd", stage, (long long)p0, (long long)p1,
-                    opt->kind ? "adamw" : "sgd");
+                    path, st, (long long)a0, (long long)a1, pz_name_of(pz_optimizers, kind), stage, (long long)p0, (long long)p1,
+                    pz_name_of(pz_optimizers, opt->kind));
         goto done;
     }
     const size_t n = (size_t)(p1 - p0);

@@ -119,6 +119,23 @@ for x, y in zip(a, b):
 assert open(f"{t}/lm-a/tokenizer.txt").read() == open(f"{t}/lm-b/tokenizer.txt").read()
 PY
 
+# the asynchronous schedule across processes: its micro-batches in flight
+# between steps, its drains before each evaluation: the in-process run's
+# numbers and emulated time exactly
+asw=("${sw[@]/1f1b/async}" --link-model shared --eval-every 2)
+"$pz" train "${asw[@]}" --out "$tmp/as-a" > "$tmp/as-a.log" 2>&1 && ok || bad "in-process async run: $(tail -3 "$tmp/as-a.log")"
+timeout 600 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS "$pz" train "${asw[@]}" --link mpi --out "$tmp/as-b" \
+  > "$tmp/as-b.log" 2>&1 && ok || bad "mpi async run: $(tail -5 "$tmp/as-b.log")"
+python3 - "$tmp" <<'PY' && ok || bad "the asynchronous schedule over MPI differs from in-process"
+import json, sys
+t = sys.argv[1]
+a, b = (json.loads(open(f"{t}/{x}/epochs.jsonl").readline()) for x in ("as-a", "as-b"))
+for k in ("train_loss", "test_loss", "fwd_bytes", "bwd_bytes", "eval_bytes", "emulated_time"):
+    assert a[k] == b[k], (k, a[k], b[k])
+ea, eb = ([json.loads(l)["test_loss"] for l in open(f"{t}/{x}/evals.jsonl")] for x in ("as-a", "as-b"))
+assert ea == eb and len(ea) == 3, (ea, eb)
+PY
+
 # a rank that dies: the run stops, names the failure, and does not hang
 start=$(date +%s)
 timeout 300 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS "$pz" train "${args[@]}" --epochs 50 --link mpi --out "$tmp/dead" \
@@ -132,15 +149,17 @@ took=$(( $(date +%s) - start ))
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -lt 120 ]; then ok; else bad "killed rank: exit $rc after ${took}s: $(tail -5 "$tmp/dead.log")"; fi
 grep -qiE "exited|killed|signal|abort" "$tmp/dead.log" && ok || bad "no reason given: $(tail -5 "$tmp/dead.log")"
 # any rank killed at any step (issue 56): SIGKILL right after stage R's optimizer step K (a state, not a time:
-# PZ_TEST_KILL_STAGE_AT), R and K drawn from a seed printed here, 21 points over GPipe, 1F1B and a budget run.
+# PZ_TEST_KILL_STAGE_AT), R and K drawn from a seed printed here, 21 points over GPipe, 1F1B, a budget run
+# and the asynchronous schedule (micro-batches in flight between steps; its checkpoints drain them).
 # Each ends within its timeout naming the dead rank, leaves a checkpoint that reads whole, and --resume
 # continues to exactly the uninterrupted run's step losses, evaluations and byte counts
 kseed=${PZ_TEST_KILL_SEED:-$(( $(date +%s) % 100000 ))}
 echo "test_mpi: kill points from seed $kseed (PZ_TEST_KILL_SEED=$kseed repeats them)"
 kargs=(--model lenet5 --stages 4 --lr 0.05 --limit-train 256 --limit-test 64 --epochs 2 --batch 32 --micro-batches 2
        --progress none --threads 1 --seed 5 --checkpoint-every 2 --log-every 1)
-kinds=(gpipe 1f1b budget)
-extra() { case "$1" in gpipe) echo "--fwd q4 --bwd q8" ;; 1f1b) echo "--fwd q4 --bwd q8 --pipe-schedule 1f1b" ;; budget) echo "--budget 6x --budget-every 4" ;; esac; }
+kinds=(gpipe 1f1b budget async)
+extra() { case "$1" in gpipe) echo "--fwd q4 --bwd q8" ;; 1f1b) echo "--fwd q4 --bwd q8 --pipe-schedule 1f1b" ;; budget) echo "--budget 6x --budget-every 4" ;;
+          async) echo "--fwd q4 --bwd q8 --pipe-schedule async" ;; esac; }
 for k in "${kinds[@]}"; do
   timeout 300 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS "$pz" train "${kargs[@]}" $(extra $k) --link mpi --out "$tmp/kref-$k" \
     > "$tmp/kref-$k.log" 2>&1 || bad "uninterrupted $k run: $(tail -5 "$tmp/kref-$k.log")"
@@ -148,7 +167,7 @@ done
 points=$(python3 -c "import random; r = random.Random($kseed); print(' '.join('%d:%d' % (r.randrange(4), r.randrange(3, 16)) for _ in range(21)))")
 i=0
 for pt in $points; do
-  k=${kinds[$((i % 3))]}; i=$((i + 1)); st=${pt%%:*}; step=${pt##*:}; d="$tmp/kill-$i"
+  k=${kinds[$((i % 4))]}; i=$((i + 1)); st=${pt%%:*}; step=${pt##*:}; d="$tmp/kill-$i"
   PZ_TEST_KILL_STAGE_AT=$pt timeout 300 mpirun --oversubscribe -np 4 -x ASAN_OPTIONS -x PZ_TEST_KILL_STAGE_AT "$pz" train "${kargs[@]}" \
     $(extra $k) --link mpi --out "$d" > "$d.log" 2>&1
   rc=$?

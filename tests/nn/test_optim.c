@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_optim.c — SGD (plain, momentum, Nesterov, weight decay) and AdamW
+/* test_optim.c — SGD (plain, momentum, Nesterov, weight decay), AdamW and NAdamW
  * trajectories against torch.optim, each with a decay mask against the runs
  * with and without decay, OneCycleLR against PyTorch's, and the other
  * schedules against their definitions; schedule spec errors. */
@@ -69,6 +69,19 @@ int main(void) {
     trajectory("sgd_nesterov", PZ_OPT_SGD, 0.1f, 0.9f, 1, 0.01f);
     trajectory("sgd_plain", PZ_OPT_SGD, 0.1f, 0.0f, 0, 0.0f);
     trajectory("adamw", PZ_OPT_ADAMW, 0.01f, 0.0f, 0, 0.1f);
+    trajectory("nadamw", PZ_OPT_NADAMW, 0.01f, 0.99f, 0, 0.1f); /* beta1 from the momentum */
+    masked("nadamw", PZ_OPT_NADAMW, 0.01f, 0.99f, 0, 0.1f);
+    { /* a loaded checkpoint sets t and the moments: the step after it is the uninterrupted run's */
+        pz_optim a = {.momentum = 0.99f, .weight_decay = 0.1f}, b = a;
+        pz_optim_init(&a, PZ_OPT_NADAMW, 3), pz_optim_init(&b, PZ_OPT_NADAMW, 3);
+        float pa[3] = {1, -2, 3}, pb[3], g[3] = {0.5f, 0.25f, -1};
+        for (int s = 0; s < 5; s++) pz_optim_step(&a, pa, g, 0.01f);
+        memcpy(pb, pa, sizeof pb), memcpy(b.m, a.m, sizeof pb), memcpy(b.v, a.v, sizeof pb);
+        b.t = a.t; /* as pz_checkpoint_unpack leaves it: no product of the momenta */
+        pz_optim_step(&a, pa, g, 0.01f), pz_optim_step(&b, pb, g, 0.01f);
+        CHECK(!memcmp(pa, pb, sizeof pa), "nadamw resumed at step 5: %.9g vs %.9g", pa[0], pb[0]);
+        pz_optim_free(&a), pz_optim_free(&b);
+    }
 
     pz_schedule s = {0};
     CHECK(pz_schedule_parse(&s, "onecycle") == PZ_OK, "%s", pz_last_error());

@@ -133,6 +133,26 @@ def layers(path):
             opt.step()
             traj.append(q.detach().clone())
         w.put(f"optim.{name}", torch.stack(traj))
+    # NAdamW: torch.optim.NAdam (2.x) with decoupled_weight_decay=True, beta1
+    # 0.99 as arXiv 2505.01099 runs it, written out step by step as torch
+    # 2.x's _single_tensor_nadam does it (torch 1.13's NAdam, Debian 12's,
+    # takes mu_product * mu * mu_next for the next product: fixed in 2.0;
+    # it has no decoupled decay)
+    q, m, v, mu_product = p0.clone(), torch.zeros(7), torch.zeros(7), torch.ones(())
+    lr, b1, b2, wd, psi, eps = 0.01, 0.99, 0.999, 0.1, 0.004, 1e-8
+    traj = []
+    for t, g in enumerate(grads, 1):
+        q.mul_(1 - lr * wd)
+        mu = b1 * (1.0 - 0.5 * (0.96 ** (t * psi)))
+        mu_next = b1 * (1.0 - 0.5 * (0.96 ** ((t + 1) * psi)))
+        mu_product *= mu
+        m.lerp_(g, 1 - b1)
+        v.mul_(b2).addcmul_(g, g, value=1 - b2)
+        denom = v.div(1 - b2 ** t).sqrt().add_(eps)
+        q.addcdiv_(g, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product.item()))
+        q.addcdiv_(m, denom, value=-lr * mu_next / (1.0 - mu_product.item() * mu_next))
+        traj.append(q.clone())
+    w.put("optim.nadamw", torch.stack(traj))
     # OneCycleLR (cosine), the lr at each of 50 steps
     q = torch.zeros(1, requires_grad=True)
     opt = torch.optim.SGD([q], lr=0.1)
