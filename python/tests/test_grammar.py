@@ -71,10 +71,12 @@ class Grammar(unittest.TestCase):
         self.assertIn('"link_bandwidth_bps": 100000000', out.stdout)
 
     def test_schedules(self):
-        self.assertEqual(pipezip.schedules(), ("gpipe", "1f1b", "eager-1f1b", "async"))
+        self.assertEqual(pipezip.schedules(), ("gpipe", "1f1b", "eager-1f1b", "async", "eager-async"))
         ref = {"gpipe": gpipe, "1f1b": one_f_one_b, "eager-1f1b": eager_1f1b}
         with self.assertRaisesRegex(ValueError, "into the next.*torchrun"):
             pipezip.schedule_order("async", 0, 4, 4)  # its micro-batches go on into the next step
+        with self.assertRaisesRegex(ValueError, "into the next.*torchrun"):
+            pipezip.schedule_order("eager-async", 1, 4, 4)
         for name in ref:
             for S in (1, 2, 3, 4, 8):
                 for i in range(S):

@@ -46,6 +46,7 @@ int cmd_time(int argc, char **argv) {
         /* as pipezip train's: the settings table's rows say their help and values */
         {"pipe-schedule", OPT_STR, &o.schedule, "KIND", run_setting_help(run_setting_of(PZ_SET_PIPE_SCHEDULE)), 0, 0,
          run_setting_choices(run_setting_of(PZ_SET_PIPE_SCHEDULE))},
+        {"pipe-delay", OPT_STR, &o.pipe_delay, "D", run_setting_help(run_setting_of(PZ_SET_PIPE_DELAY)), 0, 0, NULL},
         {"link-model", OPT_STR, &o.link_model, "MODEL", run_setting_help(run_setting_of(PZ_SET_LINK_MODEL)), 0, 0,
          run_setting_choices(run_setting_of(PZ_SET_LINK_MODEL))},
         {"link-bandwidth", OPT_STR, &o.bandwidth, "RATE", "every boundary's bandwidth: 200mbit, 1gbit, 12.5MB/s", 0, 0, NULL},

@@ -2,8 +2,9 @@
 /* async.c — the asynchronous schedule: a pipeline without a flush.
  *
  * The micro-batches of successive steps form one stream. Stage i of S
- * runs each micro-batch's forward as it comes and keeps warm = min(S-1-i,
- * M) of them in flight behind the forwards, so at a step's end it still
+ * runs each micro-batch's forward as it comes and keeps warm = min(k(S-1-i),
+ * M) of them in flight behind the forwards (k = 1: async; 2: eager-async,
+ * whose forwards in flight cover a gradient's round trip on duplex links), so at a step's end it still
  * holds the last `warm` micro-batches of the step's batch; their backward
  * passes run in the next step, between that batch's forwards. The forward
  * wave of batch b and the backward wave of batch b-1 cross in the
@@ -59,15 +60,81 @@ float *async_stash(const stage *s) { return s->async && s->delay ? s->ver[vidx(s
 
 pz_status async_eval_ready(stage *s) {
     if (!s->async) return PZ_OK;
-    if (s->fwd_items != s->bwd_items)
+    if (s->order.fwd != s->order.bwd || s->order.clip_batch >= 0)
         return pz_fail(PZ_ERR_STATE, "stage %d: %s with %lld micro-batches in flight (the driver drains the pipeline first)", s->index,
-                       "an evaluation or a checkpoint", (long long)(s->fwd_items - s->bwd_items));
+                       "an evaluation or a checkpoint", (long long)(s->order.fwd - s->order.bwd));
     async_use(s, s->eval_slot, vidx(s, s->opt.t));
     return PZ_OK;
 }
 
-int async_slots(int S, int i, int M, int delay) {
-    const int warm = S - 1 - i < M ? S - 1 - i : M;
+/* ---- the order (the one list the real step and the dry timing run) ---- */
+
+void async_order_init(async_order *o, int S, int i, int M, int ahead, int delay, int clip, int64_t updates) {
+    memset(o, 0, sizeof *o);
+    o->S = S, o->i = i, o->M = M, o->delay = delay, o->clip = clip;
+    o->ahead = ahead;
+    o->warm = ahead * (S - 1 - i) < M ? ahead * (S - 1 - i) : M;
+    o->warm0 = ahead * (S - 1) < M ? ahead * (S - 1) : M;
+    o->slots = async_slots(S, i, M, ahead, delay);
+    o->batches = o->updates = updates, o->clip_batch = -1;
+}
+
+static void put(async_action *a, int *n, int kind, int m, int slot, int64_t batch) { a[(*n)++] = (async_action){kind, m, slot, batch}; }
+
+/* a batch's CLIP, when its NORM went back and the forward it follows has
+ * run (with no delay, at once), and the update it scales */
+static void take_clip(async_order *o, async_action *a, int *n) {
+    if (o->clip_batch < 0 || !(o->clip_ready || !o->delay)) return;
+    put(a, n, AS_CLIP, 0, 0, o->clip_batch);
+    o->clip_batch = -1, o->clip_ready = 0, o->updates++;
+}
+
+/* the oldest micro-batch in flight backward; after its batch's last, the
+ * LOSS, then the update (clipping: NORM back, and the CLIP when here;
+ * stage 0 has it at once) */
+static void backward_of(async_order *o, async_action *a, int *n) {
+    const int k = (int)(o->bwd++ % o->slots);
+    const int64_t b = o->item_batch[k];
+    put(a, n, AS_BWD, 0, k, b);
+    if (!o->item_last[k]) return;
+    put(a, n, AS_LOSS, 0, 0, b);
+    if (!o->clip) {
+        put(a, n, AS_UPDATE, 0, 0, b), o->updates++;
+        return;
+    }
+    put(a, n, AS_NORM, 0, 0, b);
+    o->clip_batch = b;
+    if (o->i == 0) o->clip_ready = 1;
+    take_clip(o, a, n);
+}
+
+int async_order_step(async_order *o, int Mb, async_action *a) {
+    int n = 0;
+    const int64_t b = o->batches;
+    if (Mb == 0) { /* a drain: no forward to come, so the last batch's CLIP follows the DRAIN */
+        o->clip_ready = 1;
+        take_clip(o, a, &n);
+        while (o->bwd < o->fwd) backward_of(o, a, &n);
+        o->clip_ready = 0;
+        return n;
+    }
+    for (int m = 0; m < Mb; m++) {
+        const int k = (int)(o->fwd++ % o->slots);
+        o->item_batch[k] = b, o->item_last[k] = m == Mb - 1;
+        put(a, &n, AS_FWD, m, k, b);
+        /* clipping: the forward the previous batch's CLIP follows (stage 0 sends it after this one's backward) */
+        if (o->clip && o->i > 0 && o->updates < b && m == (o->warm0 < Mb ? o->warm0 : Mb) - 1) o->clip_ready = 1;
+        take_clip(o, a, &n);
+        while (o->fwd - o->bwd > o->warm) backward_of(o, a, &n);
+    }
+    /* nothing of an earlier batch stays in flight (two versions at most); with no delay, nothing at all */
+    while (o->bwd < o->fwd && (!o->delay || o->item_batch[o->bwd % o->slots] < b)) backward_of(o, a, &n);
+    o->batches++;
+    return n;
+}
+
+int async_slots(int S, int i, int M, int ahead, int delay) {
+    const int warm = ahead * (S - 1 - i) < M ? ahead * (S - 1 - i) : M;
     int64_t queue[2 * PZ_MAX_MICRO + PZ_MAX_STAGES];
     int head = 0, tail = 0, most = 1;
     for (int n = 0; n < 3; n++) { /* three batches reach the steady order */
@@ -84,11 +151,9 @@ int async_slots(int S, int i, int M, int delay) {
 pz_status async_plan(stage *s) {
     pz_pipe *p = s->pipe;
     s->async = 1, s->delay = p->cfg.delay;
-    s->warm = p->S - 1 - s->index < s->M ? p->S - 1 - s->index : s->M;
-    s->warm0 = p->S - 1 < s->M ? p->S - 1 : s->M; /* stage 0's */
+    async_order_init(&s->order, p->S, s->index, s->M, pz_pipe_schedule_overlaps(p->cfg.schedule), s->delay, p->cfg.clip_norm > 0, 0);
     const int64_t n = s->p1 - s->p0;
     s->ver[0] = s->model[0].params + s->p0, s->grad[0] = s->model[0].grads + s->p0;
-    s->clip_batch = -1, s->clip_on = p->cfg.clip_norm > 0;
     if (s->delay) {
         if (!(s->ver[1] = s->stash_mem = pz_floats_try((size_t)n)) || !(s->grad[1] = s->grad_mem = pz_floats_try((size_t)n)))
             return pz_fail(PZ_ERR_NOMEM, "stage %d: out of memory for a second version of its %lld parameters", s->index, (long long)n);
@@ -100,7 +165,8 @@ pz_status async_plan(stage *s) {
 }
 
 void async_loaded(stage *s) {
-    s->batches = s->opt.t; /* saved drained: every batch begun has its update */
+    /* saved drained: every batch begun has its update */
+    async_order_init(&s->order, s->pipe->S, s->index, s->M, s->order.ahead, s->delay, s->order.clip, s->opt.t);
     if (!s->delay || vidx(s, s->opt.t) == 0) return;
     float *t = s->ver[0]; /* the newest version was loaded into ver[0]: it lives in ver[1] */
     s->ver[0] = s->ver[1], s->ver[1] = t;
@@ -159,66 +225,37 @@ static pz_status update(stage *s, int64_t n, float scale) {
     return PZ_OK;
 }
 
-/* Clipping: the scale of batch clip_batch's gradient, once its NORM went
- * back and the forward the CLIP follows has run here (stage 0 sends it
- * after its last backward of the batch, which comes after its forward of
- * the next batch's micro-batch min(warm_0, M) - 1: every stage takes it
- * after the same forward, or after its last backward of the batch when
- * that is later; with no delay, at once), then the update. */
-static pz_status take_clip(stage *s, stage_bufs *b) {
-    if (s->clip_batch < 0 || !(s->clip_ready || !s->delay)) return PZ_OK;
-    float scale = s->clip_scale; /* stage 0's own; the others' comes with the CLIP */
-    PZ_TRY(pipe_clip_pass(s, b, &scale));
-    const int64_t n = s->clip_batch;
-    s->clip_batch = -1, s->clip_ready = 0;
-    return update(s, n, scale);
-}
-
-/* the oldest micro-batch in flight backward; after its batch's last, the
- * loss goes back (the last stage's, passed on by the others), then the
- * batch's update (clipping: its NORM back, and the update when the CLIP is
- * here; stage 0 has it at once) */
-static pz_status backward(stage *s, stage_bufs *b, step_state *t) {
-    const int k = (int)(s->bwd_items % s->slots);
-    PZ_TRY(pipe_backward_micro(s, b, k));
-    s->bwd_items++;
-    if (!s->item_last[k]) return PZ_OK;
-    PZ_TRY(pipe_loss_back(s, b, t));
-    const int64_t n = s->item_batch[k];
-    if (!s->clip_on) return update(s, n, 1.0f);
-    s->clip_scale = 1.0f;
-    PZ_TRY(pipe_clip_norms(s, b, s->grad[vidx(s, n)], &s->clip_scale));
-    s->clip_batch = n;
-    if (s->index == 0) s->clip_ready = 1;
-    return take_clip(s, b);
+/* one action of the order at this stage (t: the step's batch) */
+static pz_status run(stage *s, stage_bufs *b, const async_action *a, step_state *t, size_t blen, int bank) {
+    switch (a->kind) {
+    case AS_FWD:
+        if (s->index == 0) take_slice(s, b, a->slot, bank, a->m, t);
+        else if (a->m > 0) PZ_TRY(pipe_take_micro(s, b, a->slot, 0, blen, t)); /* the first was taken to learn M */
+        async_use(s, a->slot, vidx(s, a->batch - s->delay)); /* batch n + 1 (1-based) reads W_{n - delay} */
+        use_grads(s, a->slot, vidx(s, a->batch));
+        return pipe_forward_micro(s, b, a->slot, t);
+    case AS_BWD: return pipe_backward_micro(s, b, a->slot);
+    case AS_LOSS: return pipe_loss_back(s, b, t); /* the last stage's is its step's batch: its micro-batches never wait */
+    case AS_NORM: s->clip_scale = 1.0f; return pipe_clip_norms(s, b, s->grad[vidx(s, a->batch)], &s->clip_scale);
+    case AS_CLIP: {
+        float scale = s->clip_scale; /* stage 0's own; the others' comes with the CLIP */
+        PZ_TRY(pipe_clip_pass(s, b, &scale));
+        return update(s, a->batch, scale);
+    }
+    case AS_UPDATE: return update(s, a->batch, 1.0f);
+    }
+    return pz_fail(PZ_ERR_STATE, "stage %d: an action of kind %d", s->index, a->kind);
 }
 
 pz_status async_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) {
     step_state t = {.M = s->M};
-    const int64_t n = s->batches;
-    const int bank = (int)(n % 2);
+    const int bank = (int)(s->order.batches % 2), k0 = (int)(s->order.fwd % s->order.slots);
     if (s->index == 0) PZ_TRY(take_batch(s, b, batch, blen, bank, &t));
-    for (int m = 0; m < t.M; m++) {
-        const int k = (int)(s->fwd_items % s->slots);
-        if (s->fwd_items - s->bwd_items >= s->slots)
-            return pz_fail(PZ_ERR_STATE, "stage %d: %lld micro-batches in flight, its slots hold %d", s->index,
-                           (long long)(s->fwd_items - s->bwd_items + 1), s->slots);
-        if (s->index == 0) take_slice(s, b, k, bank, m, &t);
-        else PZ_TRY(pipe_take_micro(s, b, k, m == 0, blen, &t)); /* the first META says M */
-        if (m == 0) s->bank_lr[bank] = t.lr;
-        s->item_batch[k] = n, s->item_last[k] = m == t.M - 1;
-        async_use(s, k, vidx(s, n - s->delay)); /* batch n + 1 (1-based) reads W_{n - delay} */
-        use_grads(s, k, vidx(s, n));
-        PZ_TRY(pipe_forward_micro(s, b, k, &t));
-        s->fwd_items++;
-        /* clipping: the forward the previous batch's CLIP follows (stage 0 sends it after this one's backward) */
-        if (s->clip_on && m == (s->warm0 < t.M ? s->warm0 : t.M) - 1 && s->index > 0 && s->opt.t < n) s->clip_ready = 1;
-        PZ_TRY(take_clip(s, b));
-        while (s->fwd_items - s->bwd_items > s->warm) PZ_TRY(backward(s, b, &t));
-    }
-    /* nothing of an earlier batch stays in flight (two versions at most); with no delay, nothing at all */
-    while (s->bwd_items < s->fwd_items && (!s->delay || s->item_batch[s->bwd_items % s->slots] < n)) PZ_TRY(backward(s, b, &t));
-    s->batches++;
+    else PZ_TRY(pipe_take_micro(s, b, k0, 1, blen, &t)); /* the first META says M */
+    s->bank_lr[bank] = t.lr;
+    async_action a[ASYNC_ACTIONS(PZ_MAX_MICRO)];
+    const int n = async_order_step(&s->order, t.M, a);
+    for (int j = 0; j < n; j++) PZ_TRY(run(s, b, &a[j], &t, blen, bank));
     return s->index == 0 ? pz_link_send(s->prev, MSG_STEPPED, "", 0) : PZ_OK;
 }
 
@@ -226,10 +263,8 @@ pz_status async_drain(stage *s, stage_bufs *b) {
     if (!s->async) return pz_fail(PZ_ERR_STATE, "a DRAIN message, but stage %d runs a schedule that flushes every step", s->index);
     if (s->next) PZ_TRY(pz_link_send(s->next, MSG_DRAIN, "", 0));
     step_state t = {.M = s->M};
-    s->clip_ready = 1; /* no forward to come: the last batch's CLIP follows this DRAIN */
-    PZ_TRY(take_clip(s, b)); /* a stage with nothing in flight (the last) may wait for it already */
-    while (s->bwd_items < s->fwd_items) PZ_TRY(backward(s, b, &t));
-    if (s->clip_batch >= 0) return pz_fail(PZ_ERR_STATE, "stage %d: batch %lld's CLIP never came", s->index, (long long)s->clip_batch + 1);
-    s->clip_ready = 0;
+    async_action a[ASYNC_ACTIONS(PZ_MAX_MICRO)];
+    const int n = async_order_step(&s->order, 0, a);
+    for (int j = 0; j < n; j++) PZ_TRY(run(s, b, &a[j], &t, 0, 0));
     return s->index == 0 ? pz_link_send(s->prev, MSG_STEPPED, "", 0) : PZ_OK;
 }

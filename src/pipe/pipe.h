@@ -27,10 +27,11 @@
  * the same steps bit for bit. The asynchronous schedule (async.c) does not
  * flush between steps: with a delay of 1 each batch's gradient is applied
  * one step late, with a delay of 0 it is 1F1B. */
-typedef enum { PZ_PIPE_GPIPE, PZ_PIPE_1F1B, PZ_PIPE_EAGER_1F1B, PZ_PIPE_ASYNC } pz_pipe_schedule_kind;
+typedef enum { PZ_PIPE_GPIPE, PZ_PIPE_1F1B, PZ_PIPE_EAGER_1F1B, PZ_PIPE_ASYNC, PZ_PIPE_EAGER_ASYNC } pz_pipe_schedule_kind;
 extern const pz_name pz_pipe_schedules[];
-/* 1 for a schedule whose steps overlap (async.c: micro-batches in flight
- * from one step into the next, --pipe-delay), 0 for one that flushes */
+/* k > 0 for a schedule whose steps overlap (async.c: k(S-1-i) micro-batches
+ * in flight at stage i from one step into the next, --pipe-delay), 0 for
+ * one that flushes */
 int pz_pipe_schedule_overlaps(int kind);
 
 typedef struct {

@@ -30,7 +30,7 @@ typedef struct {
 typedef struct {
     /* fills a[] (at least 2M + 1) and returns how many */
     int (*actions)(int S, int i, int M, pipe_action *a);
-    int overlaps; /* its steps overlap: run by async.c (actions: its order with no delay) */
+    int overlaps; /* k > 0: its steps overlap, async.c runs it with k(S-1-i) micro-batches in flight at stage i */
 } pipe_schedule;
 /* the schedule of a pz_pipe_schedule_kind (its name: pz_pipe_schedules) */
 const pipe_schedule *pipe_schedule_of(int kind);
@@ -77,7 +77,7 @@ pz_status async_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen)
 pz_status async_drain(stage *s, stage_bufs *b);
 /* the slots stage i of S holds (micro-batches in flight at once, in any
  * step of M micro-batches) */
-int async_slots(int S, int i, int M, int delay);
+int async_slots(int S, int i, int M, int ahead, int delay);
 /* what async_* need set up at a stage (its second version, its slots'
  * versions), after its layers and before its checkpoint is loaded */
 pz_status async_plan(stage *s);
@@ -93,6 +93,35 @@ void async_use(stage *s, int k, int v);
 /* a checkpoint's parameters were loaded into ver[0] and its stash into
  * ver[1]: put each where the stage's step count says it lives */
 void async_loaded(stage *s);
+
+/* The asynchronous schedule's order of work at stage i (async.c), the one
+ * list the real step and the dry timing mode both run: per step, the
+ * forwards of its batch's micro-batches, the backwards of the oldest in
+ * flight beyond `warm`, and after a batch's last backward its LOSS, with
+ * clipping its NORM (and at stage 0 its CLIP), or its update; a stage past
+ * 0 takes a batch's CLIP after a fixed forward of the next batch (or after
+ * its own last backward of the batch, when that comes later). */
+typedef enum { AS_FWD, AS_BWD, AS_LOSS, AS_NORM, AS_CLIP, AS_UPDATE } async_action_kind;
+typedef struct {
+    int kind; /* async_action_kind */
+    int m;    /* AS_FWD: the micro-batch in its batch */
+    int slot; /* AS_FWD, AS_BWD: the micro-batch's slot */
+    int64_t batch; /* the batch (0-based) the action is of */
+} async_action;
+typedef struct {
+    int S, i, M, slots, ahead, warm, warm0, delay, clip; /* ahead: k, warm = min(k(S-1-i), M) */
+    int64_t fwd, bwd, batches, updates; /* micro-batches forwarded, backwarded; batches begun; updates made */
+    int64_t item_batch[PZ_MAX_MICRO]; /* per slot: its micro-batch's batch */
+    unsigned char item_last[PZ_MAX_MICRO]; /* ... and whether it is that batch's last */
+    int64_t clip_batch; /* clipping: the batch whose NORM went back and whose CLIP is awaited (-1: none) */
+    int clip_ready;     /* ... and the forward it comes after has run here */
+} async_order;
+/* a stage's order at the start (updates: the batches a checkpoint had made, all drained) */
+void async_order_init(async_order *o, int S, int i, int M, int ahead, int delay, int clip, int64_t updates);
+/* the next step's actions into a[] (at most ASYNC_ACTIONS(M)), for a batch
+ * of Mb micro-batches; Mb = 0: a drain (what is in flight, to the end) */
+#define ASYNC_ACTIONS(M) (3 * (M) + 2 * PZ_MAX_STAGES + 16)
+int async_order_step(async_order *o, int Mb, async_action *a);
 
 /* One training step at a stage from the messages on its links. stage 0
  * gets the driver's BATCH (batch, blen); the others the first micro-batch's
@@ -143,20 +172,12 @@ struct stage {
     int async, delay;
     float *ver[2], *stash_mem;  /* stash_mem: the second version's memory (owned) */
     float *slot_base[PZ_MAX_MICRO];
+    int eval_slot;             /* the slot evaluation runs in: 0, or (async) one past the training slots */
     /* ... and the gradients of batch n in grad[n % 2] (a delay of 1: the
      * next batch's accumulate while this one's wait for their CLIP) */
     float *grad[2], *grad_mem, *slot_gbase[PZ_MAX_MICRO];
-    int64_t clip_batch;        /* async, clipping: the batch whose NORM went back and whose CLIP is awaited (-1: none) */
-    int clip_ready;            /* ... and the forward it comes after has run here */
-    int clip_on;               /* --clip-norm */
-    float clip_scale;          /* stage 0: the scale of clip_batch's gradient */
-    int eval_slot;             /* the slot evaluation runs in: 0, or (async) one past the training slots */
-    int warm;                  /* async: micro-batches kept in flight behind the forwards (S - 1 - index, at most M) */
-    int warm0;                 /* ... stage 0's before M caps it (S - 1) */
-    int64_t batches;           /* async: batches whose forwards have begun here */
-    int64_t fwd_items, bwd_items; /* async: micro-batches forwarded and backwarded so far */
-    int64_t item_batch[PZ_MAX_MICRO]; /* async, per slot: its micro-batch's batch (0-based) */
-    int item_last[PZ_MAX_MICRO];      /* ... and whether it is that batch's last */
+    float clip_scale;          /* stage 0: the scale of the gradient whose CLIP it sends */
+    async_order order;         /* async: where the stream stands here (what the next step's actions are) */
     float bank_lr[2];          /* async: each batch's learning rate, by batch % 2 */
     double grad_norm;          /* stage 0, clipping: the last step's global gradient norm (before clipping) */
     uint8_t *kept;             /* split learning: the client state left by the last client */

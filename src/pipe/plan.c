@@ -174,7 +174,7 @@ pz_status pz_pipe_stage_memory(const pz_pipe_config *cfg, int i, int M, int64_t 
     const int S = cfg->n_stages;
     if (!sc || i < 0 || i >= S || M < 1 || M > PZ_MAX_MICRO) return pz_fail(PZ_ERR_ARG, "stage %d of %d in %d micro-batches", i, S, M);
     const int mb = (cfg->batch_max + M - 1) / M,
-              slots = pz_pipe_schedule_overlaps(cfg->schedule) ? async_slots(S, i, M, cfg->delay) + 1 : pipe_schedule_slots(sc, S, i, M);
+              slots = pz_pipe_schedule_overlaps(cfg->schedule) ? async_slots(S, i, M, pz_pipe_schedule_overlaps(cfg->schedule), cfg->delay) + 1 : pipe_schedule_slots(sc, S, i, M);
     const int from = i ? cfg->cuts[i - 1] + 1 : 0, to = i == S - 1 ? 1 << 30 : cfg->cuts[i] + 1;
     pz_model m;
     PZ_TRY(pz_model_build(&m, &cfg->model, cfg->in, cfg->n_classes, mb, cfg->seed, from, to));
@@ -193,7 +193,7 @@ pz_status plan_stage(pz_pipe *p, int i) {
     /* GPipe holds every micro-batch's activations; 1F1B at most S - i; the
      * asynchronous schedule its micro-batches in flight, and evaluation's */
     const int async = pz_pipe_schedule_overlaps(cfg->schedule);
-    s->slots = async ? async_slots(p->S, i, s->M, cfg->delay) : pipe_schedule_slots(p->schedule, p->S, i, s->M);
+    s->slots = async ? async_slots(p->S, i, s->M, async, cfg->delay) : pipe_schedule_slots(p->schedule, p->S, i, s->M);
     s->eval_slot = async ? s->slots : 0;
     /* buffers for this stage's layers only, one set per slot */
     const int from = i ? cfg->cuts[i - 1] + 1 : 0, to = i == p->S - 1 ? 1 << 30 : cfg->cuts[i] + 1;

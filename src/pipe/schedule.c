@@ -385,11 +385,12 @@ const pipe_schedule pipe_schedules[] = {
     [PZ_PIPE_EAGER_1F1B] = {eager_1f1b_actions},
     /* its steps overlap (async.c): within a step, with no delay, 1F1B's order */
     [PZ_PIPE_ASYNC] = {one_f_one_b_actions, .overlaps = 1},
+    [PZ_PIPE_EAGER_ASYNC] = {eager_1f1b_actions, .overlaps = 2},
 };
 
 int pz_pipe_schedule_overlaps(int kind) {
     const pipe_schedule *sc = pipe_schedule_of(kind);
-    return sc && sc->overlaps;
+    return sc ? sc->overlaps : 0;
 }
 
 const pipe_schedule *pipe_schedule_of(int kind) {
@@ -440,6 +441,8 @@ const pz_name pz_pipe_schedules[] = {
     {PZ_PIPE_ASYNC, "async", "no flush between steps: stage i keeps S-1-i micro-batches in flight into the next step, and "
                              "each batch's gradient is applied --pipe-delay steps late (weight stashing; other numbers at a "
                              "delay of 1, 1F1B's at 0)"},
+    {PZ_PIPE_EAGER_ASYNC, "eager-async", "async after twice its warm-up, 2(S-1-i) micro-batches in flight at stage i: async's "
+                                         "numbers, and its forwards in flight cover a gradient's round trip on duplex links"},
     {0, NULL, NULL},
 };
 

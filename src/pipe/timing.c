@@ -71,6 +71,53 @@ static pz_status push_msg(queue *q, msg m) {
 #define SEND(DIR, BYTES, HDR) PZ_TRY(push_op(p, (op){OP_SEND, DIR, HDR, k, BYTES}))
 #define COMPUTE(SEC) PZ_TRY(push_op(p, (op){OP_COMPUTE, 0, 0, k, SEC}))
 
+/* the asynchronous schedule: stage i's operations in step k, from the order
+ * a real stage runs (async.c's async_order_step, its state o carried from
+ * step to step) */
+static pz_status program_async(const pz_timing_config *c, int i, int k, prog *p, async_order *o) {
+    const int S = c->S, first = i == 0, last = i == S - 1;
+    async_action a[ASYNC_ACTIONS(PZ_MAX_MICRO)];
+    const int n = async_order_step(o, c->M, a);
+    for (int j = 0; j < n; j++) {
+        switch (a[j].kind) {
+        case AS_FWD:
+            if (!first) { /* META, then the frame */
+                RECV(TO_PREV);
+                RECV(TO_PREV);
+            }
+            COMPUTE(c->fwd_s[i]);
+            if (!last) {
+                SEND(TO_NEXT, c->fwd_header[i], 1);
+                SEND(TO_NEXT, c->fwd_frame[i], 0);
+            }
+            break;
+        case AS_BWD:
+            if (!last) RECV(TO_NEXT);
+            COMPUTE(c->bwd_s[i]);
+            if (!first) SEND(TO_PREV, c->bwd_frame[i - 1], 0);
+            break;
+        case AS_LOSS:
+            if (!last) RECV(TO_NEXT);
+            if (!first) SEND(TO_PREV, c->loss_bytes, 0);
+            break;
+        case AS_NORM:
+            if (!last) RECV(TO_NEXT);
+            if (!first) SEND(TO_PREV, c->norm_bytes[i], 0);
+            break;
+        case AS_CLIP:
+            if (!first) RECV(TO_PREV);
+            if (!last) SEND(TO_NEXT, 4, 0);
+            if (c->opt_s[i] > 0) COMPUTE(c->opt_s[i]);
+            break;
+        case AS_UPDATE:
+            if (c->opt_s[i] > 0) COMPUTE(c->opt_s[i]);
+            break;
+        }
+    }
+    if (first) PZ_TRY(push_op(p, (op){OP_STEP_END, 0, 0, k, 0}));
+    return PZ_OK;
+}
+
 /* stage i's operations in step k, in a real stage's order */
 static pz_status program(const pz_timing_config *c, const pipe_schedule *sc, int i, int k, prog *p, pipe_action *a) {
     const int S = c->S, first = i == 0, last = i == S - 1;
@@ -129,9 +176,8 @@ static pz_status check(const pz_timing_config *c) {
     if (c->S < 2 || c->S > 1 << 16) return pz_fail(PZ_ERR_ARG, "timing %d stages (expected 2..65536)", c->S);
     if (c->M < 1 || c->M > PZ_MAX_MICRO) return pz_fail(PZ_ERR_ARG, "timing %d micro-batches (expected 1..%d)", c->M, PZ_MAX_MICRO);
     if (!pipe_schedule_of(c->schedule)) return pz_fail(PZ_ERR_ARG, "pipeline schedule %d is not one of pz_pipe_schedules", c->schedule);
-    if (pz_pipe_schedule_overlaps(c->schedule))
-        return pz_fail(PZ_ERR_ARG, "the dry timing mode does not run the asynchronous schedule yet (its steps overlap): time it "
-                       "with a training run on the emulated links (pipezip train --link-bandwidth ... --steps N)");
+    if (pz_pipe_schedule_overlaps(c->schedule) && (c->delay < 0 || c->delay > 1 || (c->tie_e >= 0 && c->tie_e < c->tie_l)))
+        return pz_fail(PZ_ERR_ARG, "the asynchronous schedule runs a delay of 0 or 1 and no head tied across stages");
     if (c->steps < 2) return pz_fail(PZ_ERR_ARG, "timing %d steps (at least 2: the last one is the steady step)", c->steps);
     if (!(c->emu.bandwidth >= 0) || !(c->emu.latency >= 0)) return pz_fail(PZ_ERR_ARG, "a negative bandwidth or latency");
     for (int i = 0; i < c->S; i++) {
@@ -158,9 +204,12 @@ pz_status pz_timing_run(const pz_timing_config *c, pz_timing_result *out) {
     double *work = calloc(4 * (size_t)S, sizeof *work);
     pipe_action *a = malloc(sizeof *a * (2 * PZ_MAX_MICRO + 1));
     ptime *ends = calloc((size_t)c->steps, sizeof *ends);
-    pz_status st = pr && q && w && wt && work && a && ends ? PZ_OK : pz_fail(PZ_ERR_NOMEM, "out of memory timing a step");
-    for (int i = 0; i < S && !st; i++)
-        for (int k = 0; k < c->steps && !st; k++) st = program(c, sc, i, k, &pr[i], a);
+    async_order *order = malloc(sizeof *order);
+    pz_status st = pr && q && w && wt && work && a && ends && order ? PZ_OK : pz_fail(PZ_ERR_NOMEM, "out of memory timing a step");
+    for (int i = 0; i < S && !st; i++) {
+        if (sc->overlaps) async_order_init(order, S, i, c->M, sc->overlaps, c->delay, c->clip, 0);
+        for (int k = 0; k < c->steps && !st; k++) st = sc->overlaps ? program_async(c, i, k, &pr[i], order) : program(c, sc, i, k, &pr[i], a);
+    }
     const int shared = c->emu.model == PZ_WIRE_SHARED;
     const double lat = c->emu.latency;
     int n_ends = 0;
@@ -226,13 +275,13 @@ pz_status pz_timing_run(const pz_timing_config *c, pz_timing_result *out) {
     }
     for (int i = 0; pr && i < S; i++) free(pr[i].ops);
     for (int i = 0; q && i < 2 * S; i++) free(q[i].m);
-    free(pr), free(q), free(w), free(wt), free(work), free(a), free(ends);
+    free(pr), free(q), free(w), free(wt), free(work), free(a), free(ends), free(order);
     return st;
 }
 
 pz_timing_plan pz_timing_plan_of(const pz_pipe_config *pc, const pz_model *m, int batch, double rate, pz_timing_bytes bytes) {
     return (pz_timing_plan){.model = m, .S = pc->n_stages, .cuts = pc->cuts, .M = pc->micro_batches > 0 ? pc->micro_batches : 1,
-                            .schedule = pc->schedule, .clip = pc->clip_norm > 0, .emu = pc->emu, .batch = batch, .rate = rate,
+                            .schedule = pc->schedule, .delay = pc->delay, .clip = pc->clip_norm > 0, .emu = pc->emu, .batch = batch, .rate = rate,
                             .bytes = bytes, .steps = 3};
 }
 
@@ -269,7 +318,7 @@ pz_status pz_timing_of_plan(const pz_timing_plan *p, pz_timing_result *out) {
         if (i + 1 < S) fh[i] = p->bytes.fwd_header[i] * per, ff[i] = p->bytes.fwd_frame[i] * per, fb[i] = p->bytes.bwd_frame[i] * per;
         from = to;
     }
-    const pz_timing_config c = {.S = S, .M = M, .schedule = p->schedule, .emu = p->emu, .steps = p->steps > 1 ? p->steps : 3,
+    const pz_timing_config c = {.S = S, .M = M, .schedule = p->schedule, .delay = p->delay, .emu = p->emu, .steps = p->steps > 1 ? p->steps : 3,
                                 .fwd_header = fh, .fwd_frame = ff, .bwd_frame = fb, .fwd_s = cf, .bwd_s = cb, .opt_s = co,
                                 .tie_e = tie_e, .tie_l = tie_l, .tie_bytes = tie_bytes, .clip = p->clip, .norm_bytes = nb,
                                 .loss_bytes = MSG_LOSS_BYTES};

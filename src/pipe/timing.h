@@ -17,6 +17,7 @@
 typedef struct {
     int S, M;          /* stages, micro-batches per step */
     int schedule;      /* pz_pipe_schedule_kind */
+    int delay;         /* the asynchronous schedule's (--pipe-delay) */
     pz_link_emu emu;   /* every boundary's bandwidth, latency and wire model */
     int steps;         /* steps timed (>= 2; the last one's time is the steady step) */
     /* per boundary b (between stage b and b + 1), per micro-batch: the
@@ -69,7 +70,7 @@ typedef struct {
     const pz_model *model;
     int S;
     const int *cuts;
-    int M, schedule, clip; /* clip: clipping by the global norm (its NORM and CLIP messages) */
+    int M, schedule, delay, clip; /* delay: the asynchronous schedule's; clip: clipping by the global norm (its NORM and CLIP messages) */
     pz_link_emu emu;
     int batch;
     double rate;           /* FLOP/s; or, with micro_seconds > 0, unused: */

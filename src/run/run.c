@@ -578,7 +578,10 @@ static pz_status train_epoch(run *r, int epoch, epoch_sums *e) {
             if (last) PZ_TRY(settle(r, epoch, e, 1));
         }
         int chosen = 0;
-        if (r->auto_micro) PZ_TRY(choose_micro_batches(r, epoch, B, &chosen));
+        if (r->auto_micro) { /* the pipeline is planned again from its whole state */
+            PZ_TRY(settle(r, epoch, e, 0));
+            PZ_TRY(choose_micro_batches(r, epoch, B, &chosen));
+        }
         /* --budget: choose the rungs again (not after the run's last step: nothing would use them) */
         if (pz_budget_due(&r->pc.budget, r->global_step) && r->global_step < r->sched.total_steps) PZ_TRY(budget_round(r, epoch));
         const double now = pz_now();

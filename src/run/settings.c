@@ -772,9 +772,6 @@ pz_status run_plan_check(const pz_run_plan *p) {
     if (p->given[PZ_SET_PIPE_DELAY] && !overlaps)
         return pz_fail(PZ_ERR_ARG, "--pipe-delay %d is the asynchronous schedule's (--pipe-schedule async); %s flushes every step",
                        p->pipe_delay, run_plan_str(p, PZ_SET_PIPE_SCHEDULE));
-    if (overlaps && p->micro_batches == 0)
-        return pz_fail(PZ_ERR_ARG, "--micro-batches auto times the counts with the dry timing mode, which does not run "
-                       "--pipe-schedule async yet: give --micro-batches M");
     if (p->micro_batches == 0) { /* auto */
         if (p->link->remote || p->link->processes)
             return pz_fail(PZ_ERR_ARG, "--micro-batches auto re-plans the pipeline after its first step, which needs every stage in "

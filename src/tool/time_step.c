@@ -117,13 +117,13 @@ static const char *size_str(double bytes, char *buf, size_t cap) {
 
 /* the settings pipezip train shares, as typed, each into its value at once
  * through the run plan's door (the same rows, parsers and errors as train's) */
-static int time_settings(const time_options *o, pz_link_emu *emu, const pz_name **schedule, double *rate, int *M) {
+static int time_settings(const time_options *o, pz_link_emu *emu, const pz_name **schedule, int *delay, double *rate, int *M) {
     pz_run_plan *plan = NULL;
     if (pz_run_plan_create(&plan)) return fail(pz_last_error());
     const struct {
         pz_setting id;
         const char *text;
-    } given[] = {{PZ_SET_PIPE_SCHEDULE, o->schedule}, {PZ_SET_LINK_MODEL, o->link_model}, {PZ_SET_LINK_BANDWIDTH, o->bandwidth},
+    } given[] = {{PZ_SET_PIPE_SCHEDULE, o->schedule}, {PZ_SET_PIPE_DELAY, o->pipe_delay}, {PZ_SET_LINK_MODEL, o->link_model}, {PZ_SET_LINK_BANDWIDTH, o->bandwidth},
                  {PZ_SET_LINK_LATENCY, o->latency},   {PZ_SET_MICRO_BATCHES, o->micro_batches}, {PZ_SET_COMPUTE_RATE, o->compute_rate}};
     int rc = 0;
     for (size_t g = 0; g < sizeof given / sizeof *given && !rc; g++) {
@@ -143,6 +143,7 @@ static int time_settings(const time_options *o, pz_link_emu *emu, const pz_name 
             if (n->value == plan->pipe_schedule) *schedule = n;
         *emu = (pz_link_emu){.bandwidth = plan->bandwidth, .latency = plan->latency, .model = plan->link_model};
         *rate = o->compute_rate ? plan->clock.rate : 0.0;
+        *delay = plan->pipe_delay;
         *M = plan->micro_batches; /* 0: auto */
     }
     pz_run_plan_free(plan);
@@ -265,7 +266,8 @@ int tool_time(const time_options *o, FILE *out) {
     const pz_name *sched = NULL;
     double rate = 0;
     int M = 0;
-    int rc = time_settings(o, &emu, &sched, &rate, &M);
+    int delay = 1;
+    int rc = time_settings(o, &emu, &sched, &delay, &rate, &M);
     if (rc) return rc;
     pz_model_spec spec;
     if (pz_model_spec_parse(&spec, o->model)) return fail(pz_last_error());
@@ -304,7 +306,7 @@ int tool_time(const time_options *o, FILE *out) {
     frames fr = {.model = &model, .S = S, .T = T, .subspace = spec.subspace, .classes = classes, .batch = batch, .cuts = cuts,
                  .fd = fd, .bd = bd, .fh = fh, .ff = ff, .fb = fb};
     if (!rc) rc = time_bytes(o, &fr, M, lm, src, sizeof src, &from_codecs);
-    pz_timing_plan plan = {.model = &model, .S = S, .cuts = cuts, .M = M > 0 ? M : 1, .schedule = sched->value,
+    pz_timing_plan plan = {.model = &model, .S = S, .cuts = cuts, .M = M > 0 ? M : 1, .schedule = sched->value, .delay = delay,
                            .clip = (o->clip_norm < 0 ? lm : o->clip_norm > 0), .emu = emu, .batch = batch,
                            .bytes = {fh, ff, fb}, .steps = o->steps};
     if (!rc && o->links_off_step > 0) { /* the rate whose step with the links off is the one given */

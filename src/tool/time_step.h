@@ -16,7 +16,7 @@ typedef struct {
     const char *cuts;
     const char *micro_batches;/* "M" or "auto" */
     int max_micro;            /* auto: at most this many */
-    const char *schedule, *link_model, *bandwidth, *latency;
+    const char *schedule, *pipe_delay, *link_model, *bandwidth, *latency;
     const char *bytes;        /* "F" or "F/B" bytes per token (sample) each way; or */
     const char *fwd, *bwd;    /* codec specs; or */
     const char *run;          /* a finished run's directory */
