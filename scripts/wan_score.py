@@ -11,10 +11,10 @@ and for --micro-batches auto it is `pipezip time`'s dry step with the bytes
 per token the run carried in those windows (the dry mode equals a real
 pipeline's clock for the same bytes: tests/pipe/test_timing.c; the column
 dry_check is the dry step over the real one for the run's own setting). A
-run of the asynchronous schedule (--pipe-schedule async, which the dry mode
-does not run) gives its own row only, from its own clock; its targets are
-the first sweep's (1F1B's) and the table after its own compares its T with
-1F1B's of the same seed and setting.
+run of an asynchronous schedule (--pipe-schedule async, its numbers) is
+timed as async and eager-async (the same numbers) on both wires; its
+targets are the first sweep's (1F1B's), and a table compares its T with the
+flushing schedules' of the same seed and setting.
 
 The projection to ProtocolNanoGPT's scale: each setting's bytes per token
 relative to bf16's here (per direction), times the dense record's 2048
@@ -37,7 +37,9 @@ import statistics
 import subprocess
 import sys
 
-COMBOS = [("1f1b", "shared"), ("gpipe", "shared"), ("1f1b", "duplex"), ("gpipe", "duplex")]
+COMBOS = [("1f1b", "shared"), ("gpipe", "shared"), ("1f1b", "duplex"), ("gpipe", "duplex"), ("eager-1f1b", "shared"),
+          ("eager-1f1b", "duplex")]
+ASYNC = [(s, w) for s in ("async", "eager-async") for w in ("shared", "duplex")]  # the same numbers, other clocks
 REF = ["--model", "gpt:layers=8,d=1024,heads=8,ctx=1024,untied=1", "--vocab", "50304", "--cuts", "h.0,h.1,h.2,h.3,h.4,h.5,h.6",
        "--tokens-per-step", "524288", "--pipe-schedule", "1f1b", "--link-model", "shared", "--link-bandwidth", "200mbit",
        "--link-latency", "50ms", "--links-off-step", "0.539", "--clip-norm", "0", "--micro-batches", "64"]
@@ -127,7 +129,7 @@ def main():
                   "--link-latency", r["link-latency"], "--compute-rate", r["compute-rate"], "--bytes-per-token", f"{fb!r}/{bb!r}",
                   "--subspace", r.get("subspace") or "0"]
         own = (r["pipe-schedule"], r["link-model"])
-        combos = [own] if own[0] == "async" else COMBOS + [("1f1b", "shared-auto")]
+        combos = ASYNC if own in ASYNC else COMBOS + [("1f1b", "shared-auto")]
         base = dict(sweep=r["sweep"], id=r["id"], setting=setting(r), subspace=r.get("subspace") or "0", fwd=r["fwd"], bwd=r["bwd"],
                     budget=r.get("budget") or "", seed=r["seed"], target_loss=f"{tg:.6g}",
                     final_loss=r["final_test_loss_compressed"], steps_to_target=steps if steps else "",
@@ -137,13 +139,13 @@ def main():
             model = wire.replace("-auto", "")
             micro = "auto" if wire.endswith("auto") else r["micro-batches"]
             real = (sched, wire) == own
-            d = {"step_s": steady, "micro_batches": int(micro)} if sched == "async" else \
-                time_json(a.pipezip, common + ["--pipe-schedule", sched, "--link-model", model, "--micro-batches", micro])
+            delay = ["--pipe-delay", r.get("pipe-delay") or "1"] if (sched, wire) in ASYNC else []
+            d = time_json(a.pipezip, common + ["--pipe-schedule", sched, "--link-model", model, "--micro-batches", micro] + delay)
             step = steady if real else d["step_s"]
             row = dict(base, pipe_schedule=sched, link_model=model, micro_batches=d["micro_batches"],
                        micro_batches_rule="auto" if micro == "auto" else "given",
                        step_source="run" if real else "dry", steady_step_s=f"{step:.6g}",
-                       dry_check=f"{d['step_s'] / steady:.4f}" if real and sched != "async" else "",
+                       dry_check=f"{d['step_s'] / steady:.4f}" if real else "",
                        T_s=f"{steps * step:.6g}" if steps else "",
                        T_strong_s=f"{steps_s * step:.6g}" if steps_s else "",
                        emulated_time_to_target_s=f"{float(hit['emulated_time']):.6g}" if hit and real else "")
@@ -198,8 +200,8 @@ def main():
              + ", ".join(seeds) + " in each cell. The target: each seed's uncompressed final validation loss + 1%; the "
              "strongest target: the better of the uncompressed model's and the subspace model's at full width (K = the width, "
              "nothing compressed) + 1%, and T against the less of those two models' T to it.", ""]
-    tables = [("given", "async", "shared", "async (no flush, one step of delay), shared wire, 64 micro-batches: the runs' own clocks"),
-              ("given", "async", "duplex", "async, duplex links, 64 micro-batches: the runs' own clocks")]
+    tables = [("given", sch, w, f"{sch}, {'shared wire' if w == 'shared' else 'duplex links'}, 64 micro-batches: "
+               + ("the runs' own clocks" if (sch, w) == ("async", "shared") else "dry, from the runs' bytes")) for sch, w in ASYNC]
     tables = [t for t in tables if any(o["pipe_schedule"] == t[1] and o["link_model"] == t[2] for o in out)]
     for rule, sched, wire, title in tables + [("given", "1f1b", "shared", "1F1B, shared wire (ProtocolNanoGPT's meter), 64 micro-batches: the runs' own clocks"),
                                      ("auto", "1f1b", "shared", "1F1B, shared wire, `--micro-batches auto` (dry, from the runs' bytes)"),
@@ -217,25 +219,22 @@ def main():
                          f"{cell(rule, sched, wire, s, 'T_s')} | {cell(rule, sched, wire, s, 'T_vs_fp32')} | {cell(rule, sched, wire, s, 'T_vs_bf16')} | "
                          f"{cell(rule, sched, wire, s, 'steps_to_strong_target')} | {cell(rule, sched, wire, s, 'T_vs_strongest')} |")
         lines.append("")
-    if tables:  # the asynchronous schedule against 1F1B, same seed, setting and wire
-        lines += ["## async against 1F1B (same seed, setting and wire)", "",
-                  "| setting | wire | final loss, 1F1B / async (seeds) | steps to target, 1F1B / async | steady step, 1F1B / async, s | "
-                  "T, 1F1B / async, s | T: async faster by |", "|---|---|---|---|---|---|---|"]
-        for _, _, wire, _ in tables:
+    if tables:  # the asynchronous schedules against the flushing ones, same seed, setting and wire
+        scheds = ["gpipe", "1f1b", "eager-1f1b", "async", "eager-async"]
+        lines += ["## Every schedule, same seeds and settings: T, s (steps to target x steady step)", "",
+                  "The flushing schedules (GPipe, 1F1B, eager 1F1B) train the same numbers (the first sweep's runs); the "
+                  "asynchronous ones theirs (one step of delay). `-`: the target not reached in the run.", "",
+                  "| setting | wire | final loss, flushing / async (seeds) | steps to target, flushing / async | "
+                  + " | ".join(f"T {s}" for s in scheds) + " |", "|---|---|---|---|" + "---|" * len(scheds)]
+        for wire in ("shared", "duplex"):
             for s in settings:
-                pairs = []
-                for o in out:
-                    if o["setting"] != s or o["pipe_schedule"] != "async" or o["link_model"] != wire:
-                        continue
-                    sync = [p for p in out if p["setting"] == s and p["seed"] == o["seed"] and p["pipe_schedule"] == "1f1b" and
-                            p["link_model"] == wire and p["micro_batches_rule"] == "given"]
-                    if sync:
-                        pairs.append((sync[0], o))
-                if not pairs:
+                row = lambda sch: [o for o in out if o["setting"] == s and o["pipe_schedule"] == sch and o["link_model"] == wire and
+                                   o["micro_batches_rule"] == "given"]
+                if not row("async") or not row("1f1b"):
                     continue
-                f = lambda k: " / ".join(f"{p[k] or '-'}, {q[k] or '-'}" for p, q in pairs)
-                gain = " / ".join(f"{float(p['T_s']) / float(q['T_s']):.3f}x" if p["T_s"] and q["T_s"] else "-" for p, q in pairs)
-                lines.append(f"| {s} | {wire} | {f('final_loss')} | {f('steps_to_target')} | {f('steady_step_s')} | {f('T_s')} | {gain} |")
+                pair = lambda k: " / ".join(f"{p[k] or '-'}, {q[k] or '-'}" for p, q in zip(row("1f1b"), row("async")))
+                cells = [" / ".join(o["T_s"] or "-" for o in row(sch)) for sch in scheds]
+                lines.append(f"| {s} | {wire} | {pair('final_loss')} | {pair('steps_to_target')} | " + " | ".join(cells) + " |")
         lines.append("")
     lines += ["## Projected to ProtocolNanoGPT's scale (a projection, not a measurement)", "",
               "| setting | B/token at the record's shape fwd / bwd | step there, s | T projected, s (seeds) | against the records |",

@@ -3,7 +3,13 @@
  * message per frame (variable size: probe, get the count, receive straight
  * into the caller's buffer). The virtual-clock stamp travels as an 8-byte
  * trailer, gathered with the payload by a derived datatype, so the payload
- * is never copied on either side. One thread per rank talks MPI at a time
+ * is never copied on the receiving side. A send does not wait for the
+ * receiver (MPI_Send of a large message would: a rendezvous): it copies the
+ * message and posts it (MPI_Isend), up to SENDS of them outstanding per
+ * link, as an in-process link holds 8 queued messages; the next send past
+ * that waits for the oldest. So the schedules run over MPI with the
+ * buffering they have in one process (the asynchronous schedule's crossing
+ * waves need it). One thread per rank talks MPI at a time
  * (MPI_THREAD_SERIALIZED); receives poll with a short sleep so that
  * oversubscribed ranks leave the cores to the ones computing. */
 #include "link_internal.h"
@@ -15,12 +21,38 @@
 #include <string.h>
 #include <time.h>
 
-enum { TAG_CLOSED = 4000 };
+enum { TAG_CLOSED = 4000, SENDS = 8 };
+
+typedef struct {
+    MPI_Request req;
+    uint8_t *buf;
+    size_t cap;
+} mpi_out;
 
 typedef struct {
     int peer;
     int closed_sent, peer_closed;
+    mpi_out out[SENDS]; /* a ring of posted sends, oldest at head */
+    int head, n;
 } mpi_end;
+
+/* the oldest posted sends that have completed leave the ring; with `wait`,
+ * the oldest is waited for first */
+static pz_status reap(pz_link *l, mpi_end *e, int wait) {
+    while (e->n > 0) {
+        mpi_out *o = &e->out[e->head];
+        int done = 0;
+        if (wait) {
+            if (MPI_Wait(&o->req, MPI_STATUS_IGNORE) != MPI_SUCCESS) return pz_fail(PZ_ERR_IO, "%s: a send to rank %d failed", l->name, e->peer);
+            done = 1, wait = 0;
+        } else if (MPI_Test(&o->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            return pz_fail(PZ_ERR_IO, "%s: a send to rank %d failed", l->name, e->peer);
+        }
+        if (!done) break;
+        e->head = (e->head + 1) % SENDS, e->n--;
+    }
+    return PZ_OK;
+}
 
 int pz_mpi_available(void) { return 1; }
 
@@ -50,18 +82,18 @@ static pz_status mpi_send(pz_link *l, int tag, double stamp, const void *msg, si
     if (e->closed_sent) return pz_fail(PZ_ERR_STATE, "%s: this end was closed; cannot send", l->name);
     if (e->peer_closed) return pz_fail(PZ_ERR_STATE, "%s: the peer closed the link; cannot send", l->name);
     if (len > (size_t)INT32_MAX - 8) return pz_fail(PZ_ERR_ARG, "%s: a %zu-byte message is too large for MPI", l->name, len);
-    uint8_t trailer[8]; /* f64, little-endian */
-    pz_put_f64(trailer, stamp);
-    MPI_Aint at[2];
-    MPI_Get_address(msg ? msg : (const void *)trailer, &at[0]);
-    MPI_Get_address(trailer, &at[1]);
-    int lens[2] = {(int)len, 8};
-    MPI_Datatype t;
-    MPI_Type_create_hindexed(2, lens, at, MPI_BYTE, &t);
-    MPI_Type_commit(&t);
-    const int rc = MPI_Send(MPI_BOTTOM, 1, t, e->peer, tag, MPI_COMM_WORLD);
-    MPI_Type_free(&t);
-    if (rc != MPI_SUCCESS) return pz_fail(PZ_ERR_IO, "%s: MPI_Send to rank %d failed", l->name, e->peer);
+    PZ_TRY(reap(l, e, e->n == SENDS));
+    mpi_out *o = &e->out[(e->head + e->n) % SENDS];
+    if (o->cap < len + 8) {
+        uint8_t *b = realloc(o->buf, len + 8);
+        if (!b) return pz_fail(PZ_ERR_NOMEM, "%s: out of memory for a %zu-byte message", l->name, len + 8);
+        o->buf = b, o->cap = len + 8;
+    }
+    if (len) memcpy(o->buf, msg, len);
+    pz_put_f64(o->buf + len, stamp); /* the trailer: f64, little-endian */
+    if (MPI_Isend(o->buf, (int)(len + 8), MPI_BYTE, e->peer, tag, MPI_COMM_WORLD, &o->req) != MPI_SUCCESS)
+        return pz_fail(PZ_ERR_IO, "%s: MPI_Isend to rank %d failed", l->name, e->peer);
+    e->n++;
     *wire = len + 8;
     return PZ_OK;
 }
@@ -110,10 +142,22 @@ static void mpi_close(pz_link *l) {
     mpi_end *e = l->impl;
     if (e->closed_sent || e->peer_closed) return;
     e->closed_sent = 1;
+    /* the posted sends go first (a peer that takes no more messages has
+     * failed, and Open MPI ends the job) */
+    while (e->n > 0 && !reap(l, e, 1)) {}
     MPI_Send(NULL, 0, MPI_BYTE, e->peer, TAG_CLOSED, MPI_COMM_WORLD);
 }
 
-static void mpi_free(pz_link *l) { free(l->impl); }
+static void mpi_free(pz_link *l) {
+    mpi_end *e = l->impl;
+    for (int i = 0; i < e->n; i++) { /* never completed (the peer died): give up on them */
+        mpi_out *o = &e->out[(e->head + i) % SENDS];
+        MPI_Cancel(&o->req);
+        MPI_Request_free(&o->req);
+    }
+    for (int i = 0; i < SENDS; i++) free(e->out[i].buf);
+    free(e);
+}
 
 static const link_ops mpi_ops = {mpi_send, mpi_recv, NULL, mpi_close, mpi_free};
 

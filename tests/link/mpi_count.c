@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* mpi_count.c — counts what pipezip hands to MPI, independently of
- * pipezip's own counters: an LD_PRELOAD library interposing MPI_Send (the
- * PMPI profiling interface) that sums, per tag, the bytes of every message
+ * pipezip's own counters: an LD_PRELOAD library interposing MPI_Send and
+ * MPI_Isend (the PMPI profiling interface) that sums, per tag, the bytes of every message
  * and writes them at MPI_Finalize to $PZ_MPI_COUNT.<rank>. The test then
  * checks the run's reported bytes against these sums. */
 #include <mpi.h>
@@ -11,11 +11,20 @@
 enum { TAGS = 64 };
 static unsigned long long bytes[TAGS], messages[TAGS];
 
-int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+static void count(int n, MPI_Datatype type, int tag) {
     int size = 0;
     MPI_Type_size(type, &size);
-    if (tag >= 0 && tag < TAGS) bytes[tag] += (unsigned long long)count * (unsigned long long)size, messages[tag]++;
-    return PMPI_Send(buf, count, type, dest, tag, comm);
+    if (tag >= 0 && tag < TAGS) bytes[tag] += (unsigned long long)n * (unsigned long long)size, messages[tag]++;
+}
+
+int MPI_Send(const void *buf, int n, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+    count(n, type, tag);
+    return PMPI_Send(buf, n, type, dest, tag, comm);
+}
+
+int MPI_Isend(const void *buf, int n, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *req) {
+    count(n, type, tag);
+    return PMPI_Isend(buf, n, type, dest, tag, comm, req);
 }
 
 int MPI_Finalize(void) {
