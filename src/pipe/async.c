@@ -227,6 +227,7 @@ static pz_status update(stage *s, int64_t n, float scale) {
 
 /* one action of the order at this stage (t: the step's batch) */
 static pz_status run(stage *s, stage_bufs *b, const async_action *a, step_state *t, size_t blen, int bank) {
+    s->cur_batch = a->batch; /* a budget's probe step is its batch's */
     switch (a->kind) {
     case AS_FWD:
         if (s->index == 0) take_slice(s, b, a->slot, bank, a->m, t);

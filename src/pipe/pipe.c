@@ -56,7 +56,6 @@ static const char *overlap_refusal(const pz_pipe_config *cfg) {
     if (!pz_pipe_schedule_overlaps(cfg->schedule)) return NULL;
     return cfg->delay < 0 || cfg->delay > 1 ? "a delay of 0 or 1 steps"
            : cfg->n_stages < 2              ? "a pipeline of two stages or more"
-           : cfg->budget.kind != PZ_BUDGET_OFF ? "no --budget yet"
            : cfg->serving || cfg->session   ? "its stages in one run (not split learning's turns yet)"
                                             : NULL;
 }

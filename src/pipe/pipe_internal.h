@@ -179,6 +179,7 @@ struct stage {
     float clip_scale;          /* stage 0: the scale of the gradient whose CLIP it sends */
     async_order order;         /* async: where the stream stands here (what the next step's actions are) */
     float bank_lr[2];          /* async: each batch's learning rate, by batch % 2 */
+    int64_t cur_batch;         /* async: the batch (0-based) of the forward or backward running */
     double grad_norm;          /* stage 0, clipping: the last step's global gradient norm (before clipping) */
     uint8_t *kept;             /* split learning: the client state left by the last client */
     size_t kept_len;
@@ -272,6 +273,10 @@ static inline uint8_t *blob_dup(const uint8_t *p, size_t n) {
     if (c && n) memcpy(c, p, n);
     return c;
 }
+
+/* the step (1-based) whose forward or backward runs: the one after the
+ * stage's last update, or (async) the micro-batch's batch */
+static inline int64_t stage_step_of(const stage *s) { return s->async ? s->cur_batch + 1 : s->opt.t + 1; }
 
 /* targets per sample (protocol.h's P) */
 static inline int pipe_targets(const pz_pipe *p) { return p->cfg.targets > 0 ? p->cfg.targets : 1; }

@@ -85,7 +85,7 @@ pz_status pipe_take_micro(stage *s, stage_bufs *b, int m, int first, size_t len,
  * more with each rung, only to count bytes and error. */
 static int probing(stage *s) {
     const pz_budget *bg = &s->pipe->cfg.budget;
-    const int64_t t = s->opt.t + 1;
+    const int64_t t = stage_step_of(s);
     if (!pz_budget_due(bg, t)) return 0;
     if (s->probe_t != t) {
         memset(s->meas, 0, sizeof s->meas);
@@ -241,7 +241,7 @@ pz_status pipe_backward_micro(stage *s, stage_bufs *b, int m) {
         for (int64_t j = 0; j < (int64_t)Bm * in_per; j++)
             if (x[j] == 0.0f) b->dx[j] = 0.0f;
     }
-    if (p->cfg.budget.kind != PZ_BUDGET_OFF && s->probe_t == s->opt.t + 1)
+    if (p->cfg.budget.kind != PZ_BUDGET_OFF && s->probe_t == stage_step_of(s))
         PZ_TRY(probe_rungs(s, b, 1, b->dx, Bm, stage_in_shape(s), b->ids[m], 0));
     const double t1 = pz_now();
     PZ_TRY(stage_encode(s->bwd_tx, b->dx, Bm, stage_in_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));

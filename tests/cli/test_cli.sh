@@ -64,7 +64,6 @@ expect 2 "--pipe-schedule acts on the boundaries" -- "$PZ" train --model gpt-tin
 expect 2 "--compute-rate 100tflops acts on the boundaries" -- "$PZ" train --model gpt-tiny --compute-rate 100tflops --no-out
 # the asynchronous schedule: what it cannot run with yet is refused by name
 expect 2 "--pipe-delay 0 is the asynchronous schedule's \(--pipe-schedule async\); 1f1b flushes" -- "$PZ" train --model gpt-tiny --stages 2 --pipe-schedule 1f1b --pipe-delay 0 --no-out
-expect 2 "--pipe-schedule async \(delay 1\) needs no --budget yet" -- "$PZ" train --model gpt-tiny --stages 2 --pipe-schedule async --budget 10x --steps 1 --no-out
 expect 2 "ties its head to its token table across stages 0 and 1.*untied=1" -- "$PZ" train --model gpt-tiny --stages 2 --pipe-schedule async --steps 1 --no-out
 expect 2 "--pipe-delay must be in \[0, 1\]|--pipe-delay.*0.*1" -- "$PZ" train --model gpt-tiny --stages 2 --pipe-schedule async --pipe-delay 2 --no-out
 expect 0 "micro-batch of 32 samples \(4096 tokens\), async; duplex links" -- "$PZ" time --model gpt:layers=4,d=128,heads=4,ctx=128,untied=1 --stages 4 --pipe-schedule async --fwd q8 --compute-rate 1tflops

@@ -107,6 +107,25 @@ rc=$?
 [ "$rc" -eq 130 ] && grep -qs '"global_step": 14' "$tmp/gpt-async-b/checkpoint/latest.json" && ok || bad "gpt async: SIGTERM at step 14 did not checkpoint it (exit $rc): $(tail -2 "$tmp/gpt-b.log")"
 "$pz" train "${agpt[@]}" --resume "$tmp/gpt-async-b" > "$tmp/gpt-r.log" 2>&1 || bad "gpt async: resume failed: $(tail -3 "$tmp/gpt-r.log")"
 same_run "gpt async SIGTERM" "$tmp/gpt-async-a" "$tmp/gpt-async-b"
+# ... and under a budget (its rounds drain first): the same
+bgpt=(); skip=0
+for a in "${agpt[@]}"; do
+  if [ "$skip" = 1 ]; then skip=0; continue; fi
+  case "$a" in --fwd|--bwd) skip=1; continue ;; esac
+  bgpt+=("$a")
+done
+bgpt+=(--budget 6x --budget-every 4)
+"$pz" train "${bgpt[@]}" --out "$tmp/gpt-asb-a" > "$tmp/gpt-a.log" 2>&1 || bad "gpt async budget: straight run failed: $(tail -3 "$tmp/gpt-a.log")"
+PZ_TEST_SIGNAL_AT_STEP=14 "$pz" train "${bgpt[@]}" --out "$tmp/gpt-asb-b" > "$tmp/gpt-b.log" 2>&1
+"$pz" train "${bgpt[@]}" --resume "$tmp/gpt-asb-b" > "$tmp/gpt-r.log" 2>&1 || bad "gpt async budget: resume failed: $(tail -3 "$tmp/gpt-r.log")"
+same_run "gpt async budget SIGTERM" "$tmp/gpt-asb-a" "$tmp/gpt-asb-b"
+python3 - "$tmp/gpt-asb-a/budget.jsonl" "$tmp/gpt-asb-b/budget.jsonl" <<'PY' && ok || bad "gpt async budget: the resumed run chose other rungs"
+import json, sys
+pick = lambda f: [(r["step"], r["boundary"], r["direction"], r["rung"], r["bytes"]) for r in map(json.loads, open(f))]
+a, b = pick(sys.argv[1]), pick(sys.argv[2])
+assert a and {x[0] for x in a} == {1, 4, 8, 12, 16, 20, 24, 28}, sorted({x[0] for x in a})
+assert sorted(set(a)) == sorted(set(b)), (a[:4], b[:4])
+PY
 # --micro-batches auto: the count chosen after step 1 is in the checkpoint;
 # SIGTERM at step 14, resumed, goes on in that count to the same numbers
 # (untied: a tied table's gradient per micro-batch would make 1 the best count; here 8 is, and the pipeline is re-planned)
