@@ -71,6 +71,22 @@ static pz_status push_msg(queue *q, msg m) {
 #define SEND(DIR, BYTES, HDR) PZ_TRY(push_op(p, (op){OP_SEND, DIR, HDR, k, BYTES}))
 #define COMPUTE(SEC) PZ_TRY(push_op(p, (op){OP_COMPUTE, 0, 0, k, SEC}))
 
+/* a micro-batch's forward at stage i: META and the frame in, the compute,
+ * META and the frame on */
+static pz_status forward_ops(const pz_timing_config *c, int i, int k, prog *p) {
+    const int first = i == 0, last = i == c->S - 1;
+    if (!first) {
+        RECV(TO_PREV);
+        RECV(TO_PREV);
+    }
+    COMPUTE(c->fwd_s[i]);
+    if (!last) {
+        SEND(TO_NEXT, c->fwd_header[i], 1);
+        SEND(TO_NEXT, c->fwd_frame[i], 0);
+    }
+    return PZ_OK;
+}
+
 /* the asynchronous schedule: stage i's operations in step k, from the order
  * a real stage runs (async.c's async_order_step, its state o carried from
  * step to step) */
@@ -80,17 +96,7 @@ static pz_status program_async(const pz_timing_config *c, int i, int k, prog *p,
     const int n = async_order_step(o, c->M, a);
     for (int j = 0; j < n; j++) {
         switch (a[j].kind) {
-        case AS_FWD:
-            if (!first) { /* META, then the frame */
-                RECV(TO_PREV);
-                RECV(TO_PREV);
-            }
-            COMPUTE(c->fwd_s[i]);
-            if (!last) {
-                SEND(TO_NEXT, c->fwd_header[i], 1);
-                SEND(TO_NEXT, c->fwd_frame[i], 0);
-            }
-            break;
+        case AS_FWD: PZ_TRY(forward_ops(c, i, k, p)); break;
         case AS_BWD:
             if (!last) RECV(TO_NEXT);
             COMPUTE(c->bwd_s[i]);
@@ -132,17 +138,7 @@ static pz_status program(const pz_timing_config *c, const pipe_schedule *sc, int
     const int n = sc->actions(S, i, c->M, a);
     for (int j = 0; j < n; j++) {
         switch (a[j].kind) {
-        case PIPE_FWD:
-            if (!first) { /* META, then the frame */
-                RECV(TO_PREV);
-                RECV(TO_PREV);
-            }
-            COMPUTE(c->fwd_s[i]);
-            if (!last) {
-                SEND(TO_NEXT, c->fwd_header[i], 1);
-                SEND(TO_NEXT, c->fwd_frame[i], 0);
-            }
-            break;
+        case PIPE_FWD: PZ_TRY(forward_ops(c, i, k, p)); break;
         case PIPE_BWD:
             if (!last) RECV(TO_NEXT);
             if (tied && i == c->tie_e) RECV(TO_NEXT);
