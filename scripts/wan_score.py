@@ -235,6 +235,16 @@ def main():
                 pair = lambda k: " / ".join(f"{p[k] or '-'}, {q[k] or '-'}" for p, q in zip(row("1f1b"), row("async")))
                 cells = [" / ".join(o["T_s"] or "-" for o in row(sch)) for sch in scheds]
                 lines.append(f"| {s} | {wire} | {pair('final_loss')} | {pair('steps_to_target')} | " + " | ".join(cells) + " |")
+        lines += ["", "Their steady steps, s (seeds; the async runs' own clock on the shared wire includes a drain before "
+                  "each evaluation, the dry ones none):", "",
+                  "| setting | wire | " + " | ".join(scheds) + " |", "|---|---|" + "---|" * len(scheds)]
+        for wire in ("shared", "duplex"):
+            for s in settings:
+                row = lambda sch: [o for o in out if o["setting"] == s and o["pipe_schedule"] == sch and o["link_model"] == wire and
+                                   o["micro_batches_rule"] == "given"]
+                if not row("async") or not row("1f1b"):
+                    continue
+                lines.append(f"| {s} | {wire} | " + " | ".join(" / ".join(o["steady_step_s"] for o in row(sch)) for sch in scheds) + " |")
         lines.append("")
     lines += ["## Projected to ProtocolNanoGPT's scale (a projection, not a measurement)", "",
               "| setting | B/token at the record's shape fwd / bwd | step there, s | T projected, s (seeds) | against the records |",
