@@ -2,10 +2,11 @@
 /* async.c — the asynchronous schedule: a pipeline without a flush.
  *
  * The micro-batches of successive steps form one stream. Stage i of S
- * runs each micro-batch's forward as it comes and keeps warm = min(k(S-1-i),
- * M) of them in flight behind the forwards (k = 1: async; 2: eager-async,
- * whose forwards in flight cover a gradient's round trip on duplex links), so at a step's end it still
- * holds the last `warm` micro-batches of the step's batch; their backward
+ * runs each micro-batch's forward as it comes and keeps warm =
+ * min(k(S-1-i), M) of them in flight behind the forwards (k = 1: async;
+ * 2: eager-async, whose forwards in flight cover a gradient's round trip
+ * on duplex links), so at a step's end it still holds the last `warm`
+ * micro-batches of the step's batch; their backward
  * passes run in the next step, between that batch's forwards. The forward
  * wave of batch b and the backward wave of batch b-1 cross in the
  * pipeline, and no stage waits for a round trip at a step's end (1F1B's
