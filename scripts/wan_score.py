@@ -60,7 +60,8 @@ def setting(r):
     else:
         s = f"{r['fwd']} / {r['bwd']}"
     k = int(r.get("subspace") or 0)
-    return (f"--subspace {k}, " if k else "") + s
+    opt = f", --optimizer {r['optimizer']} --momentum {r.get('momentum') or '0.9'}" if r.get("optimizer") else ""
+    return (f"--subspace {k}, " if k else "") + s + opt
 
 
 def time_json(pz, args):
@@ -228,8 +229,9 @@ def main():
                   + " | ".join(f"T {s}" for s in scheds) + " |", "|---|---|---|---|" + "---|" * len(scheds)]
         for wire in ("shared", "duplex"):
             for s in settings:
-                row = lambda sch: [o for o in out if o["setting"] == s and o["pipe_schedule"] == sch and o["link_model"] == wire and
-                                   o["micro_batches_rule"] == "given"]
+                base = s.split(", --optimizer")[0]  # the flushing runs of the setting an optimizer's async runs change
+                row = lambda sch: [o for o in out if o["setting"] == (s if sch in ("async", "eager-async") else base) and
+                                   o["pipe_schedule"] == sch and o["link_model"] == wire and o["micro_batches_rule"] == "given"]
                 if not row("async") or not row("1f1b"):
                     continue
                 pair = lambda k: " / ".join(f"{p[k] or '-'}, {q[k] or '-'}" for p, q in zip(row("1f1b"), row("async")))
@@ -240,8 +242,9 @@ def main():
                   "| setting | wire | " + " | ".join(scheds) + " |", "|---|---|" + "---|" * len(scheds)]
         for wire in ("shared", "duplex"):
             for s in settings:
-                row = lambda sch: [o for o in out if o["setting"] == s and o["pipe_schedule"] == sch and o["link_model"] == wire and
-                                   o["micro_batches_rule"] == "given"]
+                base = s.split(", --optimizer")[0]
+                row = lambda sch: [o for o in out if o["setting"] == (s if sch in ("async", "eager-async") else base) and
+                                   o["pipe_schedule"] == sch and o["link_model"] == wire and o["micro_batches_rule"] == "given"]
                 if not row("async") or not row("1f1b"):
                     continue
                 lines.append(f"| {s} | {wire} | " + " | ".join(" / ".join(o["steady_step_s"] for o in row(sch)) for sch in scheds) + " |")
