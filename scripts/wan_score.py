@@ -220,6 +220,13 @@ def main():
                          f"{cell(rule, sched, wire, s, 'T_s')} | {cell(rule, sched, wire, s, 'T_vs_fp32')} | {cell(rule, sched, wire, s, 'T_vs_bf16')} | "
                          f"{cell(rule, sched, wire, s, 'steps_to_strong_target')} | {cell(rule, sched, wire, s, 'T_vs_strongest')} |")
         lines.append("")
+    def runs_of(s, sch, wire):
+        """a setting's rows under a schedule and wire; for a flushing schedule those of the setting an optimizer's
+        asynchronous runs change (the flushing runs kept theirs)"""
+        want = s if (sch, wire) in ASYNC else s.split(", --optimizer")[0]
+        return [o for o in out if o["setting"] == want and o["pipe_schedule"] == sch and o["link_model"] == wire and
+                o["micro_batches_rule"] == "given"]
+
     if tables:  # the asynchronous schedules against the flushing ones, same seed, setting and wire
         scheds = ["gpipe", "1f1b", "eager-1f1b", "async", "eager-async"]
         lines += ["## Every schedule, same seeds and settings: T, s (steps to target x steady step)", "",
@@ -229,9 +236,7 @@ def main():
                   + " | ".join(f"T {s}" for s in scheds) + " |", "|---|---|---|---|" + "---|" * len(scheds)]
         for wire in ("shared", "duplex"):
             for s in settings:
-                base = s.split(", --optimizer")[0]  # the flushing runs of the setting an optimizer's async runs change
-                row = lambda sch: [o for o in out if o["setting"] == (s if sch in ("async", "eager-async") else base) and
-                                   o["pipe_schedule"] == sch and o["link_model"] == wire and o["micro_batches_rule"] == "given"]
+                row = lambda sch: runs_of(s, sch, wire)
                 if not row("async") or not row("1f1b"):
                     continue
                 pair = lambda k: " / ".join(f"{p[k] or '-'}, {q[k] or '-'}" for p, q in zip(row("1f1b"), row("async")))
@@ -242,9 +247,7 @@ def main():
                   "| setting | wire | " + " | ".join(scheds) + " |", "|---|---|" + "---|" * len(scheds)]
         for wire in ("shared", "duplex"):
             for s in settings:
-                base = s.split(", --optimizer")[0]
-                row = lambda sch: [o for o in out if o["setting"] == (s if sch in ("async", "eager-async") else base) and
-                                   o["pipe_schedule"] == sch and o["link_model"] == wire and o["micro_batches_rule"] == "given"]
+                row = lambda sch: runs_of(s, sch, wire)
                 if not row("async") or not row("1f1b"):
                     continue
                 lines.append(f"| {s} | {wire} | " + " | ".join(" / ".join(o["steady_step_s"] for o in row(sch)) for sch in scheds) + " |")

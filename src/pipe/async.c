@@ -72,7 +72,7 @@ pz_status async_eval_ready(stage *s) {
 
 void async_order_init(async_order *o, int S, int i, int M, int ahead, int delay, int clip, int64_t updates) {
     memset(o, 0, sizeof *o);
-    o->S = S, o->i = i, o->M = M, o->delay = delay, o->clip = clip;
+    o->i = i, o->delay = delay, o->clip = clip;
     o->ahead = ahead;
     o->warm = ahead * (S - 1 - i) < M ? ahead * (S - 1 - i) : M;
     o->warm0 = ahead * (S - 1) < M ? ahead * (S - 1) : M;
@@ -173,36 +173,6 @@ void async_loaded(stage *s) {
     s->ver[0] = s->ver[1], s->ver[1] = t;
 }
 
-/* stage 0: the driver's BATCH into bank `bank` of the kept batches (the
- * other bank holds the previous batch, whose last micro-batches are still
- * in flight) */
-static pz_status take_batch(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, int bank, step_state *t) {
-    pz_pipe *p = s->pipe;
-    const int64_t in_per = pz_shape_numel(stage_in_shape(s));
-    const size_t B = (size_t)p->cfg.batch_max, P = (size_t)pipe_targets(p);
-    const msg_layout L = pipe_driver_layout(p);
-    msg_meta h = {.ids = b->batch_ids + bank * B, .targets = b->batch_labels + bank * B * P};
-    PZ_TRY(msg_meta_get(batch, blen, 0, p->cfg.batch_max, 1, &L, &h));
-    if (blen != msg_meta_bytes(h.B, &L) + 4 * (size_t)(h.B * in_per))
-        return pz_fail(PZ_ERR_STATE, "a batch of %zu bytes does not fit its header (%d samples)", blen, h.B);
-    pz_get_words(b->batch_x + bank * B * (size_t)in_per, batch + msg_meta_bytes(h.B, &L), (size_t)(h.B * in_per));
-    t->M = s->M > h.B ? h.B : s->M;
-    t->lr = h.lr, t->Btot = h.B;
-    return PZ_OK;
-}
-
-/* stage 0: micro-batch m of the batch in `bank` into slot k (sizes differ
- * by at most one, as pipe_split_batch's) */
-static void take_slice(stage *s, stage_bufs *b, int k, int bank, int m, const step_state *t) {
-    const size_t B = (size_t)s->pipe->cfg.batch_max, P = (size_t)pipe_targets(s->pipe);
-    int at = 0;
-    for (int j = 0; j < m; j++) at += t->Btot / t->M + (j < t->Btot % t->M);
-    const int Bm = t->Btot / t->M + (m < t->Btot % t->M);
-    b->Bm[k] = Bm, b->at[k] = (int)(bank * B) + at;
-    memcpy(b->ids[k], b->batch_ids + bank * B + at, 4 * (size_t)Bm);
-    memcpy(b->labels[k], b->batch_labels + (bank * B + (size_t)at) * P, 4 * (size_t)Bm * P);
-}
-
 /* the update of batch n (0-based: update n + 1) into the version it makes,
  * its gradient scaled by `scale` (clipping) */
 static pz_status update(stage *s, int64_t n, float scale) {
@@ -231,7 +201,7 @@ static pz_status run(stage *s, stage_bufs *b, const async_action *a, step_state 
     s->cur_batch = a->batch; /* a budget's probe step is its batch's */
     switch (a->kind) {
     case AS_FWD:
-        if (s->index == 0) take_slice(s, b, a->slot, bank, a->m, t);
+        if (s->index == 0) pipe_take_slice(s, b, a->slot, bank, a->m, t);
         else if (a->m > 0) PZ_TRY(pipe_take_micro(s, b, a->slot, 0, blen, t)); /* the first was taken to learn M */
         async_use(s, a->slot, vidx(s, a->batch - s->delay)); /* batch n + 1 (1-based) reads W_{n - delay} */
         use_grads(s, a->slot, vidx(s, a->batch));
@@ -252,7 +222,7 @@ static pz_status run(stage *s, stage_bufs *b, const async_action *a, step_state 
 pz_status async_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen) {
     step_state t = {.M = s->M};
     const int bank = (int)(s->order.batches % 2), k0 = (int)(s->order.fwd % s->order.slots);
-    if (s->index == 0) PZ_TRY(take_batch(s, b, batch, blen, bank, &t));
+    if (s->index == 0) PZ_TRY(pipe_take_batch(s, b, batch, blen, bank, &t));
     else PZ_TRY(pipe_take_micro(s, b, k0, 1, blen, &t)); /* the first META says M */
     s->bank_lr[bank] = t.lr;
     async_action a[ASYNC_ACTIONS(PZ_MAX_MICRO)];

@@ -255,6 +255,7 @@ pz_status pz_pipe_drain(pz_pipe *p, float *loss, int *correct) {
 pz_status pz_pipe_evaluate(pz_pipe *p, const float *x, const int32_t *y, int64_t N, int compress, double *loss,
                            double *accuracy) {
     if (!p->has_driver) return pz_fail(PZ_ERR_STATE, "this process has no driver");
+    if (p->in_flight) PZ_TRY(drain(p)); /* before its batches take p->buf */
     const int64_t per = pz_shape_numel(p->cfg.in);
     const int P = pipe_targets(p);
     const msg_layout L = pipe_driver_layout(p);

@@ -47,7 +47,12 @@ typedef struct {
 
 /* the pieces of a step (schedule.c), for the schedules of async.c too: m
  * is the micro-batch's index into the per-micro-batch buffers (its slot) */
-pz_status pipe_split_batch(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, step_state *t);
+/* stage 0: the driver's BATCH into bank `bank` of the kept batches (the
+ * asynchronous schedule's other bank holds the previous batch, still in
+ * flight), and micro-batch m of it into the per-micro-batch buffers of
+ * index k (sizes differ by at most one; a short last batch has fewer) */
+pz_status pipe_take_batch(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, int bank, step_state *t);
+void pipe_take_slice(stage *s, stage_bufs *b, int k, int bank, int m, const step_state *t);
 pz_status pipe_take_micro(stage *s, stage_bufs *b, int m, int first, size_t len, step_state *t);
 pz_status pipe_forward_micro(stage *s, stage_bufs *b, int m, step_state *t);
 pz_status pipe_backward_micro(stage *s, stage_bufs *b, int m);
@@ -109,7 +114,7 @@ typedef struct {
     int64_t batch; /* the batch (0-based) the action is of */
 } async_action;
 typedef struct {
-    int S, i, M, slots, ahead, warm, warm0, delay, clip; /* ahead: k, warm = min(k(S-1-i), M) */
+    int i, slots, ahead, warm, warm0, delay, clip; /* ahead: k, warm = min(k(S-1-i), M) */
     int64_t fwd, bwd, batches, updates; /* micro-batches forwarded, backwarded; batches begun; updates made */
     int64_t item_batch[PZ_MAX_MICRO]; /* per slot: its micro-batch's batch */
     unsigned char item_last[PZ_MAX_MICRO]; /* ... and whether it is that batch's last */

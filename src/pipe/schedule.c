@@ -19,28 +19,36 @@
 #include <signal.h>
 #include <string.h>
 
-/* stage 0: split the driver's BATCH into micro-batches (sizes differ by at
- * most one; a short last batch has fewer); its inputs are kept whole
- * (b->batch_x), each micro-batch's a slice of them */
-pz_status pipe_split_batch(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, step_state *t) {
+pz_status pipe_take_batch(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, int bank, step_state *t) {
     pz_pipe *p = s->pipe;
     const int64_t in_per = pz_shape_numel(stage_in_shape(s));
-    const int P = pipe_targets(p);
+    const size_t B = (size_t)p->cfg.batch_max, P = (size_t)pipe_targets(p);
     const msg_layout L = pipe_driver_layout(p);
-    msg_meta h = {.ids = b->batch_ids, .targets = b->batch_labels};
+    msg_meta h = {.ids = b->batch_ids + bank * B, .targets = b->batch_labels + bank * B * P};
     PZ_TRY(msg_meta_get(batch, blen, 0, p->cfg.batch_max, 1, &L, &h));
     if (blen != msg_meta_bytes(h.B, &L) + 4 * (size_t)(h.B * in_per))
         return pz_fail(PZ_ERR_STATE, "a batch of %zu bytes does not fit its header (%d samples)", blen, h.B);
-    pz_get_words(b->batch_x, batch + msg_meta_bytes(h.B, &L), (size_t)(h.B * in_per));
+    pz_get_words(b->batch_x + bank * B * (size_t)in_per, batch + msg_meta_bytes(h.B, &L), (size_t)(h.B * in_per));
     t->M = s->M > h.B ? h.B : s->M;
     t->lr = h.lr, t->Btot = h.B;
-    for (int m = 0, at = 0; m < t->M; m++) {
-        const int Bm = h.B / t->M + (m < h.B % t->M);
-        b->Bm[m] = Bm, b->at[m] = at;
-        memcpy(b->ids[m], h.ids + at, 4 * (size_t)Bm);
-        memcpy(b->labels[m], h.targets + (size_t)at * P, 4 * (size_t)Bm * P);
-        at += Bm;
-    }
+    return PZ_OK;
+}
+
+void pipe_take_slice(stage *s, stage_bufs *b, int k, int bank, int m, const step_state *t) {
+    const size_t B = (size_t)s->pipe->cfg.batch_max, P = (size_t)pipe_targets(s->pipe);
+    const int q = t->Btot / t->M, r = t->Btot % t->M;
+    const int Bm = q + (m < r), at = m * q + (m < r ? m : r);
+    b->Bm[k] = Bm, b->at[k] = (int)(bank * B) + at;
+    memcpy(b->ids[k], b->batch_ids + bank * B + at, 4 * (size_t)Bm);
+    memcpy(b->labels[k], b->batch_labels + (bank * B + (size_t)at) * P, 4 * (size_t)Bm * P);
+}
+
+/* stage 0: split the driver's BATCH into micro-batches (sizes differ by at
+ * most one; a short last batch has fewer); its inputs are kept whole
+ * (b->batch_x), each micro-batch's a slice of them */
+static pz_status split_batch(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, step_state *t) {
+    PZ_TRY(pipe_take_batch(s, b, batch, blen, 0, t));
+    for (int m = 0; m < t->M; m++) pipe_take_slice(s, b, m, 0, m, t);
     return PZ_OK;
 }
 
@@ -328,7 +336,7 @@ static pz_status finish_step(stage *s, stage_bufs *b, const step_state *t) {
 
 /* what every schedule does before a step's first forward */
 static pz_status begin_step(stage *s, stage_bufs *b, const uint8_t *batch, size_t blen, step_state *t) {
-    if (s->index == 0) PZ_TRY(pipe_split_batch(s, b, batch, blen, t));
+    if (s->index == 0) PZ_TRY(split_batch(s, b, batch, blen, t));
     PZ_TRY(stage_send_tied_weights(s, b));
     memset(s->model[0].grads + s->p0, 0, sizeof(float) * (size_t)(s->p1 - s->p0));
     /* the head's stage never steps its copy of the table: keep its gradient from growing */
@@ -457,8 +465,8 @@ int pz_pipe_schedule_order(const char *schedule, int stages, int stage, int micr
         return -1;
     }
     if (pz_pipe_schedule_overlaps(k->value)) {
-        pz_fail(PZ_ERR_ARG, "schedule async carries micro-batches from one step into the next: it has no order of one step "
-                "to run alone (a torchrun Stage runs gpipe, 1f1b or eager-1f1b)");
+        pz_fail(PZ_ERR_ARG, "schedule %s carries micro-batches from one step into the next: it has no order of one step "
+                "to run alone (a torchrun Stage runs gpipe, 1f1b or eager-1f1b)", k->name);
         return -1;
     }
     if (stages < 1 || stage < 0 || stage >= stages || micro_batches < 1 || micro_batches > PZ_MAX_MICRO) {
