@@ -168,6 +168,7 @@ struct stage {
     pz_codec *probe[2][PZ_BUDGET_RUNGS];
     int rung[2];
     int64_t probe_t;
+    int64_t chosen_t;          /* the step whose BUDGET round this stage has passed (0: none): a replay is refused */
     pz_budget_meas meas[2];
     int meas_n[2];             /* frames measured */
     /* the asynchronous schedule (async.c): two versions of the parameters

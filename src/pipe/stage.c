@@ -207,6 +207,9 @@ static pz_status stage_budget(stage *s, stage_bufs *b, size_t len) {
         return pz_fail(PZ_ERR_STATE, "a BUDGET message of %zu bytes at stage %d (expected %zu: %d items of %d rungs)", len, s->index,
                        8 + (size_t)before * item, before, L);
     const int64_t step = pz_get_i64(b->msg);
+    if (step == s->chosen_t)
+        return pz_fail(PZ_ERR_STATE, "a second BUDGET message for step %lld at stage %d (its rungs were chosen already)", (long long)step,
+                       s->index);
     if (step != s->opt.t || s->probe_t != step)
         return pz_fail(PZ_ERR_STATE, "a BUDGET message after step %lld, but stage %d has taken %lld steps and measured its rungs at "
                        "step %lld (the rungs are chosen after step 1 and every %d steps)", (long long)step, s->index,
@@ -243,6 +246,7 @@ static pz_status stage_budget(stage *s, stage_bufs *b, size_t len) {
     if (r.step != step) return pz_fail(PZ_ERR_STATE, "a BUDGET_SET for step %lld after step %lld", (long long)r.step, (long long)step);
     if (s->next) PZ_TRY(plan_use_rung(s, 0, r.choice[2 * s->index]));
     if (s->index > 0) PZ_TRY(plan_use_rung(s, 1, r.choice[2 * (s->index - 1) + 1]));
+    s->chosen_t = step;
     return pz_link_send(s->prev, MSG_BUDGET_SET, b->msg, rlen);
 }
 
@@ -351,6 +355,20 @@ static pz_status unexpected(const stage *s, int tag) {
     return pz_fail(PZ_ERR_STATE, "unexpected message %s (%d) from %s", msg_name(tag), tag, pz_link_name(s->prev));
 }
 
+/* This stage failed on its own (a send to a neighbour that had stopped,
+ * most often): if a neighbour in this process or an MPI rank said why it
+ * stopped before it did, that is the run's error, not the send's. */
+static void adopt_pending_error(stage *s) {
+    pz_link *l[2] = {s->next, s->prev};
+    uint8_t *buf = NULL;
+    size_t cap = 0, len;
+    int tag, found = 0;
+    for (int i = 0; i < 2 && !found; i++)
+        while (l[i] && !pz_link_is_remote_party(l[i]) && !found && pz_link_recv(l[i], &tag, &buf, &cap, &len, 0.0) == PZ_OK)
+            if (tag == MSG_ERROR) msg_error_text(buf, len, s->error, sizeof s->error), found = 1;
+    free(buf);
+}
+
 void *stage_main(void *arg) {
     stage *s = arg;
     pz_pipe *p = s->pipe;
@@ -404,7 +422,10 @@ void *stage_main(void *arg) {
         default: st = unexpected(s, tag); break;
         }
     }
-    if (st && !s->error[0]) snprintf(s->error, sizeof s->error, "stage %d: %s", s->index, pz_last_error());
+    if (st && !s->error[0]) {
+        snprintf(s->error, sizeof s->error, "stage %d: %s", s->index, pz_last_error());
+        adopt_pending_error(s);
+    }
     if (st) {
         /* tell both neighbours why, then close: they stop in turn */
         const size_t n = strlen(s->error) + 1;

@@ -6,7 +6,8 @@
  * the next step's bytes are exactly what the choice planned, evaluation
  * follows it, a checkpoint resumes with it (the same losses and bytes as
  * the run that went on), and a request at a step nobody measured is
- * refused. */
+ * refused; budget messages tampered with between two halves of the
+ * pipeline (a hostile stage) are refused, naming the problem. */
 #include "tool/xalloc.h"
 #include "../test.h"
 #include "pipe/pipe.h"
@@ -15,6 +16,7 @@
 #include "pipezip/codec.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,6 +443,138 @@ static void pipeline(void) {
     free(x);
 }
 
+/* ---- a hostile stage: budget messages tampered with between stages 1 and 2 ----
+ * The 4-stage pipeline runs as two halves (stages 0-1 with the driver, 2-3
+ * serving), as two MPI ranks would, joined by a relay that passes every
+ * message on except the one a scenario alters, repeats, or forges ahead of
+ * its turn. Each is refused by the stage that receives it, with an error
+ * naming the problem; the error reaches the driver, both halves stop (no
+ * hang, no crash), and no sender takes a rung from a refused BUDGET_SET. */
+enum { T_TRUNC, T_GROW, T_NAN, T_NEG, T_HUGE, T_STEP, T_RUNG, T_RUNG_NEG, T_MET, T_SET_STEP, T_REPLAY, T_EARLY };
+typedef struct {
+    const char *name;
+    int dir;    /* 0: stage 1 -> stage 2 (BUDGET), 1: stage 2 -> stage 1 (BUDGET_SET) */
+    int tag;    /* the message altered (T_EARLY: the message ahead of which a forged one goes) */
+    int act;
+    int at;     /* where it surfaces: 0 the budget round, 1 the next step, 2 the step the forgery interrupts */
+    const char *says;
+} tamper;
+
+typedef struct {
+    pz_link *from, *to;
+    const tamper *t;
+    int dir, done;
+} relay_arg;
+
+static void *relay(void *v) {
+    relay_arg *a = v;
+    uint8_t *buf = NULL;
+    size_t cap = 0, len;
+    int tag;
+    const tamper *t = a->t;
+    const int L = 3, item = (int)msg_budget_item_bytes(L);
+    while (pz_link_recv(a->from, &tag, &buf, &cap, &len, -1.0) == PZ_OK) {
+        int copies = 1;
+        if (t && t->dir == a->dir && tag == t->tag && !a->done) {
+            a->done = 1;
+            CHECK(msg_reserve(&buf, &cap, len + 64) == PZ_OK, "relay buffer");
+            const int set = tag == MSG_BUDGET_SET, n_items = 6;
+            uint8_t *first_err = buf + (set ? 28 + 4 * n_items : 8) + 8 + 16 * 1 + 8; /* item 0, rung 1's error */
+            switch (t->act) {
+            case T_TRUNC: len -= 3; break;
+            case T_GROW: memset(buf + len, 0, 16), len += 16; break;
+            case T_NAN: pz_put_f64(first_err, NAN); break;
+            case T_NEG: pz_put_f64(first_err, -0.25); break;
+            case T_HUGE: pz_put_u64(first_err - 8, (uint64_t)1 << 60); break;
+            case T_STEP: case T_SET_STEP: pz_put_i64(buf, 7); break;
+            case T_RUNG: pz_put_i32(buf + 28 + 4 * 2, L); break;
+            case T_RUNG_NEG: pz_put_i32(buf + 28 + 4 * 3, -1); break;
+            case T_MET: pz_put_i32(buf + 8, 5); break;
+            case T_REPLAY: copies = 2; break;
+            case T_EARLY: { /* a well-formed message of the other kind, for step 1, ahead of this one */
+                const size_t n = t->dir == 0 ? 8 + 3 * (size_t)item : msg_budget_set_bytes(n_items, L);
+                uint8_t *f = calloc(1, n);
+                pz_put_i64(f, 1);
+                CHECK(pz_link_send(a->to, t->dir == 0 ? MSG_BUDGET : MSG_BUDGET_SET, f, n) == PZ_OK, "forged message sent");
+                free(f);
+                break;
+            }
+            }
+        }
+        pz_status st = PZ_OK;
+        for (int c = 0; c < copies && !st; c++) st = pz_link_send(a->to, tag, buf, len);
+        if (st) break;
+    }
+    pz_link_close(a->to);
+    free(buf);
+    return NULL;
+}
+
+static void hostile(void) {
+    static const tamper cases[] = {
+        {"a truncated BUDGET", 0, MSG_BUDGET, T_TRUNC, 0, "a BUDGET message of"},
+        {"an oversized BUDGET", 0, MSG_BUDGET, T_GROW, 0, "a BUDGET message of"},
+        {"a NaN measurement", 0, MSG_BUDGET, T_NAN, 0, "error nan"},
+        {"a negative measurement", 0, MSG_BUDGET, T_NEG, 0, "error -0.25"},
+        {"bytes beyond 2^53", 0, MSG_BUDGET, T_HUGE, 0, "1152921504606846976 bytes"},
+        {"a BUDGET for a step nobody measured", 0, MSG_BUDGET, T_STEP, 0, "measured its rungs at step 1"},
+        {"a truncated BUDGET_SET", 1, MSG_BUDGET_SET, T_TRUNC, 0, "a BUDGET_SET message of"},
+        {"an oversized BUDGET_SET", 1, MSG_BUDGET_SET, T_GROW, 0, "a BUDGET_SET message of"},
+        {"a rung past the ladder", 1, MSG_BUDGET_SET, T_RUNG, 0, "choosing rung 3 of 3"},
+        {"a negative rung", 1, MSG_BUDGET_SET, T_RUNG_NEG, 0, "choosing rung -1 of 3"},
+        {"a met flag of 5", 1, MSG_BUDGET_SET, T_MET, 0, "met 5"},
+        {"a NaN measurement sent back", 1, MSG_BUDGET_SET, T_NAN, 0, "error nan"},
+        {"a BUDGET_SET for an unmeasured step", 1, MSG_BUDGET_SET, T_SET_STEP, 0, "a BUDGET_SET for step 7 after step 1"},
+        {"a replayed BUDGET", 0, MSG_BUDGET, T_REPLAY, 1, "a second BUDGET message for step 1"},
+        {"a replayed BUDGET_SET", 1, MSG_BUDGET_SET, T_REPLAY, 1, "got BUDGET_SET"},
+        {"a BUDGET ahead of its step", 0, MSG_META, T_EARLY, 2, "stage 2 has taken 0 steps"},
+        {"a BUDGET_SET ahead of a gradient", 1, MSG_GRAD, T_EARLY, 2, "got BUDGET_SET"},
+    };
+    float *x = pz_xfloats(B * 784);
+    int32_t y[B];
+    uint32_t ids[B];
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const tamper *t = &cases[k];
+        pz_link *lo_end, *r_lo, *r_hi, *hi_end;
+        CHECK(pz_link_inproc_pair(&lo_end, &r_lo, 8, "stage 1 <-> relay") == PZ_OK && pz_link_inproc_pair(&r_hi, &hi_end, 8, "relay <-> stage 2") == PZ_OK,
+              "pairs");
+        relay_arg up = {r_lo, r_hi, t, 0, 0}, down = {r_hi, r_lo, t, 1, 0};
+        pthread_t tu, td;
+        pthread_create(&tu, NULL, relay, &up), pthread_create(&td, NULL, relay, &down);
+        pz_pipe_config lo = config(PZ_BUDGET_BYTES, 1e12, "q8/q4/q2"), hi = lo;
+        lo.local_set = 1, lo.first_local = 0, lo.last_local = 1, lo.next_link = lo_end;
+        hi.local_set = 1, hi.first_local = 2, hi.last_local = 3, hi.prev_link = hi_end;
+        pz_pipe *ph, *pl;
+        CHECK(pz_pipe_create(&ph, &hi) == PZ_OK, "%s", pz_last_error());
+        CHECK(pz_pipe_create(&pl, &lo) == PZ_OK, "%s", pz_last_error());
+        float loss;
+        int correct;
+        batch(x, y, ids, 0);
+        pz_status st = pz_pipe_train_step(pl, x, y, ids, B, 0.05f, &loss, &correct);
+        if (t->at < 2) {
+            CHECK(st == PZ_OK, "%s: step 1: %s", t->name, pz_last_error());
+            pz_budget_round r;
+            st = pz_pipe_budget(pl, 1, &r);
+            if (t->at == 1) {
+                CHECK(st == PZ_OK, "%s: the round itself passes: %s", t->name, pz_last_error());
+                batch(x, y, ids, 1);
+                st = pz_pipe_train_step(pl, x, y, ids, B, 0.05f, &loss, &correct);
+            }
+        }
+        char why[512];
+        snprintf(why, sizeof why, "%s", pz_last_error());
+        printf("hostile budget message: %s: %s\n", t->name, why);
+        CHECK(st != PZ_OK && strstr(why, t->says), "%s: refused (%d), saying '%s': %s", t->name, st, t->says, why);
+        CHECK(pz_pipe_wait(ph) != PZ_OK, "%s: the serving half stopped", t->name);
+        pz_pipe_free(pl);
+        pz_pipe_free(ph);
+        pthread_join(tu, NULL), pthread_join(td, NULL);
+        CHECK(up.done || down.done, "%s: the relay met its message", t->name);
+        pz_link_free(r_lo), pz_link_free(r_hi);
+    }
+    free(x);
+}
+
 int main(void) {
     pz_set_threads(1);
     grammar();
@@ -451,5 +585,6 @@ int main(void) {
     max_vs_exhaustive();
     messages();
     pipeline();
+    hostile();
     TEST_DONE();
 }
