@@ -25,15 +25,27 @@ warm-up, global gradient clipping over every stage.
 The last stage prints progress and the end summary like `pipezip train`:
 validation loss through the compressed boundaries (their base codecs) and
 uncompressed, and the bytes per boundary and direction against float32.
---out DIR writes config.json, evals.jsonl, boundaries.jsonl, summary.json.
+--out DIR writes config.json, steps.jsonl, evals.jsonl, boundaries.jsonl,
+summary.json.
+
+--checkpoint-every N saves every stage's state (its part, AdamW, the
+schedule, the Stage's codec states and byte counters, the batch sampler)
+after every N steps, each rank to DIR/step-N/rank-R.pt, written whole
+(a temporary file renamed). If a rank dies, the others stop with an error
+naming the rank that stopped and the last checkpoint every rank saved;
+--resume DIR continues from that one to exactly the uninterrupted run's
+step losses, evaluations and byte counts.
 --dump-first-step DIR writes each boundary's first frame each way and the
 tensor it encodes (.npy), to check against the C engine
 (`pipezip codec encode`).
 """
 import argparse
+import datetime
 import json
 import math
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -45,6 +57,7 @@ import torch.nn.functional as F
 
 import pipezip
 from pipezip.pipeline import Stage, SCHEDULES
+from pipezip.torch import PeerLost
 
 KJV_COMMAND = ["/usr/bin/bible", "-l10000", "Gen1:1-Rev22:21"]
 
@@ -78,7 +91,44 @@ def args_of(argv=None):
     p.add_argument("--threads", type=int, default=1, help="torch threads per process")
     p.add_argument("--out", help="a run directory for the metrics")
     p.add_argument("--dump-first-step", help="a directory for the first step's frames and tensors")
+    p.add_argument("--checkpoint-every", type=int, default=0, help="save every stage's state every N steps (0: never)")
+    p.add_argument("--checkpoint-dir", help="where the checkpoints go (default: OUT/checkpoints)")
+    p.add_argument("--resume", help="a checkpoint directory: go on from the last step every rank saved whole")
+    p.add_argument("--timeout", type=float, default=300, help="seconds a collective waits for the other ranks")
     return p.parse_args(argv)
+
+
+# ---- checkpoints ----------------------------------------------------------------
+# What must match for a checkpoint to continue this run (the rest, such as
+# --out or --eval-windows, may change).
+SAME = ("fwd", "bwd", "layers", "d", "heads", "ctx", "data", "batch", "micro_batches", "schedule", "steps", "lr",
+        "weight_decay", "warmup", "clip_norm", "seed", "eval_every")
+
+
+def last_whole(d, stages):
+    """the last step-N under d that every rank saved (None: none)"""
+    best = None
+    for name in os.listdir(d) if os.path.isdir(d) else ():
+        m = re.fullmatch(r"step-(\d+)", name)
+        if m and all(os.path.isfile(os.path.join(d, name, f"rank-{r}.pt")) for r in range(stages)):
+            best = max(best or 0, int(m.group(1)))
+    return best
+
+
+def save(d, step, rank, state):
+    os.makedirs(os.path.join(d, f"step-{step}"), exist_ok=True)
+    path = os.path.join(d, f"step-{step}", f"rank-{rank}.pt")
+    tmp = f"{path}.tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def keep_until(path, step):
+    """a JSONL metrics file cut back to the records of steps <= step"""
+    if os.path.exists(path):
+        rows = [l for l in open(path) if l.strip() and json.loads(l)["step"] <= step]
+        with open(path, "w") as f:
+            f.writelines(rows)
 
 
 # ---- data ---------------------------------------------------------------------
@@ -200,8 +250,11 @@ def main():
             sys.exit(f"torch_pipeline_gpt: {flag} {w} is fewer windows than the {a.micro_batches} micro-batches an evaluation "
                      f"batch splits into: give at least {a.micro_batches} (or 0: every held-out window)")
     torch.set_num_threads(a.threads)
-    dist.init_process_group("gloo")
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=a.timeout))
     rank, S = dist.get_rank(), dist.get_world_size()
+    ckpt = a.checkpoint_dir or (os.path.join(a.out, "checkpoints") if a.out else None)
+    if a.checkpoint_every and not ckpt:
+        sys.exit("torch_pipeline_gpt: --checkpoint-every needs --checkpoint-dir or --out")
     if a.layers < S:
         sys.exit(f"torch_pipeline_gpt: {a.layers} blocks cannot fill {S} stages")
     (xtr, ytr), (xva, yva) = load_text(a)
@@ -218,7 +271,7 @@ def main():
             np.save(os.path.join(dump, f"b{boundary}_{kind}.npy"), x)
             with open(os.path.join(dump, f"b{boundary}_{kind}.pzf"), "wb") as f:
                 f.write(frame.tobytes())
-    stage = Stage(part, fwd=fwd, bwd=bwd, micro_batches=a.micro_batches, schedule=a.schedule, tap=tap,
+    stage = Stage(part, fwd=fwd, bwd=bwd, micro_batches=a.micro_batches, schedule=a.schedule, tap=tap, max_samples=len(xtr),
                   link_bandwidth=a.link_bandwidth, link_latency=a.link_latency, link_model=a.link_model)
     tie = dist.new_group([0, S - 1]) if S > 1 else None
     tied = (part.wte.weight if part.first else part.head) if S > 1 and (part.first or part.last) else None
@@ -233,12 +286,36 @@ def main():
     if S == 1:  # one stage: the head is the token table itself
         part.head = part.wte.weight
     rng = np.random.default_rng(a.seed)  # the same batches on every rank
+    start, loss = 0, None
+    if a.resume:
+        found = [last_whole(a.resume, S) if rank == 0 else None]
+        dist.broadcast_object_list(found, src=0)  # every rank goes on from the same step
+        if found[0] is None:
+            sys.exit(f"torch_pipeline_gpt: rank {rank}: no checkpoint in {a.resume} that all {S} ranks saved whole")
+        st = torch.load(os.path.join(a.resume, f"step-{found[0]}", f"rank-{rank}.pt"))
+        differ = [k for k in SAME if st["args"].get(k) != getattr(a, k)]
+        if st["stages"] != S or differ:
+            what = ", ".join(f"--{k.replace('_', '-')} {st['args'][k]}" for k in differ) or f"{st['stages']} stages"
+            sys.exit(f"torch_pipeline_gpt: rank {rank}: {a.resume}/step-{found[0]} was saved by another run ({what})")
+        part.load_state_dict(st["part"])
+        opt.load_state_dict(st["opt"])
+        sched.load_state_dict(st["sched"])
+        stage.load_state_dict(st["stage"])
+        rng.bit_generator.state = st["rng"]
+        start, loss = st["step"], st["loss"]
+        if rank == S - 1:
+            print(f"resumed from {a.resume}/step-{start}", flush=True)
     out = a.out if rank == S - 1 else None
     if out:
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "config.json"), "w") as f:
             json.dump(dict(vars(a), stages=S, blocks_per_stage=per, model=f"gpt:layers={a.layers},d={a.d},heads={a.heads},ctx={a.ctx}"), f, indent=1)
-        evals = open(os.path.join(out, "evals.jsonl"), "w")
+        for name in ("steps.jsonl", "evals.jsonl"):  # a resumed run keeps what came before its checkpoint
+            keep_until(os.path.join(out, name), start) if start else open(os.path.join(out, name), "w").close()
+        evals = open(os.path.join(out, "evals.jsonl"), "a")
+        steplog = open(os.path.join(out, "steps.jsonl"), "a")
+    kill = os.environ.get("PZ_TEST_KILL_RANK_AT")  # tests: "R:K" SIGKILLs rank R right after step K (a state, not a time)
+    kill = tuple(map(int, kill.split(":"))) if kill else None
 
     def evaluate(windows, plain):
         # batches of --batch, the last one shorter (a whole number of
@@ -253,12 +330,43 @@ def main():
             tot += r * b if stage.last else 0.0
         return tot / n
 
+    class Stopped(Exception):
+        pass
+
+    def on_term(signum, frame):  # torchrun ends every rank when one fails: say where this one was
+        raise Stopped()
+    signal.signal(signal.SIGTERM, on_term)
     t0 = time.time()
-    for step in range(1, a.steps + 1):
+    try:
+        v, vp, rows, loss = train(a, stage, part, opt, sched, rng, xtr, ytr, evaluate, tied, tie, S, start, loss,
+                                  out and (evals, steplog), ckpt, rank, kill, t0)
+    except (PeerLost, RuntimeError, Stopped) as e:
+        if isinstance(e, PeerLost):
+            why = f"rank {e.peer} stopped while this rank {e.what} it"
+        elif isinstance(e, Stopped):
+            why = "stopped by SIGTERM (torchrun stops every rank once one has failed: its report names that one)"
+        elif re.search(r"Connection (closed|reset)|Broken pipe|Timed out", str(e)):  # gloo, in a collective
+            why = f"another rank stopped during a collective ({str(e).splitlines()[0]})"
+        else:
+            raise
+        whole = last_whole(ckpt, S) if ckpt else None
+        sys.exit(f"torch_pipeline_gpt: rank {rank}: step {stage.steps + 1}: {why}; "
+                 + (f"the last checkpoint every rank saved whole is {ckpt}/step-{whole} (go on with --resume {ckpt})"
+                    if whole else "no checkpoint was saved whole (--checkpoint-every N keeps one)"))
+    if stage.last:
+        finish(a, stage, rows, v, vp, loss, S, t0, out, out and evals)
+    dist.destroy_process_group()
+
+
+def train(a, stage, part, opt, sched, rng, xtr, ytr, evaluate, tied, tie, S, start, loss, logs, ckpt, rank, kill, t0):
+    """steps start+1 .. a.steps; returns the last evaluation (compressed,
+    plain) and every boundary's traffic"""
+    v = vp = None
+    for step in range(start + 1, a.steps + 1):
         idx = torch.from_numpy(rng.integers(0, len(xtr), a.batch))
         opt.zero_grad(set_to_none=False)
         loss = stage.train_step(inputs=xtr[idx] if stage.first else None, targets=ytr[idx] if stage.last else None,
-                                loss_fn=loss_fn)
+                                loss_fn=loss_fn, ids=idx)  # the windows' ids: aqsgd keeps its state per sample
         if tied is not None:
             dist.all_reduce(tied.grad, group=tie)
         if a.clip_norm > 0:  # the global norm over every stage (the tied table counted once)
@@ -271,6 +379,9 @@ def main():
                     p.grad.mul_(a.clip_norm / (norm + 1e-6))
         opt.step()
         sched.step()
+        if logs:
+            logs[1].write(json.dumps({"step": step, "train_loss": loss}) + "\n")
+            logs[1].flush()
         if step % a.eval_every == 0 or step == a.steps:
             last = step == a.steps
             v = evaluate(a.final_eval_windows if last else a.eval_windows, False)
@@ -281,37 +392,45 @@ def main():
                     rec["val_loss_plain"] = vp
                 print(f"step {step}/{a.steps}  train loss {loss:.4f}  val loss {v:.4f} (compressed)"
                       + (f", {vp:.4f} (plain)" if vp is not None else "") + f"  {time.time() - t0:.0f}s", flush=True)
-                if out:
-                    evals.write(json.dumps(rec) + "\n")
-                    evals.flush()
-    rows = stage.boundary_stats()
-    if stage.last:
-        fb = sum(r["fwd_bytes"] for r in rows)
-        bb = sum(r["bwd_bytes"] for r in rows)
-        f32 = sum(r["fwd_fp32_bytes"] + r["bwd_fp32_bytes"] for r in rows)
-        print(f"finished: gpt:layers={a.layers},d={a.d},heads={a.heads},ctx={a.ctx} in {S} stages ({a.schedule}, "
-              f"{a.micro_batches} micro-batches), {a.steps} steps in {time.time() - t0:.0f}s")
-        print(f"validation loss {v:.4f} through the compressed boundaries, {vp:.4f} uncompressed")
-        if stage.links_emulated:
-            print(f"links emulated at {a.link_bandwidth or 'unlimited'}, {a.link_latency} latency, {a.link_model}: "
-                  f"the last stage waited {stage.waited():.1f}s for frames on the wire")
-        if rows:
-            print(f"{fb / 1e6:.2f} MB forward + {bb / 1e6:.2f} MB backward, {f32 / max(1, fb + bb):.2f}x less than fp32")
-            print(f"  {'boundary':>8}  {'fwd codec':<20} {'bytes':>10} {'ratio':>7}  {'bwd codec':<20} {'bytes':>10} {'ratio':>7}")
+                if logs:
+                    logs[0].write(json.dumps(rec) + "\n")
+                    logs[0].flush()
+        if a.checkpoint_every and step % a.checkpoint_every == 0 and step < a.steps:
+            save(ckpt, step, rank, {"step": step, "loss": loss, "stages": S, "args": {k: getattr(a, k) for k in SAME},
+                                    "part": part.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+                                    "stage": stage.state_dict(), "rng": rng.bit_generator.state})
+        if kill == (rank, step):
+            os.kill(os.getpid(), signal.SIGKILL)
+    return v, vp, stage.boundary_stats(), loss
+
+
+def finish(a, stage, rows, v, vp, loss, S, t0, out, evals):
+    """the last stage's summary: printed, and into --out"""
+    fb = sum(r["fwd_bytes"] for r in rows)
+    bb = sum(r["bwd_bytes"] for r in rows)
+    f32 = sum(r["fwd_fp32_bytes"] + r["bwd_fp32_bytes"] for r in rows)
+    print(f"finished: gpt:layers={a.layers},d={a.d},heads={a.heads},ctx={a.ctx} in {S} stages ({a.schedule}, "
+          f"{a.micro_batches} micro-batches), {a.steps} steps in {time.time() - t0:.0f}s")
+    print(f"validation loss {v:.4f} through the compressed boundaries, {vp:.4f} uncompressed")
+    if stage.links_emulated:
+        print(f"links emulated at {a.link_bandwidth or 'unlimited'}, {a.link_latency} latency, {a.link_model}: "
+              f"the last stage waited {stage.waited():.1f}s for frames on the wire")
+    if rows:
+        print(f"{fb / 1e6:.2f} MB forward + {bb / 1e6:.2f} MB backward, {f32 / max(1, fb + bb):.2f}x less than fp32")
+        print(f"  {'boundary':>8}  {'fwd codec':<20} {'bytes':>10} {'ratio':>7}  {'bwd codec':<20} {'bytes':>10} {'ratio':>7}")
+        for r in rows:
+            print(f"  {r['boundary']:>8}  {r['fwd']:<20} {r['fwd_bytes'] / 1e6:>8.2f}MB {r['fwd_ratio']:>6.2f}x  "
+                  f"{r['bwd']:<20} {r['bwd_bytes'] / 1e6:>8.2f}MB {r['bwd_ratio']:>6.2f}x")
+    if out:
+        evals.close()
+        with open(os.path.join(out, "boundaries.jsonl"), "w") as f:
             for r in rows:
-                print(f"  {r['boundary']:>8}  {r['fwd']:<20} {r['fwd_bytes'] / 1e6:>8.2f}MB {r['fwd_ratio']:>6.2f}x  "
-                      f"{r['bwd']:<20} {r['bwd_bytes'] / 1e6:>8.2f}MB {r['bwd_ratio']:>6.2f}x")
-        if out:
-            evals.close()
-            with open(os.path.join(out, "boundaries.jsonl"), "w") as f:
-                for r in rows:
-                    f.write(json.dumps(r) + "\n")
-            with open(os.path.join(out, "summary.json"), "w") as f:
-                json.dump({"waited_seconds": stage.waited(), "val_loss": v, "val_loss_plain": vp, "train_loss": loss, "steps": a.steps, "stages": S,
-                           "fwd_bytes": fb, "bwd_bytes": bb, "fp32_bytes": f32,
-                           "ratio": f32 / (fb + bb) if fb + bb else None, "seconds": time.time() - t0,
-                           "library": pipezip.library_version()}, f, indent=1)
-    dist.destroy_process_group()
+                f.write(json.dumps(r) + "\n")
+        with open(os.path.join(out, "summary.json"), "w") as f:
+            json.dump({"waited_seconds": stage.waited(), "val_loss": v, "val_loss_plain": vp, "train_loss": loss, "steps": a.steps,
+                       "stages": S, "fwd_bytes": fb, "bwd_bytes": bb, "fp32_bytes": f32,
+                       "ratio": f32 / (fb + bb) if fb + bb else None, "seconds": time.time() - t0,
+                       "library": pipezip.library_version()}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ pipezip.torch.ddp_hook).
 Each rank encodes its bucket (the gradients DDP flattened into one
 tensor) as a frame (lowrank: each gradient matrix of the bucket as a frame
 of its own, as PowerSGD compresses them, and the vectors and matrices too
-small to gain uncompressed), the ranks all-gather their frames (their lengths first)
-and every rank decodes each one with the codec's stateless base and
+small to gain uncompressed), the ranks all-gather their frames (one message
+a bucket: the frames' lengths, then their bytes; the lengths first) and
+every rank decodes each one with the codec's stateless base and
 averages them in rank order, so all ranks step with the same gradient. A
 stateful sender (ef(...): error feedback; lowrank's warm start: PowerSGD's)
 keeps its state per bucket, in state_dict(). With "none" the result is
@@ -102,22 +103,35 @@ def _exchange(state, frame):
     return [g[:int(n)].numpy() for g, n in zip(got, lens)]
 
 
-def _send(state, key, t, tx):
-    """t (this rank's) through tx, every rank's frame decoded and averaged into t"""
-    flat = t.detach()
-    frame = _encode(tx, flat.to(torch.float32) if flat.device.type != "cpu" else flat, None)
-    if state.tap is not None:
-        state.tap(key, flat.clone(), bytes(frame))
-    state.sent.bytes += len(frame)
-    state.sent.elements += flat.numel()
-    state.sent.frames += 1
-    acc = np.zeros(flat.numel(), dtype=np.float32)
-    rx = state.decoder if tx is not state.plain else state.plain
-    for f in _exchange(state, frame):
-        acc += rx.decode(f).reshape(-1)
-    if acc.size:
-        acc /= np.float32(dist.get_world_size(state.process_group))
-    t.copy_(torch.from_numpy(acc).reshape(t.shape).to(t.dtype))
+def _send(state, items):
+    """items: (key, t, tx), t this rank's tensor: each through its sender tx;
+    the frames travel as one message per rank (their lengths, then their
+    bytes: one exchange a bucket, however many tensors it holds), and every
+    rank's frames are decoded and averaged into each t in rank order"""
+    frames = []
+    for key, t, tx in items:
+        flat = t.detach()
+        frame = _encode(tx, flat.to(torch.float32) if flat.device.type != "cpu" else flat, None)
+        if state.tap is not None:
+            state.tap(key, flat.clone(), bytes(frame))
+        state.sent.bytes += len(frame)
+        state.sent.elements += flat.numel()
+        state.sent.frames += 1
+        frames.append(np.frombuffer(bytes(frame), dtype=np.uint8))
+    head = np.array([len(f) for f in frames], dtype="<u8").view(np.uint8)
+    acc = [np.zeros(t.numel(), dtype=np.float32) for _, t, _ in items]
+    for blob in _exchange(state, np.concatenate([head] + frames)):
+        lens = blob[:8 * len(items)].view("<u8")
+        at = 8 * len(items)
+        for i, (_, _, tx) in enumerate(items):
+            rx = state.decoder if tx is not state.plain else state.plain
+            acc[i] += rx.decode(blob[at:at + int(lens[i])]).reshape(-1)
+            at += int(lens[i])
+    world = np.float32(dist.get_world_size(state.process_group))
+    for a, (_, t, _) in zip(acc, items):
+        if a.size:
+            a /= world
+        t.copy_(torch.from_numpy(a).reshape(t.shape).to(t.dtype))
 
 
 def ddp_hook(state, bucket):
@@ -125,16 +139,18 @@ def ddp_hook(state, bucket):
     DDPCompression state: the bucket's gradient through state.spec, averaged
     over the ranks."""
     if state.rank:  # lowrank: each gradient matrix on its own (a view of the bucket), the rest uncompressed
+        items = []
         for i, g in enumerate(bucket.gradients()):
             rows = g.shape[0] if g.dim() > 1 else 1
             cols = g.numel() // max(rows, 1)
             if g.dim() > 1 and state.rank * (rows + cols) < rows * cols:
-                _send(state, (bucket.index(), i), g.view(rows, cols), state.sender(bucket.index() * 4096 + i, g.numel()))
+                items.append(((bucket.index(), i), g.view(rows, cols), state.sender(bucket.index() * 4096 + i, g.numel())))
             else:
-                _send(state, (bucket.index(), i), g.view(-1), state.plain)
+                items.append(((bucket.index(), i), g.view(-1), state.plain))
+        _send(state, items)
     else:  # the whole bucket as one frame
         g = _bucket_tensor(bucket)
-        _send(state, bucket.index(), g.view(-1), state.sender(bucket.index(), g.numel()))
+        _send(state, [(bucket.index(), g.view(-1), state.sender(bucket.index(), g.numel()))])
     fut = torch.futures.Future()
     fut.set_result(_bucket_tensor(bucket))
     return fut

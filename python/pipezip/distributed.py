@@ -10,7 +10,17 @@ import torch.distributed as dist
 
 from . import Error, empty, _as_f32, link_arrival, parse_bandwidth, parse_duration
 
-__all__ = ["send", "isend", "recv", "recv_frame", "Link", "Wire"]
+__all__ = ["send", "isend", "recv", "recv_frame", "Link", "Wire", "PeerLost"]
+
+
+class PeerLost(ConnectionError):
+    """A peer stopped (its process died or closed its connection) while
+    this process exchanged a frame with it. .peer is its rank (global, as
+    torch.distributed's send and recv take it), .what the exchange. The transport's own error is the __cause__."""
+
+    def __init__(self, peer, what, cause):
+        self.peer, self.what = peer, what
+        super().__init__(f"pipezip: rank {peer} stopped while this rank {what} it ({cause})")
 
 
 class _Side:
@@ -99,12 +109,15 @@ class _Sent:
     elsewhere; it keeps the frame's buffers alive until then. .frame is
     the frame (a uint8 array), .bytes its length."""
 
-    def __init__(self, works, keep, frame):
-        self._works, self._keep, self.frame, self.bytes = works, keep, frame, len(frame)
+    def __init__(self, works, keep, frame, peer=None):
+        self._works, self._keep, self.frame, self.bytes, self._peer = works, keep, frame, len(frame), peer
 
     def wait(self):
         for w in self._works:
-            w.wait()
+            try:
+                w.wait()
+            except RuntimeError as e:
+                raise PeerLost(self._peer, "sent a frame to", e) from e
         self._works, self._keep = [], None
         return self.bytes
 
@@ -203,8 +216,11 @@ def isend(tensor, dst, codec, group=None, ids=None, tag=0, link=None):
     emulated Link, its arrival time; then its bytes). Returns a handle
     whose wait() returns the frame's length."""
     head, body, frame = _frame_message(codec, tensor, ids, group, link)
-    works = [dist.isend(head, dst, group=group, tag=tag), dist.isend(body, dst, group=group, tag=tag)]
-    return _Sent(works, (head, body), frame)
+    try:
+        works = [dist.isend(head, dst, group=group, tag=tag), dist.isend(body, dst, group=group, tag=tag)]
+    except RuntimeError as e:
+        raise PeerLost(dst, "sent a frame to", e) from e
+    return _Sent(works, (head, body), frame, dst)
 
 
 def send(tensor, dst, codec, group=None, ids=None, tag=0, link=None):
@@ -220,12 +236,18 @@ def recv_frame(src, group=None, tag=0, link=None):
     Link, not before its arrival time."""
     dev = _wire(group)
     head = torch.empty(2, dtype=torch.int64, device=dev)
-    dist.recv(head, src, group=group, tag=tag)
+    try:
+        dist.recv(head, src, group=group, tag=tag)
+    except RuntimeError as e:
+        raise PeerLost(src, "waited for a frame from", e) from e
     n, at = int(head[0]), int(head[1])
     if not 64 <= n <= _FRAME_MAX:
         raise _mismatch(f"pipezip: rank {src} announced a frame of {n} bytes; not a pipezip frame message")
     body = torch.empty(n, dtype=torch.uint8, device=dev)
-    dist.recv(body, src, group=group, tag=tag)
+    try:
+        dist.recv(body, src, group=group, tag=tag)
+    except RuntimeError as e:
+        raise PeerLost(src, "waited for a frame from", e) from e
     if link is not None and at:
         link.arrive(at / 1e9, n)
     return body.cpu().numpy().tobytes()

@@ -37,12 +37,12 @@ import numpy as np
 import torch
 
 from . import Codec
-from .distributed import (Link, Wire, _Counter, _Side, _count, _decode_like, _encode, _mismatch, isend, recv, recv_frame,
+from .distributed import (Link, PeerLost, Wire, _Counter, _Side, _count, _decode_like, _encode, _mismatch, isend, recv, recv_frame,
                           send)
 from .pipeline import Stage
 from .ddp import DDPCompression, ddp_hook
 
-__all__ = ["Boundary", "compress", "send", "isend", "recv", "recv_frame", "Link", "Wire", "Stage", "DDPCompression", "ddp_hook"]
+__all__ = ["Boundary", "compress", "send", "isend", "recv", "recv_frame", "Link", "Wire", "PeerLost", "Stage", "DDPCompression", "ddp_hook"]
 
 
 def _through(link, t, ids, counter, side, measure, tap=None):
