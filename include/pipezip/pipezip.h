@@ -109,7 +109,8 @@ PZ_API pz_status pz_net_train_step(pz_net *net, const float *x, const int32_t *l
     X(LINK_MODEL)         /* emulated links: "duplex" (a wire per direction) or "shared" (one inbound wire per stage, stop and wait) */ \
     X(ACTIVATION_MEMORY)  /* --micro-batches auto: the most activation memory a stage may hold ("2GB"; unset: no bound) */ \
     X(PROJECT)            /* with SUBSPACE: each cut sends K learned orthonormal coefficients per token (0: off) */ \
-    X(PIPE_DELAY)         /* --pipe-schedule async: a batch's gradient is applied this many steps late (0 or 1) */
+    X(PIPE_DELAY)         /* --pipe-schedule async: a batch's gradient is applied this many steps late (0 or 1) */ \
+    X(DUMP_BOUNDARIES)    /* "N:DIR": step N's boundary tensors, before their codecs, as .npy files in DIR */
 
 #define PZ_SETTING_ENUM_(NAME) PZ_SET_##NAME,
 typedef enum { PZ_SETTINGS(PZ_SETTING_ENUM_) PZ_SET_COUNT } pz_setting;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "args.h"
+#include "tensor_file.h"
 #include "tool/bench.h"
 #include "pipezip/codec.h"
 
@@ -87,7 +88,8 @@ int bench_codecs(int argc, char **argv) {
          "best|scalar|avx2|avx512|all"},
         {"codecs", OPT_STR, &codecs, "LIST", "codec specs separated by ';'", 0, 0, NULL},
         {"sizes", OPT_STR, &sizes, "LIST", "tensor sizes in elements, ','-separated (1e4 .. 1e8)", 0, 0, NULL},
-        {"data", OPT_STR, &data, "KIND", "value distribution", 0, 0, "activation|gradient|both"},
+        {"data", OPT_STR, &data, "KIND", "value distribution, or a tensor file (.npy, e.g. from pipezip train --dump-boundaries) "
+         "taken as it is, its shape the frames' (--sizes and --width then unused)", 0, 0, NULL},
         {"threads", OPT_INT, &threads, "N", "threads for codecs and the bandwidth probe", 1, 1024, NULL},
         {"width", OPT_INT, &width, "D", "tensors of 16 x tokens x D, a transformer's (per=token: vectors of D; each size rounded down to a multiple of 16 D); 0: 16 x size/16", 0, 1 << 20, NULL},
         {"repeat", OPT_INT, &repeat, "N", "timed runs per measurement (median)", 1, 1000, NULL},
@@ -131,8 +133,18 @@ int bench_codecs(int argc, char **argv) {
         pz_codec_free(c);
         specs[n_specs++] = t;
     }
+    pz_tensor t = {0};
+    const int kind = !strcmp(data, "activation") || !strcmp(data, "gradient") || !strcmp(data, "both");
+    if (!kind && pz_tensor_read(data, NULL, &t)) {
+        fprintf(stderr, "pipezip bench codecs: --data '%s' is not activation, gradient, both or a tensor file: %s\n", data, pz_last_error());
+        return 2;
+    }
+    const char *base = strrchr(data, '/');
     const bench_codecs_options o = {.specs = specs, .n_specs = n_specs, .sizes = ns, .n_sizes = n_sizes,
                                     .activation = strcmp(data, "gradient") != 0, .gradient = strcmp(data, "activation") != 0,
-                                    .width = width, .threads = threads, .repeat = repeat, .json = !strcmp(format, "json")};
-    return tool_bench_codecs(&o, stdout);
+                                    .width = width, .threads = threads, .repeat = repeat, .json = !strcmp(format, "json"),
+                                    .tensor = kind ? NULL : &t, .tensor_name = base ? base + 1 : data};
+    const int rc2 = tool_bench_codecs(&o, stdout);
+    free(t.data);
+    return rc2;
 }

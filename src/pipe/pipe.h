@@ -79,6 +79,8 @@ typedef struct {
                                not free it); the client must CHECK first, may not STOP, and the session ends
                                when it closes the link */
     const struct pz_pipe_state *restore; /* start the local stages from this snapshot (NULL: fresh, or resume) */
+    const char *dump_dir;   /* with dump_step >= 1: that step's training tensors into DIR as .npy files (stage_dump) */
+    int64_t dump_step;
 } pz_pipe_config;
 
 /* The local stages' whole state (parameters, statistics, optimizer, codec

@@ -261,6 +261,10 @@ void *stage_main(void *arg);
 /* Receive `want` on l; an ERROR becomes this stage's error as sent. */
 pz_status stage_recv(stage *s, pz_link *l, int want, uint8_t **buf, size_t *cap, size_t *len, double timeout_s);
 /* Encode t (B samples of shape sh) with tx into *frame, grown as needed. */
+/* --dump-boundaries: at the configured step, micro-batch m's tensor t (B
+ * samples of sh) going into the activations' (dir 0) or gradients' (dir 1)
+ * codec, as DIR/b<boundary>_<fwd|bwd>_m<m>.npy (float32) */
+pz_status stage_dump(const stage *s, int dir, int m, const float *t, int B, pz_shape sh);
 pz_status stage_encode(pz_codec *tx, const float *t, int B, pz_shape sh, const uint32_t *ids, uint8_t **frame,
                        size_t *frame_cap, size_t *flen, pz_codec_stats *stats);
 

@@ -154,6 +154,7 @@ pz_status pipe_forward_micro(stage *s, stage_bufs *b, int m, step_state *t) {
     const int measure = sample && !s->fwd_lossless;
     const msg_layout L = pipe_layout(p);
     if (probe) PZ_TRY(probe_rungs(s, b, 0, out, Bm, stage_out_shape(s), b->ids[m], msg_meta_bytes(Bm, &L)));
+    PZ_TRY(stage_dump(s, 0, m, out, Bm, stage_out_shape(s)));
     t0 = pz_now();
     PZ_TRY(stage_encode(s->fwd_tx, out, Bm, stage_out_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
     s->rep.act_encode_s += pz_now() - t0;
@@ -251,6 +252,7 @@ pz_status pipe_backward_micro(stage *s, stage_bufs *b, int m) {
     }
     if (p->cfg.budget.kind != PZ_BUDGET_OFF && s->probe_t == stage_step_of(s))
         PZ_TRY(probe_rungs(s, b, 1, b->dx, Bm, stage_in_shape(s), b->ids[m], 0));
+    PZ_TRY(stage_dump(s, 1, m, b->dx, Bm, stage_in_shape(s)));
     const double t1 = pz_now();
     PZ_TRY(stage_encode(s->bwd_tx, b->dx, Bm, stage_in_shape(s), b->ids[m], &b->frame, &b->frame_cap, &flen, measure ? &cs : NULL));
     s->rep.grad_encode_s += pz_now() - t1;

@@ -10,6 +10,8 @@
 #include "pipe_internal.h"
 #include "base/wire.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +26,31 @@ pz_status stage_encode(pz_codec *tx, const float *t, int B, pz_shape sh, const u
     const size_t need = pz_codec_max_frame_bytes(tx, nd, shape);
     PZ_TRY(msg_reserve(frame, frame_cap, need));
     return pz_codec_encode(tx, t, nd, shape, ids, *frame, *frame_cap, flen, stats);
+}
+
+pz_status stage_dump(const stage *s, int dir, int m, const float *t, int B, pz_shape sh) {
+    const pz_pipe *p = s->pipe;
+    if (!p->cfg.dump_dir || stage_step_of(s) != p->cfg.dump_step) return PZ_OK;
+    int64_t dims[1 + PZ_SHAPE_MAX];
+    const int nd = pz_shape_batch(sh, B, dims);
+    char shape[160] = "", path[4096];
+    size_t n = 0;
+    int64_t count = 1;
+    for (int i = 0; i < nd; i++) n += (size_t)snprintf(shape + n, sizeof shape - n, "%lld, ", (long long)dims[i]), count *= dims[i];
+    /* numpy's format 1.0: magic, version, the header's length, a dict padded to 64 bytes, then the data */
+    char hdr[256];
+    int hl = snprintf(hdr + 10, sizeof hdr - 10, "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", shape);
+    while ((10 + hl + 1) % 64) hdr[10 + hl++] = ' ';
+    hdr[10 + hl++] = '\n';
+    memcpy(hdr, "\x93NUMPY\x01\x00", 8);
+    hdr[8] = (char)(hl & 0xff), hdr[9] = (char)(hl >> 8);
+    PZ_TRY(pz_mkdir_p(p->cfg.dump_dir));
+    snprintf(path, sizeof path, "%s/b%d_%s_m%d.npy", p->cfg.dump_dir, dir ? s->index : s->index + 1, dir ? "bwd" : "fwd", m);
+    FILE *f = fopen(path, "wb");
+    if (!f) return pz_fail(PZ_ERR_IO, "--dump-boundaries: cannot write %s: %s", path, strerror(errno));
+    const int ok = fwrite(hdr, 1, (size_t)(10 + hl), f) == (size_t)(10 + hl) && fwrite(t, sizeof *t, (size_t)count, f) == (size_t)count;
+    if (fclose(f) || !ok) return pz_fail(PZ_ERR_IO, "--dump-boundaries: writing %s failed", path);
+    return PZ_OK;
 }
 
 pz_status stage_check_frame(const char *what, int nd, const int64_t *shape, int B, pz_shape sh) {

@@ -361,6 +361,7 @@ pz_status run_pipe_config(const pz_run_plan *p, const pz_model *model, const pz_
     pc->micro_batches = p->micro_batches;
     pc->schedule = p->pipe_schedule;
     pc->delay = p->pipe_delay;
+    if (p->dump_step) pc->dump_step = p->dump_step, pc->dump_dir = strchr(run_plan_str(p, PZ_SET_DUMP_BOUNDARIES), ':') + 1;
     pc->clock = p->clock;
     pc->max_samples = (uint32_t)train->n;
     pc->timeout_s = p->timeout;

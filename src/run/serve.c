@@ -87,8 +87,8 @@ static pz_status serve_setup(const pz_run_plan *cfg, const pz_serve_options *o, 
 typedef struct {
     const pz_serve_options *o;
     pz_pipe_state snap;
-    int have_snap, sessions, n_done, n_joined;
-    uint64_t *done, joined[256]; /* clients that had a turn: if one fails later it dropped out, wherever it failed */
+    int have_snap, sessions, n_done, n_joined, cap_joined;
+    uint64_t *done, *joined; /* joined: clients that had a turn (if one fails later it dropped out, wherever it failed) */
 } serve_state;
 
 /* A session's pipeline has stopped (ps: how): keep its state if it closed
@@ -115,7 +115,13 @@ static pz_status session_ended(serve_state *sv, pz_pipe *pipe, pz_link *link, pz
         if (e) return *advance = 0, e;
         sv->have_snap = 1;
         finished = last;
-        id_add(sv->joined, &sv->n_joined, 256, client);
+        if (!id_in(sv->joined, sv->n_joined, client) && sv->n_joined == sv->cap_joined) { /* as many as come, however long it serves */
+            const int cap = sv->cap_joined ? 2 * sv->cap_joined : 64;
+            uint64_t *j = realloc(sv->joined, (size_t)cap * sizeof *j);
+            if (!j) return *advance = 0, pz_fail(PZ_ERR_NOMEM, "out of memory for %d clients' ids", cap);
+            sv->joined = j, sv->cap_joined = cap;
+        }
+        id_add(sv->joined, &sv->n_joined, sv->cap_joined, client);
     } else {
         char esc[1100];
         pz_escape_text(esc, sizeof esc, ended); /* the reason may be the client's own ERROR text */
@@ -167,6 +173,7 @@ pz_status pz_run_serve(const pz_run_plan *cfg, const pz_serve_options *o) {
         if (advance) pz_link_zmq_next_session(link);
     }
     free(sv.done);
+    free(sv.joined);
     pz_pipe_state_free(&sv.snap);
     pz_link_free(link);
     return st;

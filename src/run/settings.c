@@ -158,6 +158,15 @@ static pz_status parse_turn(pz_run_plan *p, const char *t, const char *flag) {
     return PZ_OK;
 }
 
+static pz_status parse_dump(pz_run_plan *p, const char *t, const char *flag) {
+    char *end;
+    const long long n = strtoll(t, &end, 10);
+    if (end == t || *end != ':' || n < 1 || !end[1])
+        return pz_fail(PZ_ERR_ARG, "%s expects N:DIR (a step N >= 1 and a directory), got '%s'", flag, t);
+    p->dump_step = n;
+    return PZ_OK;
+}
+
 static pz_status parse_shard(pz_run_plan *p, const char *t, const char *flag) {
     int k, n;
     char extra;
@@ -448,6 +457,10 @@ const run_setting run_settings[PZ_SET_COUNT] = {
         "--pipe-schedule async: each batch's gradient is applied D steps late, through the weights its forward used (1: "
         "PipeDream-2BW's W_u = W_{u-1} - lr g_u(W_{u-2}); 0: every step ends with its batch done, 1F1B's numbers)",
         FP_BY(fp_pipe_delay)),
+    TEXT(PZ_SET_DUMP_BOUNDARIES, "dump-boundaries", "dump_boundaries", parse_dump, NULL, "N:DIR",
+         "write every boundary's training tensors of step N (each micro-batch's activations and gradients as they go into "
+         "--fwd and --bwd) into DIR as .npy files, b<B>_fwd_m<M>.npy and b<B>_bwd_m<M>.npy (boundary B from 1): what the "
+         "codecs see in a real run, for pipezip codec encode and pipezip bench codecs --data FILE", NULL),
 };
 
 const run_setting *run_setting_of(pz_setting id) { return (unsigned)id < PZ_SET_COUNT ? &run_settings[id] : NULL; }

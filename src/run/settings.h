@@ -73,6 +73,7 @@ struct pz_run_plan {
     double timeout;
     int turn;                  /* 0: the whole run is one turn, -1: every epoch, K: every K steps */
     int shard_index, shard_count;
+    int64_t dump_step;         /* --dump-boundaries N:DIR (0: none; DIR in text[PZ_SET_DUMP_BOUNDARIES] after the colon) */
     /* the run directory */
     int metrics;               /* run_metrics_format */
     int log_every, eval_every;

@@ -5,6 +5,8 @@
 #ifndef PZ_TOOL_BENCH_H
 #define PZ_TOOL_BENCH_H
 
+#include "base/base.h"
+
 #include <stdio.h>
 
 /* `pipezip bench train`: median time of a training step of a preset */
@@ -34,6 +36,8 @@ typedef struct {
     int width;                /* 0: tensors of 16 x size/16; else 16 x tokens x width (a transformer's) */
     int activation, gradient; /* which value distributions */
     int threads, repeat, json;
+    const pz_tensor *tensor;  /* instead of the above: this tensor as it is (a real run's, --data FILE); sizes and width unused */
+    const char *tensor_name;  /* its label in the table */
 } bench_codecs_options;
 int tool_bench_codecs(const bench_codecs_options *o, FILE *out);
 

@@ -64,10 +64,12 @@ static void fill(float *x, int64_t n, int activation) {
  * beside a bandwidth probe pass; prints the row */
 static int bench_row(const bench_codecs_options *o, const probe *pr, const char *spec, const float *x, float *y, int64_t n,
                      int activation, FILE *out) {
-    const int64_t shape[3] = {16, o->width ? n / 16 / o->width : n / 16, o->width};
-    const int ndim = o->width ? 3 : 2;
-    uint32_t ids[16];
-    for (int i = 0; i < 16; i++) ids[i] = (uint32_t)i;
+    int64_t shape[PZ_MAX_DIMS] = {16, o->width ? n / 16 / o->width : n / 16, o->width};
+    int ndim = o->width ? 3 : 2;
+    if (o->tensor) ndim = o->tensor->ndim, memcpy(shape, o->tensor->shape, sizeof shape);
+    const char *data = o->tensor ? o->tensor_name : activation ? "activation" : "gradient";
+    uint32_t *ids = pz_xcalloc((size_t)shape[0], sizeof *ids);
+    for (int64_t i = 0; i < shape[0]; i++) ids[i] = (uint32_t)i;
     pz_codec *tx, *rx;
     pz_codec_create(&tx, spec);
     pz_codec_create(&rx, spec);
@@ -98,15 +100,14 @@ static int bench_row(const bench_codecs_options *o, const probe *pr, const char 
                          "\"encode_gb_per_s\": %.3f, \"decode_gb_per_s\": %.3f, \"encode_fraction_of_bw\": %.3f, "
                          "\"decode_fraction_of_bw\": %.3f, \"bits_per_element\": %.4f, \"rel_error\": %.6g, "
                          "\"encode_ms\": %.4f, \"decode_ms\": %.4f, \"read_gb_per_s\": %.3f}\n",
-                    spec, (long long)n, (long long)shape[ndim - 1], activation ? "activation" : "gradient", o->threads, enc, dec, enc / rbw, dec / rbw,
+                    spec, (long long)n, (long long)shape[ndim - 1], data, o->threads, enc, dec, enc / rbw, dec / rbw,
                     st.bits_per_element, st.rel_error, 1e3 * pz_median(te, repeat), 1e3 * pz_median(td, repeat), rbw);
         else
-            fprintf(out, "%-40s %9lld %-10s %9.2f %4.0f%% %9.2f %4.0f%% %8.3f %9.4f %9.1f\n", spec, (long long)n,
-                    activation ? "activation" : "gradient", enc, 100 * enc / rbw, dec, 100 * dec / rbw, st.bits_per_element,
+            fprintf(out, "%-40s %9lld %-10s %9.2f %4.0f%% %9.2f %4.0f%% %8.3f %9.4f %9.1f\n", spec, (long long)n, data, enc, 100 * enc / rbw, dec, 100 * dec / rbw, st.bits_per_element,
                     st.rel_error, rbw);
         fflush(out);
     }
-    free(te), free(td), free(tb), free(frame);
+    free(te), free(td), free(tb), free(frame), free(ids);
     pz_codec_free(tx), pz_codec_free(rx);
     return rc;
 }
@@ -123,14 +124,22 @@ int tool_bench_codecs(const bench_codecs_options *o, FILE *out) {
                 pz_codec_kernels_best()->name);
     else {
         fprintf(out, "pipezip bench codecs: %d thread%s, %s kernels, memory read bandwidth %.1f GB/s at the start (median of 5);\n"
-                     "tensors of 16 samples x %s;\n"
+                     "tensors of %s%s;\n"
                      "%%bw: against the read bandwidth probed between the same row's timed runs (read GB/s)\n",
                 o->threads, o->threads > 1 ? "s" : "", pz_codec_kernels_best()->name, bw,
-                o->width ? "tokens x width" : "size/16 (per=token: a vector of size/16)");
+                o->tensor ? "" : "16 samples x ", o->tensor ? "a file's shape, as it is" : o->width ? "tokens x width" : "size/16 (per=token: a vector of size/16)");
         fprintf(out, "%-40s %9s %-10s %9s %5s %9s %5s %8s %9s %9s\n", "codec", "elements", "data", "enc GB/s", "%bw", "dec GB/s", "%bw",
                 "bits/el", "rel.err", "read GB/s");
     }
     int rc = 0;
+    if (o->tensor) { /* a real run's tensor, as it is */
+        int64_t n = 1;
+        for (int i = 0; i < o->tensor->ndim; i++) n *= o->tensor->shape[i];
+        float *y = pz_xfloats((size_t)n);
+        for (int s = 0; s < o->n_specs && !rc; s++) rc = bench_row(o, &pr, o->specs[s], o->tensor->data, y, n, 0, out);
+        free(y), free(pr.w);
+        return rc;
+    }
     for (int si = 0; si < o->n_sizes && !rc; si++) {
         const int64_t n = o->sizes[si];
         float *x = pz_xfloats((size_t)n), *y = pz_xfloats((size_t)n);

@@ -78,6 +78,27 @@ out=$("$PZ" bench codecs --kernels all --codecs q4 --sizes 1e4 --repeat 1 --data
 if grep -q "scalar kernels" <<<"$out" && [ "$(grep -c "^q4 " <<<"$out")" -eq "$(grep -c "kernels, memory read" <<<"$out")" ]; then ok
 else bad "bench codecs --kernels all: $out"; fi
 expect 2 "--kernels 'sse' is not one of: best\|scalar\|avx2\|avx512\|all" -- "$PZ" bench codecs --kernels sse
+# --dump-boundaries N:DIR: step N's tensors as they go into each codec, as .npy (the run's numbers unchanged);
+# bench codecs --data FILE times the codecs on one, and codec encode takes it
+dm=(--model mlp --cuts relu1 --data synthetic --limit-train 96 --limit-test 32 --batch 32 --micro-batches 2 --steps 3 --log-every 1 --progress none)
+"$PZ" train "${dm[@]}" --out "$tmp/dump_a" --dump-boundaries "2:$tmp/dump" > /dev/null 2>&1 && ok || bad "--dump-boundaries run"
+"$PZ" train "${dm[@]}" --out "$tmp/dump_b" > /dev/null 2>&1 && ok || bad "the run without it"
+/usr/bin/python3 - "$tmp" <<'PY' && ok || bad "--dump-boundaries: the files or the numbers"
+import json, os, sys
+import numpy as np
+t = sys.argv[1]
+assert sorted(os.listdir(f"{t}/dump")) == [f"b1_{d}_m{m}.npy" for d in ("bwd", "fwd") for m in (0, 1)], os.listdir(f"{t}/dump")
+for m in (0, 1):
+    a, g = np.load(f"{t}/dump/b1_fwd_m{m}.npy"), np.load(f"{t}/dump/b1_bwd_m{m}.npy")
+    assert a.shape == g.shape == (16, 256, 1, 1) and a.dtype == np.float32, (a.shape, g.shape)
+    assert (a >= 0).all() and (a > 0).any() and np.isfinite(g).all() and (g != 0).any()  # after a ReLU; its gradient
+rows = [[json.loads(l)["loss"] for l in open(f"{t}/dump_{k}/steps.jsonl")] for k in "ab"]
+assert rows[0] == rows[1] and len(rows[0]) == 3, rows
+PY
+expect 0 "^q8 +4096 b1_fwd_m0.npy" -- "$PZ" bench codecs --data "$tmp/dump/b1_fwd_m0.npy" --codecs q8 --repeat 1
+expect 0 "4096 elements" -- "$PZ" codec encode --codec q8 "$tmp/dump/b1_bwd_m1.npy" "$tmp/dump.pzf"
+expect 2 "--dump-boundaries expects N:DIR" -- "$PZ" train --model mlp --dump-boundaries 0:x --no-out
+expect 2 "not activation, gradient, both or a tensor file" -- "$PZ" bench codecs --data "$tmp/none.npy"
 # --subspace: a GPT's, at most its width, not with --grad-mask fwd; models lists the lifts
 expect 2 "--subspace 8 confines a GPT's residual stream: it needs --model gpt-tiny" -- "$PZ" train --model resnet8 --subspace 8 --no-out
 expect 2 "--subspace 200 is wider than gpt-tiny's residual stream \(128\): give 1 to 128" -- "$PZ" train --model gpt-tiny --subspace 200 --no-out
