@@ -218,7 +218,7 @@ pz_status pz_codec_encode(pz_codec *c, const float *x, int ndim, const int64_t *
         PZ_TRY(base_decode(&h, c->k, hat, &c->sc));
     }
     if (c->d.wrap) PZ_TRY(c->d.wrap->update(c, x, shape, n, ids, t, hat, &received));
-    if (c->d.zstd_level) PZ_TRY(entropy_pack(c, frame, len));
+    if (c->d.zstd_level || c->d.huf) PZ_TRY(entropy_pack(c, frame, len));
     if (stats) {
         stats->elements = (uint64_t)n;
         stats->bytes = *len;
@@ -302,7 +302,7 @@ static void describe_frame(const frame_header *h, char *buf, size_t cap) {
     for (int bit = 1; bit <= OPT_ALL; bit <<= 1)
         if (h->options & bit) ADD(",%s", frame_value_text(PZ_FIELD_OPTION, bit));
 #undef ADD
-    const char *z = h->flags & FLAG_ZSTD ? "+zstd" : "";
+    const char *z = h->flags & FLAG_ZSTD ? "+zstd" : h->flags & FLAG_HUF ? "+huf" : "";
     if (h->wrapper != WRAP_NONE) snprintf(buf, cap, "%s(%s%s)", frame_value_text(PZ_FIELD_WRAPPER, h->wrapper), base, z);
     else snprintf(buf, cap, "%s%s", base, z);
 }
@@ -317,6 +317,7 @@ static int frame_fits(const pz_codec *c, const frame_header *h) {
     if (h->wrapper == WRAP_AQSGD_WARMUP) return wire == WRAP_AQSGD && h->fam == codec_family_plain;
     if (h->wrapper != wire || h->fam != p->fam) return 0;
     if ((h->flags & FLAG_ZSTD) && !c->d.zstd_level) return 0;
+    if ((h->flags & FLAG_HUF) && !c->d.huf) return 0;
     const unsigned f = p->fam->fields;
     if ((f & PZ_FRAME_USES_BITS) && h->bits != p->bits) return 0;
     if ((f & PZ_FRAME_USES_GRANULARITY) && h->gran != p->gran) return 0;

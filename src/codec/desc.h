@@ -18,6 +18,7 @@ typedef struct pz_codec_desc {
     int store_fp16;                  /* aqsgd: rows as binary16 */
     char mmap_path[512];             /* aqsgd: rows in a file in this directory */
     int zstd_level;                  /* the entropy stage ("+zstd:L"); 0: none */
+    int huf;                         /* the entropy stage in its Huffman form ("+huf") */
     char text[PZ_CODEC_SPEC_MAX];    /* the spec as written ("q4") */
 } pz_codec_desc;
 

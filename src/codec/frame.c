@@ -102,8 +102,9 @@ pz_status frame_parse(const uint8_t *f, size_t len, frame_header *h) {
     if (h->flags & ~FLAG_ALL) return frame_error(PZ_FRAME_PARAM, "unknown flags 0x%02x", h->flags);
     if (!pz_frame_value_name(PZ_FIELD_WRAPPER, h->wrapper)) return frame_error(PZ_FRAME_PARAM, "unknown wrapper %d", h->wrapper);
     h->raw_len = pz_get_u32(f + 36);
-    if (f[31] || (!(h->flags & FLAG_ZSTD) && h->raw_len) || pz_get_u32(f + 60)) return frame_error(PZ_FRAME_PARAM, "reserved bytes are not zero");
-    if ((h->flags & FLAG_ZSTD) && (h->raw_len == 0 || (uint64_t)h->raw_len > ENTROPY_RAW_MAX(h->n)))
+    if (f[31] || (!(h->flags & FLAG_ENTROPY) && h->raw_len) || pz_get_u32(f + 60)) return frame_error(PZ_FRAME_PARAM, "reserved bytes are not zero");
+    if ((h->flags & FLAG_ENTROPY) == FLAG_ENTROPY) return frame_error(PZ_FRAME_PARAM, "flags 0x%02x: both entropy stages (ZSTD and HUF)", h->flags);
+    if ((h->flags & FLAG_ENTROPY) && (h->raw_len == 0 || (uint64_t)h->raw_len > ENTROPY_RAW_MAX(h->n)))
         return frame_error(PZ_FRAME_PARAM, "the entropy stage declares %u bytes of codec sections, not in 1..%llu for %lld elements",
                            h->raw_len, (unsigned long long)ENTROPY_RAW_MAX(h->n), (long long)h->n);
     if (h->options & ~OPT_ALL) return frame_error(PZ_FRAME_PARAM, "unknown option bits 0x%02x", h->options);
@@ -190,8 +191,8 @@ pz_status pz_frame_inspect(const uint8_t *frame, size_t len, pz_frame_info *info
     info->frame_bytes = len;
     info->checksum = h.crc;
     info->has_ids = h.flags & FLAG_IDS;
-    info->entropy_name = h.flags & FLAG_ZSTD ? "zstd" : NULL;
-    info->body_bytes = h.flags & FLAG_ZSTD ? h.raw_len : h.body_len;
+    info->entropy_name = h.flags & FLAG_ZSTD ? "zstd" : h.flags & FLAG_HUF ? "huf" : NULL;
+    info->body_bytes = h.flags & FLAG_ENTROPY ? h.raw_len : h.body_len;
     info->stored_body_bytes = h.body_len;
     info->granularity_name = pz_frame_value_name(PZ_FIELD_GRANULARITY, h.gran);
     info->value_type_name = pz_frame_value_name(PZ_FIELD_VALUE_TYPE, h.value_type);

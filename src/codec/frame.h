@@ -14,7 +14,7 @@ enum { OPT_SYM = 1, OPT_STOCH = 2, OPT_SIGNED = 4, OPT_UNBIASED = 8, OPT_BYVALUE
 enum { VAL_F32 = 0, VAL_F16 = 1, VAL_BF16 = 2, VAL_QUANT = 3 };
 enum { IDX_NONE = 0, IDX_BITMAP = 1, IDX_DELTA = 2, IDX_AUTO = 3 /* a spec's choice, never on the wire */ };
 enum { WRAP_NONE = 0, WRAP_EF = 1, WRAP_EF21 = 2, WRAP_AQSGD = 3, WRAP_AQSGD_WARMUP = 4 };
-enum { FLAG_IDS = 1, FLAG_ZSTD = 2, FLAG_ALL = 3 };
+enum { FLAG_IDS = 1, FLAG_ZSTD = 2, FLAG_HUF = 4, FLAG_ALL = 7, FLAG_ENTROPY = FLAG_ZSTD | FLAG_HUF };
 
 struct codec_family;
 
@@ -33,7 +33,7 @@ typedef struct {
     uint32_t crc_pre;      /* then: the CRC-32C of header bytes 0..55 and the id section */
     const uint8_t *body;   /* the codec's sections (after entropy_unpack when flags & FLAG_ZSTD) */
     uint64_t body_len;
-    uint32_t raw_len;      /* FLAG_ZSTD: the sections' length before the entropy stage (bytes 36..39) */
+    uint32_t raw_len;      /* FLAG_ZSTD, FLAG_HUF: the sections' length before the entropy stage (bytes 36..39) */
 } frame_header;
 
 /* The entropy stage (entropy.c, FORMAT.md): the most codec-section bytes a

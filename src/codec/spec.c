@@ -4,7 +4,7 @@
  * all from the family and wrapper tables. Parsing is strict: every unknown
  * name, option or out-of-range value is an error that says what is accepted.
  *   list    := item ("," item)*          item := [N "="] spec
- *   spec    := codec ["+" stage]         stage := "zstd" [":" level]
+ *   spec    := codec ["+" stage]         stage := "zstd" [":" level] | "huf"
  *   codec   := base | wrapper "(" base ")" ("," wopt)*
  *   wrapper := "ef" | "ef21" | "aqsgd"
  *   base    := name [":" [F ","] option ("," option)*]
@@ -188,7 +188,7 @@ pz_codec_desc pz_codec_desc_base(const pz_codec_desc *d) {
     pz_codec_desc b;
     memset(&b, 0, sizeof b);
     b.p = d->p;
-    b.zstd_level = d->zstd_level; /* evaluation's frames travel through the same entropy stage */
+    b.zstd_level = d->zstd_level, b.huf = d->huf; /* evaluation's frames travel through the same entropy stage */
     b.p.fam->canonical(&b.p, b.text, sizeof b.text);
     entropy_canonical(&b, b.text, sizeof b.text);
     return b;
@@ -302,6 +302,8 @@ size_t pz_codec_help(char *buf, size_t cap) {
     ADD("An entropy stage after any of them:\n");
     ADD("  SPEC+zstd[:L]\n      the frame's codec sections stored as one zstd frame (level L, 3 unless given) when that is smaller;\n"
         "      lossless: the decoded tensor is SPEC's (e.g. q8+zstd, ef(topk:0.1)+zstd:9)\n");
+    ADD("  SPEC+huf\n      the same under one order-0 Huffman code of the bytes (four streams, pinned bytes): faster than zstd,\n"
+        "      about as small on quantization codes (e.g. q6:bytes+huf)\n");
 #undef ADD
     return n;
 }

@@ -102,8 +102,10 @@ def parse(frame):
         raise ValueError("checksum mismatch")
     if not 1 <= h.ndim <= 4 or any(dims[h.ndim:]):
         raise ValueError("impossible shape")
-    if reserved0 or reserved2 or h.flags & ~3 or h.options & ~127 or (reserved1 and not h.flags & 2):
+    if reserved0 or reserved2 or h.flags & ~7 or h.options & ~127 or (reserved1 and not h.flags & 6):
         raise ValueError("reserved bits set")
+    if h.flags & 6 == 6:
+        raise ValueError("both entropy stages")
     h.dims = list(dims[: h.ndim])
     h.n = int(np.prod(h.dims, dtype=np.int64))
     payload = frame[64:]
@@ -123,8 +125,51 @@ def parse(frame):
         payload = zstandard.ZstdDecompressor().decompress(bytes(payload), max_output_size=raw)
         if len(payload) != raw:
             raise ValueError("zstd length")
+    if h.flags & 4:  # the entropy stage's Huffman form: `raw` bytes under one canonical code, in four streams
+        raw = reserved1
+        if not 1 <= raw <= 16 * h.n + 64:
+            raise ValueError("entropy stage length")
+        payload = huffman_decode(bytes(payload), raw)
     h.body = payload
     return h
+
+
+def huffman_decode(p, raw):
+    """FORMAT.md, Entropy stage, Huffman form: code lengths, three stream
+    lengths, four streams of DEFLATE-packed canonical codes"""
+    if len(p) < 140:
+        raise ValueError("huf table")
+    lens = [p[i // 2] >> (4 * (i % 2)) & 15 for i in range(256)]
+    if max(lens) > 11 or not any(lens) or sum(2.0 ** -l for l in lens if l) > 1:
+        raise ValueError("huf lengths")
+    codes, code = {}, 0  # (length, code) -> symbol, codes assigned by length then symbol
+    for length in range(1, 12):
+        for sym in range(256):
+            if lens[sym] == length:
+                codes[(length, code)] = sym
+                code += 1
+        code <<= 1
+    sizes = list(struct.unpack_from("<3I", p, 128))
+    if 140 + sum(sizes) > len(p):
+        raise ValueError("huf stream lengths")
+    sizes.append(len(p) - 140 - sum(sizes))
+    q = -(-raw // 4)
+    out, at = bytearray(), 140
+    for j in range(4):
+        stream, at = p[at:at + sizes[j]], at + sizes[j]
+        count = min((j + 1) * q, raw) - min(j * q, raw)
+        pos = 0  # bit position in the stream
+        for _ in range(count):
+            code, length = 0, 0
+            while (length, code) not in codes:
+                if length == 11 or pos >= 8 * len(stream):
+                    raise ValueError("huf code")
+                code = code << 1 | stream[pos // 8] >> (pos % 8) & 1
+                pos, length = pos + 1, length + 1
+            out.append(codes[(length, code)])
+        if -(-pos // 8) != len(stream) or (pos % 8 and stream[-1] >> (pos % 8)):
+            raise ValueError("huf stream end")
+    return bytes(out)
 
 
 def units(h, gran):

@@ -9,6 +9,7 @@
 #include "pipezip/codec.h"
 #include "base/base.h"
 #include "kernels/codec_kernels.h"
+#include "codec/huf.h"
 
 static uint8_t frame[1 << 16];
 static size_t flen;
@@ -242,6 +243,125 @@ int main(void) {
         CHECK(flen == tiny_len && !memcmp(f, frame, flen), "a frame zstd cannot shrink is sent as it is");
     }
 
+    { /* the entropy stage's Huffman form: the same floats, fewer bytes, and each way its payload can be wrong */
+        const int64_t big[] = {8, 512};
+        make("q2", 2, big, NULL);
+        static float plain[4096];
+        CHECK(pz_frame_decode(frame, flen, plain, 4096, NULL, NULL) == PZ_OK, "q2 decodes");
+        const size_t plain_len = flen;
+        make("q2+huf", 2, big, NULL);
+        CHECK(frame[7] == 4 && flen < plain_len, "q2 codes of a Gaussian shrink under huf (%zu of %zu bytes)", flen, plain_len);
+        CHECK(pz_frame_decode(frame, flen, out, 4096, NULL, NULL) == PZ_OK && !memcmp(out, plain, sizeof plain), "the same floats");
+        pz_frame_info info;
+        CHECK(pz_frame_inspect(frame, flen, &info) == PZ_OK && info.entropy_name && !strcmp(info.entropy_name, "huf") &&
+                  info.body_bytes == plain_len - 64 && info.stored_body_bytes == flen - 64,
+              "inspect tells the stage and both lengths");
+        uint8_t *h = f + 64; /* the Huffman payload: 128 bytes of lengths, 3 stream lengths, the streams */
+        uint32_t s0;
+        memcpy(&s0, frame + 64 + 128, 4);
+        memcpy(f, frame, flen), f[7] = 6, fix_crc(f, flen);
+        expect("both entropy flags", f, flen, 4096, PZ_FRAME_PARAM);
+        memcpy(f, frame, flen), h[0] = (uint8_t)((h[0] & 0xf0) | 12), fix_crc(f, flen);
+        expect("a code of 12 bits", f, flen, 4096, PZ_FRAME_PAYLOAD);
+        memcpy(f, frame, flen), memset(h, 0x11, 128), fix_crc(f, flen);
+        expect("256 one-bit codes (no prefix code)", f, flen, 4096, PZ_FRAME_PAYLOAD);
+        memcpy(f, frame, flen), memset(h, 0, 128), fix_crc(f, flen);
+        expect("no symbol at all", f, flen, 4096, PZ_FRAME_PAYLOAD);
+        memcpy(f, frame, flen), put32(h + 128, 0xFFFFFFF0u), fix_crc(f, flen);
+        expect("a stream past the payload", f, flen, 4096, PZ_FRAME_PAYLOAD);
+        memcpy(f, frame, flen), put32(h + 128, s0 - 1), fix_crc(f, flen);
+        expect("stream 0 a byte short (its bytes go to stream 1)", f, flen, 4096, PZ_FRAME_PAYLOAD);
+        memcpy(f, frame, flen), put32(h + 128, s0 + 1), fix_crc(f, flen);
+        expect("stream 0 a byte long", f, flen, 4096, PZ_FRAME_PAYLOAD);
+        { /* a byte more at the end: stream 3 longer than its codes */
+            memcpy(f, frame, flen), f[flen] = 0;
+            uint64_t pl = flen + 1 - 64;
+            memcpy(f + 48, &pl, 8), fix_crc(f, flen + 1);
+            expect("a byte after the last stream", f, flen + 1, 4096, PZ_FRAME_PAYLOAD);
+            memcpy(f, frame, flen), pl = flen - 1 - 64;
+            memcpy(f + 48, &pl, 8), fix_crc(f, flen - 1);
+            expect("the last stream cut short", f, flen - 1, 4096, PZ_FRAME_PAYLOAD);
+        }
+        memcpy(f, frame, flen), f[flen - 1] |= 0x80, fix_crc(f, flen);
+        const pz_status st = pz_frame_decode(f, flen, out, 4096, NULL, NULL);
+        CHECK(st == PZ_ERR_FORMAT || memcmp(out, plain, sizeof plain), "a changed last byte is refused or decodes otherwise");
+        memcpy(f, frame, flen), f[100] ^= 0x10;
+        expect("a bit flip in the streams", f, flen, 4096, PZ_FRAME_CHECKSUM);
+        const int64_t tiny[] = {1, 8};
+        make("q8", 2, tiny, NULL);
+        memcpy(f, frame, flen);
+        const size_t tiny_len = flen;
+        make("q8+huf", 2, tiny, NULL);
+        CHECK(flen == tiny_len && !memcmp(f, frame, flen), "a frame huf cannot shrink is sent as it is");
+        /* a strict receiver of another stage, or of none, refuses it; its own takes it, and a frame sent without it */
+        make("q2+huf", 2, big, NULL);
+        pz_codec *rx;
+        const char *others[] = {"q2", "q2+zstd", "q2+huf"};
+        for (int i = 0; i < 3; i++) {
+            CHECK(pz_codec_create(&rx, others[i]) == PZ_OK, "%s", pz_last_error());
+            pz_codec_set_strict(rx, 1);
+            CHECK((pz_codec_decode(rx, frame, flen, out, 4096, NULL, NULL) == PZ_OK) == (i == 2), "a strict %s receiver and a huf frame",
+                  others[i]);
+            pz_codec_free(rx);
+        }
+        make("q8+huf", 2, tiny, NULL);
+        CHECK(pz_codec_create(&rx, "q8+huf") == PZ_OK, "q8+huf");
+        pz_codec_set_strict(rx, 1);
+        CHECK(pz_codec_decode(rx, frame, flen, out, 4096, NULL, NULL) == PZ_OK, "a strict q8+huf receiver takes a frame sent plain");
+        pz_codec_free(rx);
+    }
+
+    { /* huf on bytes of every shape of histogram: one symbol, two, uniform (no gain: sent plain), skewed past 11 bits
+       * (the length limit), every length from 1 to 4099 bytes; each decodes to the same floats */
+        pz_rng rr;
+        pz_rng_seed(&rr, 5);
+        static float a[8192], b[8192], x[8192];
+        int shrank = 0, cases = 0;
+        for (int kind = 0; kind < 5; kind++)
+            for (int n = 1; n <= 4099; n += (n < 40 ? 1 : 97)) {
+                for (int i = 0; i < n; i++) { /* none's codes are the floats' bytes: choose them through the floats */
+                    const uint32_t u = kind == 0 ? 7 : kind == 1 ? (pz_rng_below(&rr, 2) ? 3 : 250)
+                                     : kind == 2 ? (uint32_t)pz_rng_u64(&rr) : 0;
+                    float v;
+                    if (kind < 3) {
+                        const uint32_t w = u | u << 8 | u << 16 | (uint32_t)(kind == 2 ? (uint32_t)pz_rng_u64(&rr) : u) << 24;
+                        memcpy(&v, &w, 4);
+                        if (!isfinite(v)) v = 1.0f;
+                    } else /* geometric: a few values common, many rare */
+                        v = (float)(int)(-log(pz_rng_uniform(&rr) + 1e-12) * (kind == 3 ? 40 : 2));
+                    x[i] = v;
+                }
+                const int64_t sh[] = {n};
+                pz_codec *tx, *tp;
+                CHECK(pz_codec_create(&tx, "none+huf") == PZ_OK && pz_codec_create(&tp, "none") == PZ_OK, "codecs");
+                size_t lh, lp;
+                static uint8_t fh[40000], fp[40000];
+                CHECK(pz_codec_encode(tx, x, 1, sh, NULL, fh, sizeof fh, &lh, NULL) == PZ_OK, "%s", pz_last_error());
+                CHECK(pz_codec_encode(tp, x, 1, sh, NULL, fp, sizeof fp, &lp, NULL) == PZ_OK, "%s", pz_last_error());
+                CHECK(pz_frame_decode(fh, lh, a, 8192, NULL, NULL) == PZ_OK && pz_frame_decode(fp, lp, b, 8192, NULL, NULL) == PZ_OK &&
+                          !memcmp(a, b, sizeof(float) * (size_t)n),
+                      "kind %d, %d floats: %s", kind, n, pz_last_error());
+                CHECK(lh <= lp && ((fh[7] & 4) != 0) == (lh < lp), "kind %d, %d floats: used only where smaller", kind, n);
+                shrank += lh < lp, cases++;
+                pz_codec_free(tx), pz_codec_free(tp);
+            }
+        CHECK(shrank > cases / 2, "huf shrank %d of %d", shrank, cases);
+        /* bytes of probability 2^-1 .. 2^-24: Huffman's code is 24 bits deep, the payload's at most 11 */
+        static uint8_t in[1 << 17], back[1 << 17], pay[(1 << 17) * 2];
+        const size_t n = sizeof in;
+        for (size_t i = 0; i < n; i++) {
+            int k = 0;
+            while (k < 23 && pz_rng_below(&rr, 2)) k++;
+            in[i] = (uint8_t)(k * 7);
+        }
+        in[0] = 23 * 7; /* the rarest present */
+        const size_t pl = huf_encode(in, n, pay);
+        int longest = 0;
+        for (int i = 0; i < 256; i++) longest = (pay[i / 2] >> (4 * (i % 2)) & 15) > longest ? pay[i / 2] >> (4 * (i % 2)) & 15 : longest;
+        CHECK(pl > 0 && pl < n / 3 && longest == HUF_MAX_LEN, "a skewed histogram: %zu bytes of %zu, codes up to %d bits", pl, n, longest);
+        CHECK(huf_decode(pay, pl, back, n) == PZ_OK && !memcmp(in, back, n), "and back: %s", pz_last_error());
+    }
+
     { /* one code per byte: a byte above the width's largest code is refused */
         const int64_t sh[] = {4, 100};
         make("q6:bytes", 2, sh, NULL);
@@ -256,7 +376,7 @@ int main(void) {
     const char *specs[] = {"none", "fp16", "bf16", "q3", "q5:sym,per=sample", "q2:per=channel", "q4:per=token", "q1:sym",
                            "topk:0.1,index=bitmap", "topk:0.05,index=delta,values=q4", "topk:0.2,values=fp16",
                            "randk:0.1,unbiased", "randtopk:0.1,values=bf16", "ms:0.02,bits=3", "ms:0.1,bits=1,values=fp16",
-                           "q2+zstd", "topk:0.3,values=q2+zstd:1"};
+                           "q2+zstd", "topk:0.3,values=q2+zstd:1", "q3+huf", "topk:0.3,values=q2+huf", "q6:bytes+huf"};
     const int64_t shapes[][4] = {{4, 3, 5, 7}, {2, 50}, {1, 1}, {7, 9}};
     const int ndims[] = {4, 2, 2, 2};
     pz_rng r;

@@ -122,6 +122,13 @@ static const golden_case CASES[] = {
     {"rvq2_3x2_warm", "rvq:2,stages=3,bits=2,iters=2", "gauss", 3, {2, 4, 6}, 3, 0},
     {"rvq4_tensor_cold_zstd", "rvq:4,stages=1,bits=4,per=tensor,cold+zstd", "relu", 2, {5, 8}, 1, 0},
     {"ef_rvq2", "ef(rvq:2,stages=1,bits=2)", "gauss", 2, {3, 8}, 3, 0},
+    /* the entropy stage's Huffman form (+huf, pinned byte for byte): 8-bit codes, 6-bit codes one per byte, ReLU codes
+     * per sample, TopK with an id section before them inside AQ-SGD, and a frame too small to gain */
+    {"q8_gauss_huf", "q8+huf", "gauss", 2, {4, 256}, 1, 0},
+    {"q6_bytes_huf", "q6:bytes+huf", "gauss", 3, {4, 32, 16}, 1, 0},
+    {"q4_relu_huf", "q4:per=sample+huf", "relu", 2, {4, 256}, 1, 0},
+    {"aqsgd_topk20_huf", "aqsgd(topk:0.2)+huf", "levels", 2, {3, 300}, 3, 1},
+    {"q8_small_huf", "q8+huf", "gauss", 1, {20}, 1, 0},
 };
 enum { NCASES = sizeof CASES / sizeof *CASES };
 

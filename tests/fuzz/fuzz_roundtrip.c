@@ -28,6 +28,7 @@ static const char *const specs[] = {
     "q4:per=token,rot", "q3:sym,rot", "ef(q4:rot)",
     "q2+zstd", "aqsgd(q2)+zstd:1", "topk:0.2,values=q4+zstd",
     "lowrank:2", "lowrank:3,values=q4,cold,iters=2", "ef(lowrank:1)", "fp8", "fp8:e5m2,per=token+zstd", "ef21(fp8:per=channel)", "rvq:2,bits=3", "rvq:1,stages=3,bits=2,per=tensor,cold+zstd", "q5:bytes", "q3:sym,per=token,bytes+zstd",
+    "none+huf", "q6:bytes+huf", "topk:0.3,values=q2+huf",
 };
 #define N_SPECS (sizeof specs / sizeof *specs)
 
