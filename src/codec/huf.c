@@ -87,30 +87,43 @@ static int canonical(const uint8_t *len, uint32_t *enc) {
     return 0;
 }
 
-size_t huf_bound(size_t n) { return HUF_HEADER + n * HUF_MAX_LEN / 8 + 4 * 8 + 8; }
+/* a stream's room: its codes at most HUF_MAX_LEN bits each, and 8 bytes of
+ * slack for the last 8-byte store */
+static size_t room(size_t q) { return q * HUF_MAX_LEN / 8 + 16; }
 
-/* one stream: n symbols, codes packed LSB first; returns its bytes (it may
- * write up to 8 bytes past them) */
-static size_t put_stream(const uint8_t *in, size_t n, const uint32_t *enc, uint8_t *out) {
-    uint64_t acc = 0;
-    unsigned nb = 0; /* bits in acc, fewer than 8 between groups */
-    uint8_t *o = out;
+size_t huf_bound(size_t n) { return HUF_HEADER + 4 * room((n + 3) / 4); }
+
+/* the codes of in[0..n) into four streams of q = ceil(n / 4) symbols (the
+ * last one shorter), written in step (four independent chains), each into
+ * its own room of out; their lengths into len[] */
+#define PUT(k, sym) (e = enc[sym], acc[k] |= (uint64_t)(e & 0xffffu) << nb[k], nb[k] += e >> 16)
+#define FLUSH(k) (pz_put_u64(o[k], acc[k]), o[k] += nb[k] >> 3, acc[k] >>= nb[k] & ~7u, nb[k] &= 7)
+static void put_streams(const uint8_t *in, size_t n, const uint32_t *enc, uint8_t *out, size_t *len) {
+    const size_t q = (n + 3) / 4;
+    const uint8_t *src[4];
+    size_t cnt[4];
+    uint8_t *o[4], *start[4];
+    uint64_t acc[4] = {0};
+    unsigned nb[4] = {0}; /* fewer than 8 between groups */
+    uint32_t e;
+    for (int k = 0; k < 4; k++) {
+        const size_t lo = (size_t)k * q < n ? (size_t)k * q : n, hi = lo + q < n ? lo + q : n;
+        src[k] = in + lo, cnt[k] = hi - lo, start[k] = o[k] = out + (size_t)k * room(q);
+    }
+    const size_t common = cnt[3]; /* the shortest */
     size_t i = 0;
-    for (; i + 4 <= n; i += 4) { /* 4 codes of at most 11 bits on fewer than 8: at most 51 bits */
-        for (int k = 0; k < 4; k++) {
-            const uint32_t e = enc[in[i + (size_t)k]];
-            acc |= (uint64_t)(e & 0xffffu) << nb, nb += e >> 16;
-        }
-        pz_put_u64(o, acc), o += nb >> 3, acc >>= nb & ~7u, nb &= 7;
+    for (; i + 4 <= common; i += 4) { /* 4 codes of at most 11 bits a stream on fewer than 8: at most 51 bits */
+        for (int j = 0; j < 4; j++) PUT(0, src[0][i + j]), PUT(1, src[1][i + j]), PUT(2, src[2][i + j]), PUT(3, src[3][i + j]);
+        FLUSH(0), FLUSH(1), FLUSH(2), FLUSH(3);
     }
-    for (; i < n; i++) {
-        const uint32_t e = enc[in[i]];
-        acc |= (uint64_t)(e & 0xffffu) << nb, nb += e >> 16;
-        pz_put_u64(o, acc), o += nb >> 3, acc >>= nb & ~7u, nb &= 7;
+    for (int k = 0; k < 4; k++) {
+        for (size_t j = i; j < cnt[k]; j++) PUT(k, src[k][j]), FLUSH(k);
+        if (nb[k]) *o[k]++ = (uint8_t)acc[k];
+        len[k] = (size_t)(o[k] - start[k]);
     }
-    if (nb) *o++ = (uint8_t)acc;
-    return (size_t)(o - out);
 }
+#undef PUT
+#undef FLUSH
 
 size_t huf_encode(const uint8_t *in, size_t n, uint8_t *out) {
     uint64_t count[256] = {0}, c1[256] = {0}, c2[256] = {0}, c3[256] = {0};
@@ -123,13 +136,13 @@ size_t huf_encode(const uint8_t *in, size_t n, uint8_t *out) {
     code_lengths(count, len);
     if (canonical(len, enc)) return 0; /* cannot happen: the lengths fit */
     for (int s = 0; s < 128; s++) out[s] = (uint8_t)(len[2 * s] | len[2 * s + 1] << 4);
-    const size_t q = (n + 3) / 4;
-    size_t at = HUF_HEADER;
-    for (int k = 0; k < 4; k++) {
-        const size_t lo = (size_t)k * q < n ? (size_t)k * q : n, hi = lo + q < n ? lo + q : n;
-        const size_t b = put_stream(in + lo, hi - lo, enc, out + at);
-        if (k < 3) pz_put_u32(out + 128 + 4 * k, (uint32_t)b);
-        at += b;
+    size_t blen[4], at = HUF_HEADER;
+    put_streams(in, n, enc, out + HUF_HEADER, blen);
+    const size_t r = room((n + 3) / 4);
+    for (int k = 0; k < 4; k++) { /* each room's stream moved down after the one before */
+        memmove(out + at, out + HUF_HEADER + (size_t)k * r, blen[k]);
+        if (k < 3) pz_put_u32(out + 128 + 4 * k, (uint32_t)blen[k]);
+        at += blen[k];
     }
     return at;
 }
@@ -138,7 +151,7 @@ size_t huf_encode(const uint8_t *in, size_t n, uint8_t *out) {
  * them), where its next symbol goes and how many are left */
 typedef struct {
     const uint8_t *s, *p, *end;
-    uint64_t acc, used;
+    uint64_t acc, used; /* used: bits of codes taken */
     unsigned nb;
     uint8_t *out;
     size_t left;
@@ -149,16 +162,6 @@ static inline void refill_fast(reader *r) {
     r->acc |= pz_get_u64(r->p) << r->nb;
     r->p += (63 - r->nb) >> 3;
     r->nb |= 56;
-}
-
-/* one symbol of r, from at least HUF_MAX_LEN bits; a bit pattern that is no
- * code decodes nothing and marks *bad */
-static inline void take(reader *r, const uint16_t *dec, unsigned *bad) {
-    const uint16_t e = dec[r->acc & (TABLE - 1)];
-    const unsigned l = e >> 8;
-    *bad |= l == 0;
-    *r->out++ = (uint8_t)e;
-    r->acc >>= l, r->nb -= l, r->used += l;
 }
 
 /* the rest of one stream, checking each symbol */
@@ -214,18 +217,43 @@ pz_status huf_decode(const uint8_t *in, size_t len, uint8_t *out, size_t n) {
         at += blen[k];
     }
     /* the four streams in step while each has 8 bytes and 5 symbols left:
-     * a refill gives 56 bits, 5 codes of at most 11 bits */
-    unsigned bad = 0;
-    for (;;) {
-        int ready = 1;
-        for (int k = 0; k < 4; k++) ready &= r[k].end - r[k].p >= 8 && r[k].left >= 5;
-        if (!ready) break;
-        for (int k = 0; k < 4; k++) refill_fast(&r[k]);
-        for (int i = 0; i < 5; i++)
-            for (int k = 0; k < 4; k++) take(&r[k], dec, &bad);
-        for (int k = 0; k < 4; k++) r[k].left -= 5;
+     * a refill gives 56 bits, 5 codes of at most 11 bits; the state in
+     * locals (the byte stores may alias anything reachable) */
+    const uint8_t *p0 = r[0].p, *p1 = r[1].p, *p2 = r[2].p, *p3 = r[3].p;
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    unsigned n0 = 0, n1 = 0, n2 = 0, n3 = 0;
+    uint8_t *o0 = r[0].out, *o1 = r[1].out, *o2 = r[2].out, *o3 = r[3].out;
+    /* a complete code (every table entry a code: what the encoder writes
+     * whenever two symbols or more occur) has no bits that are no code, so
+     * the loop need not look; an incomplete one goes the checked way */
+    uint32_t kraft = 0;
+    for (int s = 0; s < 256; s++) kraft += lens[s] ? TABLE >> lens[s] : 0;
+    size_t rounds = kraft == TABLE ? r[3].left / 5 : 0; /* the shortest stream's */
+#define REFILL(a, n, p) (a |= pz_get_u64(p) << n, p += (63 - n) >> 3, n |= 56)
+#define TAKE(a, n, o)                                                                                                       \
+    do {                                                                                                                    \
+        const uint16_t e_ = dec[a & (TABLE - 1)];                                                                           \
+        const unsigned l_ = e_ >> 8;                                                                                        \
+        *o++ = (uint8_t)e_, a >>= l_, n -= l_;                                                                              \
+    } while (0)
+    for (; rounds && r[0].end - p0 >= 8 && r[1].end - p1 >= 8 && r[2].end - p2 >= 8 && r[3].end - p3 >= 8; rounds--) {
+        REFILL(a0, n0, p0), REFILL(a1, n1, p1), REFILL(a2, n2, p2), REFILL(a3, n3, p3);
+        for (int i = 0; i < 5; i++) {
+            TAKE(a0, n0, o0);
+            TAKE(a1, n1, o1);
+            TAKE(a2, n2, o2);
+            TAKE(a3, n3, o3);
+        }
     }
-    if (bad) return frame_error(PZ_FRAME_PAYLOAD, "huf: bits that are no code of the table");
+#undef REFILL
+#undef TAKE
+    const size_t done = (size_t)(o3 - r[3].out);
+    r[0].p = p0, r[1].p = p1, r[2].p = p2, r[3].p = p3;
+    r[0].acc = a0, r[1].acc = a1, r[2].acc = a2, r[3].acc = a3;
+    r[0].nb = n0, r[1].nb = n1, r[2].nb = n2, r[3].nb = n3;
+    for (int k = 0; k < 4; k++) r[k].used = 8 * (uint64_t)(r[k].p - r[k].s) - r[k].nb; /* bits loaded, less those left */
+    r[0].out = o0, r[1].out = o1, r[2].out = o2, r[3].out = o3;
+    for (int k = 0; k < 4; k++) r[k].left -= done;
     for (int k = 0; k < 4; k++) PZ_TRY(finish(&r[k], dec, k));
     return PZ_OK;
 }
