@@ -45,6 +45,37 @@ static void expect(const char *what, const uint8_t *f, size_t len, size_t cap, p
           pz_status_name(st), st ? pz_frame_error_name(pz_frame_error_of()) : "-", pz_frame_error_name(want));
 }
 
+/* the frame made last, its payload one byte longer (a zero) or shorter, the checksum repaired: its new length */
+static size_t resized(uint8_t *f, int delta) {
+    memcpy(f, frame, flen);
+    const size_t len = delta > 0 ? flen + 1 : flen - 1;
+    if (delta > 0) f[flen] = 0;
+    const uint64_t pl = len - 64;
+    memcpy(f + 48, &pl, 8), fix_crc(f, len);
+    return len;
+}
+
+/* a frame too small for spec's entropy stage to gain is sent without it, byte for byte plain's */
+static void too_small(const char *plain, const char *spec) {
+    static uint8_t p[4096];
+    const int64_t tiny[] = {1, 8};
+    make(plain, 2, tiny, NULL);
+    memcpy(p, frame, flen);
+    const size_t plain_len = flen;
+    make(spec, 2, tiny, NULL);
+    CHECK(flen == plain_len && !memcmp(p, frame, flen), "a frame %s cannot shrink is sent as it is", spec);
+}
+
+/* 8 x 512 Gaussians as q2 (decoded into plain) and then through spec's entropy stage (the frame made last): q2's length */
+static size_t staged(const char *spec, float *plain) {
+    const int64_t big[] = {8, 512};
+    make("q2", 2, big, NULL);
+    CHECK(pz_frame_decode(frame, flen, plain, 4096, NULL, NULL) == PZ_OK, "q2 decodes");
+    const size_t plain_len = flen;
+    make(spec, 2, big, NULL);
+    return plain_len;
+}
+
 int main(void) {
     const int64_t shape[] = {4, 100};
     uint8_t f[1 << 16];
@@ -203,12 +234,8 @@ int main(void) {
     }
 
     { /* the entropy stage: a frame that shrinks decodes to the plain frame's floats; its own ways to be wrong */
-        const int64_t big[] = {8, 512};
-        make("q2", 2, big, NULL);
         static float plain[4096];
-        CHECK(pz_frame_decode(frame, flen, plain, 4096, NULL, NULL) == PZ_OK, "q2 decodes");
-        const size_t plain_len = flen;
-        make("q2+zstd", 2, big, NULL);
+        const size_t plain_len = staged("q2+zstd", plain);
         CHECK((frame[7] & 2) && flen < plain_len, "q2 codes of a Gaussian shrink under zstd (%zu of %zu bytes)", flen, plain_len);
         CHECK(pz_frame_decode(frame, flen, out, 4096, NULL, NULL) == PZ_OK && !memcmp(out, plain, sizeof plain), "the same floats");
         pz_frame_info info;
@@ -223,33 +250,20 @@ int main(void) {
         expect("a raw length beyond 16n + 64", f, flen, 4096, PZ_FRAME_PARAM);
         memcpy(f, frame, flen), put32(f + 36, raw + 1), fix_crc(f, flen);
         expect("a raw length the zstd frame does not declare", f, flen, 4096, PZ_FRAME_PAYLOAD);
-        memcpy(f, frame, flen), f[flen] = 0;
-        uint64_t pl = flen + 1 - 64;
-        memcpy(f + 48, &pl, 8), fix_crc(f, flen + 1);
-        expect("a byte after the zstd frame", f, flen + 1, 4096, PZ_FRAME_PAYLOAD);
-        memcpy(f, frame, flen), pl = flen - 1 - 64;
-        memcpy(f + 48, &pl, 8), fix_crc(f, flen - 1);
-        expect("a truncated zstd frame", f, flen - 1, 4096, PZ_FRAME_PAYLOAD);
+        size_t len = resized(f, 1);
+        expect("a byte after the zstd frame", f, len, 4096, PZ_FRAME_PAYLOAD);
+        len = resized(f, -1);
+        expect("a truncated zstd frame", f, len, 4096, PZ_FRAME_PAYLOAD);
         memcpy(f, frame, flen), memset(f + 64, 0, 4), fix_crc(f, flen);
         expect("not a zstd frame", f, flen, 4096, PZ_FRAME_PAYLOAD);
         memcpy(f, frame, flen), f[100] ^= 0x10;
         expect("a bit flip in the zstd frame", f, flen, 4096, PZ_FRAME_CHECKSUM);
-        /* a frame too small to gain is sent without the stage, byte for byte the plain frame */
-        const int64_t tiny[] = {1, 8};
-        make("q8", 2, tiny, NULL);
-        memcpy(f, frame, flen);
-        const size_t tiny_len = flen;
-        make("q8+zstd", 2, tiny, NULL);
-        CHECK(flen == tiny_len && !memcmp(f, frame, flen), "a frame zstd cannot shrink is sent as it is");
+        too_small("q8", "q8+zstd");
     }
 
     { /* the entropy stage's Huffman form: the same floats, fewer bytes, and each way its payload can be wrong */
-        const int64_t big[] = {8, 512};
-        make("q2", 2, big, NULL);
         static float plain[4096];
-        CHECK(pz_frame_decode(frame, flen, plain, 4096, NULL, NULL) == PZ_OK, "q2 decodes");
-        const size_t plain_len = flen;
-        make("q2+huf", 2, big, NULL);
+        const size_t plain_len = staged("q2+huf", plain);
         CHECK(frame[7] == 4 && flen < plain_len, "q2 codes of a Gaussian shrink under huf (%zu of %zu bytes)", flen, plain_len);
         CHECK(pz_frame_decode(frame, flen, out, 4096, NULL, NULL) == PZ_OK && !memcmp(out, plain, sizeof plain), "the same floats");
         pz_frame_info info;
@@ -273,28 +287,19 @@ int main(void) {
         expect("stream 0 a byte short (its bytes go to stream 1)", f, flen, 4096, PZ_FRAME_PAYLOAD);
         memcpy(f, frame, flen), put32(h + 128, s0 + 1), fix_crc(f, flen);
         expect("stream 0 a byte long", f, flen, 4096, PZ_FRAME_PAYLOAD);
-        { /* a byte more at the end: stream 3 longer than its codes */
-            memcpy(f, frame, flen), f[flen] = 0;
-            uint64_t pl = flen + 1 - 64;
-            memcpy(f + 48, &pl, 8), fix_crc(f, flen + 1);
-            expect("a byte after the last stream", f, flen + 1, 4096, PZ_FRAME_PAYLOAD);
-            memcpy(f, frame, flen), pl = flen - 1 - 64;
-            memcpy(f + 48, &pl, 8), fix_crc(f, flen - 1);
-            expect("the last stream cut short", f, flen - 1, 4096, PZ_FRAME_PAYLOAD);
-        }
+        size_t len = resized(f, 1); /* stream 3 longer than its codes */
+        expect("a byte after the last stream", f, len, 4096, PZ_FRAME_PAYLOAD);
+        len = resized(f, -1);
+        expect("the last stream cut short", f, len, 4096, PZ_FRAME_PAYLOAD);
         memcpy(f, frame, flen), f[flen - 1] |= 0x80, fix_crc(f, flen);
         const pz_status st = pz_frame_decode(f, flen, out, 4096, NULL, NULL);
         CHECK(st == PZ_ERR_FORMAT || memcmp(out, plain, sizeof plain), "a changed last byte is refused or decodes otherwise");
         memcpy(f, frame, flen), f[100] ^= 0x10;
         expect("a bit flip in the streams", f, flen, 4096, PZ_FRAME_CHECKSUM);
+        too_small("q8", "q8+huf");
         const int64_t tiny[] = {1, 8};
-        make("q8", 2, tiny, NULL);
-        memcpy(f, frame, flen);
-        const size_t tiny_len = flen;
-        make("q8+huf", 2, tiny, NULL);
-        CHECK(flen == tiny_len && !memcmp(f, frame, flen), "a frame huf cannot shrink is sent as it is");
         /* a strict receiver of another stage, or of none, refuses it; its own takes it, and a frame sent without it */
-        make("q2+huf", 2, big, NULL);
+        staged("q2+huf", plain);
         pz_codec *rx;
         const char *others[] = {"q2", "q2+zstd", "q2+huf"};
         for (int i = 0; i < 3; i++) {
