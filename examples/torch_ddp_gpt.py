@@ -4,7 +4,7 @@
 gradient buckets compressed by pipezip's DDP communication hook (or by
 torch's own PowerSGD hook, or not at all), over gloo.
 
-    .venv/bin/python -m torch.distributed.run --standalone --nproc_per_node 2 -r 1 -t 1 \\
+    .venv/bin/python -m torch.distributed.run --nnodes 1 --master_addr 127.0.0.1 --nproc_per_node 2 -r 1 -t 1 \\
         examples/torch_ddp_gpt.py --hook "pipezip:ef(q4)" --steps 300
 
 (the venv's Python, where pipezip is installed; docs/PYTHON.md)

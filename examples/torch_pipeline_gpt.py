@@ -3,7 +3,7 @@
 """A GPT trained as a pipeline of PyTorch processes, every boundary
 compressed both ways with pipezip frames over torch.distributed (gloo).
 
-    .venv/bin/python -m torch.distributed.run --standalone --nproc_per_node 4 -r 1 -t 1 \\
+    .venv/bin/python -m torch.distributed.run --nnodes 1 --master_addr 127.0.0.1 --nproc_per_node 4 -r 1 -t 1 \\
         examples/torch_pipeline_gpt.py --fwd q4:per=token --bwd q8 --steps 400
 
 (the venv's Python, where pipezip is installed: the system's torchrun
@@ -330,16 +330,15 @@ def main():
             tot += r * b if stage.last else 0.0
         return tot / n
 
-    class Stopped(Exception):
-        pass
-
-    def on_term(signum, frame):  # torchrun ends every rank when one fails: say where this one was
-        raise Stopped()
-    signal.signal(signal.SIGTERM, on_term)
+    # torchrun ends every rank when one fails (SIGTERM): a rank finishes the
+    # step it is in (and its checkpoint), or meets the lost peer, then says
+    # where it stopped; the handler only asks
+    stop = {"asked": False}
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.update(asked=True))
     t0 = time.time()
     try:
         v, vp, rows, loss = train(a, stage, part, opt, sched, rng, xtr, ytr, evaluate, tied, tie, S, start, loss,
-                                  out and (evals, steplog), ckpt, rank, kill, t0)
+                                  out and (evals, steplog), ckpt, rank, kill, t0, stop)
     except (PeerLost, RuntimeError, Stopped) as e:
         if isinstance(e, PeerLost):
             why = f"rank {e.peer} stopped while this rank {e.what} it"
@@ -358,7 +357,11 @@ def main():
     dist.destroy_process_group()
 
 
-def train(a, stage, part, opt, sched, rng, xtr, ytr, evaluate, tied, tie, S, start, loss, logs, ckpt, rank, kill, t0):
+class Stopped(Exception):
+    """SIGTERM asked this rank to stop; it did at a step's end"""
+
+
+def train(a, stage, part, opt, sched, rng, xtr, ytr, evaluate, tied, tie, S, start, loss, logs, ckpt, rank, kill, t0, stop):
     """steps start+1 .. a.steps; returns the last evaluation (compressed,
     plain) and every boundary's traffic"""
     v = vp = None
@@ -401,6 +404,8 @@ def train(a, stage, part, opt, sched, rng, xtr, ytr, evaluate, tied, tie, S, sta
                                     "stage": stage.state_dict(), "rng": rng.bit_generator.state})
         if kill == (rank, step):
             os.kill(os.getpid(), signal.SIGKILL)
+        if stop["asked"]:
+            raise Stopped()
     return v, vp, stage.boundary_stats(), loss
 
 

@@ -7,8 +7,8 @@
 # process hangs), every survivor's error names the rank that stopped and a
 # checkpoint every rank saved whole, every saved file loads, and --resume
 # from the last whole checkpoint reaches exactly the uninterrupted run's
-# step losses, evaluations and byte counts. A kill before the first
-# checkpoint: the survivors say none was saved, and --resume refuses.
+# step losses, evaluations and byte counts. A kill before every rank saved
+# a checkpoint: the survivors say none was saved, and --resume refuses.
 # Usage: test_torch_faults.sh SOURCE_DIR [SEED] [POINTS]
 set -euo pipefail
 src="$1"
@@ -75,24 +75,27 @@ for k in "${kills[@]}"; do
   # a survivor names the rank it lost, or says torchrun stopped it (torchrun's report names the killed rank)
   grep . <<<"$msgs" | grep -qv "stopped while this rank\|another rank stopped\|stopped by SIGTERM" && bad "kill $k: a survivor's error names no cause: $msgs"
   grep -q "rank *: ${k%:*} (local_rank: ${k%:*})" "$tmp/k$i.log" || bad "kill $k: torchrun's report does not name rank ${k%:*}"
-  step=${k#*:}
-  if [ "$step" -lt 2 ]; then
-    grep -q "no checkpoint was saved whole" <<<"$msgs" || bad "kill $k: before any checkpoint: $msgs"
+  # every saved file loads, each checkpoint a survivor names is whole; no whole one at all (the kill came before
+  # every rank saved one): each survivor says so, and --resume refuses
+  whole=$(/usr/bin/python3 - "$d/checkpoints" <<PY || echo bad
+import glob, os, re, sys, torch
+d = sys.argv[1]
+for f in glob.glob(f"{d}/step-*/rank-*.pt"):
+    torch.load(f)
+for n in set(re.findall(r"saved whole is (\S+)", """$msgs""")):
+    assert all(os.path.isfile(f"{n}/rank-{r}.pt") for r in range(4)), n + " is not whole"
+steps = [int(s[5:]) for s in os.listdir(d) if s.startswith("step-") and all(os.path.isfile(f"{d}/{s}/rank-{r}.pt") for r in range(4))] if os.path.isdir(d) else []
+print(max(steps) if steps else "none")
+PY
+)
+  [ "$whole" = bad ] && { bad "kill $k: checkpoints: $msgs"; continue; }
+  if [ "$whole" = none ]; then
+    [ "$(grep -c "no checkpoint was saved whole" <<<"$msgs")" -eq 3 ] || bad "kill $k: no whole checkpoint, yet: $msgs"
     run "r$i" --out "$d" --resume "$d/checkpoints" && bad "kill $k: --resume without a checkpoint went on"
     grep -q "no checkpoint in .* that all 4 ranks saved whole" "$tmp/r$i.log" || bad "kill $k: the refusal: $(tail -5 "$tmp/r$i.log")"
     continue
   fi
-  # each survivor names a checkpoint every rank saved whole, and every saved file loads
-  /usr/bin/python3 - "$d/checkpoints" <<PY || bad "kill $k: checkpoints: $msgs"
-import glob, os, re, sys, torch
-d = sys.argv[1]
-named = set(re.findall(r"saved whole is (\S+)", """$msgs"""))
-assert named, "no checkpoint named"
-for n in named:
-    assert all(os.path.isfile(f"{n}/rank-{r}.pt") for r in range(4)), n + " is not whole"
-for f in glob.glob(f"{d}/step-*/rank-*.pt"):
-    torch.load(f)
-PY
+  [ "${k#*:}" -ge 2 ] || bad "kill $k: a whole checkpoint (step $whole) before step 2"
   if run "r$i" --out "$d" --resume "$d/checkpoints"; then
     same "$d" || bad "kill $k: the resumed run differs from the uninterrupted one"
   else
